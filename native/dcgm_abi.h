@@ -1,0 +1,625 @@
+/*
+ * dcgm_abi.h -- this project's own declarations of the DCGM 4.x C ABI subset
+ * that dcgm-collector and its simulated libdcgm.so.4 use.
+ *
+ * Written from the layout facts in shared/dcgm (x86_64, LP64).  Every struct
+ * here is checked member by member against abi-layout.tsv by
+ * tests/test_abi_layout.py, so a one-byte slip fails the suite instead of
+ * corrupting memory on a GPU node.
+ *
+ * Everything between the CDEF-BEGIN and CDEF-END markers is also fed to cffi
+ * by dcgm_collector/_build_native.py, so that region may only hold what
+ * cffi's cdef parser understands: typedefs, structs, unions, enums, and
+ * #defines of plain integer literals.  Function prototypes live in
+ * dcgm_functions.h.
+ */
+#ifndef DCGM_COLLECTOR_DCGM_ABI_H
+#define DCGM_COLLECTOR_DCGM_ABI_H
+
+#include <stdint.h>
+
+/* CDEF-BEGIN */
+
+/* ---- scalar handle types: all pointer sized ---------------------------- */
+typedef uintptr_t dcgmHandle_t;
+typedef uintptr_t dcgmGpuGrp_t;
+typedef uintptr_t dcgmFieldGrp_t;
+typedef uintptr_t dcgmStatus_t;
+typedef unsigned int dcgm_field_eid_t;
+
+/* ---- return codes ------------------------------------------------------ */
+typedef enum dcgmReturn_enum {
+    DCGM_ST_OK = 0,
+    DCGM_ST_BADPARAM = -1,
+    DCGM_ST_GENERIC_ERROR = -3,
+    DCGM_ST_MEMORY = -4,
+    DCGM_ST_NOT_CONFIGURED = -5,
+    DCGM_ST_NOT_SUPPORTED = -6,
+    DCGM_ST_INIT_ERROR = -7,
+    DCGM_ST_NVML_ERROR = -8,
+    DCGM_ST_PENDING = -9,
+    DCGM_ST_UNINITIALIZED = -10,
+    DCGM_ST_TIMEOUT = -11,
+    DCGM_ST_VER_MISMATCH = -12,
+    DCGM_ST_UNKNOWN_FIELD = -13,
+    DCGM_ST_NO_DATA = -14,
+    DCGM_ST_STALE_DATA = -15,
+    DCGM_ST_NOT_WATCHED = -16,
+    DCGM_ST_NO_PERMISSION = -17,
+    DCGM_ST_GPU_IS_LOST = -18,
+    DCGM_ST_RESET_REQUIRED = -19,
+    DCGM_ST_FUNCTION_NOT_FOUND = -20,
+    DCGM_ST_CONNECTION_NOT_VALID = -21,
+    DCGM_ST_GPU_NOT_SUPPORTED = -22,
+    DCGM_ST_GROUP_INCOMPATIBLE = -23,
+    DCGM_ST_MAX_LIMIT = -24,
+    DCGM_ST_LIBRARY_NOT_FOUND = -25,
+    DCGM_ST_DUPLICATE_KEY = -26,
+    DCGM_ST_GPU_IN_SYNC_BOOST_GROUP = -27,
+    DCGM_ST_GPU_NOT_IN_SYNC_BOOST_GROUP = -28,
+    DCGM_ST_REQUIRES_ROOT = -29,
+    DCGM_ST_NVVS_ERROR = -30,
+    DCGM_ST_INSUFFICIENT_SIZE = -31,
+    DCGM_ST_FIELD_UNSUPPORTED_BY_API = -32,
+    DCGM_ST_MODULE_NOT_LOADED = -33,
+    DCGM_ST_IN_USE = -34,
+    DCGM_ST_GROUP_IS_EMPTY = -35,
+    DCGM_ST_PROFILING_NOT_SUPPORTED = -36,
+    DCGM_ST_PROFILING_LIBRARY_ERROR = -37,
+    DCGM_ST_PROFILING_MULTI_PASS = -38,
+    DCGM_ST_DIAG_ALREADY_RUNNING = -39,
+    DCGM_ST_DIAG_BAD_JSON = -40,
+    DCGM_ST_DIAG_BAD_LAUNCH = -41,
+    DCGM_ST_DIAG_UNUSED = -42,
+    DCGM_ST_DIAG_THRESHOLD_EXCEEDED = -43,
+    DCGM_ST_INSUFFICIENT_DRIVER_VERSION = -44,
+    DCGM_ST_INSTANCE_NOT_FOUND = -45,
+    DCGM_ST_COMPUTE_INSTANCE_NOT_FOUND = -46,
+    DCGM_ST_CHILD_NOT_KILLED = -47,
+    DCGM_ST_3RD_PARTY_LIBRARY_ERROR = -48,
+    DCGM_ST_INSUFFICIENT_RESOURCES = -49,
+    DCGM_ST_PLUGIN_EXCEPTION = -50,
+    DCGM_ST_NVVS_ISOLATE_ERROR = -51,
+    DCGM_ST_NVVS_BINARY_NOT_FOUND = -52,
+    DCGM_ST_NVVS_KILLED = -53,
+    DCGM_ST_PAUSED = -54,
+    DCGM_ST_ALREADY_INITIALIZED = -55,
+    DCGM_ST_NVML_NOT_LOADED = -56,
+    DCGM_ST_NVML_DRIVER_TIMEOUT = -57,
+    DCGM_ST_NVVS_NO_AVAILABLE_TEST = -58,
+    DCGM_ST_MNDIAG_CONNECTION_NOT_AVAILABLE = -59,
+    DCGM_ST_MNDIAG_CONNECTION_UNAUTHORIZED = -60,
+    DCGM_ST_REMOTE_SSH_CONNECTION_FAILED = -61,
+    DCGM_ST_CHILD_SPAWN_FAILED = -62,
+    DCGM_ST_FILE_IO_ERROR = -63,
+    DCGM_ST_CHILD_SIGNAL_RECEIVED = -64,
+    DCGM_ST_CALLER_ALREADY_STOPPED = -65,
+    DCGM_ST_DIAG_STOPPED = -66,
+    DCGM_ST_GPUS_DETACHED = -67
+} dcgmReturn_t;
+
+/* ---- enums ------------------------------------------------------------- */
+typedef enum dcgm_field_entity_group_enum {
+    DCGM_FE_NONE = 0,
+    DCGM_FE_GPU = 1,
+    DCGM_FE_VGPU = 2,
+    DCGM_FE_SWITCH = 3,
+    DCGM_FE_GPU_I = 4,
+    DCGM_FE_GPU_CI = 5,
+    DCGM_FE_LINK = 6,
+    DCGM_FE_CPU = 7,
+    DCGM_FE_CPU_CORE = 8,
+    DCGM_FE_CONNECTX = 9,
+    DCGM_FE_COUNT = 10
+} dcgm_field_entity_group_t;
+
+typedef enum dcgmOperationMode_enum {
+    DCGM_OPERATION_MODE_AUTO = 1,
+    DCGM_OPERATION_MODE_MANUAL = 2
+} dcgmOperationMode_t;
+
+typedef enum dcgmOrder_enum {
+    DCGM_ORDER_ASCENDING = 1,
+    DCGM_ORDER_DESCENDING = 2
+} dcgmOrder_t;
+
+typedef enum DcgmEntityStatus_enum {
+    DcgmEntityStatusUnknown = 0,
+    DcgmEntityStatusOk = 1,
+    DcgmEntityStatusUnsupported = 2,
+    DcgmEntityStatusInaccessible = 3,
+    DcgmEntityStatusLost = 4,
+    DcgmEntityStatusFake = 5,
+    DcgmEntityStatusDisabled = 6,
+    DcgmEntityStatusDetached = 7
+} DcgmEntityStatus_t;
+
+typedef enum dcgmGroupType_enum {
+    DCGM_GROUP_DEFAULT = 0,
+    DCGM_GROUP_EMPTY = 1,
+    DCGM_GROUP_DEFAULT_NVSWITCHES = 2,
+    DCGM_GROUP_DEFAULT_INSTANCES = 3,
+    DCGM_GROUP_DEFAULT_COMPUTE_INSTANCES = 4,
+    DCGM_GROUP_DEFAULT_EVERYTHING = 5
+} dcgmGroupType_t;
+
+typedef enum dcgmHealthSystems_enum {
+    DCGM_HEALTH_WATCH_PCIE = 0x1,
+    DCGM_HEALTH_WATCH_NVLINK = 0x2,
+    DCGM_HEALTH_WATCH_PMU = 0x4,
+    DCGM_HEALTH_WATCH_MCU = 0x8,
+    DCGM_HEALTH_WATCH_MEM = 0x10,
+    DCGM_HEALTH_WATCH_SM = 0x20,
+    DCGM_HEALTH_WATCH_INFOROM = 0x40,
+    DCGM_HEALTH_WATCH_THERMAL = 0x80,
+    DCGM_HEALTH_WATCH_POWER = 0x100,
+    DCGM_HEALTH_WATCH_DRIVER = 0x200,
+    DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL = 0x400,
+    DCGM_HEALTH_WATCH_NVSWITCH_FATAL = 0x800,
+    DCGM_HEALTH_WATCH_CONNECTX = 0x1000,
+    DCGM_HEALTH_WATCH_ALL = 0xFFFFFFFF
+} dcgmHealthSystems_t;
+
+typedef enum dcgmHealthWatchResult_enum {
+    DCGM_HEALTH_RESULT_PASS = 0,
+    DCGM_HEALTH_RESULT_WARN = 10,
+    DCGM_HEALTH_RESULT_FAIL = 20
+} dcgmHealthWatchResults_t;
+
+typedef enum dcgmChipArchitecture_enum {
+    DCGM_CHIP_ARCH_OLDER = 1,
+    DCGM_CHIP_ARCH_KEPLER = 2,
+    DCGM_CHIP_ARCH_MAXWELL = 3,
+    DCGM_CHIP_ARCH_PASCAL = 4,
+    DCGM_CHIP_ARCH_VOLTA = 5,
+    DCGM_CHIP_ARCH_TURING = 6,
+    DCGM_CHIP_ARCH_AMPERE = 7,
+    DCGM_CHIP_ARCH_ADA = 8,
+    DCGM_CHIP_ARCH_HOPPER = 9,
+    DCGM_CHIP_ARCH_BLACKWELL = 10,
+    DCGM_CHIP_ARCH_UNKNOWN = 0xffffffff
+} dcgmChipArchitecture_t;
+
+typedef enum DcgmLoggingSeverity_enum {
+    DcgmLoggingSeverityUnspecified = -1,
+    DcgmLoggingSeverityNone = 0,
+    DcgmLoggingSeverityFatal = 1,
+    DcgmLoggingSeverityError = 2,
+    DcgmLoggingSeverityWarning = 3,
+    DcgmLoggingSeverityInfo = 4,
+    DcgmLoggingSeverityDebug = 5,
+    DcgmLoggingSeverityVerbose = 6
+} DcgmLoggingSeverity_t;
+
+/* MIG slice profile; only its size matters to this project */
+typedef enum dcgmMigProfile_enum {
+    DcgmMigProfileNone = 0
+} dcgmMigProfile_t;
+
+/* ---- limits and special values ----------------------------------------- */
+#define DCGM_MAX_NUM_DEVICES 32
+#define DCGM_MAX_NUM_SWITCHES 12
+#define DCGM_MAX_STR_LENGTH 256
+#define DCGM_MAX_BLOB_LENGTH 4096
+#define DCGM_MAX_CLOCKS 256
+#define DCGM_MAX_NUM_GROUPS 64
+#define DCGM_MAX_NUM_FIELD_GROUPS 64
+#define DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP 128
+#define DCGM_GROUP_MAX_ENTITIES_V2 1024
+#define DCGM_HEALTH_WATCH_MAX_INCIDENTS_V2 1024
+#define DCGM_MAX_INSTANCES_PER_GPU 8
+#define DCGM_MAX_HIERARCHY_INFO 448
+#define DCGM_MAX_AGE_USEC_DEFAULT 30000000
+#define DCGM_HE_PORT_NUMBER 5555
+#define DCGM_PROF_MAX_NUM_GROUPS_V2 10
+#define DCGM_PROF_MAX_FIELD_IDS_PER_GROUP_V2 64
+#define DCGM_FI_MAX_FIELDS 1534
+
+#define DCGM_GROUP_ALL_GPUS 0x7fffffff
+#define DCGM_GROUP_ALL_NVSWITCHES 0x7ffffffe
+#define DCGM_GROUP_ALL_INSTANCES 0x7ffffffd
+#define DCGM_GROUP_ALL_COMPUTE_INSTANCES 0x7ffffffc
+#define DCGM_GROUP_ALL_ENTITIES 0x7ffffffb
+#define DCGM_GROUP_NULL 0x7ffffffa
+#define DCGM_EMBEDDED_HANDLE 0x7fffffff
+
+#define DCGM_FV_FLAG_LIVE_DATA 1
+#define DCGM_GEGE_FLAG_ONLY_SUPPORTED 1
+
+#define DCGM_FS_GLOBAL 0
+#define DCGM_FS_ENTITY 1
+#define DCGM_FS_DEVICE 1
+
+/* field type codes are the ASCII letters DCGM stores in fieldType */
+#define DCGM_FT_BINARY 98
+#define DCGM_FT_DOUBLE 100
+#define DCGM_FT_INT64 105
+#define DCGM_FT_STRING 115
+#define DCGM_FT_TIMESTAMP 116
+
+/* blank sentinels: a value at or above *_BLANK carries no reading */
+#define DCGM_INT8_BLANK 0x70
+#define DCGM_INT32_BLANK 0x7ffffff0
+#define DCGM_INT32_NOT_FOUND 0x7ffffff1
+#define DCGM_INT32_NOT_SUPPORTED 0x7ffffff2
+#define DCGM_INT32_NOT_PERMISSIONED 0x7ffffff3
+#define DCGM_INT64_BLANK 0x7ffffffffffffff0
+#define DCGM_INT64_NOT_FOUND 0x7ffffffffffffff1
+#define DCGM_INT64_NOT_SUPPORTED 0x7ffffffffffffff2
+#define DCGM_INT64_NOT_PERMISSIONED 0x7ffffffffffffff3
+
+/* version stamps: sizeof(struct) | (version << 24), checked at compile
+ * time in native/sim/abi_check.c and against abi-layout.tsv in the tests */
+#define dcgmFieldValue_version1 0x01001018
+#define dcgmFieldValue_version2 0x02001020
+#define dcgmInjectFieldValue_version1 0x01001018
+#define dcgmInjectFieldValue_version 0x01001018
+#define dcgmDeviceAttributes_version3 0x03001464
+#define dcgmDeviceAttributes_version 0x03001464
+#define dcgmDeviceIdentifiers_version1 0x01000810
+#define dcgmDeviceSupportedClockSets_version1 0x01000c08
+#define dcgmClockSet_version1 0x0100000c
+#define dcgmDeviceThermals_version1 0x0100000c
+#define dcgmDevicePowerLimits_version1 0x01000018
+#define dcgmDeviceMemoryUsage_version1 0x01000014
+#define dcgmDeviceSettings_version2 0x02000010
+#define dcgmConnectV2Params_version1 0x01000008
+#define dcgmConnectV2Params_version2 0x02000010
+#define dcgmConnectV2Params_version 0x02000010
+#define dcgmConnectV3Params_version1 0x0100000c
+#define dcgmConnectV3Params_version 0x0100000c
+#define dcgmStartEmbeddedV2Params_version1 0x01000048
+#define dcgmStartEmbeddedV2Params_version2 0x02000050
+#define dcgmStartEmbeddedV2Params_version3 0x03000068
+#define dcgmStartEmbeddedV2Params_version 0x03000068
+#define dcgmGroupInfo_version3 0x03002108
+#define dcgmGroupInfo_version 0x03002108
+#define dcgmFieldGroupInfo_version1 0x01000210
+#define dcgmFieldGroupInfo_version 0x01000210
+#define dcgmAllFieldGroup_version1 0x01008408
+#define dcgmAllFieldGroup_version 0x01008408
+#define dcgmHealthResponse_version5 0x0510500c
+#define dcgmHealthResponse_version 0x0510500c
+#define dcgmHealthSetParams_version2 0x02000028
+#define dcgmMigHierarchy_version2 0x02011f08
+#define dcgmMigHierarchy_version 0x02011f08
+#define dcgmProfGetMetricGroups_version3 0x03000560
+#define dcgmProfGetMetricGroups_version 0x03000560
+#define dcgmVersionInfo_version2 0x02000204
+#define dcgmVersionInfo_version 0x02000204
+#define dcgmHostengineHealth_version1 0x01000008
+#define dcgmHostengineHealth_version 0x01000008
+#define dcgmCreateFakeEntities_version2 0x02002308
+#define dcgmCreateFakeEntities_version 0x02002308
+
+/* ---- field values ------------------------------------------------------ */
+/* value union shared by v1 and v2 records; blob is the largest member */
+typedef union dcgmFieldValueUnion_u {
+    int64_t i64;
+    double dbl;
+    char str[256];
+    char blob[4096];
+} dcgmFieldValueUnion_t;
+
+/* v1: the record every enumeration callback receives */
+typedef struct dcgmFieldValue_v1_s {
+    unsigned int version;
+    unsigned short fieldId;
+    unsigned short fieldType;   /* ASCII type letter */
+    int status;                 /* dcgmReturn_t of this one reading */
+    int64_t ts;                 /* microseconds since the Unix epoch */
+    dcgmFieldValueUnion_t value;
+} dcgmFieldValue_v1;
+
+/* v2: carries its entity, used by dcgmEntitiesGetLatestValues */
+typedef struct dcgmFieldValue_v2_s {
+    unsigned int version;
+    dcgm_field_entity_group_t entityGroupId;
+    dcgm_field_eid_t entityId;
+    unsigned short fieldId;
+    unsigned short fieldType;
+    int status;
+    unsigned int unused;
+    int64_t ts;
+    dcgmFieldValueUnion_t value;
+} dcgmFieldValue_v2;
+
+/* injection uses the v1 layout unchanged */
+typedef dcgmFieldValue_v1 dcgmInjectFieldValue_v1;
+typedef dcgmFieldValue_v1 dcgmInjectFieldValue_t;
+
+typedef struct dcgmGroupEntityPair_s {
+    dcgm_field_entity_group_t entityGroupId;
+    dcgm_field_eid_t entityId;
+} dcgmGroupEntityPair_t;
+
+/* ---- connecting and starting ------------------------------------------- */
+typedef struct dcgmConnectV2Params_v1_s {
+    unsigned int version;
+    unsigned int persistAfterDisconnect;
+} dcgmConnectV2Params_v1;
+
+typedef struct dcgmConnectV2Params_v2_s {
+    unsigned int version;
+    unsigned int persistAfterDisconnect;
+    unsigned int timeoutMs;
+    unsigned int addressIsUnixSocket;
+} dcgmConnectV2Params_v2;
+typedef dcgmConnectV2Params_v2 dcgmConnectV2Params_t;
+
+typedef struct dcgmConnectV3Params_v1_s {
+    unsigned int version;
+    unsigned int persistAfterDisconnect;
+    unsigned int timeoutMs;
+} dcgmConnectV3Params_v1;
+typedef dcgmConnectV3Params_v1 dcgmConnectV3Params_t;
+
+typedef struct dcgmStartEmbeddedV2Params_v1_s {
+    unsigned int version;
+    dcgmOperationMode_t opMode;
+    dcgmHandle_t dcgmHandle;        /* OUT */
+    const char *logFile;
+    DcgmLoggingSeverity_t severity;
+    unsigned int denyListCount;
+    unsigned int denyList[10];
+} dcgmStartEmbeddedV2Params_v1;
+
+typedef struct dcgmStartEmbeddedV2Params_v2_s {
+    unsigned int version;
+    dcgmOperationMode_t opMode;
+    dcgmHandle_t dcgmHandle;
+    const char *logFile;
+    DcgmLoggingSeverity_t severity;
+    unsigned int denyListCount;
+    const char *serviceAccount;
+    unsigned int denyList[10];
+} dcgmStartEmbeddedV2Params_v2;
+
+typedef struct dcgmStartEmbeddedV2Params_v3_s {
+    unsigned int version;
+    dcgmOperationMode_t opMode;
+    dcgmHandle_t dcgmHandle;
+    const char *logFile;
+    DcgmLoggingSeverity_t severity;
+    unsigned int denyListCount;
+    const char *serviceAccount;
+    unsigned int denyList[16];
+} dcgmStartEmbeddedV2Params_v3;
+
+/* ---- device attributes ------------------------------------------------- */
+typedef struct dcgmClockSet_v1_s {
+    unsigned int version;
+    unsigned int memClock;
+    unsigned int smClock;
+} dcgmClockSet_v1;
+
+typedef struct dcgmDeviceSupportedClockSets_v1_s {
+    unsigned int version;
+    unsigned int count;
+    dcgmClockSet_v1 clockSet[256];
+} dcgmDeviceSupportedClockSets_v1;
+
+typedef struct dcgmDeviceThermals_v1_s {
+    unsigned int version;
+    unsigned int slowdownTemp;
+    unsigned int shutdownTemp;
+} dcgmDeviceThermals_v1;
+
+typedef struct dcgmDevicePowerLimits_v1_s {
+    unsigned int version;
+    unsigned int curPowerLimit;
+    unsigned int defaultPowerLimit;
+    unsigned int enforcedPowerLimit;
+    unsigned int minPowerLimit;
+    unsigned int maxPowerLimit;
+} dcgmDevicePowerLimits_v1;
+
+typedef struct dcgmDeviceIdentifiers_v1_s {
+    unsigned int version;
+    char brandName[256];
+    char deviceName[256];
+    char pciBusId[256];
+    char serial[256];
+    char uuid[256];
+    char vbios[256];
+    char inforomImageVersion[256];
+    unsigned int pciDeviceId;
+    unsigned int pciSubSystemId;
+    char driverVersion[256];
+    unsigned int virtualizationMode;
+} dcgmDeviceIdentifiers_v1;
+
+typedef struct dcgmDeviceMemoryUsage_v1_s {
+    unsigned int version;
+    unsigned int bar1Total;
+    unsigned int fbTotal;
+    unsigned int fbUsed;
+    unsigned int fbFree;
+} dcgmDeviceMemoryUsage_v1;
+
+typedef struct dcgmDeviceSettings_v2_s {
+    unsigned int version;
+    unsigned int persistenceModeEnabled;
+    unsigned int migModeEnabled;
+    unsigned int confidentialComputeMode;
+} dcgmDeviceSettings_v2;
+
+typedef struct dcgmDeviceAttributes_v3_s {
+    unsigned int version;
+    dcgmDeviceSupportedClockSets_v1 clockSets;
+    dcgmDeviceThermals_v1 thermalSettings;
+    dcgmDevicePowerLimits_v1 powerLimits;
+    dcgmDeviceIdentifiers_v1 identifiers;
+    dcgmDeviceMemoryUsage_v1 memoryUsage;
+    dcgmDeviceSettings_v2 settings;
+} dcgmDeviceAttributes_v3;
+typedef dcgmDeviceAttributes_v3 dcgmDeviceAttributes_t;
+
+/* ---- groups and field groups ------------------------------------------- */
+typedef struct dcgmGroupInfo_v3_s {
+    unsigned int version;
+    unsigned int count;
+    char groupName[256];
+    dcgmGroupEntityPair_t entityList[1024];
+} dcgmGroupInfo_v3;
+typedef dcgmGroupInfo_v3 dcgmGroupInfo_t;
+
+typedef struct dcgmFieldGroupInfo_v1_s {
+    unsigned int version;
+    unsigned int numFieldIds;
+    dcgmFieldGrp_t fieldGroupId;    /* IN for GetInfo, OUT for GetAll */
+    char fieldGroupName[256];
+    unsigned short fieldIds[128];
+} dcgmFieldGroupInfo_v1;
+typedef dcgmFieldGroupInfo_v1 dcgmFieldGroupInfo_t;
+
+typedef struct dcgmAllFieldGroup_v1_s {
+    unsigned int version;
+    unsigned int numFieldGroups;
+    dcgmFieldGroupInfo_v1 fieldGroups[64];
+} dcgmAllFieldGroup_v1;
+typedef dcgmAllFieldGroup_v1 dcgmAllFieldGroup_t;
+
+/* ---- health ------------------------------------------------------------ */
+typedef struct dcgmDiagErrorDetail_s {
+    char msg[1024];
+    int code;
+} dcgmDiagErrorDetail_t;
+
+typedef struct dcgmIncidentInfo_s {
+    dcgmHealthSystems_t system;
+    dcgmHealthWatchResults_t health;
+    dcgmDiagErrorDetail_t error;
+    dcgmGroupEntityPair_t entityInfo;
+} dcgmIncidentInfo_t;
+
+typedef struct dcgmHealthResponse_v5_s {
+    unsigned int version;
+    dcgmHealthWatchResults_t overallHealth;
+    unsigned int incidentCount;
+    dcgmIncidentInfo_t incidents[1024];
+} dcgmHealthResponse_v5;
+typedef dcgmHealthResponse_v5 dcgmHealthResponse_t;
+
+typedef struct dcgmHealthSetParams_v2_s {
+    unsigned int version;
+    dcgmGpuGrp_t groupId;
+    dcgmHealthSystems_t systems;
+    long long updateInterval;   /* microseconds */
+    double maxKeepAge;          /* seconds */
+} dcgmHealthSetParams_v2;
+
+/* ---- MIG hierarchy and fake entities ----------------------------------- */
+typedef struct dcgmMigHierarchyInfo_s {
+    dcgmGroupEntityPair_t entity;
+    dcgmGroupEntityPair_t parent;
+    dcgmMigProfile_t sliceProfile;
+} dcgmMigHierarchyInfo_t;
+
+typedef struct dcgmMigEntityInfo_s {
+    char gpuUuid[128];
+    unsigned int nvmlGpuIndex;
+    unsigned int nvmlInstanceId;
+    unsigned int nvmlComputeInstanceId;
+    unsigned int nvmlMigProfileId;
+    unsigned int nvmlProfileSlices;
+} dcgmMigEntityInfo_t;
+
+typedef struct dcgmMigHierarchyInfo_v2_s {
+    dcgmGroupEntityPair_t entity;
+    dcgmGroupEntityPair_t parent;
+    dcgmMigEntityInfo_t info;
+} dcgmMigHierarchyInfo_v2;
+
+typedef struct dcgmMigHierarchy_v2_s {
+    unsigned int version;
+    unsigned int count;
+    dcgmMigHierarchyInfo_v2 entityList[448];
+} dcgmMigHierarchy_v2;
+
+typedef struct dcgmCreateFakeEntities_v2_s {
+    unsigned int version;
+    unsigned int numToCreate;
+    dcgmMigHierarchyInfo_t entityList[448];
+} dcgmCreateFakeEntities_v2;
+typedef dcgmCreateFakeEntities_v2 dcgmCreateFakeEntities_t;
+
+/* ---- profiling metric groups ------------------------------------------- */
+typedef struct dcgmProfMetricGroupInfo_v2_s {
+    unsigned short majorId;
+    unsigned short minorId;
+    unsigned int numFieldIds;
+    unsigned short fieldIds[64];
+} dcgmProfMetricGroupInfo_v2;
+
+typedef struct dcgmProfGetMetricGroups_v3_s {
+    unsigned int version;
+    unsigned int unused;
+    unsigned int gpuId;
+    unsigned int numMetricGroups;
+    dcgmProfMetricGroupInfo_v2 metricGroups[10];
+} dcgmProfGetMetricGroups_v3;
+typedef dcgmProfGetMetricGroups_v3 dcgmProfGetMetricGroups_t;
+
+/* ---- versions and liveness --------------------------------------------- */
+typedef struct dcgmVersionInfo_v2_s {
+    unsigned int version;
+    char rawBuildInfoString[512];
+} dcgmVersionInfo_v2;
+typedef dcgmVersionInfo_v2 dcgmVersionInfo_t;
+
+typedef struct dcgmHostengineHealth_v1_s {
+    unsigned int version;
+    unsigned int overallHealth;     /* 0 = healthy */
+} dcgmHostengineHealth_v1;
+typedef dcgmHostengineHealth_v1 dcgmHostengineHealth_t;
+
+/* ---- field metadata ---------------------------------------------------- */
+typedef struct dcgm_field_output_format_s {
+    char shortName[10];
+    char unit[4];
+    short width;
+} dcgm_field_output_format_t;
+
+typedef struct dcgm_field_meta_s {
+    unsigned short fieldId;
+    char fieldType;             /* DCGM_FT_* letter */
+    unsigned char size;
+    char tag[48];
+    int scope;                  /* DCGM_FS_* */
+    int nvmlFieldId;
+    dcgm_field_entity_group_t entityLevel;
+    dcgm_field_output_format_t *valueFormat;
+} dcgm_field_meta_t;
+typedef const dcgm_field_meta_t *dcgm_field_meta_p;
+
+/* ---- callbacks --------------------------------------------------------- */
+/* both enumeration callbacks get v1 records, one per call; non-zero stops */
+typedef int (*dcgmFieldValueEnumeration_f)(unsigned int gpuId, dcgmFieldValue_v1 *values,
+                                           int numValues, void *userData);
+typedef int (*dcgmFieldValueEntityEnumeration_f)(dcgm_field_entity_group_t entityGroupId,
+                                                 dcgm_field_eid_t entityId,
+                                                 dcgmFieldValue_v1 *values, int numValues,
+                                                 void *userData);
+
+/* CDEF-END */
+
+/* 2^47 and its neighbours: not expressible as cdef integer literals */
+#define DCGM_FP64_BLANK 140737488355328.0
+#define DCGM_FP64_NOT_FOUND 140737488355329.0
+#define DCGM_FP64_NOT_SUPPORTED 140737488355330.0
+#define DCGM_FP64_NOT_PERMISSIONED 140737488355331.0
+
+#define DCGM_STR_BLANK "<<<NULL>>>"
+#define DCGM_STR_NOT_FOUND "<<<NOT_FOUND>>>"
+#define DCGM_STR_NOT_SUPPORTED "<<<NOT_SUPPORTED>>>"
+#define DCGM_STR_NOT_PERMISSIONED "<<<NOT_PERM>>>"
+
+#define DCGM_DEFAULT_SOCKET_PATH "/tmp/nv-hostengine"
+#define DCGM_UNIX_SOCKET_PREFIX "unix://"
+#define DCGM_TCP_SOCKET_PREFIX "tcp://"
+#define DCGM_VSOCK_SOCKET_PREFIX "vsock://"
+
+#include "dcgm_functions.h"
+
+#endif /* DCGM_COLLECTOR_DCGM_ABI_H */

@@ -1,0 +1,98 @@
+/*
+ * sim.h -- the seams inside the simulated libdcgm.so.4.
+ *
+ *   field_table.c  field metadata (generated from shared/dcgm/fields.tsv)
+ *   node.c etc.    the simulated node: scenario, GPU models, physics
+ *   engine.c etc.  the simulated hostengine: groups, watches, cache, reads
+ *   api.c          the exported DCGM C ABI, dispatching handles to an engine
+ *
+ * Data flows one way: api -> engine -> node -> field_table.  The node knows
+ * nothing of watches or handles; the engine knows nothing of physics.  A
+ * separate hostengine process (a later issue) owns an engine and a node and
+ * serves remote handles, so nothing below api.c may assume it runs inside
+ * the client's process.
+ */
+#ifndef DCGM_SIM_SIM_H
+#define DCGM_SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../dcgm_abi.h"
+
+/* ---- field metadata (field_table.c) ------------------------------------ */
+
+/* Metadata of a field id, or NULL when DCGM 4.6 has none for it. */
+const dcgm_field_meta_t *sim_field_meta(unsigned short fieldId);
+
+/* Metadata by tag (e.g. "gpu_temp"), or NULL. */
+const dcgm_field_meta_t *sim_field_meta_by_tag(const char *tag);
+
+/* ---- the simulated node (node.c, models.c, scenario.c) ------------------ */
+
+typedef struct sim_node sim_node;
+
+typedef enum sim_value_kind {
+    SIM_VALUE_OK = 0,            /* a real reading */
+    SIM_VALUE_NOT_SUPPORTED = 1, /* this GPU model lacks the field */
+    SIM_VALUE_BLANK = 2          /* no reading (e.g. GPU lost) */
+} sim_value_kind;
+
+typedef struct sim_value {
+    sim_value_kind kind;
+    char type;                   /* DCGM_FT_* letter of the field */
+    int64_t i64;
+    double dbl;
+    char str[256];               /* NUL terminated, strings only */
+} sim_value;
+
+typedef struct sim_event {
+    int64_t t_rel_us;            /* when it happened, after node start */
+    int64_t value;               /* e.g. the XID number */
+} sim_event;
+
+/*
+ * Build a node from a spec: NULL or "" is the default node (8 H100s on a
+ * steady training load); a string of digits is that many H100s training;
+ * anything else is the path of a scenario file (a TOML subset, see
+ * scenarios/README.md).  On failure returns a DCGM_ST_* code and writes one
+ * line naming file:line and the problem into err.
+ */
+int sim_node_load(const char *spec, sim_node **out, char *err, size_t errlen);
+void sim_node_free(sim_node *node);
+
+unsigned int sim_node_gpu_count(const sim_node *node);
+uint64_t sim_node_seed(const sim_node *node);
+
+/*
+ * The value of fieldId on GPU gpu at t_rel_us microseconds after the node
+ * started.  A pure function of (scenario, seed, gpu, field, t_rel_us): the
+ * same arguments give the same answer whatever was asked before, so two
+ * processes with one seed agree.  Global fields ignore gpu.  Event fields
+ * (sim_node_is_event_field) answer with their last event at or before t.
+ * Returns DCGM_ST_OK, or DCGM_ST_UNKNOWN_FIELD / DCGM_ST_BADPARAM.
+ * Not thread safe: the engine calls it under its own lock.
+ */
+int sim_node_sample(sim_node *node, unsigned int gpu, unsigned short fieldId,
+                    int64_t t_rel_us, sim_value *out);
+
+/* Whether this GPU's model has the field at all (NOT_SUPPORTED otherwise). */
+int sim_node_field_supported(const sim_node *node, unsigned int gpu, unsigned short fieldId);
+
+/* Fields that get a sample only when an event happens (XID 230, ...). */
+int sim_node_is_event_field(unsigned short fieldId);
+
+/*
+ * Events of an event field on one GPU with from_rel_us < t <= to_rel_us,
+ * ascending; writes at most max, returns how many there were in all.
+ */
+int sim_node_events(sim_node *node, unsigned int gpu, unsigned short fieldId,
+                    int64_t from_rel_us, int64_t to_rel_us, sim_event *out, int max);
+
+/* When the GPU falls off the bus, in us after start; -1 if it never does. */
+int64_t sim_node_gpu_lost_at(const sim_node *node, unsigned int gpu);
+
+/* Number of MIG GPU instances (each with one compute instance); 0 = MIG off. */
+unsigned int sim_node_gpu_mig_instances(const sim_node *node, unsigned int gpu);
+
+#endif /* DCGM_SIM_SIM_H */
