@@ -272,6 +272,7 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmStartEmbeddedV2Params_version2 0x02000050
 #define dcgmStartEmbeddedV2Params_version3 0x03000068
 #define dcgmStartEmbeddedV2Params_version 0x03000068
+#define dcgmGroupInfo_version2 0x02000308
 #define dcgmGroupInfo_version3 0x03002108
 #define dcgmGroupInfo_version 0x03002108
 #define dcgmFieldGroupInfo_version1 0x01000210
