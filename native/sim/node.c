@@ -1,0 +1,929 @@
+/*
+ * node.c -- the simulated node: per-GPU physics and the value of every
+ * field at any time.
+ *
+ * Purity: sim_node_sample is a function of (scenario, seed, gpu, field, t).
+ * Instantaneous quantities (utilisation, power, clocks) are computed
+ * directly from t.  Quantities with memory (temperature, energy, violation
+ * time, error counters) come from a state advanced on a fixed 100 ms grid
+ * from t = 0; the grid is a pure recurrence, so the cache (frontier,
+ * checkpoints, scratch) only saves work and never changes an answer,
+ * whatever order the queries come in.
+ *
+ * Randomness is a counter-based hash of (seed, gpu, channel, index), never
+ * a stateful generator, for the same reason.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node_internal.h"
+
+#define SIM_STEP_US 100000LL
+#define SIM_STEP_S 0.1
+#define SIM_CHECKPOINT_STEPS 3000
+/* Beyond this a catch-up from zero would take long; no real run gets here. */
+#define SIM_MAX_T_US (400LL * 24 * 3600 * 1000000)
+#define SIM_AMBIENT_C 30.0
+#define SIM_THERMAL_TAU_S 20.0
+
+enum node_channel {
+    CH_TRAIT = 1,
+    CH_UTIL_SMOOTH,
+    CH_UTIL_WHITE,
+    CH_POWER,
+    CH_POWER_RAW,
+    CH_ERRORS,
+    CH_PCIE_TX,
+    CH_PCIE_RX,
+    CH_NVLINK,
+    CH_IDENTITY,
+};
+
+/* ---- counter-based randomness -------------------------------------------- */
+
+static inline uint64_t node_mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t node_hash(uint64_t seed, uint64_t gpu, uint64_t channel, uint64_t index)
+{
+    return node_mix(seed ^ node_mix(gpu * 0x100000001B3ULL ^ node_mix(channel ^ node_mix(index))));
+}
+
+/* [0, 1) */
+static inline double node_unit(uint64_t h)
+{
+    return (double)(h >> 11) * 0x1p-53;
+}
+
+/* [-1, 1) */
+static inline double node_signed(uint64_t h)
+{
+    return node_unit(h) * 2.0 - 1.0;
+}
+
+/* Smooth noise in [-1, 1]: random values every period, eased in between. */
+static double node_smooth_noise(uint64_t seed, unsigned int gpu, int channel, int64_t t_us,
+                                int64_t period_us)
+{
+    int64_t cell = t_us / period_us;
+    double frac = (double)(t_us % period_us) / (double)period_us;
+    double a = node_signed(node_hash(seed, gpu, (uint64_t)channel, (uint64_t)cell));
+    double b = node_signed(node_hash(seed, gpu, (uint64_t)channel, (uint64_t)cell + 1));
+    double ease = frac * frac * (3.0 - 2.0 * frac);
+    return a + (b - a) * ease;
+}
+
+/* Noise that changes every bucket_us, unrelated between buckets. */
+static double node_white(uint64_t seed, unsigned int gpu, int channel, int64_t t_us, int64_t bucket_us)
+{
+    return node_signed(node_hash(seed, gpu, (uint64_t)channel, (uint64_t)(t_us / bucket_us)));
+}
+
+static double node_clamp(double v, double lo, double hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* ---- workloads over time --------------------------------------------------- */
+
+static const sim_segment *node_segment_at(const sim_gpu *gpu, int64_t t_us)
+{
+    size_t i = gpu->segment_count;
+    while (i > 1 && gpu->segments[i - 1].start_us > t_us)
+        i--;
+    return &gpu->segments[i - 1];
+}
+
+static double node_spike_level(const sim_node *node, unsigned int index, const sim_segment *seg,
+                               int64_t t_us)
+{
+    const sim_workload *w = &seg->workload;
+    int64_t period_us = (int64_t)(w->spike_period_s * 1e6);
+    int64_t length_us = (int64_t)(w->spike_length_s * 1e6);
+    if (period_us <= 0)
+        return w->utilization;
+    int64_t phase_us = (int64_t)(node->gpus[index].spike_phase * (double)period_us);
+    int64_t pos = (t_us - seg->start_us + phase_us) % period_us;
+    if (pos < length_us)
+        return w->spike_utilization;
+    return w->utilization + 0.01 * node_white(node->seed, index, CH_UTIL_WHITE, t_us, SIM_STEP_US);
+}
+
+static double node_utilization(const sim_node *node, unsigned int index, const sim_segment *seg,
+                               int64_t t_us)
+{
+    const sim_workload *w = &seg->workload;
+    switch (w->kind) {
+    case SIM_WL_IDLE:
+        return 0.0;
+    case SIM_WL_SPIKES:
+        return node_clamp(node_spike_level(node, index, seg, t_us), 0.0, 1.0);
+    default:
+        break;
+    }
+    if (w->utilization <= 0.0)
+        return 0.0;
+    double smooth = node_smooth_noise(node->seed, index, CH_UTIL_SMOOTH, t_us, 700000);
+    double white = node_white(node->seed, index, CH_UTIL_WHITE, t_us, SIM_STEP_US);
+    return node_clamp(w->utilization + 0.015 * smooth + 0.01 * white, 0.0, 1.0);
+}
+
+/* Share of the load that is tensor-core math / memory traffic, per workload. */
+static double node_tensor_share(sim_workload_kind kind)
+{
+    switch (kind) {
+    case SIM_WL_TRAINING: case SIM_WL_THERMAL_RUNAWAY: return 0.55;
+    case SIM_WL_SPIKES: return 0.40;
+    case SIM_WL_MEMORY_LEAK: return 0.30;
+    default: return 0.0;
+    }
+}
+
+static double node_memory_share(sim_workload_kind kind)
+{
+    switch (kind) {
+    case SIM_WL_TRAINING: case SIM_WL_THERMAL_RUNAWAY: return 0.42;
+    case SIM_WL_SPIKES: return 0.55;
+    case SIM_WL_MEMORY_LEAK: return 0.35;
+    default: return 0.0;
+    }
+}
+
+/* ---- instantaneous physics ----------------------------------------------- */
+
+typedef struct node_inst {
+    double util;
+    double power_w;
+    double clock_factor;        /* 1 = unthrottled */
+    uint64_t reasons;           /* DCGM_CLOCKS_EVENT_REASON_* */
+} node_inst;
+
+/* Throttling from heat: software first, hardware slowdown past the threshold. */
+static double node_thermal_factor(const sim_model *m, double temp_c, uint64_t *reasons)
+{
+    double factor = 1.0;
+    if (temp_c >= m->temp_gpu_max_op) {
+        *reasons |= SIM_CLOCKS_EVENT_SW_THERMAL;
+        factor = 1.0 - 0.08 * (temp_c - m->temp_gpu_max_op);
+    }
+    if (temp_c >= m->temp_slowdown) {
+        *reasons |= SIM_CLOCKS_EVENT_HW_SLOWDOWN | SIM_CLOCKS_EVENT_HW_THERMAL;
+        factor = fmin(factor, 0.5 - 0.05 * (temp_c - m->temp_slowdown));
+    }
+    return node_clamp(factor, 0.25, 1.0);
+}
+
+static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t t_us, double temp_c)
+{
+    const sim_gpu *gpu = &node->gpus[index];
+    const sim_model *m = gpu->model;
+    node_inst in = {.clock_factor = 1.0};
+    in.util = node_utilization(node, index, node_segment_at(gpu, t_us), t_us);
+    if (in.util < 0.01)
+        in.reasons |= SIM_CLOCKS_EVENT_GPU_IDLE;
+
+    double load = in.util * (0.85 + 0.15 * in.util) * gpu->efficiency;
+    double noise = 0.012 * node_white(node->seed, index, CH_POWER, t_us, 50000);
+    double power = (m->idle_w + (m->full_w - m->idle_w) * load) * (1.0 + noise);
+    if (power > gpu->power_limit_w) {
+        in.reasons |= SIM_CLOCKS_EVENT_SW_POWER_CAP;
+        in.clock_factor = sqrt(gpu->power_limit_w / power);
+        power = gpu->power_limit_w * (0.99 + 0.5 * noise);
+    }
+    double thermal = node_thermal_factor(m, temp_c, &in.reasons);
+    if (thermal < 1.0) {
+        in.clock_factor *= thermal;
+        power = m->idle_w + (power - m->idle_w) * thermal * thermal;
+    }
+    in.power_w = fmax(power, m->idle_w * 0.9);
+    return in;
+}
+
+/* ---- the grid state ------------------------------------------------------ */
+
+static double node_extra_heat(const sim_segment *seg, int64_t t_us)
+{
+    if (seg->workload.kind != SIM_WL_THERMAL_RUNAWAY)
+        return 0.0;
+    return seg->workload.heat_rate_c_s * (double)(t_us - seg->start_us) * 1e-6;
+}
+
+static void node_state_observe(const sim_node *node, unsigned int index, sim_state *s)
+{
+    node_inst in = node_inst_at(node, index, s->step * SIM_STEP_US, s->temp_c);
+    s->util = in.util;
+    s->power_w = in.power_w;
+    s->reasons = in.reasons;
+}
+
+static void node_state_init(const sim_node *node, unsigned int index, sim_state *s)
+{
+    const sim_gpu *gpu = &node->gpus[index];
+    const sim_model *m = gpu->model;
+    memset(s, 0, sizeof *s);
+    /* The node was already running its first workload: start near its steady state. */
+    double idle_temp = SIM_AMBIENT_C + m->thermal_r * m->idle_w;
+    node_inst first = node_inst_at(node, index, 0, idle_temp);
+    double offset = 1.5 * node_signed(node_hash(node->seed, index, CH_TRAIT, 10));
+    s->temp_c = fmin(SIM_AMBIENT_C + m->thermal_r * first.power_w + offset, m->temp_gpu_max_op - 1.0);
+    s->mem_temp_c = s->temp_c + 3.0;
+    node_state_observe(node, index, s);
+}
+
+static void node_state_count_errors(const sim_node *node, unsigned int index, sim_state *s)
+{
+    const sim_gpu *gpu = &node->gpus[index];
+    double activity = 0.2 + s->util;
+    uint64_t h1 = node_hash(node->seed, index, CH_ERRORS, (uint64_t)s->step);
+    uint64_t h2 = node_mix(h1);
+    uint64_t h3 = node_mix(h2);
+    if (node_unit(h1) < gpu->sbe_per_step * activity)
+        s->ecc_sbe++;
+    if (node_unit(h2) < gpu->pcie_replay_per_step * activity)
+        s->pcie_replays++;
+    int links = gpu->model->nvlinks;
+    if (links > 0 && node_unit(h3) < gpu->nvlink_err_per_step * activity) {
+        unsigned int pick = (unsigned int)((h3 >> 3) & 0xff);
+        int family = pick < 160 ? 0 : (pick < 220 ? 1 : (pick < 250 ? 2 : 3));
+        int lane = (int)((h3 >> 12) % (uint64_t)links);
+        s->nvlink_errors[family][lane]++;
+    }
+}
+
+static void node_state_advance(const sim_node *node, unsigned int index, sim_state *s)
+{
+    const sim_gpu *gpu = &node->gpus[index];
+    const sim_model *m = gpu->model;
+    const int64_t t_us = s->step * SIM_STEP_US;
+    const uint64_t step_ns = (uint64_t)SIM_STEP_US * 1000u;
+
+    s->energy_mj += s->power_w * SIM_STEP_S * 1000.0;
+    if (s->reasons & SIM_CLOCKS_EVENT_SW_POWER_CAP)
+        s->power_violation_ns += step_ns;
+    if (s->reasons & (SIM_CLOCKS_EVENT_SW_THERMAL | SIM_CLOCKS_EVENT_HW_THERMAL | SIM_CLOCKS_EVENT_HW_SLOWDOWN))
+        s->thermal_violation_ns += step_ns;
+    if (s->reasons & SIM_CLOCKS_EVENT_GPU_IDLE)
+        s->low_util_violation_ns += step_ns;
+    node_state_count_errors(node, index, s);
+
+    static const double alpha = 0.004987520807317687; /* 1 - exp(-0.1 s / 20 s) */
+    double extra = node_extra_heat(node_segment_at(gpu, t_us), t_us);
+    double target = SIM_AMBIENT_C + m->thermal_r * s->power_w + extra;
+    double mem_target = SIM_AMBIENT_C + 3.0 + m->thermal_r * 1.1 * s->power_w + extra;
+    s->temp_c = fmin(s->temp_c + (target - s->temp_c) * alpha, (double)m->temp_shutdown);
+    s->mem_temp_c = fmin(s->mem_temp_c + (mem_target - s->mem_temp_c) * alpha,
+                         (double)m->temp_shutdown + 8.0);
+
+    s->step++;
+    node_state_observe(node, index, s);
+}
+
+static void node_cache_push_checkpoint(sim_state_cache *c)
+{
+    if (c->checkpoints_full)
+        return;
+    if (c->checkpoint_count == c->checkpoint_cap) {
+        size_t cap = c->checkpoint_cap ? c->checkpoint_cap * 2 : 64;
+        sim_state *grown = realloc(c->checkpoints, cap * sizeof *grown);
+        if (grown == NULL) {
+            c->checkpoints_full = true;
+            return;
+        }
+        c->checkpoints = grown;
+        c->checkpoint_cap = cap;
+    }
+    c->checkpoints[c->checkpoint_count++] = c->frontier;
+}
+
+/* The state at grid step `step`; NULL only if the very first allocation failed. */
+static const sim_state *node_state_at(sim_node *node, unsigned int index, int64_t step)
+{
+    sim_state_cache *c = &node->gpus[index].cache;
+    if (c->checkpoint_count == 0) {
+        node_state_init(node, index, &c->frontier);
+        node_cache_push_checkpoint(c);
+        if (c->checkpoint_count == 0)
+            return NULL;
+    }
+    if (step >= c->frontier.step) {
+        while (c->frontier.step < step) {
+            node_state_advance(node, index, &c->frontier);
+            if (c->frontier.step % SIM_CHECKPOINT_STEPS == 0)
+                node_cache_push_checkpoint(c);
+        }
+        return &c->frontier;
+    }
+    if (c->scratch_valid && c->scratch.step == step)
+        return &c->scratch;
+    size_t ck = (size_t)(step / SIM_CHECKPOINT_STEPS);
+    if (ck >= c->checkpoint_count)
+        ck = c->checkpoint_count - 1;
+    const sim_state *start = &c->checkpoints[ck];
+    bool from_scratch = c->scratch_valid && c->scratch.step <= step && c->scratch.step > start->step;
+    if (!from_scratch)
+        c->scratch = *start;
+    c->scratch_valid = true;
+    while (c->scratch.step < step)
+        node_state_advance(node, index, &c->scratch);
+    return &c->scratch;
+}
+
+/* ---- loading, identity, seeded traits ----------------------------------- */
+
+static void node_format_identity(sim_node *node, unsigned int index)
+{
+    sim_gpu *gpu = &node->gpus[index];
+    uint64_t a = node_hash(node->seed, index, CH_IDENTITY, 0);
+    uint64_t b = node_hash(node->seed, index, CH_IDENTITY, 1);
+    uint64_t c = node_hash(node->seed, index, CH_IDENTITY, 2);
+    snprintf(gpu->uuid, sizeof gpu->uuid, "GPU-%08x-%04x-%04x-%04x-%012llx",
+             (unsigned int)(a & 0xffffffffu), (unsigned int)((a >> 32) & 0xffff),
+             (unsigned int)((a >> 48) & 0xffff), (unsigned int)(b & 0xffff),
+             (unsigned long long)((b >> 16) & 0xffffffffffffULL));
+    snprintf(gpu->serial, sizeof gpu->serial, "%013llu",
+             1320000000000ULL + (unsigned long long)(c % 500000000000ULL));
+    /* An HGX baseboard's bus numbers for the first eight, then a second segment. */
+    static const unsigned int hgx_bus[8] = {0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB};
+    if (index < 8)
+        snprintf(gpu->bus_id, sizeof gpu->bus_id, "00000000:%02X:00.0", hgx_bus[index]);
+    else
+        snprintf(gpu->bus_id, sizeof gpu->bus_id, "00000001:%02X:00.0", 0x10 + 8 * (index - 8));
+}
+
+/* Per-GPU character: a few GPUs are error-prone, boards differ a little. */
+static void node_seed_traits(sim_node *node, unsigned int index)
+{
+    sim_gpu *gpu = &node->gpus[index];
+    uint64_t s = node->seed;
+    double steps_per_minute = 60.0 / SIM_STEP_S;
+    gpu->efficiency = 1.0 + 0.03 * node_signed(node_hash(s, index, CH_TRAIT, 1));
+    gpu->energy_base_mj = 1e8 + 5e9 * node_unit(node_hash(s, index, CH_TRAIT, 2));
+    gpu->spike_phase = node_unit(node_hash(s, index, CH_TRAIT, 3));
+    gpu->fb_jitter = node_signed(node_hash(s, index, CH_TRAIT, 4));
+    bool sbe_prone = node_unit(node_hash(s, index, CH_TRAIT, 5)) < 0.3;
+    bool pcie_prone = node_unit(node_hash(s, index, CH_TRAIT, 6)) < 0.25;
+    bool nvlink_prone = node_unit(node_hash(s, index, CH_TRAIT, 7)) < 0.3;
+    gpu->sbe_per_step = sbe_prone ? 0.5 / steps_per_minute : 0.0;
+    gpu->pcie_replay_per_step = pcie_prone ? 0.3 / steps_per_minute : 0.0;
+    gpu->nvlink_err_per_step = nvlink_prone ? 1.0 / steps_per_minute : 0.0;
+    gpu->ecc_sbe_base = sbe_prone ? (uint32_t)(node_hash(s, index, CH_TRAIT, 8) % 40) : 0;
+}
+
+int sim_node_load(const char *spec, sim_node **out, char *err, size_t errlen)
+{
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (out == NULL)
+        return DCGM_ST_BADPARAM;
+    *out = NULL;
+    sim_node *node = calloc(1, sizeof *node);
+    if (node == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "out of memory loading the simulated node");
+        return DCGM_ST_MEMORY;
+    }
+    int rc = sim_scenario_load(spec, node, err, errlen);
+    if (rc != DCGM_ST_OK) {
+        sim_node_free(node);
+        return rc;
+    }
+    for (unsigned int i = 0; i < node->gpu_count; i++) {
+        node_format_identity(node, i);
+        node_seed_traits(node, i);
+    }
+    *out = node;
+    return DCGM_ST_OK;
+}
+
+void sim_node_free(sim_node *node)
+{
+    if (node == NULL)
+        return;
+    for (unsigned int i = 0; i < DCGM_MAX_NUM_DEVICES; i++) {
+        free(node->gpus[i].segments);
+        free(node->gpus[i].xids);
+        free(node->gpus[i].cache.checkpoints);
+    }
+    free(node);
+}
+
+unsigned int sim_node_gpu_count(const sim_node *node)
+{
+    return node == NULL ? 0 : node->gpu_count;
+}
+
+uint64_t sim_node_seed(const sim_node *node)
+{
+    return node == NULL ? 0 : node->seed;
+}
+
+int64_t sim_node_gpu_lost_at(const sim_node *node, unsigned int gpu)
+{
+    if (node == NULL || gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count)
+        return -1;
+    return node->gpus[gpu].lost_at_us;
+}
+
+unsigned int sim_node_gpu_mig_instances(const sim_node *node, unsigned int gpu)
+{
+    if (node == NULL || gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count)
+        return 0;
+    return node->gpus[gpu].mig_instances;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+int sim_node_is_event_field(unsigned short fieldId)
+{
+    return fieldId == 230 || fieldId == 450;
+}
+
+int sim_node_events(sim_node *node, unsigned int gpu, unsigned short fieldId,
+                    int64_t from_rel_us, int64_t to_rel_us, sim_event *out, int max)
+{
+    if (node == NULL || gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count || fieldId != 230)
+        return 0;
+    const sim_gpu *g = &node->gpus[gpu];
+    int total = 0;
+    for (size_t i = 0; i < g->xid_count; i++) {
+        const sim_event *ev = &g->xids[i];
+        if (ev->t_rel_us <= from_rel_us || ev->t_rel_us > to_rel_us)
+            continue;
+        if (out != NULL && total < max)
+            out[total] = *ev;
+        total++;
+    }
+    return total;
+}
+
+static int64_t node_xid_count(const sim_gpu *g, int64_t xid, int64_t t_us)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < g->xid_count && g->xids[i].t_rel_us <= t_us; i++) {
+        if (g->xids[i].value == xid)
+            n++;
+    }
+    return n;
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+static void node_put_int(sim_value *v, int64_t x)
+{
+    v->kind = SIM_VALUE_OK;
+    v->i64 = x;
+    v->dbl = (double)x;
+}
+
+static void node_put_double(sim_value *v, double x)
+{
+    v->kind = SIM_VALUE_OK;
+    v->dbl = x;
+    v->i64 = (int64_t)llround(x);
+}
+
+static void node_put_str(sim_value *v, const char *s)
+{
+    v->kind = SIM_VALUE_OK;
+    snprintf(v->str, sizeof v->str, "%s", s);
+}
+
+static void node_put_sentinel(sim_value *v, sim_value_kind kind)
+{
+    bool ns = kind == SIM_VALUE_NOT_SUPPORTED;
+    v->kind = kind;
+    v->i64 = ns ? (int64_t)DCGM_INT64_NOT_SUPPORTED : (int64_t)DCGM_INT64_BLANK;
+    v->dbl = ns ? DCGM_FP64_NOT_SUPPORTED : DCGM_FP64_BLANK;
+    snprintf(v->str, sizeof v->str, "%s", ns ? DCGM_STR_NOT_SUPPORTED : DCGM_STR_BLANK);
+}
+
+static int node_sample_global(const sim_node *node, unsigned short id, sim_value *out)
+{
+    switch (id) {
+    case 1: node_put_str(out, SIM_DRIVER_VERSION); break;
+    case 2: node_put_str(out, SIM_NVML_VERSION); break;
+    case 4: node_put_int(out, node->gpu_count); break;
+    case 5: node_put_int(out, SIM_CUDA_DRIVER_VERSION); break;
+    default: node_put_sentinel(out, SIM_VALUE_NOT_SUPPORTED); break;
+    }
+    return DCGM_ST_OK;
+}
+
+/*
+ * CPU/NUMA affinity of a two-socket host with 112 logical CPUs per socket
+ * (cores 0-55 and their hyperthreads 112-167 on socket 0): the first half
+ * of the GPUs hang off socket 0.
+ */
+static int64_t node_cpu_affinity_word(const sim_node *node, unsigned int index, int word)
+{
+    int socket = (node->gpu_count > 1 && index >= node->gpu_count / 2) ? 1 : 0;
+    uint64_t mask = 0;
+    for (int bit = 0; bit < 64; bit++) {
+        int cpu = word * 64 + bit;
+        if (cpu < 224 && (cpu % 112) / 56 == socket)
+            mask |= 1ULL << bit;
+    }
+    return (int64_t)mask;
+}
+
+static int64_t node_nvlink_p2p_mask(const sim_node *node, unsigned int index)
+{
+    int64_t mask = 0;
+    for (unsigned int j = 0; j < node->gpu_count; j++) {
+        if (j != index && node->gpus[j].model->nvlinks > 0)
+            mask |= (int64_t)1 << j;
+    }
+    return mask;
+}
+
+static bool node_sample_identity(const sim_node *node, unsigned int index, unsigned short id,
+                                 sim_value *out)
+{
+    const sim_gpu *g = &node->gpus[index];
+    const sim_model *m = g->model;
+    switch (id) {
+    case 50: node_put_str(out, m->name); return true;
+    case 51: node_put_str(out, m->brand); return true;
+    case 52: case 55: node_put_int(out, index); return true;
+    case 53: node_put_str(out, g->serial); return true;
+    case 54: case 68: node_put_str(out, g->uuid); return true;
+    case 56: node_put_str(out, m->inforom_oem); return true;
+    case 57: node_put_str(out, g->bus_id); return true;
+    case 58: node_put_int(out, ((int64_t)m->pci_device_id << 16) | 0x10DE); return true;
+    case 59: node_put_int(out, m->pci_subsys_id); return true;
+    case 63: node_put_int(out, ((int64_t)m->cc_major << 32) | m->cc_minor); return true;
+    case 64: node_put_int(out, node_nvlink_p2p_mask(node, index)); return true;
+    case 65: case 74: case 500: node_put_int(out, 0); return true;
+    case 66: case 84: case 300: case 301: node_put_int(out, 1); return true;
+    case 67: node_put_int(out, g->mig_instances > 0); return true;
+    case 69: node_put_int(out, 7); return true;
+    case 70: case 71: case 72: case 73:
+        node_put_int(out, node_cpu_affinity_word(node, index, id - 70)); return true;
+    case 80: node_put_str(out, m->inforom_ecc); return true;
+    case 82: node_put_str(out, m->inforom_image); return true;
+    case 83: node_put_int(out, (int64_t)(node_hash(node->seed, index, CH_IDENTITY, 3) & 0xffffffffu)); return true;
+    case 85: node_put_str(out, m->vbios); return true;
+    case 86: node_put_int(out, (node->gpu_count > 1 && index >= node->gpu_count / 2) ? 2 : 1); return true;
+    case 87: case 88: case 89: node_put_int(out, 0); return true;
+    case 90: node_put_int(out, m->bar1_total_mib); return true;
+    case 94: node_put_int(out, m->gpm); return true;
+    case 110: case 113: node_put_int(out, m->sm_clock_max); return true;
+    case 111: case 114: node_put_int(out, m->mem_clock_max); return true;
+    case 115: node_put_int(out, m->video_clock_max); return true;
+    case 152: node_put_int(out, m->temp_gpu_max_op); return true;
+    case 151: node_put_int(out, m->temp_mem_max_op); return true;
+    case 158: node_put_int(out, m->temp_slowdown); return true;
+    case 159: node_put_int(out, m->temp_shutdown); return true;
+    case 160: case 164: node_put_double(out, g->power_limit_w); return true;
+    case 161: node_put_double(out, m->power_min_w); return true;
+    case 162: node_put_double(out, m->power_max_w); return true;
+    case 163: node_put_double(out, m->power_default_w); return true;
+    case 235: node_put_int(out, m->pcie_gen); return true;
+    case 236: case 238: node_put_int(out, m->pcie_width); return true;
+    case 250: node_put_int(out, m->fb_total_mib); return true;
+    case 253: node_put_int(out, m->fb_reserved_mib); return true;
+    case 242: case 243: case 245: node_put_int(out, 0); return true;
+    default: return false;
+    }
+}
+
+/* Everything a sample at t needs, computed once per call. */
+typedef struct node_now {
+    const sim_node *node;
+    unsigned int index;
+    const sim_gpu *gpu;
+    const sim_model *model;
+    const sim_segment *seg;
+    const sim_state *state;
+    int64_t t_us;
+    node_inst inst;
+} node_now;
+
+static int64_t node_fb_used_mib(const node_now *n)
+{
+    const sim_model *m = n->model;
+    const sim_workload *w = &n->seg->workload;
+    double usable = m->fb_total_mib - m->fb_reserved_mib;
+    double used = usable * w->fb_used;
+    if (used > 0)
+        used *= 1.0 + 0.01 * n->gpu->fb_jitter;
+    if (w->kind == SIM_WL_MEMORY_LEAK)
+        used += w->leak_rate_mib_s * (double)(n->t_us - n->seg->start_us) * 1e-6;
+    return (int64_t)node_clamp(floor(used), 0.0, floor(usable * 0.995));
+}
+
+static int node_sm_clock(const node_now *n)
+{
+    const sim_model *m = n->model;
+    if (n->inst.reasons & SIM_CLOCKS_EVENT_GPU_IDLE)
+        return m->sm_clock_idle;
+    double mhz = fmax(m->sm_clock_max * n->inst.clock_factor, m->sm_clock_idle);
+    return (int)(mhz / 15.0 + 0.5) * 15;
+}
+
+static bool node_active(const node_now *n)
+{
+    return !(n->inst.reasons & SIM_CLOCKS_EVENT_GPU_IDLE);
+}
+
+/* Bytes per second over PCIe: data loading in, results and logs out. */
+static double node_pcie_rate(const node_now *n, bool tx)
+{
+    double share = tx ? 0.015 : 0.05;
+    double noise = node_white(n->node->seed, n->index, tx ? CH_PCIE_TX : CH_PCIE_RX, n->t_us, SIM_STEP_US);
+    double base = n->model->pcie_bytes_per_s;
+    return base * (0.0004 + share * n->inst.util * (1.0 + 0.3 * noise));
+}
+
+/* Bytes per second on one NVLink lane (gradient all-reduce), one direction. */
+static double node_nvlink_lane_rate(const node_now *n, int lane, bool tx)
+{
+    if (lane >= n->model->nvlinks)
+        return 0.0;
+    double noise = node_smooth_noise(n->node->seed, n->index, CH_NVLINK + 16 * (lane * 2 + tx), n->t_us, 400000);
+    double u = n->inst.util;
+    double share = n->seg->workload.kind == SIM_WL_SPIKES ? 0.1 : 0.35;
+    return n->model->nvlink_bytes_per_s * share * u * (1.0 + 0.15 * noise);
+}
+
+static uint64_t node_nvlink_error_total(const sim_state *s, int family)
+{
+    uint64_t sum = 0;
+    for (int lane = 0; lane < SIM_MAX_NVLINKS; lane++)
+        sum += s->nvlink_errors[family][lane];
+    return sum;
+}
+
+static double node_nvlink_lane_mb(const node_now *n, int lane)
+{
+    return (node_nvlink_lane_rate(n, lane, true) + node_nvlink_lane_rate(n, lane, false)) / 1e6;
+}
+
+/* Error family of a per-lane NVLink field: flit CRC, data CRC, replay, recovery; -1 otherwise. */
+static int node_nvlink_family(unsigned short id)
+{
+    if ((id >= 400 && id <= 408) || (id >= 451 && id <= 456) || (id >= 481 && id <= 483))
+        return 0;
+    if ((id >= 410 && id <= 418) || (id >= 457 && id <= 462) || (id >= 484 && id <= 486))
+        return 1;
+    if ((id >= 420 && id <= 428) || (id >= 463 && id <= 468) || (id >= 487 && id <= 489))
+        return 2;
+    if ((id >= 430 && id <= 438) || (id >= 469 && id <= 474) || (id >= 491 && id <= 493))
+        return 3;
+    return -1;
+}
+
+static bool node_sample_nvlink_fields(const node_now *n, unsigned short id, sim_value *out)
+{
+    const sim_state *s = n->state;
+    int family = node_nvlink_family(id);
+    int lane = sim_model_nvlink_lane(id);
+    if (family >= 0 && lane >= 0) {
+        node_put_int(out, s->nvlink_errors[family][lane]);
+        return true;
+    }
+    if (lane >= 0) {
+        /* the only per-lane fields left are throughputs, in MB/s */
+        node_put_int(out, (int64_t)node_nvlink_lane_mb(n, lane));
+        return true;
+    }
+    double total_mb = 0;
+    switch (id) {
+    case 409: node_put_int(out, (int64_t)node_nvlink_error_total(s, 0)); return true;
+    case 419: node_put_int(out, (int64_t)node_nvlink_error_total(s, 1)); return true;
+    case 429: case 499: node_put_int(out, (int64_t)node_nvlink_error_total(s, 2)); return true;
+    case 439: case 498: node_put_int(out, (int64_t)node_nvlink_error_total(s, 3)); return true;
+    case 497:
+        node_put_int(out, (int64_t)(node_nvlink_error_total(s, 0) + node_nvlink_error_total(s, 1)));
+        return true;
+    case 449:
+        for (int l = 0; l < n->model->nvlinks; l++)
+            total_mb += (double)(int64_t)node_nvlink_lane_mb(n, l);
+        node_put_int(out, (int64_t)total_mb);
+        return true;
+    default:
+        break;
+    }
+    if (id == 1011 || id == 1012) {
+        double sum = 0;
+        for (int l = 0; l < n->model->nvlinks; l++)
+            sum += node_nvlink_lane_rate(n, l, id == 1011);
+        node_put_int(out, (int64_t)sum);
+        return true;
+    }
+    if (id >= 1040 && id <= 1075) {
+        node_put_int(out, (int64_t)node_nvlink_lane_rate(n, (id - 1040) / 2, (id - 1040) % 2 == 0));
+        return true;
+    }
+    return false;
+}
+
+static bool node_sample_profiling(const node_now *n, unsigned short id, sim_value *out)
+{
+    double u = n->inst.util;
+    sim_workload_kind kind = n->seg->workload.kind;
+    double tensor = u * node_tensor_share(kind);
+    double sm_active = u * 0.93;
+    switch (id) {
+    case 1001: node_put_double(out, u * 0.99); return true;
+    case 1002: node_put_double(out, sm_active); return true;
+    case 1003: node_put_double(out, sm_active * 0.48); return true;
+    case 1004: node_put_double(out, tensor); return true;
+    case 1005: node_put_double(out, u * node_memory_share(kind) * 1.1); return true;
+    case 1006: node_put_double(out, u * 0.004); return true;
+    case 1007: node_put_double(out, u * 0.22); return true;
+    case 1008: node_put_double(out, u * 0.08); return true;
+    case 1009: node_put_int(out, (int64_t)node_pcie_rate(n, true)); return true;
+    case 1010: node_put_int(out, (int64_t)node_pcie_rate(n, false)); return true;
+    case 1013: case 1015: node_put_double(out, 0.0); return true;
+    case 1014: node_put_double(out, tensor * 0.98); return true;
+    case 1016: node_put_double(out, u * 0.12); return true;
+    default:
+        break;
+    }
+    if (id >= 1017 && id <= 1034) {
+        node_put_double(out, 0.0);
+        return true;
+    }
+    return false;
+}
+
+static bool node_sample_memory(const node_now *n, unsigned short id, sim_value *out)
+{
+    const sim_model *m = n->model;
+    int64_t usable = m->fb_total_mib - m->fb_reserved_mib;
+    int64_t used = node_fb_used_mib(n);
+    int64_t dbe = node_xid_count(n->gpu, 48, n->t_us);
+    uint64_t sbe_agg = (uint64_t)n->gpu->ecc_sbe_base + n->state->ecc_sbe;
+    int64_t bar1_used = node_active(n) ? 37 : 2;
+    switch (id) {
+    case 251: node_put_int(out, usable - used); return true;
+    case 252: node_put_int(out, used); return true;
+    case 254: node_put_double(out, (double)used / (double)usable); return true;
+    case 92: node_put_int(out, bar1_used); return true;
+    case 93: node_put_int(out, m->bar1_total_mib - bar1_used); return true;
+    case 310: case 318: node_put_int(out, n->state->ecc_sbe); return true;
+    case 311: case 319: node_put_int(out, dbe); return true;
+    case 312: case 328: node_put_int(out, (int64_t)sbe_agg); return true;
+    case 313: case 329: node_put_int(out, dbe); return true;
+    case 314: case 315: case 316: case 317: case 320: case 321: case 322: case 323:
+    case 324: case 325: case 326: case 327: case 330: case 331: case 332: case 333:
+        node_put_int(out, 0); return true;
+    case 385: node_put_int(out, 640 - dbe); return true;
+    case 386: node_put_int(out, dbe); return true;
+    case 387: case 388: case 389: case 395: node_put_int(out, 0); return true;
+    case 390: node_put_int(out, (int64_t)(sbe_agg / 25)); return true;
+    case 391: case 393: node_put_int(out, dbe); return true;
+    case 392: case 396: node_put_int(out, dbe > 0); return true;
+    case 394: node_put_int(out, (int64_t)(sbe_agg / 25)); return true;
+    default: return false;
+    }
+}
+
+static bool node_sample_dynamic(const node_now *n, unsigned short id, sim_value *out)
+{
+    const sim_model *m = n->model;
+    const sim_state *s = n->state;
+    bool active = node_active(n);
+    double u = n->inst.util;
+    double partial_s = (double)(n->t_us - s->step * SIM_STEP_US) * 1e-6;
+    switch (id) {
+    case 100: node_put_int(out, node_sm_clock(n)); return true;
+    case 101: node_put_int(out, active ? m->mem_clock_max : m->mem_clock_idle); return true;
+    case 102:
+        node_put_int(out, active ? (int)(m->video_clock_max * n->inst.clock_factor) : m->video_clock_idle);
+        return true;
+    case 112: node_put_int(out, (int64_t)n->inst.reasons); return true;
+    case 140: node_put_int(out, (int64_t)llround(s->mem_temp_c)); return true;
+    case 150: node_put_int(out, (int64_t)llround(s->temp_c)); return true;
+    case 153: node_put_int(out, m->temp_slowdown - (int64_t)llround(s->temp_c)); return true;
+    case 155: node_put_double(out, round(n->inst.power_w * 1000.0) / 1000.0); return true;
+    case 157: {
+        double raw = n->inst.power_w * (1.0 + 0.03 * node_white(n->node->seed, n->index, CH_POWER_RAW, n->t_us, 10000));
+        node_put_double(out, round(raw * 1000.0) / 1000.0);
+        return true;
+    }
+    case 156: {
+        double mj = n->gpu->energy_base_mj + s->energy_mj + s->power_w * partial_s * 1000.0;
+        node_put_int(out, (int64_t)mj);
+        return true;
+    }
+    case 190: node_put_int(out, active ? 0 : m->idle_pstate); return true;
+    case 200: node_put_int(out, (int64_t)(node_pcie_rate(n, true) / 1024.0)); return true;
+    case 201: node_put_int(out, (int64_t)(node_pcie_rate(n, false) / 1024.0)); return true;
+    case 202: node_put_int(out, s->pcie_replays); return true;
+    case 203: node_put_int(out, (int64_t)llround(u * 100.0)); return true;
+    case 204:
+        node_put_int(out, (int64_t)llround(u * node_memory_share(n->seg->workload.kind) * 100.0));
+        return true;
+    case 206: case 207: node_put_int(out, 0); return true;
+    case 237: node_put_int(out, (!active && m->idle_pstate > 0) ? 1 : m->pcie_gen); return true;
+    case 240: node_put_int(out, (int64_t)s->power_violation_ns); return true;
+    case 241: case 247: node_put_int(out, (int64_t)s->thermal_violation_ns); return true;
+    case 244: node_put_int(out, (int64_t)s->low_util_violation_ns); return true;
+    case 246: node_put_int(out, (int64_t)(s->power_violation_ns + s->thermal_violation_ns)); return true;
+    default: return false;
+    }
+}
+
+static void node_sample_event(const sim_gpu *g, int64_t t_us, sim_value *out)
+{
+    const sim_event *last = NULL;
+    for (size_t i = 0; i < g->xid_count && g->xids[i].t_rel_us <= t_us; i++)
+        last = &g->xids[i];
+    if (last == NULL)
+        node_put_sentinel(out, SIM_VALUE_BLANK);
+    else
+        node_put_int(out, last->value);
+}
+
+static int node_sample_gpu(sim_node *node, unsigned int index, unsigned short id, int64_t t_us,
+                           sim_value *out)
+{
+    const sim_gpu *g = &node->gpus[index];
+    if (node_sample_identity(node, index, id, out))
+        return DCGM_ST_OK;
+    if (id == 230 || id == 450) {
+        if (id == 230)
+            node_sample_event(g, t_us, out);
+        else
+            node_put_sentinel(out, SIM_VALUE_BLANK);
+        return DCGM_ST_OK;
+    }
+    const sim_state *state = node_state_at(node, index, t_us / SIM_STEP_US);
+    if (state == NULL)
+        return DCGM_ST_MEMORY;
+    node_now n = {
+        .node = node, .index = index, .gpu = g, .model = g->model,
+        .seg = node_segment_at(g, t_us), .state = state, .t_us = t_us,
+    };
+    n.inst = node_inst_at(node, index, t_us, state->temp_c);
+    if (node_sample_dynamic(&n, id, out) || node_sample_memory(&n, id, out) ||
+        node_sample_profiling(&n, id, out) || node_sample_nvlink_fields(&n, id, out))
+        return DCGM_ST_OK;
+    /* supported by the model table but not computed here: a bug, but never garbage */
+    node_put_sentinel(out, SIM_VALUE_NOT_SUPPORTED);
+    return DCGM_ST_OK;
+}
+
+static bool node_field_is_global(const dcgm_field_meta_t *meta)
+{
+    return meta->scope == DCGM_FS_GLOBAL || meta->entityLevel == DCGM_FE_NONE;
+}
+
+static bool node_level_is_gpu(const dcgm_field_meta_t *meta)
+{
+    return meta->entityLevel == DCGM_FE_GPU || meta->entityLevel == DCGM_FE_GPU_I ||
+           meta->entityLevel == DCGM_FE_GPU_CI;
+}
+
+int sim_node_field_supported(const sim_node *node, unsigned int gpu, unsigned short fieldId)
+{
+    const dcgm_field_meta_t *meta = sim_field_meta(fieldId);
+    if (node == NULL || meta == NULL)
+        return 0;
+    if (node_field_is_global(meta))
+        return fieldId == 1 || fieldId == 2 || fieldId == 4 || fieldId == 5;
+    if (gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count || !node_level_is_gpu(meta))
+        return 0;
+    const sim_gpu *g = &node->gpus[gpu];
+    return sim_model_supports(g->model, g->mig_instances, meta) ? 1 : 0;
+}
+
+int sim_node_sample(sim_node *node, unsigned int gpu, unsigned short fieldId,
+                    int64_t t_rel_us, sim_value *out)
+{
+    if (node == NULL || out == NULL)
+        return DCGM_ST_BADPARAM;
+    const dcgm_field_meta_t *meta = sim_field_meta(fieldId);
+    if (meta == NULL)
+        return DCGM_ST_UNKNOWN_FIELD;
+    if (t_rel_us > SIM_MAX_T_US)
+        return DCGM_ST_BADPARAM;
+    /* a clock read a hair before the node's start is the start */
+    if (t_rel_us < 0)
+        t_rel_us = 0;
+    memset(out, 0, sizeof *out);
+    out->type = meta->fieldType;
+    if (node_field_is_global(meta))
+        return node_sample_global(node, fieldId, out);
+    if (gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count)
+        return DCGM_ST_BADPARAM;
+    if (!sim_node_field_supported(node, gpu, fieldId)) {
+        node_put_sentinel(out, SIM_VALUE_NOT_SUPPORTED);
+        return DCGM_ST_OK;
+    }
+    int64_t lost = node->gpus[gpu].lost_at_us;
+    if (lost >= 0 && t_rel_us >= lost) {
+        node_put_sentinel(out, SIM_VALUE_BLANK);
+        return DCGM_ST_OK;
+    }
+    return node_sample_gpu(node, gpu, fieldId, t_rel_us, out);
+}

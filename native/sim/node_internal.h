@@ -1,0 +1,176 @@
+/*
+ * node_internal.h -- private to node.c, models.c and scenario.c.
+ *
+ * The node is split three ways: models.c knows what each GPU model is
+ * (limits, clocks, which fields it has), scenario.c turns a spec into the
+ * per-GPU plan (model, workloads over time, events), and node.c runs the
+ * physics and answers sim_node_sample.  Nothing here is exported.
+ */
+#ifndef DCGM_SIM_NODE_INTERNAL_H
+#define DCGM_SIM_NODE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim.h"
+
+#define NODE_HIDDEN __attribute__((visibility("hidden")))
+
+/* DCGM_CLOCKS_EVENT_REASON_* bits of field 112, as in dcgm_structs.h. */
+#define SIM_CLOCKS_EVENT_GPU_IDLE 0x1ULL
+#define SIM_CLOCKS_EVENT_CLOCKS_SETTING 0x2ULL
+#define SIM_CLOCKS_EVENT_SW_POWER_CAP 0x4ULL
+#define SIM_CLOCKS_EVENT_HW_SLOWDOWN 0x8ULL
+#define SIM_CLOCKS_EVENT_SYNC_BOOST 0x10ULL
+#define SIM_CLOCKS_EVENT_SW_THERMAL 0x20ULL
+#define SIM_CLOCKS_EVENT_HW_THERMAL 0x40ULL
+#define SIM_CLOCKS_EVENT_HW_POWER_BRAKE 0x80ULL
+
+#define SIM_MAX_NVLINKS 18
+#define SIM_MAX_MIG_INSTANCES 7
+#define SIM_DEFAULT_SEED 42ULL
+#define SIM_DRIVER_VERSION "550.54.15"
+#define SIM_NVML_VERSION "12.550.54.15"
+#define SIM_CUDA_DRIVER_VERSION 12040
+
+/* ---- GPU models (models.c) ---------------------------------------------- */
+
+typedef struct sim_model {
+    const char *key;            /* short name used in scenarios, e.g. "H100" */
+    const char *aliases[3];     /* other accepted spellings, NULL-terminated */
+    const char *name;           /* DCGM_FI_DEV_NAME, as NVML reports it */
+    const char *brand;
+    const char *vbios;
+    const char *inforom_image;
+    const char *inforom_oem;
+    const char *inforom_ecc;
+    unsigned int pci_device_id;
+    unsigned int pci_subsys_id;
+    int cc_major, cc_minor;
+    int fb_total_mib, fb_reserved_mib, bar1_total_mib;
+    double power_min_w, power_max_w, power_default_w;
+    double idle_w;              /* board power at 0 % utilisation */
+    double full_w;              /* power a 100 % load would draw uncapped */
+    int sm_clock_idle, sm_clock_max;
+    int mem_clock_idle, mem_clock_max;
+    int video_clock_idle, video_clock_max;
+    int temp_slowdown, temp_shutdown, temp_gpu_max_op, temp_mem_max_op;
+    double thermal_r;           /* degrees C above ambient per watt */
+    int idle_pstate;
+    int pcie_gen, pcie_width;
+    double pcie_bytes_per_s;    /* one direction, usable */
+    int nvlinks;                /* 0 on PCIe-only parts */
+    double nvlink_bytes_per_s;  /* per link, one direction */
+    int nvdec, nvjpg, nvofa;
+    bool has_mem_temp;
+    bool mig_capable;
+    bool row_remap;             /* Ampere and later remap rows ... */
+    bool page_retire;           /* ... older parts retire pages instead */
+    bool gpm;                   /* Hopper GPM metrics (field 94) */
+} sim_model;
+
+NODE_HIDDEN const sim_model *sim_model_find(const char *name);
+/* Comma separated list of the known model keys, for error messages. */
+NODE_HIDDEN const char *sim_model_known_names(void);
+NODE_HIDDEN const sim_model *sim_model_default(void);
+/* Whether a GPU of this model answers the field (GPU-level fields only). */
+NODE_HIDDEN bool sim_model_supports(const sim_model *model, unsigned int mig_instances,
+                                    const dcgm_field_meta_t *meta);
+/* Lane index of a per-lane NVLink field (400-496), or -1. */
+NODE_HIDDEN int sim_model_nvlink_lane(unsigned short fieldId);
+
+/* ---- workloads ------------------------------------------------------------ */
+
+typedef enum sim_workload_kind {
+    SIM_WL_IDLE = 0,
+    SIM_WL_TRAINING,
+    SIM_WL_SPIKES,
+    SIM_WL_MEMORY_LEAK,
+    SIM_WL_THERMAL_RUNAWAY,
+    SIM_WL_COUNT
+} sim_workload_kind;
+
+typedef struct sim_workload {
+    sim_workload_kind kind;
+    double utilization;         /* 0..1, steady (or between spikes) */
+    double fb_used;             /* 0..1 of usable framebuffer at start */
+    double spike_period_s;
+    double spike_length_s;
+    double spike_utilization;   /* 0..1 */
+    double leak_rate_mib_s;     /* memory_leak: MiB per second */
+    double heat_rate_c_s;       /* thermal_runaway: degrees per second */
+} sim_workload;
+
+NODE_HIDDEN const char *sim_workload_name(sim_workload_kind kind);
+NODE_HIDDEN int sim_workload_from_name(const char *name, sim_workload_kind *out);
+NODE_HIDDEN const char *sim_workload_known_names(void);
+NODE_HIDDEN void sim_workload_defaults(sim_workload_kind kind, sim_workload *out);
+
+/* A workload that starts at start_us and runs until the next one. */
+typedef struct sim_segment {
+    int64_t start_us;
+    sim_workload workload;
+} sim_segment;
+
+/* ---- per-GPU physics state on the fixed time grid (node.c) --------------- */
+
+typedef struct sim_state {
+    int64_t step;               /* state at t = step * SIM_STEP_US */
+    double temp_c, mem_temp_c;
+    double energy_mj;
+    uint64_t power_violation_ns, thermal_violation_ns, low_util_violation_ns;
+    uint32_t ecc_sbe;
+    uint32_t pcie_replays;
+    uint32_t nvlink_errors[4][SIM_MAX_NVLINKS]; /* flit crc, data crc, replay, recovery */
+    /* what the GPU did at this step's time, kept so the next step need not redo it */
+    double util, power_w;
+    uint64_t reasons;
+} sim_state;
+
+typedef struct sim_state_cache {
+    sim_state frontier;         /* the furthest state computed so far */
+    sim_state scratch;          /* last state recomputed behind the frontier */
+    bool scratch_valid;
+    bool checkpoints_full;      /* an allocation failed: stop adding, stay correct */
+    sim_state *checkpoints;     /* checkpoints[i] = state at i * SIM_CHECKPOINT_STEPS */
+    size_t checkpoint_count, checkpoint_cap;
+} sim_state_cache;
+
+/* ---- the node ------------------------------------------------------------- */
+
+typedef struct sim_gpu {
+    const sim_model *model;
+    unsigned int mig_instances;
+    double power_limit_w;
+    sim_segment *segments;      /* ascending start, segments[0].start_us == 0 */
+    size_t segment_count;
+    sim_event *xids;            /* ascending t */
+    size_t xid_count;
+    int64_t lost_at_us;         /* -1: never */
+
+    /* seeded traits, fixed at load */
+    double efficiency;          /* scales power draw a few percent */
+    double energy_base_mj;      /* energy counted before the node started */
+    uint32_t ecc_sbe_base;      /* aggregate SBE from before the node started */
+    double sbe_per_step, pcie_replay_per_step, nvlink_err_per_step;
+    double spike_phase;         /* 0..1 of a spike period */
+    double fb_jitter;           /* -1..1, nudges framebuffer use per GPU */
+    char uuid[64], serial[32], bus_id[32];
+
+    sim_state_cache cache;
+} sim_gpu;
+
+struct sim_node {
+    uint64_t seed;
+    unsigned int gpu_count;
+    sim_gpu gpus[DCGM_MAX_NUM_DEVICES];
+};
+
+/*
+ * Fills node (zeroed by the caller) from spec; see sim_node_load.  Leaves
+ * whatever it allocated in node for sim_node_free, on failure too.
+ */
+NODE_HIDDEN int sim_scenario_load(const char *spec, sim_node *node, char *err, size_t errlen);
+
+#endif /* DCGM_SIM_NODE_INTERNAL_H */

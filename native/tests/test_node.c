@@ -1,0 +1,713 @@
+/*
+ * test_node.c -- the simulated node on its own: determinism, physics
+ * correlations, workloads, events, lost GPUs, scenario parse errors, cost.
+ *
+ * The Makefile builds each test as one standalone file that does not link
+ * the simulator, so the node's sources (and the field table they look
+ * metadata up in) are compiled in here directly.
+ *
+ * Usage: test_node [build-dir]   (the argument is ignored; exit 0 = pass)
+ */
+#include "../sim/field_table.c"
+#include "../sim/fields_api.c"
+#include "../sim/models.c"
+#include "../sim/scenario.c"
+#include "../sim/node.c"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+static int checks;
+
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        checks++;                                                           \
+        if (!(cond)) {                                                      \
+            failures++;                                                     \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);            \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fputc('\n', stderr);                                            \
+        }                                                                   \
+    } while (0)
+
+static char tmpdir[256];
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static sim_node *load_or_die(const char *spec)
+{
+    sim_node *node = NULL;
+    char err[512];
+    int rc = sim_node_load(spec, &node, err, sizeof err);
+    if (rc != DCGM_ST_OK || node == NULL) {
+        fprintf(stderr, "FAIL loading %s: rc %d: %s\n", spec ? spec : "(null)", rc, err);
+        exit(1);
+    }
+    return node;
+}
+
+static sim_value sample(sim_node *node, unsigned int gpu, unsigned short field, double t_s)
+{
+    sim_value v;
+    int64_t t_us = (int64_t)llround(t_s * 1e6);
+    int rc = sim_node_sample(node, gpu, field, t_us, &v);
+    if (rc != DCGM_ST_OK) {
+        fprintf(stderr, "FAIL sample gpu %u field %u t %.3f: rc %d\n", gpu, field, t_s, rc);
+        exit(1);
+    }
+    return v;
+}
+
+static int64_t sample_i(sim_node *node, unsigned int gpu, unsigned short field, double t_s)
+{
+    return sample(node, gpu, field, t_s).i64;
+}
+
+static double sample_d(sim_node *node, unsigned int gpu, unsigned short field, double t_s)
+{
+    return sample(node, gpu, field, t_s).dbl;
+}
+
+static bool same_value(const sim_value *a, const sim_value *b)
+{
+    return a->kind == b->kind && a->type == b->type && a->i64 == b->i64 &&
+           memcmp(&a->dbl, &b->dbl, sizeof a->dbl) == 0 && strcmp(a->str, b->str) == 0;
+}
+
+/* Deterministic shuffle source for the test itself. */
+static uint64_t test_rng = 0x1234567;
+static uint64_t next_rand(void)
+{
+    test_rng ^= test_rng << 13;
+    test_rng ^= test_rng >> 7;
+    test_rng ^= test_rng << 17;
+    return test_rng;
+}
+
+static int field_ids(unsigned short *ids, int max)
+{
+    int n = 0;
+    for (unsigned int id = 1; id < DCGM_FI_MAX_FIELDS && n < max; id++) {
+        if (sim_field_meta((unsigned short)id) != NULL)
+            ids[n++] = (unsigned short)id;
+    }
+    return n;
+}
+
+static const char *mixed_text =
+    "# test scenario: every model and workload\n"
+    "seed = 1_234\n"
+    "name = \"mixed \\\"test\\\" node\"   # escapes\n"
+    "[[gpu]]\nmodel = \"h100\"\ncount = 2\nworkload = \"training\"\n"
+    "[[gpu]]\nmodel = \"NVIDIA A100-SXM4-80GB\"\nworkload = \"memory_leak\"\nleak_rate = 300.0\n"
+    "[[gpu]]\nmodel = \"L4\"\nworkload = \"spikes\"\nspike_period = 2\nspike_length = 0.3\n"
+    "[[gpu]]\nmodel = \"T4\"\nworkload = \"idle\"\n"
+    "[[gpu]]\nmodel = \"H100\"\nworkload = \"thermal_runaway\"\nheat_rate = 0.5\n"
+    "[[event]]\nat = 30.0\ngpu = [0, 1]\nkind = \"workload\"\nworkload = \"idle\"\n"
+    "[[event]]\nat = 12.5\ngpu = 3\nkind = \"xid\"\nxid = 31\ncount = 3\ninterval = 0.5\n";
+
+/* ---- determinism ------------------------------------------------------- */
+
+static void test_determinism(void)
+{
+    printf("determinism: same spec -> same values in any query order; other seed differs\n");
+    const char *path = write_file("mixed.toml", mixed_text);
+    sim_node *a = load_or_die(path);
+    sim_node *b = load_or_die(path);
+    static unsigned short ids[700];
+    int nids = field_ids(ids, 700);
+    enum { N = 20000 };
+    static struct { unsigned int gpu; unsigned short field; int64_t t; sim_value v; } q[N];
+    unsigned int gpus = sim_node_gpu_count(a);
+    for (int i = 0; i < N; i++) {
+        q[i].gpu = (unsigned int)(next_rand() % gpus);
+        q[i].field = ids[next_rand() % (uint64_t)nids];
+        q[i].t = (int64_t)(next_rand() % 900000000ULL); /* up to 15 minutes */
+        CHECK(sim_node_sample(a, q[i].gpu, q[i].field, q[i].t, &q[i].v) == DCGM_ST_OK, "sample a");
+    }
+    int mismatches = 0;
+    for (int k = 0; k < N; k++) {
+        int i = (int)(next_rand() % N);  /* random order, with repeats */
+        sim_value v;
+        sim_node_sample(b, q[i].gpu, q[i].field, q[i].t, &v);
+        if (!same_value(&v, &q[i].v))
+            mismatches++;
+    }
+    for (int i = N - 1; i >= 0; i--) {   /* and backwards through time */
+        sim_value v;
+        sim_node_sample(b, q[i].gpu, q[i].field, q[i].t, &v);
+        if (!same_value(&v, &q[i].v))
+            mismatches++;
+    }
+    CHECK(mismatches == 0, "%d of %d repeated queries differ", mismatches, 2 * N);
+
+    /* a fresh node asked in ascending time order agrees too */
+    sim_node *c = load_or_die(path);
+    int order_mismatch = 0;
+    for (int64_t t = 0; t <= 900000000LL; t += 7777777) {
+        for (unsigned int g = 0; g < gpus; g++) {
+            sim_value x, y;
+            sim_node_sample(c, g, 156, t, &x);
+            sim_node_sample(a, g, 156, t, &y);
+            order_mismatch += !same_value(&x, &y);
+            sim_node_sample(c, g, 150, t, &x);
+            sim_node_sample(a, g, 150, t, &y);
+            order_mismatch += !same_value(&x, &y);
+        }
+    }
+    CHECK(order_mismatch == 0, "ascending vs random order differ in %d values", order_mismatch);
+
+    char *other = strdup(mixed_text);
+    memcpy(strstr(other, "1_234"), "4_321", 5);
+    sim_node *d = load_or_die(write_file("mixed-other-seed.toml", other));
+    free(other);
+    CHECK(sim_node_seed(a) == 1234 && sim_node_seed(d) == 4321, "seeds %llu %llu",
+          (unsigned long long)sim_node_seed(a), (unsigned long long)sim_node_seed(d));
+    CHECK(strcmp(sample(a, 0, 54, 0).str, sample(d, 0, 54, 0).str) != 0, "UUIDs equal across seeds");
+    int differ = 0;
+    for (int i = 0; i < 50; i++)
+        differ += sample_d(a, 0, 155, i * 0.1) != sample_d(d, 0, 155, i * 0.1);
+    CHECK(differ > 40, "only %d of 50 power readings differ across seeds", differ);
+    sim_node_free(a);
+    sim_node_free(b);
+    sim_node_free(c);
+    sim_node_free(d);
+}
+
+/* ---- identity, support, types --------------------------------------------- */
+
+static void test_identity(void)
+{
+    printf("identity: default node is 8 H100s with distinct UUIDs, serials, bus ids\n");
+    sim_node *node = load_or_die(NULL);
+    CHECK(sim_node_gpu_count(node) == 8, "default gpu count %u", sim_node_gpu_count(node));
+    CHECK(strcmp(sample(node, 0, 50, 0).str, "NVIDIA H100 80GB HBM3") == 0, "name %s",
+          sample(node, 0, 50, 0).str);
+    CHECK(strcmp(sample(node, 5, 1, 0).str, "550.54.15") == 0, "driver version");
+    CHECK(sample_i(node, 0, 250, 0) == 81559, "fb total");
+    CHECK(sample_d(node, 0, 162, 0) == 700.0 && sample_d(node, 0, 161, 0) == 200.0, "power limits");
+    for (unsigned int i = 0; i < 8; i++) {
+        sim_value u = sample(node, i, 54, 0);
+        unsigned int a, b, c, d;
+        unsigned long long e;
+        char tail;
+        CHECK(strlen(u.str) == 40 && sscanf(u.str, "GPU-%8x-%4x-%4x-%4x-%12llx%c", &a, &b, &c, &d, &e, &tail) == 5,
+              "uuid format %s", u.str);
+        for (unsigned int j = 0; j < i; j++) {
+            CHECK(strcmp(u.str, sample(node, j, 54, 0).str) != 0, "uuid %u == %u", i, j);
+            CHECK(strcmp(sample(node, i, 57, 0).str, sample(node, j, 57, 0).str) != 0, "bus id %u == %u", i, j);
+            CHECK(strcmp(sample(node, i, 53, 0).str, sample(node, j, 53, 0).str) != 0, "serial %u == %u", i, j);
+        }
+    }
+    CHECK(strcmp(sample(node, 0, 57, 0).str, "00000000:18:00.0") == 0, "bus id %s", sample(node, 0, 57, 0).str);
+    sim_node_free(node);
+
+    sim_node *four = load_or_die("4");
+    CHECK(sim_node_gpu_count(four) == 4, "spec \"4\" gives %u GPUs", sim_node_gpu_count(four));
+    sim_node_free(four);
+}
+
+/* Every field with metadata: supported <=> a real value of the right type. */
+static void test_support_and_types(void)
+{
+    printf("support: field_supported agrees with samples; types match metadata; sentinels\n");
+    sim_node *node = load_or_die(write_file("types.toml", mixed_text));
+    static unsigned short ids[700];
+    int nids = field_ids(ids, 700);
+    int supported_count[8] = {0};
+    for (unsigned int g = 0; g < sim_node_gpu_count(node); g++) {
+        for (int i = 0; i < nids; i++) {
+            const dcgm_field_meta_t *meta = sim_field_meta(ids[i]);
+            sim_value v = sample(node, g, ids[i], 61.0);
+            int sup = sim_node_field_supported(node, g, ids[i]);
+            CHECK(v.type == meta->fieldType, "field %u type %c vs %c", ids[i], v.type, meta->fieldType);
+            if (sim_node_is_event_field(ids[i]))
+                continue;
+            if (!sup) {
+                CHECK(v.kind == SIM_VALUE_NOT_SUPPORTED, "gpu %u field %u unsupported but kind %d", g, ids[i], v.kind);
+                CHECK(v.i64 == (int64_t)DCGM_INT64_NOT_SUPPORTED && v.dbl == DCGM_FP64_NOT_SUPPORTED &&
+                      strcmp(v.str, DCGM_STR_NOT_SUPPORTED) == 0, "field %u sentinel", ids[i]);
+                continue;
+            }
+            supported_count[g]++;
+            CHECK(v.kind == SIM_VALUE_OK, "gpu %u field %u supported but kind %d", g, ids[i], v.kind);
+            if (meta->fieldType == DCGM_FT_STRING)
+                CHECK(v.str[0] != '\0' && strncmp(v.str, "<<<", 3) != 0, "field %u empty string", ids[i]);
+            if (meta->fieldType == DCGM_FT_INT64)
+                CHECK(v.i64 < (int64_t)DCGM_INT64_BLANK, "field %u int %lld is a sentinel", ids[i], (long long)v.i64);
+            if (meta->fieldType == DCGM_FT_DOUBLE)
+                CHECK(v.dbl < DCGM_FP64_BLANK && v.dbl == v.dbl, "field %u double %g", ids[i], v.dbl);
+            CHECK(meta->fieldType != DCGM_FT_BINARY, "binary field %u claims support", ids[i]);
+        }
+    }
+    printf("  supported fields per GPU: H100 %d, A100 %d, L4 %d, T4 %d\n",
+           supported_count[0], supported_count[2], supported_count[3], supported_count[4]);
+
+    /* dcgm-exporter's default and DCP lists; the documented exceptions are not supported */
+    static const unsigned short exporter[] = {
+        1, 51, 53, 56, 80, 82, 85, 100, 101, 140, 150, 155, 156, 202, 203, 204, 206, 207, 230,
+        240, 241, 242, 243, 244, 245, 251, 252, 253, 310, 311, 312, 313, 393, 394, 395,
+        409, 419, 429, 439, 440, 449, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010,
+        2,
+    };
+    for (size_t i = 0; i < sizeof exporter / sizeof exporter[0]; i++)
+        CHECK(sim_node_field_supported(node, 0, exporter[i]), "H100 lacks exporter field %u", exporter[i]);
+    static const unsigned short attributes[] = {
+        158, 159, 160, 161, 162, 163, 164, 54, 85, 82, 51, 50, 53, 57, 1, 58, 59, 500, 90, 250, 252, 251, 66, 67, 74,
+    };
+    for (size_t i = 0; i < sizeof attributes / sizeof attributes[0]; i++)
+        CHECK(sim_node_field_supported(node, 0, attributes[i]), "H100 lacks attribute field %u", attributes[i]);
+    CHECK(!sim_node_field_supported(node, 0, 130), "130 is documented as not supported");
+    CHECK(!sim_node_field_supported(node, 0, 526), "vGPU license status on bare metal");
+    CHECK(!sim_node_field_supported(node, 0, 390), "H100 retires no pages (row remapping)");
+    CHECK(sim_node_field_supported(node, 4, 390) && !sim_node_field_supported(node, 4, 393), "T4 retires pages");
+    CHECK(!sim_node_field_supported(node, 4, 140), "T4 has no memory temperature");
+    CHECK(!sim_node_field_supported(node, 3, 449) && !sim_node_field_supported(node, 4, 1011), "PCIe parts lack NVLink");
+    CHECK(sim_node_field_supported(node, 0, 496) && !sim_node_field_supported(node, 2, 496), "H100 18 links, A100 12");
+    CHECK(!sim_node_field_supported(node, 3, 67), "L4 has no MIG");
+
+    sim_value v;
+    CHECK(sim_node_sample(node, 0, 9999, 0, &v) == DCGM_ST_UNKNOWN_FIELD, "unknown field id");
+    CHECK(sim_node_sample(node, 0, 0, 0, &v) == DCGM_ST_UNKNOWN_FIELD, "field 0");
+    CHECK(sim_node_sample(node, 99, 150, 0, &v) == DCGM_ST_BADPARAM, "gpu out of range");
+    CHECK(sim_node_sample(node, 99, 1, 0, &v) == DCGM_ST_OK, "global field ignores gpu");
+    CHECK(sim_node_sample(NULL, 0, 150, 0, &v) == DCGM_ST_BADPARAM, "NULL node");
+    CHECK(sim_node_sample(node, 0, 150, 0, NULL) == DCGM_ST_BADPARAM, "NULL out");
+    CHECK(sim_node_sample(node, 0, 150, -5, &v) == DCGM_ST_OK, "t < 0 clamps to start");
+    sim_node_free(node);
+}
+
+/* ---- physics ---------------------------------------------------------------- */
+
+static void test_power_follows_load(void)
+{
+    printf("physics: power follows utilisation; temperature lags power\n");
+    sim_node *node = load_or_die(write_file("corr.toml", mixed_text));
+    /* L4 spikes (gpu 3): power at high util well above power at low util */
+    double hi = 0, lo = 0;
+    int nhi = 0, nlo = 0;
+    for (int i = 0; i < 200; i++) {
+        double t = 5.0 + i * 0.1;
+        int64_t u = sample_i(node, 3, 203, t);
+        double p = sample_d(node, 3, 155, t);
+        if (u >= 90) { hi += p; nhi++; }
+        if (u <= 10) { lo += p; nlo++; }
+    }
+    CHECK(nhi > 10 && nlo > 100, "spike sampling: %d high, %d low", nhi, nlo);
+    if (nhi && nlo)
+        CHECK(hi / nhi > lo / nlo + 40.0, "L4 power at spikes %.1f W vs %.1f W", hi / nhi, lo / nlo);
+
+    double train = sample_d(node, 0, 155, 10.0), idle = sample_d(node, 4, 155, 10.0);
+    CHECK(train > 550.0 && train <= 700.0 * 1.01, "H100 training power %.1f", train);
+    CHECK(idle < 15.0, "T4 idle power %.1f", idle);
+
+    /* GPU 0 goes idle at 30 s: power drops at once, temperature follows slowly */
+    double p_before = sample_d(node, 0, 155, 29.9), p_after = sample_d(node, 0, 155, 30.1);
+    int64_t t_before = sample_i(node, 0, 150, 29.9), t_after = sample_i(node, 0, 150, 30.1);
+    int64_t t_later = sample_i(node, 0, 150, 90.0), t_much_later = sample_i(node, 0, 150, 200.0);
+    CHECK(p_before > 500 && p_after < 100, "power %.1f -> %.1f at the idle switch", p_before, p_after);
+    CHECK(t_after >= t_before - 1, "temperature jumped %lld -> %lld", (long long)t_before, (long long)t_after);
+    CHECK(t_later < t_before - 15 && t_much_later < t_later, "temperature %lld -> %lld -> %lld",
+          (long long)t_before, (long long)t_later, (long long)t_much_later);
+    printf("  H100 idle switch at 30 s: power %.0f -> %.0f W, temp %lld -> %lld (30.1 s) -> %lld (90 s) -> %lld C (200 s)\n",
+           p_before, p_after, (long long)t_before, (long long)t_after, (long long)t_later, (long long)t_much_later);
+    int64_t prev = t_after;
+    bool falling = true;
+    for (double t = 30.1; t < 200.0; t += 1.0) {
+        int64_t now = sample_i(node, 0, 150, t);
+        falling = falling && now <= prev;
+        prev = now;
+    }
+    CHECK(falling, "temperature rose while idle");
+
+    /* DCP ratios stay in [0,1] and track utilisation */
+    for (double t = 0; t < 40; t += 0.7) {
+        for (unsigned int g = 0; g < 4; g++) {
+            double u = sample_i(node, g, 203, t) / 100.0;
+            for (unsigned short f = 1001; f <= 1008; f++) {
+                double r = sample_d(node, g, f, t);
+                CHECK(r >= 0.0 && r <= 1.0, "gpu %u field %u ratio %g", g, f, r);
+            }
+            CHECK(fabs(sample_d(node, g, 1001, t) - u) < 0.03, "gr engine vs util at %g", t);
+        }
+    }
+    sim_node_free(node);
+}
+
+static void test_thermal_runaway(void)
+{
+    printf("physics: thermal runaway throttles clocks and sets clock event reasons\n");
+    sim_node *node = load_or_die(write_file("runaway.toml", mixed_text));
+    const unsigned int g = 5;   /* the runaway H100 */
+    int64_t max_temp = 0;
+    uint64_t seen = 0;
+    double first_hw = -1;
+    for (double t = 0; t <= 400.0; t += 0.5) {
+        int64_t temp = sample_i(node, g, 150, t);
+        uint64_t reasons = (uint64_t)sample_i(node, g, 112, t);
+        if (temp > max_temp)
+            max_temp = temp;
+        seen |= reasons;
+        if (first_hw < 0 && (reasons & SIM_CLOCKS_EVENT_HW_SLOWDOWN))
+            first_hw = t;
+    }
+    int64_t slowdown = sample_i(node, g, 158, 0), shutdown = sample_i(node, g, 159, 0);
+    CHECK(max_temp >= slowdown && max_temp <= shutdown, "max temp %lld (slowdown %lld, shutdown %lld)",
+          (long long)max_temp, (long long)slowdown, (long long)shutdown);
+    CHECK((seen & 0x20) && (seen & 0x40) && (seen & 0x8), "reasons seen 0x%llx", (unsigned long long)seen);
+    int64_t clock_start = sample_i(node, g, 100, 1.0), clock_end = sample_i(node, g, 100, 400.0);
+    CHECK(clock_end < clock_start * 6 / 10, "SM clock %lld -> %lld", (long long)clock_start, (long long)clock_end);
+    CHECK(sample_i(node, g, 241, 400.0) > 0, "thermal violation time did not grow");
+    printf("  runaway H100: max %lld C (slowdown %lld), HW slowdown from %.1f s, SM clock %lld -> %lld MHz, reasons 0x%llx\n",
+          (long long)max_temp, (long long)slowdown, first_hw, (long long)clock_start, (long long)clock_end,
+          (unsigned long long)seen);
+    /* the healthy training H100 next door never thermally throttles */
+    uint64_t healthy = 0;
+    for (double t = 0; t <= 30.0; t += 0.5)
+        healthy |= (uint64_t)sample_i(node, 1, 112, t);
+    CHECK(!(healthy & 0x68), "healthy GPU has thermal reasons 0x%llx", (unsigned long long)healthy);
+    CHECK(sample_i(node, 1, 100, 10.0) > 1500, "healthy SM clock %lld", (long long)sample_i(node, 1, 100, 10.0));
+    sim_node_free(node);
+}
+
+static void test_memory_and_counters(void)
+{
+    printf("physics: fb used+free+reserved == total; leak fills; counters never decrease\n");
+    sim_node *node = load_or_die(write_file("counters.toml", mixed_text));
+    unsigned int gpus = sim_node_gpu_count(node);
+    static const unsigned short monotonic[] = {
+        156, 202, 240, 241, 244, 246, 247, 310, 311, 312, 313, 409, 419, 429, 439, 497, 498, 499, 400, 1040,
+    };
+    enum { NM = sizeof monotonic / sizeof monotonic[0] };
+    int64_t last[8][NM];
+    int64_t first[8][NM];
+    for (unsigned int g = 0; g < gpus; g++)
+        for (int k = 0; k < NM; k++)
+            last[g][k] = INT64_MIN;
+    int fb_bad = 0, decreases = 0;
+    for (int64_t t = 0; t <= 600000000LL; t += 10000) {  /* 10 minutes at 10 ms */
+        for (unsigned int g = 0; g < gpus; g++) {
+            if (t % 1000000 == 0) {
+                sim_value tot, fr, us, rs;
+                sim_node_sample(node, g, 250, t, &tot);
+                sim_node_sample(node, g, 251, t, &fr);
+                sim_node_sample(node, g, 252, t, &us);
+                sim_node_sample(node, g, 253, t, &rs);
+                fb_bad += (us.i64 + fr.i64 + rs.i64 != tot.i64) || us.i64 < 0 || fr.i64 < 0;
+            }
+            for (int k = 0; k < NM; k++) {
+                if (monotonic[k] == 1040)
+                    continue;   /* a rate, listed only to exercise per-link code */
+                sim_value v;
+                sim_node_sample(node, g, monotonic[k], t, &v);
+                if (v.kind != SIM_VALUE_OK)
+                    continue;
+                if (v.i64 < last[g][k]) {
+                    if (decreases++ < 5)
+                        fprintf(stderr, "  gpu %u field %u fell %lld -> %lld at %lld us\n", g, monotonic[k],
+                                (long long)last[g][k], (long long)v.i64, (long long)t);
+                }
+                if (last[g][k] == INT64_MIN)
+                    first[g][k] = v.i64;
+                last[g][k] = v.i64;
+            }
+        }
+    }
+    CHECK(fb_bad == 0, "%d framebuffer samples do not add up", fb_bad);
+    CHECK(decreases == 0, "%d counter decreases", decreases);
+    int grew = 0;
+    for (unsigned int g = 0; g < gpus; g++)
+        for (int k = 1; k < NM; k++)
+            grew += last[g][k] != INT64_MIN && last[g][k] > first[g][k];
+    CHECK(grew >= 5, "only %d error/violation counters grew in 10 minutes", grew);
+    CHECK(last[0][0] > first[0][0] + 600LL * 100 * 1000, "H100 energy grew by %lld mJ in 10 min",
+          (long long)(last[0][0] - first[0][0]));
+    printf("  energy H100 gpu0: +%lld J in 10 min; %d counters grew\n",
+           (long long)((last[0][0] - first[0][0]) / 1000), grew);
+
+    /* the leaking A100 (gpu 2): used grows, then stops near full */
+    int64_t used0 = sample_i(node, 2, 252, 0), used60 = sample_i(node, 2, 252, 60);
+    int64_t usable = sample_i(node, 2, 250, 0) - sample_i(node, 2, 253, 0);
+    int64_t used_end = sample_i(node, 2, 252, 600);
+    CHECK(used60 > used0 + 60 * 250, "leak %lld -> %lld MiB", (long long)used0, (long long)used60);
+    CHECK(used_end >= usable * 98 / 100 && used_end < usable, "leak ends at %lld of %lld", (long long)used_end,
+          (long long)usable);
+    double ratio = sample_d(node, 2, 254, 600);
+    CHECK(ratio > 0.98 && ratio <= 1.0, "fb used ratio %g", ratio);
+    sim_node_free(node);
+}
+
+static void test_spikes(void)
+{
+    printf("workloads: 300 ms spikes every 2 s are visible at 100 ms sampling\n");
+    const char *path = write_file("spikes.toml",
+        "seed = 9\n[[gpu]]\nmodel = \"H100\"\ncount = 3\nworkload = \"spikes\"\n"
+        "spike_period = 2.0\nspike_length = 0.3\nutilization = 0.05\n");
+    sim_node *node = load_or_die(path);
+    for (unsigned int g = 0; g < 3; g++) {
+        int high = 0, periods_seen = 0;
+        double peak_power = 0, floor_power = 1e9;
+        for (int period = 0; period < 10; period++) {
+            int in_period = 0;
+            for (int k = 0; k < 20; k++) {
+                double t = period * 2.0 + k * 0.1;
+                int64_t u = sample_i(node, g, 203, t);
+                double p = sample_d(node, g, 155, t);
+                if (u >= 95) {
+                    in_period++;
+                    peak_power = fmax(peak_power, p);
+                } else {
+                    floor_power = fmin(floor_power, p);
+                }
+            }
+            high += in_period;
+            periods_seen += in_period >= 2;
+        }
+        CHECK(periods_seen == 10 && high >= 25 && high <= 40, "gpu %u: %d high samples, %d periods", g, high,
+              periods_seen);
+        CHECK(peak_power > floor_power + 400, "gpu %u: spike power %.0f vs floor %.0f", g, peak_power, floor_power);
+        if (g == 0)
+            printf("  gpu 0: %d of 200 samples at >=95%% util, spike power %.0f W, floor %.0f W\n", high,
+                   peak_power, floor_power);
+    }
+    sim_node_free(node);
+}
+
+/* ---- events, lost GPUs ------------------------------------------------------ */
+
+static void test_xid_events(void)
+{
+    printf("events: XIDs returned by sim_node_events in (from, to]; DBE counters follow XID 48\n");
+    const char *path = write_file("xid.toml",
+        "[[gpu]]\nmodel = \"A100\"\ncount = 2\n"
+        "[[event]]\nat = 10.0\ngpu = 0\nkind = \"xid\"\nxid = 13\ncount = 5\ninterval = 0.1\n"
+        "[[event]]\nat = 20\ngpu = 1\nkind = \"xid\"\nxid = 48\n");
+    sim_node *node = load_or_die(path);
+    sim_event ev[8];
+    CHECK(sim_node_is_event_field(230) && !sim_node_is_event_field(150), "event field ids");
+    CHECK(sim_node_events(node, 0, 230, 0, 10000000, ev, 8) == 1 && ev[0].t_rel_us == 10000000 && ev[0].value == 13,
+          "first XID at exactly 10 s is in (0, 10 s]");
+    CHECK(sim_node_events(node, 0, 230, 10000000, 11000000, ev, 8) == 4, "next four in (10 s, 11 s]");
+    int n = sim_node_events(node, 0, 230, -1, 100000000, ev, 2);
+    CHECK(n == 5 && ev[0].t_rel_us == 10000000 && ev[1].t_rel_us == 10100000, "truncated listing %d", n);
+    CHECK(sim_node_events(node, 0, 230, 10400000, 100000000, ev, 8) == 0, "nothing after the burst");
+    CHECK(sim_node_events(node, 0, 150, 0, 100000000, ev, 8) == 0, "non-event field");
+    CHECK(sim_node_events(node, 1, 230, 0, 100000000, ev, 8) == 1 && ev[0].value == 48, "XID 48 on gpu 1");
+    CHECK(sample(node, 0, 230, 9.9).kind == SIM_VALUE_BLANK, "no XID yet");
+    CHECK(sample_i(node, 0, 230, 10.25) == 13, "latest XID");
+    CHECK(sample_i(node, 1, 311, 19.9) == 0 && sample_i(node, 1, 311, 20.0) == 1, "DBE volatile follows XID 48");
+    CHECK(sample_i(node, 1, 393, 25) == 1 && sample_i(node, 1, 396, 25) == 1, "row remap after DBE");
+    sim_node_free(node);
+}
+
+static void test_lost_gpu(void)
+{
+    printf("events: a lost GPU blanks every field from lost_at on, with XID 79\n");
+    sim_node *node = load_or_die(write_file("lost.toml",
+        "[[gpu]]\nmodel = \"H100\"\ncount = 4\n[[event]]\nat = 15.0\ngpu = 2\nkind = \"lost\"\n"
+        "[[event]]\nat = 16.0\ngpu = 2\nkind = \"xid\"\nxid = 13\n"));
+    CHECK(sim_node_gpu_lost_at(node, 2) == 15000000, "lost_at %lld", (long long)sim_node_gpu_lost_at(node, 2));
+    CHECK(sim_node_gpu_lost_at(node, 1) == -1 && sim_node_gpu_lost_at(node, 99) == -1, "others never lost");
+    CHECK(sample(node, 2, 150, 14.9).kind == SIM_VALUE_OK, "alive before");
+    static const unsigned short fields[] = {50, 54, 100, 150, 155, 156, 203, 252, 1001, 230};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        sim_value v = sample(node, 2, fields[i], 15.0);
+        CHECK(v.kind == SIM_VALUE_BLANK, "field %u not blank after loss", fields[i]);
+        v = sample(node, 2, fields[i], 500.0);
+        CHECK(v.kind == SIM_VALUE_BLANK, "field %u not blank later", fields[i]);
+        CHECK(sample(node, 1, fields[i], 15.0).kind != SIM_VALUE_NOT_SUPPORTED, "gpu 1 field %u", fields[i]);
+    }
+    CHECK(sample(node, 2, 1, 20.0).kind == SIM_VALUE_OK, "global fields still answer");
+    sim_event ev[4];
+    int n = sim_node_events(node, 2, 230, 0, 100000000, ev, 4);
+    CHECK(n == 1 && ev[0].value == 79 && ev[0].t_rel_us == 15000000, "XID 79 at loss, none after (%d)", n);
+    sim_node_free(node);
+}
+
+/* ---- scenario errors ---------------------------------------------------------- */
+
+static void expect_error(const char *name, const char *text, int line, const char *needle, int want_rc)
+{
+    const char *path = write_file(name, text);
+    char expect_prefix[600];
+    snprintf(expect_prefix, sizeof expect_prefix, "%s:%d: ", path, line);
+    sim_node *node = (sim_node *)0x1;
+    char err[512] = "";
+    int rc = sim_node_load(path, &node, err, sizeof err);
+    CHECK(rc == want_rc && node == NULL, "%s: rc %d", name, rc);
+    CHECK(strncmp(err, expect_prefix, strlen(expect_prefix)) == 0 && strstr(err, needle) != NULL &&
+              strchr(err, '\n') == NULL,
+          "%s: got \"%s\", want \"%s...%s...\"", name, err, expect_prefix, needle);
+    printf("  %-22s -> %s\n", name, err + strlen(tmpdir) + 1);
+}
+
+static void test_parse_errors(void)
+{
+    printf("scenarios: errors name file:line and the problem\n");
+    expect_error("unknown-key.toml", "seed = 1\n[[gpu]]\nmodle = \"H100\"\n", 3, "'modle'", DCGM_ST_BADPARAM);
+    expect_error("unknown-model.toml", "[[gpu]]\n# comment\nmodel = \"V100\"\n", 3, "H100, A100, L4, T4",
+                 DCGM_ST_BADPARAM);
+    expect_error("unknown-workload.toml", "[[gpu]]\nworkload = \"mining\"\n", 2, "thermal_runaway", DCGM_ST_BADPARAM);
+    expect_error("unterminated.toml", "[[gpu]]\nmodel = \"H100\n", 2, "unterminated", DCGM_ST_BADPARAM);
+    expect_error("bad-gpu-index.toml", "[[gpu]]\ncount = 2\n\n[[event]]\nat = 1\ngpu = 2\nkind = \"lost\"\n", 4,
+                 "gpu 2 does not exist", DCGM_ST_BADPARAM);
+    expect_error("plain-table.toml", "[gpu]\nmodel = \"H100\"\n", 1, "[[gpu]]", DCGM_ST_BADPARAM);
+    expect_error("duplicate.toml", "[[gpu]]\nmodel = \"H100\"\nmodel = \"A100\"\n", 3, "twice", DCGM_ST_BADPARAM);
+    expect_error("too-many.toml", "[[gpu]]\ncount = 20\n[[gpu]]\ncount = 20\n", 3, "too many GPUs", DCGM_ST_BADPARAM);
+    expect_error("count-range.toml", "[[gpu]]\ncount = 40\n", 2, "out of range", DCGM_ST_BADPARAM);
+    expect_error("mig-l4.toml", "[[gpu]]\nmodel = \"L4\"\nmig_instances = 2\n", 3, "MIG", DCGM_ST_BADPARAM);
+    expect_error("trailing.toml", "seed = 42 x\n[[gpu]]\n", 1, "unexpected text", DCGM_ST_BADPARAM);
+    expect_error("top-key.toml", "seeds = 42\n", 1, "'seeds'", DCGM_ST_BADPARAM);
+    expect_error("no-gpu.toml", "seed = 42\n", 1, "no [[gpu]]", DCGM_ST_BADPARAM);
+    expect_error("bad-number.toml", "[[gpu]]\nutilization = 0.5.1\n", 2, "not a number", DCGM_ST_BADPARAM);
+    expect_error("wrong-type.toml", "[[gpu]]\ncount = \"two\"\n", 2, "must be an integer", DCGM_ST_BADPARAM);
+    expect_error("xid-needs-xid.toml", "[[gpu]]\n[[event]]\nat = 1\ngpu = 0\nkind = \"xid\"\n", 2, "needs 'xid'",
+                 DCGM_ST_BADPARAM);
+    expect_error("event-kind.toml", "[[gpu]]\n[[event]]\nat = 1\ngpu = 0\nkind = \"boom\"\n", 5, "xid, lost, workload",
+                 DCGM_ST_BADPARAM);
+    expect_error("power-limit.toml", "[[gpu]]\nmodel = \"T4\"\npower_limit = 300\n", 3, "60 to 70 W", DCGM_ST_BADPARAM);
+    expect_error("bad-escape.toml", "name = \"a\\qb\"\n", 1, "escape", DCGM_ST_BADPARAM);
+
+    sim_node *node = (sim_node *)0x1;
+    char err[512];
+    char missing[512];
+    snprintf(missing, sizeof missing, "%s/does-not-exist.toml", tmpdir);
+    CHECK(sim_node_load(missing, &node, err, sizeof err) == DCGM_ST_FILE_IO_ERROR && node == NULL &&
+              strstr(err, "does-not-exist.toml") != NULL,
+          "missing file: %s", err);
+    CHECK(sim_node_load("0", &node, err, sizeof err) == DCGM_ST_BADPARAM && node == NULL, "spec 0");
+    CHECK(sim_node_load("33", &node, err, sizeof err) == DCGM_ST_BADPARAM && strstr(err, "1 to 32"), "spec 33: %s", err);
+    CHECK(sim_node_load(NULL, NULL, err, sizeof err) == DCGM_ST_BADPARAM, "NULL out");
+    node = load_or_die("32");
+    CHECK(sim_node_gpu_count(node) == 32, "32 GPUs");
+    sim_node_free(node);
+}
+
+/* The examples shipped with the package must load. */
+static void test_shipped_scenarios(const char *argv0)
+{
+    static const char *names[] = {
+        "default.toml", "mixed.toml", "spikes.toml", "thermal-runaway.toml",
+        "memory-leak.toml", "xid-burst.toml", "gpu-lost.toml",
+    };
+    static const char *roots[] = {"../dcgm_collector/sim/scenarios", "dcgm_collector/sim/scenarios",
+                                  "../../dcgm_collector/sim/scenarios"};
+    const char *root = NULL;
+    char probe[512];
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0] && root == NULL; i++) {
+        snprintf(probe, sizeof probe, "%s/default.toml", roots[i]);
+        if (access(probe, R_OK) == 0)
+            root = roots[i];
+    }
+    if (root == NULL) {
+        printf("scenarios: shipped examples not found from %s's working directory, skipped\n", argv0);
+        return;
+    }
+    printf("scenarios: the shipped examples in %s load\n", root);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", root, names[i]);
+        sim_node *node = NULL;
+        char err[512] = "";
+        int rc = sim_node_load(path, &node, err, sizeof err);
+        CHECK(rc == DCGM_ST_OK, "%s: %s", names[i], err);
+        if (node != NULL)
+            printf("  %-22s %u GPUs, seed %llu\n", names[i], sim_node_gpu_count(node),
+                   (unsigned long long)sim_node_seed(node));
+        sim_node_free(node);
+    }
+}
+
+/* ---- cost ----------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void test_timing(void)
+{
+    printf("cost: 8 GPUs x 60 fields x 10 Hz\n");
+    sim_node *node = load_or_die(NULL);
+    static const unsigned short fields[60] = {
+        1, 51, 53, 54, 57, 85, 100, 101, 112, 140, 150, 155, 156, 157, 158, 159, 160, 164, 190, 200,
+        201, 202, 203, 204, 206, 207, 230, 240, 241, 244, 250, 251, 252, 253, 254, 310, 311, 312, 313, 393,
+        394, 395, 409, 419, 429, 439, 440, 449, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012,
+    };
+    const int seconds = 60;
+    long calls = 0;
+    sim_value v;
+    double start = now_s();
+    for (int step = 0; step < seconds * 10; step++) {
+        int64_t t = (int64_t)step * 100000;
+        for (unsigned int g = 0; g < 8; g++)
+            for (int f = 0; f < 60; f++, calls++)
+                sim_node_sample(node, g, fields[f], t, &v);
+    }
+    double elapsed = now_s() - start;
+    printf("  %ld calls over %d simulated s: %.3f us per call (%.3f%% of one core at 10 Hz)\n", calls, seconds,
+           elapsed / (double)calls * 1e6, elapsed / seconds * 100.0);
+
+    /* a query far behind the frontier recomputes from a checkpoint */
+    start = now_s();
+    int backs = 0;
+    for (int64_t t = 59000000; t > 0; t -= 3700000, backs++)
+        sim_node_sample(node, 3, 150, t, &v);
+    elapsed = now_s() - start;
+    printf("  %d backward queries: %.1f us each\n", backs, elapsed / backs * 1e6);
+
+    /* catching up an hour from a cold start */
+    sim_node *cold = load_or_die(NULL);
+    start = now_s();
+    sim_node_sample(cold, 0, 156, 3600LL * 1000000, &v);
+    printf("  first query at t = 1 h on a fresh node: %.1f ms\n", (now_s() - start) * 1e3);
+    sim_node_free(cold);
+    sim_node_free(node);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    snprintf(tmpdir, sizeof tmpdir, "%s/test_node.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 2;
+    }
+    test_identity();
+    test_determinism();
+    test_support_and_types();
+    test_power_follows_load();
+    test_thermal_runaway();
+    test_memory_and_counters();
+    test_spikes();
+    test_xid_events();
+    test_lost_gpu();
+    test_parse_errors();
+    test_shipped_scenarios(argv[0]);
+    test_timing();
+
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+    printf("%s: %d checks, %d failed\n", failures ? "FAIL" : "OK", checks, failures);
+    return failures ? 1 : 0;
+}
