@@ -1,0 +1,1146 @@
+"""A Pythonic DCGM binding over the cffi extension.
+
+The extension dlopen's a libdcgm.so.4 at run time (the real one, or the
+simulator in :mod:`dcgm_collector.sim`), so this module imports on any
+machine; :func:`load_library` is where a missing DCGM is reported.
+
+Typical use::
+
+    with Handle.embedded(library=path) as h:
+        fields = h.create_field_groups([150, 155, 203])
+        gpus = h.all_gpus()
+        h.watch(gpus, fields, update_freq_us=100_000, max_keep_age_s=60)
+        cursor, values = h.values_since(gpus, fields)
+        ...
+        cursor, values = h.values_since(gpus, fields, cursor)   # only what is new
+
+Every method validates its arguments before they reach C, and raises
+TypeError / ValueError for bad ones and :class:`DcgmError` (with the status
+code, its name and DCGM's own text) for what the library refuses.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from dcgm_collector._native import ffi, lib
+from dcgm_collector.errors import (
+    DCGM_ST_OK,
+    DcgmConnectionError,
+    DcgmError,
+    DcgmNotWatchedError,
+    DcgmTimeoutError,
+    DcgmUnknownFieldError,
+    HandleClosedError,
+    LibraryNotFoundError,
+    check,
+    status_name,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "Cursor",
+    "DcgmConnectionError",
+    "DcgmError",
+    "DcgmNotWatchedError",
+    "DcgmTimeoutError",
+    "DcgmUnknownFieldError",
+    "EntityGroup",
+    "EntityType",
+    "FieldGroup",
+    "FieldGroupSet",
+    "FieldMeta",
+    "FieldValue",
+    "GpuAttributes",
+    "GpuInfo",
+    "Handle",
+    "HandleClosedError",
+    "HealthIncident",
+    "HealthReport",
+    "Library",
+    "LibraryNotFoundError",
+    "MigEntity",
+    "field_meta",
+    "load_library",
+    "loaded_library",
+]
+
+LIBRARY_NAME = "libdcgm.so.4"
+LIBRARY_ENV = "DCGM_COLLECTOR_LIBDCGM"
+# Where DCGM's packages put the library, for systems whose loader cache lacks it.
+STANDARD_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/dcgm/lib64")
+HOW_TO_FIX = (
+    "install DCGM (package datacenter-gpu-manager-4), "
+    f"or give the library's path (--dcgm-lib PATH or {LIBRARY_ENV}=PATH), "
+    "or use the simulator (--sim)"
+)
+
+EMBEDDED_HANDLE: int = lib.DCGM_EMBEDDED_HANDLE
+GROUP_ALL_GPUS: int = lib.DCGM_GROUP_ALL_GPUS
+MAX_FIELDS_PER_FIELD_GROUP: int = lib.DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP - 1  # api-facts §1: 127
+DEFAULT_CONNECT_TIMEOUT_MS = 5000
+
+EntityType = enum.IntEnum(  # type: ignore[misc]
+    "EntityType",
+    {name[len("DCGM_FE_"):]: getattr(lib, name) for name in dir(lib)
+     if name.startswith("DCGM_FE_") and name != "DCGM_FE_COUNT"},
+)
+EntityType.__doc__ = "DCGM entity groups (DCGM_FE_*): GPU, GPU_I, GPU_CI, SWITCH, LINK, CPU, ..."
+
+_ENTITY_STATUS = {
+    getattr(lib, name): name[len("DcgmEntityStatus"):]
+    for name in dir(lib) if name.startswith("DcgmEntityStatus")
+}
+_HEALTH_RESULTS = {
+    getattr(lib, name): name[len("DCGM_HEALTH_RESULT_"):]
+    for name in dir(lib) if name.startswith("DCGM_HEALTH_RESULT_")
+}
+
+# ---- blank values (api-facts §4.4) ------------------------------------------
+_INT64_BLANK: int = lib.DCGM_INT64_BLANK
+_INT32_BLANK: int = lib.DCGM_INT32_BLANK
+_FP64_BLANK = 2.0**47
+_BLANK_KINDS = ("BLANK", "NOT_FOUND", "NOT_SUPPORTED", "NOT_PERMISSIONED")
+_STRING_BLANKS = {
+    "<<<NULL>>>": "BLANK",
+    "<<<NOT_FOUND>>>": "NOT_FOUND",
+    "<<<NOT_SUPPORTED>>>": "NOT_SUPPORTED",
+    "<<<NOT_PERM>>>": "NOT_PERMISSIONED",
+}
+_FT_INT64, _FT_DOUBLE, _FT_STRING = lib.DCGM_FT_INT64, lib.DCGM_FT_DOUBLE, lib.DCGM_FT_STRING
+_FT_BINARY, _FT_TIMESTAMP = lib.DCGM_FT_BINARY, lib.DCGM_FT_TIMESTAMP
+
+_INT32_MAX = 2**31 - 1
+_UINT32_MAX = 2**32 - 1
+_INT64_MAX = 2**63 - 1
+
+
+def _sentinel_kind(offset: float) -> str:
+    return _BLANK_KINDS[int(offset)] if 0 <= offset < len(_BLANK_KINDS) and offset == int(offset) else "BLANK"
+
+
+# ---- argument checks ---------------------------------------------------------
+def _integer(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{what} {value} is out of range [{low}, {high}]")
+    return int(value)
+
+
+def _number(value: Any, what: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    number = float(value)
+    if not low <= number <= high:  # also rejects NaN
+        raise ValueError(f"{what} {value} is out of range [{low}, {high}]")
+    return number
+
+
+def _text(value: Any, what: str, max_bytes: int) -> bytes:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    data = value.encode("utf-8")
+    if b"\0" in data:
+        raise ValueError(f"{what} contains a NUL character")
+    if len(data) > max_bytes:
+        raise ValueError(f"{what} is longer than {max_bytes} bytes")
+    return data
+
+
+def _entity_group(value: Any) -> int:
+    return _integer(value, "entity group", 0, lib.DCGM_FE_COUNT - 1)
+
+
+def _gpu_id(value: Any) -> int:
+    return _integer(value, "GPU id", 0, _UINT32_MAX)
+
+
+def _entity(spec: Any) -> tuple[int, int]:
+    """A GPU id, or an (entity group, entity id) pair."""
+    if isinstance(spec, tuple):
+        if len(spec) != 2:
+            raise ValueError(f"an entity is a GPU id or an (entity group, entity id) pair, not {spec!r}")
+        return _entity_group(spec[0]), _integer(spec[1], "entity id", 0, _UINT32_MAX)
+    return int(lib.DCGM_FE_GPU), _gpu_id(spec)
+
+
+def _field_ids(values: Any) -> list[int]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"field ids must be an iterable of ints, not {type(values).__name__}")
+    ids = [_integer(v, "field id", 1, 65535) for v in values]
+    if not ids:
+        raise ValueError("no field ids given")
+    return list(dict.fromkeys(ids))  # duplicates would only be read twice
+
+
+def _c_string(pointer: Any) -> str:
+    return ffi.string(pointer).decode("utf-8", "replace")
+
+
+# ---- library loading ---------------------------------------------------------
+@dataclass(frozen=True)
+class Library:
+    """The libdcgm.so.4 loaded into this process (one per process)."""
+
+    path: str
+
+    def has(self, symbol: str) -> bool:
+        """Whether the library exports symbol (one of the DCGM functions this binding knows)."""
+        if not isinstance(symbol, str):
+            raise TypeError(f"symbol must be a str, not {type(symbol).__name__}")
+        return bool(lib.dcgmc_has(symbol.encode()))
+
+    @property
+    def is_simulator(self) -> bool:
+        """True for the simulated library (it exports the dcgmSim* extensions)."""
+        return self.has("dcgmSimCheckScenario")
+
+    def version_info(self) -> dict[str, str]:
+        """The library's build info (``dcgmVersionInfo``), as key/value pairs."""
+        info = ffi.new("dcgmVersionInfo_t *", {"version": lib.dcgmVersionInfo_version})
+        check(lib.dcgmVersionInfo(info), "dcgmVersionInfo")
+        return _parse_build_info(_c_string(info.rawBuildInfoString))
+
+
+_load_lock = threading.RLock()
+_library: Library | None = None
+
+
+def loaded_library() -> Library | None:
+    """The library loaded in this process, if any."""
+    return _library
+
+
+def load_library(path: str | os.PathLike[str] | None = None) -> Library:
+    """Load libdcgm.so.4 once per process and return it.
+
+    With ``path`` (a file, or a directory holding libdcgm.so.4) that library;
+    else the library already loaded; else ``$DCGM_COLLECTOR_LIBDCGM``; else the
+    normal search (the dynamic linker's, then DCGM's install directories).
+    Loading the library already loaded is a no-op; another one is an error.
+    """
+    global _library
+    with _load_lock:
+        if path is None:
+            if _library is not None:
+                return _library
+            env = os.environ.get(LIBRARY_ENV)
+            loaded = _load_explicit(env, LIBRARY_ENV) if env else _load_by_search()
+        else:
+            if not isinstance(path, (str, os.PathLike)):
+                raise TypeError(f"library path must be a str or path, not {type(path).__name__}")
+            loaded = _load_explicit(os.fspath(path), "path")
+        _library = loaded
+        return loaded
+
+
+def _load_explicit(path: str, given_by: str) -> Library:
+    if "\0" in path or not path:
+        raise ValueError(f"bad library path {path!r}")
+    if os.path.isdir(path):
+        path = os.path.join(path, LIBRARY_NAME)
+    if os.path.exists(path):
+        path = os.path.abspath(path)  # so a relative path is not taken for a soname
+    elif "/" in path:
+        raise LibraryNotFoundError(
+            lib.DCGM_ST_LIBRARY_NOT_FOUND,
+            f"{path} (from {given_by}) does not exist; fix: {HOW_TO_FIX}",
+        )
+    status, why = _dlopen(path)
+    if status != DCGM_ST_OK:
+        raise LibraryNotFoundError(
+            lib.DCGM_ST_LIBRARY_NOT_FOUND, f"cannot load {path} (from {given_by}): {why}; fix: {HOW_TO_FIX}"
+        )
+    return Library(_c_string(lib.dcgmc_loaded_path()))
+
+
+def _load_by_search() -> Library:
+    attempts = []
+    status, why = _dlopen(LIBRARY_NAME)
+    if status == DCGM_ST_OK:
+        return Library(_c_string(lib.dcgmc_loaded_path()))
+    ld_path = os.environ.get("LD_LIBRARY_PATH")
+    ld_path = "LD_LIBRARY_PATH unset" if ld_path is None else f"LD_LIBRARY_PATH={ld_path!r}"
+    attempts.append(f"the dynamic linker's path ({ld_path}, /etc/ld.so.cache, /lib, /usr/lib): {why}")
+    for directory in STANDARD_DIRS:
+        candidate = os.path.join(directory, LIBRARY_NAME)
+        if not os.path.exists(candidate):
+            attempts.append(f"{candidate}: no such file")
+            continue
+        status, why = _dlopen(candidate)
+        if status == DCGM_ST_OK:
+            return Library(_c_string(lib.dcgmc_loaded_path()))
+        attempts.append(f"{candidate}: {why}")
+    raise LibraryNotFoundError(
+        lib.DCGM_ST_LIBRARY_NOT_FOUND,
+        f"{LIBRARY_NAME} was not found; searched: {'; '.join(attempts)}; fix: {HOW_TO_FIX}",
+    )
+
+
+def _dlopen(path: str) -> tuple[int, str]:
+    error = ffi.new("char[]", 1024)
+    status = lib.dcgmc_load(path.encode(), error, len(error))
+    if status == lib.DCGM_ST_IN_USE:
+        raise DcgmError(
+            status,
+            f"cannot load {path}: {_c_string(error)}; this process cannot switch libraries",
+            "load_library",
+        )
+    return status, _c_string(error)
+
+
+def _require_library(library: Library | str | os.PathLike[str] | None) -> Library:
+    if isinstance(library, Library):
+        if _library is None or library.path != _library.path:
+            raise ValueError(f"{library.path} is not the library loaded in this process")
+        return library
+    return load_library(library)
+
+
+def _parse_build_info(raw: str) -> dict[str, str]:
+    pairs = (item.partition(":") for item in raw.split(";") if item.strip())
+    return {key.strip(): value.strip() for key, _, value in pairs}
+
+
+# ---- field metadata and values -----------------------------------------------
+class FieldMeta(NamedTuple):
+    """What the library knows of a field id (``DcgmFieldGetById``)."""
+
+    field_id: int
+    field_type: str     # 'i', 'd', 's', 'b' or 't'
+    tag: str
+    scope: int          # DCGM_FS_GLOBAL (0) or DCGM_FS_ENTITY (1)
+    entity_level: int   # the EntityType it is read on
+
+
+def field_meta(field_id: int) -> FieldMeta | None:
+    """Metadata of field_id from the loaded library, or None if it has none."""
+    field_id = _integer(field_id, "field id", 0, 65535)
+    load_library()
+    if lib.DcgmFieldsInit() != 0:
+        raise DcgmError(lib.DCGM_ST_INIT_ERROR, where="DcgmFieldsInit")
+    meta = lib.DcgmFieldGetById(field_id)
+    if meta == ffi.NULL:
+        return None
+    return FieldMeta(
+        int(meta.fieldId), meta.fieldType.decode("ascii", "replace"), _c_string(meta.tag), int(meta.scope),
+        int(meta.entityLevel),
+    )
+
+
+class FieldValue(NamedTuple):
+    """One field reading of one entity.
+
+    ``value`` is an int ('i', 't'), float ('d'), str ('s') or bytes ('b', the
+    first 256 bytes), or None when the record carries no reading: then
+    ``blank_kind`` says why: a status name ("NO_DATA", "NOT_WATCHED", ...)
+    when ``status`` is not OK, else the sentinel's kind ("BLANK",
+    "NOT_FOUND", "NOT_SUPPORTED", "NOT_PERMISSIONED").
+    """
+
+    entity_group: int
+    entity_id: int
+    field_id: int
+    field_type: str
+    status: int
+    ts: int              # microseconds since the Unix epoch (0 when no reading)
+    value: int | float | str | bytes | None
+    blank_kind: str | None = None
+
+    @property
+    def is_blank(self) -> bool:
+        return self.value is None
+
+
+def _decode_value(
+    entity_group: int, entity_id: int, field_id: int, type_code: int, status: int, ts: int,
+    i64: int, dbl: float, text: Any,
+) -> FieldValue:
+    field_type = chr(type_code) if 0 < type_code < 128 else "?"
+    value: int | float | str | bytes | None = None
+    blank: str | None = None
+    if status != DCGM_ST_OK:
+        blank = status_name(status).removeprefix("DCGM_ST_")
+    elif type_code in (_FT_INT64, _FT_TIMESTAMP):
+        if i64 >= _INT64_BLANK:
+            blank = _sentinel_kind(i64 - _INT64_BLANK)
+        else:
+            value = i64
+    elif type_code == _FT_DOUBLE:
+        if dbl >= _FP64_BLANK:
+            blank = _sentinel_kind(dbl - _FP64_BLANK)
+        else:
+            value = dbl
+    elif type_code == _FT_STRING:
+        string = ffi.string(text).decode("utf-8", "replace")
+        if string.startswith("<<<") and ">>>" in string:
+            blank = _STRING_BLANKS.get(string, "BLANK")
+        else:
+            value = string
+    elif type_code == _FT_BINARY:
+        value = bytes(ffi.buffer(text, 256))
+    else:
+        blank = "UNKNOWN_TYPE"
+    return FieldValue(entity_group, entity_id, field_id, field_type, status, ts, value, blank)
+
+
+def _values_from_records(records: Any) -> list[FieldValue]:
+    items = records.items
+    return [
+        _decode_value(r.entityGroupId, r.entityId, r.fieldId, r.fieldType, r.status, r.ts, r.i64, r.dbl, r.str)
+        for r in (items[i] for i in range(records.count))
+    ]
+
+
+# ---- result types --------------------------------------------------------------
+@dataclass(frozen=True)
+class GpuInfo:
+    """Identity of one GPU, as dcgm-exporter labels it."""
+
+    gpu_id: int
+    name: str
+    uuid: str
+    pci_bus_id: str
+    serial: str
+    driver_version: str
+    brand: str
+    status: str          # DcgmEntityStatus name: "Ok", "Lost", "Fake", ...
+
+
+@dataclass(frozen=True)
+class GpuAttributes:
+    """``dcgmGetDeviceAttributes``; numbers DCGM could not read are None."""
+
+    gpu_id: int
+    name: str
+    brand: str
+    uuid: str
+    pci_bus_id: str
+    serial: str
+    vbios: str
+    inforom_version: str
+    driver_version: str
+    pci_device_id: int | None
+    pci_subsystem_id: int | None
+    power_limit_w: int | None
+    default_power_limit_w: int | None
+    enforced_power_limit_w: int | None
+    min_power_limit_w: int | None
+    max_power_limit_w: int | None
+    slowdown_temp_c: int | None
+    shutdown_temp_c: int | None
+    fb_total_mib: int | None
+    fb_used_mib: int | None
+    fb_free_mib: int | None
+    bar1_total_mib: int | None
+    persistence_mode: int | None
+    mig_mode: int | None
+
+
+@dataclass(frozen=True)
+class MigEntity:
+    """One row of ``dcgmGetGpuInstanceHierarchy``: a GPU instance or compute instance."""
+
+    entity_group: int
+    entity_id: int
+    parent_group: int
+    parent_id: int
+    gpu_uuid: str
+    nvml_gpu_index: int
+    nvml_instance_id: int
+    nvml_compute_instance_id: int
+    nvml_profile_id: int
+    nvml_profile_slices: int
+
+
+@dataclass(frozen=True)
+class HealthIncident:
+    system: int          # DCGM_HEALTH_WATCH_* bit
+    health: str          # "WARN" or "FAIL"
+    message: str
+    code: int            # dcgmError_t
+    entity_group: int
+    entity_id: int
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    overall: str         # "PASS", "WARN" or "FAIL"
+    incidents: tuple[HealthIncident, ...]
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where each field group's values-since read got to (µs, DCGM's nextSinceTimestamp).
+
+    DCGM answers a cursor per call, and a read of several field groups is one
+    call each, so the cursor is kept per field group: passing it back returns
+    every sample exactly once.  A field group it does not know starts at 0.
+    """
+
+    positions: tuple[tuple[int, int], ...]   # (field group id, next since µs)
+
+    def since(self, field_group: FieldGroup | int) -> int:
+        key = field_group.id if isinstance(field_group, FieldGroup) else field_group
+        return dict(self.positions).get(key, 0)
+
+    def __int__(self) -> int:
+        """The earliest position (a conservative single number)."""
+        return min((p for _, p in self.positions), default=0)
+
+
+# ---- groups ----------------------------------------------------------------------
+class EntityGroup:
+    """A DCGM entity group; destroyed by :meth:`destroy`, ``with`` or the handle's close."""
+
+    def __init__(self, handle: Handle, group_id: int, name: str, owned: bool) -> None:
+        self.handle = handle
+        self.id = group_id
+        self.name = name
+        self.owned = owned
+
+    def entities(self) -> list[tuple[int, int]]:
+        """(entity group, entity id) pairs the group holds now (``dcgmGroupGetInfo``)."""
+        return self.handle._group_entities(self)
+
+    def destroy(self) -> None:
+        if self.owned:
+            self.handle._release(("group", self.id))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.destroy()
+
+    def __repr__(self) -> str:
+        return f"EntityGroup(id={self.id:#x}, name={self.name!r})"
+
+
+class FieldGroup:
+    """One DCGM field group (at most 127 field ids)."""
+
+    def __init__(self, handle: Handle, field_group_id: int, name: str, field_ids: tuple[int, ...]) -> None:
+        self.handle = handle
+        self.id = field_group_id
+        self.name = name
+        self.field_ids = field_ids
+
+    def destroy(self) -> None:
+        self.handle._release(("fieldgroup", self.id))
+
+    def __repr__(self) -> str:
+        return f"FieldGroup(id={self.id}, name={self.name!r}, {len(self.field_ids)} fields)"
+
+
+class FieldGroupSet(Sequence[FieldGroup]):
+    """The DCGM field groups one list of field ids was split into."""
+
+    def __init__(self, groups: Sequence[FieldGroup]) -> None:
+        self._groups = tuple(groups)
+
+    @property
+    def field_ids(self) -> tuple[int, ...]:
+        return tuple(itertools.chain.from_iterable(g.field_ids for g in self._groups))
+
+    def destroy(self) -> None:
+        for group in reversed(self._groups):
+            group.destroy()
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._groups[index]
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.destroy()
+
+    def __repr__(self) -> str:
+        return f"FieldGroupSet({list(self._groups)!r})"
+
+
+GroupArg = EntityGroup | int
+FieldGroupsArg = FieldGroup | Iterable[FieldGroup]
+
+_name_counter = itertools.count(1)
+_embedded_lock = threading.Lock()
+_embedded_users = 0
+_embedded_mode: str | None = None
+_embedded_raw = EMBEDDED_HANDLE
+_MODES = {"auto": lib.DCGM_OPERATION_MODE_AUTO, "manual": lib.DCGM_OPERATION_MODE_MANUAL}
+
+
+def _unique_name(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-{next(_name_counter)}"
+
+
+# ---- the handle ------------------------------------------------------------------
+class Handle:
+    """A DCGM handle: the embedded engine, or a connection to an nv-hostengine.
+
+    Use :meth:`embedded` or :meth:`connect`.  :meth:`close` (or leaving a
+    ``with`` block) removes the watches, field groups and groups this handle
+    created, newest first, then stops the engine or disconnects.
+    """
+
+    def __init__(self, library: Library, raw: int, remote: bool, description: str) -> None:
+        self.library = library
+        self._raw: int | None = raw
+        self.remote = remote
+        self.description = description
+        self._lock = threading.RLock()
+        self._owned: dict[tuple, Callable[[], None]] = {}   # insertion order = creation order
+
+    # -- opening and closing
+    @classmethod
+    def embedded(cls, mode: str = "auto", library: Library | str | os.PathLike[str] | None = None) -> Handle:
+        """Start (or share) the in-process engine; mode "auto" samples on its own, "manual" on update_all_fields."""
+        global _embedded_users, _embedded_mode, _embedded_raw
+        if mode not in _MODES:
+            raise ValueError(f"mode must be 'auto' or 'manual', not {mode!r}")
+        loaded = _require_library(library)
+        _init()
+        with _embedded_lock:
+            if _embedded_users and mode != _embedded_mode:
+                raise ValueError(f"the embedded engine already runs in {_embedded_mode!r} mode")
+            if not _embedded_users:
+                out = ffi.new("dcgmHandle_t *")
+                check(lib.dcgmStartEmbedded(_MODES[mode], out), "dcgmStartEmbedded")
+                _embedded_mode, _embedded_raw = mode, int(out[0])
+            _embedded_users += 1
+            raw = _embedded_raw
+        return cls(loaded, raw, False, f"embedded ({mode})")
+
+    @classmethod
+    def connect(
+        cls,
+        address: str,
+        timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
+        persist_after_disconnect: bool = False,
+        library: Library | str | os.PathLike[str] | None = None,
+    ) -> Handle:
+        """Connect to an nv-hostengine.
+
+        ``address``: ``host``, ``host:port``, ``[v6addr]:port``, a unix
+        socket path (``/run/...``), or a URI ``tcp://host:port`` /
+        ``unix:///path`` (``dcgmConnect_v3``).
+        """
+        uri, unix = _parse_address(address)
+        timeout_ms = _integer(timeout_ms, "timeout_ms", 0, _UINT32_MAX)
+        if not isinstance(persist_after_disconnect, bool):
+            raise TypeError("persist_after_disconnect must be a bool")
+        loaded = _require_library(library)
+        _init()
+        out = ffi.new("dcgmHandle_t *")
+        if uri:
+            params = ffi.new("dcgmConnectV3Params_t *", {
+                "version": lib.dcgmConnectV3Params_version,
+                "persistAfterDisconnect": int(persist_after_disconnect), "timeoutMs": timeout_ms,
+            })
+            check(lib.dcgmConnect_v3(address.encode(), params, out), f"dcgmConnect_v3({address})")
+        else:
+            params = ffi.new("dcgmConnectV2Params_t *", {
+                "version": lib.dcgmConnectV2Params_version,
+                "persistAfterDisconnect": int(persist_after_disconnect), "timeoutMs": timeout_ms,
+                "addressIsUnixSocket": int(unix),
+            })
+            check(lib.dcgmConnect_v2(address.encode(), params, out), f"dcgmConnect_v2({address})")
+        return cls(loaded, int(out[0]), True, address)
+
+    @property
+    def closed(self) -> bool:
+        return self._raw is None
+
+    def close(self) -> None:
+        """Remove what this handle created, then stop / disconnect; closing twice is a no-op."""
+        global _embedded_users
+        with self._lock:
+            if self._raw is None:
+                return
+            for key in reversed(list(self._owned)):
+                self._release(key, quiet=True)
+            raw, self._raw = self._raw, None
+        if self.remote:
+            lib.dcgmDisconnect(raw)
+            return
+        with _embedded_lock:
+            _embedded_users -= 1
+            if _embedded_users == 0:
+                lib.dcgmStopEmbedded(raw)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"Handle({self.description}, {state}, library={self.library.path})"
+
+    # -- plumbing
+    def _h(self) -> int:
+        raw = self._raw
+        if raw is None:
+            raise HandleClosedError(lib.DCGM_ST_UNINITIALIZED, "handle is closed", f"handle {self.description}")
+        return raw
+
+    def _own(self, key: tuple, undo: Callable[[], None]) -> None:
+        with self._lock:
+            self._owned.setdefault(key, undo)
+
+    def _release(self, key: tuple, quiet: bool = False) -> None:
+        """Undo one created thing (and the watches that depend on it)."""
+        with self._lock:
+            if self._raw is None:
+                return  # the handle's close already released everything
+            if key[0] in ("group", "fieldgroup"):
+                position = 1 if key[0] == "group" else 2
+                for watch in [k for k in self._owned if k[0] == "watch" and k[position] == key[1]]:
+                    self._release(watch, quiet)
+            undo = self._owned.pop(key, None)
+        if undo is None:
+            return
+        try:
+            undo()
+        except DcgmError:
+            if not quiet:
+                raise
+
+    def _group_id(self, group: GroupArg) -> int:
+        if isinstance(group, EntityGroup):
+            if group.handle is not self:
+                raise ValueError(f"{group!r} belongs to another handle")
+            if group.owned and ("group", group.id) not in self._owned:
+                raise ValueError(f"{group!r} was destroyed")
+            return group.id
+        return _integer(group, "group id", 0, _UINT32_MAX)
+
+    def _field_groups(self, field_groups: FieldGroupsArg) -> list[FieldGroup]:
+        groups = [field_groups] if isinstance(field_groups, FieldGroup) else field_groups
+        if isinstance(groups, (str, bytes)) or not isinstance(groups, Iterable):
+            raise TypeError(f"expected a FieldGroup or FieldGroupSet, not {type(field_groups).__name__}")
+        groups = list(groups)
+        if not groups:
+            raise ValueError("no field groups given")
+        for group in groups:
+            if not isinstance(group, FieldGroup):
+                raise TypeError(f"expected a FieldGroup, not {type(group).__name__}")
+            if group.handle is not self:
+                raise ValueError(f"{group!r} belongs to another handle")
+            if ("fieldgroup", group.id) not in self._owned:
+                raise ValueError(f"{group!r} was destroyed")
+        return groups
+
+    # -- discovery
+    def gpu_ids(self, supported_only: bool = True) -> list[int]:
+        """GPU ids (``dcgmGetAllSupportedDevices``, or ``dcgmGetAllDevices`` with supported_only=False)."""
+        ids = ffi.new("unsigned int[]", lib.DCGM_MAX_NUM_DEVICES)
+        count = ffi.new("int *")
+        name = "dcgmGetAllSupportedDevices" if supported_only else "dcgmGetAllDevices"
+        check(getattr(lib, name)(self._h(), ids, count), name)
+        return [int(ids[i]) for i in range(max(0, min(count[0], lib.DCGM_MAX_NUM_DEVICES)))]
+
+    def gpu_attributes(self, gpu_id: int) -> GpuAttributes:
+        """Identity, limits and memory of one GPU (``dcgmGetDeviceAttributes``)."""
+        gpu_id = _gpu_id(gpu_id)
+        attrs = ffi.new("dcgmDeviceAttributes_t *", {"version": lib.dcgmDeviceAttributes_version})
+        check(lib.dcgmGetDeviceAttributes(self._h(), gpu_id, attrs), f"dcgmGetDeviceAttributes(gpu {gpu_id})")
+        ids, power, thermal, memory = attrs.identifiers, attrs.powerLimits, attrs.thermalSettings, attrs.memoryUsage
+
+        def number(value: int) -> int | None:
+            return None if _INT32_BLANK <= value <= _INT32_MAX else int(value)
+
+        return GpuAttributes(
+            gpu_id=gpu_id, name=_c_string(ids.deviceName), brand=_c_string(ids.brandName),
+            uuid=_c_string(ids.uuid), pci_bus_id=_c_string(ids.pciBusId), serial=_c_string(ids.serial),
+            vbios=_c_string(ids.vbios), inforom_version=_c_string(ids.inforomImageVersion),
+            driver_version=_c_string(ids.driverVersion),
+            pci_device_id=number(ids.pciDeviceId), pci_subsystem_id=number(ids.pciSubSystemId),
+            power_limit_w=number(power.curPowerLimit), default_power_limit_w=number(power.defaultPowerLimit),
+            enforced_power_limit_w=number(power.enforcedPowerLimit),
+            min_power_limit_w=number(power.minPowerLimit), max_power_limit_w=number(power.maxPowerLimit),
+            slowdown_temp_c=number(thermal.slowdownTemp), shutdown_temp_c=number(thermal.shutdownTemp),
+            fb_total_mib=number(memory.fbTotal), fb_used_mib=number(memory.fbUsed),
+            fb_free_mib=number(memory.fbFree), bar1_total_mib=number(memory.bar1Total),
+            persistence_mode=number(attrs.settings.persistenceModeEnabled),
+            mig_mode=number(attrs.settings.migModeEnabled),
+        )
+
+    def gpu_status(self, gpu_id: int) -> str:
+        """Entity status of one GPU: "Ok", "Lost", "Fake", "Detached", ..."""
+        gpu_id = _gpu_id(gpu_id)
+        status = ffi.new("DcgmEntityStatus_t *")
+        check(lib.dcgmGetGpuStatus(self._h(), gpu_id, status), f"dcgmGetGpuStatus(gpu {gpu_id})")
+        return _ENTITY_STATUS.get(status[0], str(status[0]))
+
+    def gpus(self) -> list[GpuInfo]:
+        """Every GPU DCGM knows (supported or not), with identity and status."""
+        infos = []
+        for gpu_id in self.gpu_ids(supported_only=False):
+            a = self.gpu_attributes(gpu_id)
+            infos.append(GpuInfo(gpu_id, a.name, a.uuid, a.pci_bus_id, a.serial, a.driver_version, a.brand,
+                                 self.gpu_status(gpu_id)))
+        return infos
+
+    def entities(self, entity_group: int, supported_only: bool = False) -> list[int]:
+        """Entity ids of one entity group (``dcgmGetEntityGroupEntities``)."""
+        entity_group = _entity_group(entity_group)
+        flags = lib.DCGM_GEGE_FLAG_ONLY_SUPPORTED if supported_only else 0
+        capacity = 64
+        while True:
+            ids = ffi.new("dcgm_field_eid_t[]", capacity)
+            count = ffi.new("int *", capacity)
+            status = lib.dcgmGetEntityGroupEntities(self._h(), entity_group, ids, count, flags)
+            if status == lib.DCGM_ST_INSUFFICIENT_SIZE and capacity < count[0] <= 1 << 20:
+                capacity = count[0]
+                continue
+            check(status, "dcgmGetEntityGroupEntities")
+            return [int(ids[i]) for i in range(max(0, min(count[0], capacity)))]
+
+    def mig_hierarchy(self) -> list[MigEntity]:
+        """GPU instances and compute instances of MIG-enabled GPUs."""
+        hierarchy = ffi.new("dcgmMigHierarchy_v2 *", {"version": lib.dcgmMigHierarchy_version2})
+        check(lib.dcgmGetGpuInstanceHierarchy(self._h(), hierarchy), "dcgmGetGpuInstanceHierarchy")
+        rows = []
+        for i in range(min(hierarchy.count, lib.DCGM_MAX_HIERARCHY_INFO)):
+            row = hierarchy.entityList[i]
+            info = row.info
+            rows.append(MigEntity(
+                int(row.entity.entityGroupId), int(row.entity.entityId),
+                int(row.parent.entityGroupId), int(row.parent.entityId), _c_string(info.gpuUuid),
+                int(info.nvmlGpuIndex), int(info.nvmlInstanceId), int(info.nvmlComputeInstanceId),
+                int(info.nvmlMigProfileId), int(info.nvmlProfileSlices),
+            ))
+        return rows
+
+    def version_info(self) -> dict[str, str]:
+        """The hostengine's build info (``dcgmHostengineVersionInfo``)."""
+        info = ffi.new("dcgmVersionInfo_t *", {"version": lib.dcgmVersionInfo_version})
+        check(lib.dcgmHostengineVersionInfo(self._h(), info), "dcgmHostengineVersionInfo")
+        return _parse_build_info(_c_string(info.rawBuildInfoString))
+
+    def hostengine_healthy(self) -> bool:
+        """Cheap liveness probe (``dcgmHostengineIsHealthy``)."""
+        health = ffi.new("dcgmHostengineHealth_t *", {"version": lib.dcgmHostengineHealth_version})
+        check(lib.dcgmHostengineIsHealthy(self._h(), health), "dcgmHostengineIsHealthy")
+        return health.overallHealth == 0
+
+    # -- entity groups
+    def all_gpus(self) -> EntityGroup:
+        """DCGM's built-in group of all GPUs (never destroyed)."""
+        self._h()
+        return EntityGroup(self, GROUP_ALL_GPUS, "all GPUs", owned=False)
+
+    def create_group(self, name: str | None = None, entities: Iterable[Any] = ()) -> EntityGroup:
+        """A new entity group holding ``entities`` (GPU ids or (entity group, entity id) pairs)."""
+        name = _unique_name("dcgm-collector-group") if name is None else name
+        encoded = _text(name, "group name", lib.DCGM_MAX_STR_LENGTH - 1)
+        if isinstance(entities, (str, bytes)) or not isinstance(entities, Iterable):
+            raise TypeError(f"entities must be an iterable, not {type(entities).__name__}")
+        members = [_entity(e) for e in entities]
+        out = ffi.new("dcgmGpuGrp_t *")
+        h = self._h()
+        check(lib.dcgmGroupCreate(h, lib.DCGM_GROUP_EMPTY, encoded, out), f"dcgmGroupCreate({name!r})")
+        group_id = int(out[0])
+        self._own(("group", group_id), lambda: check(lib.dcgmGroupDestroy(h, group_id), "dcgmGroupDestroy"))
+        group = EntityGroup(self, group_id, name, owned=True)
+        try:
+            for entity_group, entity_id in members:
+                check(lib.dcgmGroupAddEntity(h, group_id, entity_group, entity_id),
+                      f"dcgmGroupAddEntity({_entity_label(entity_group, entity_id)})")
+        except DcgmError:
+            group.destroy()
+            raise
+        return group
+
+    def _group_entities(self, group: EntityGroup) -> list[tuple[int, int]]:
+        info = ffi.new("dcgmGroupInfo_t *", {"version": lib.dcgmGroupInfo_version})
+        check(lib.dcgmGroupGetInfo(self._h(), self._group_id(group), info), "dcgmGroupGetInfo")
+        return [(int(info.entityList[i].entityGroupId), int(info.entityList[i].entityId))
+                for i in range(min(info.count, lib.DCGM_GROUP_MAX_ENTITIES_V2))]
+
+    # -- field groups
+    def create_field_groups(self, field_ids: Iterable[int], name: str | None = None) -> FieldGroupSet:
+        """Field groups for field_ids, split into DCGM field groups of at most 127 ids.
+
+        Unknown field ids raise DcgmUnknownFieldError naming them, before
+        anything is created.
+        """
+        ids = _field_ids(field_ids)
+        name = _unique_name("dcgm-collector-fields") if name is None else name
+        _text(name, "field group name", lib.DCGM_MAX_STR_LENGTH - 8)
+        h = self._h()
+        unknown = [f for f in ids if lib.DcgmFieldGetById(f) == ffi.NULL]
+        if unknown:
+            raise DcgmUnknownFieldError(
+                lib.DCGM_ST_UNKNOWN_FIELD,
+                "unknown field id" + ("s " if len(unknown) > 1 else " ") + ", ".join(map(str, unknown)),
+                "create_field_groups",
+            )
+        chunks = [ids[i:i + MAX_FIELDS_PER_FIELD_GROUP] for i in range(0, len(ids), MAX_FIELDS_PER_FIELD_GROUP)]
+        groups: list[FieldGroup] = []
+        try:
+            for index, chunk in enumerate(chunks):
+                part = name if len(chunks) == 1 else f"{name}.{index + 1}"
+                groups.append(self._create_field_group(h, chunk, part))
+        except DcgmError:
+            FieldGroupSet(groups).destroy()
+            raise
+        return FieldGroupSet(groups)
+
+    def _create_field_group(self, h: int, ids: list[int], name: str) -> FieldGroup:
+        out = ffi.new("dcgmFieldGrp_t *")
+        status = lib.dcgmFieldGroupCreate(h, len(ids), ffi.new("unsigned short[]", ids), name.encode(), out)
+        check(status, f"dcgmFieldGroupCreate({name!r}, fields {_id_list(ids)})")
+        group_id = int(out[0])
+        self._own(("fieldgroup", group_id),
+                  lambda: check(lib.dcgmFieldGroupDestroy(h, group_id), "dcgmFieldGroupDestroy"))
+        return FieldGroup(self, group_id, name, tuple(ids))
+
+    # -- watches
+    def watch(
+        self,
+        group: GroupArg,
+        field_groups: FieldGroupsArg,
+        update_freq_us: int,
+        max_keep_age_s: float,
+        max_keep_samples: int = 0,
+    ) -> None:
+        """Watch every field of field_groups on every entity of group (``dcgmWatchFields``).
+
+        All or nothing: if one field group's watch fails, the ones this call
+        made are removed again.
+        """
+        group_id = self._group_id(group)
+        groups = self._field_groups(field_groups)
+        update_freq_us = _integer(update_freq_us, "update_freq_us", 1, _INT64_MAX)
+        max_keep_age_s = _number(max_keep_age_s, "max_keep_age_s", 0.0, 1e12)
+        max_keep_samples = _integer(max_keep_samples, "max_keep_samples", 0, _INT32_MAX)
+        h = self._h()
+        made = []
+        try:
+            for fg in groups:
+                key = ("watch", group_id, fg.id)
+                check(lib.dcgmWatchFields(h, group_id, fg.id, update_freq_us, max_keep_age_s, max_keep_samples),
+                      f"dcgmWatchFields(group {group_id:#x}, {fg.name!r})")
+                if key not in self._owned:
+                    self._own(key, _unwatcher(h, group_id, fg.id))
+                    made.append(key)
+        except DcgmError:
+            for key in reversed(made):
+                self._release(key, quiet=True)
+            raise
+
+    def unwatch(self, group: GroupArg, field_groups: FieldGroupsArg) -> None:
+        """Remove watches made with :meth:`watch`."""
+        group_id = self._group_id(group)
+        for fg in self._field_groups(field_groups):
+            key = ("watch", group_id, fg.id)
+            if key in self._owned:
+                self._release(key)
+            else:
+                check(lib.dcgmUnwatchFields(self._h(), group_id, fg.id), "dcgmUnwatchFields")
+
+    def update_all_fields(self, wait: bool = True) -> None:
+        """Sample every due watch now (needed in manual mode)."""
+        if not isinstance(wait, bool):
+            raise TypeError("wait must be a bool")
+        check(lib.dcgmUpdateAllFields(self._h(), int(wait)), "dcgmUpdateAllFields")
+
+    # -- reads
+    def latest_values(self, group: GroupArg, field_groups: FieldGroupsArg) -> list[FieldValue]:
+        """The latest cached value of every (entity, field), NO_DATA / NOT_WATCHED records included."""
+        group_id = self._group_id(group)
+        groups = self._field_groups(field_groups)
+        values: list[FieldValue] = []
+        with _Records() as records:
+            for fg in groups:
+                check(lib.dcgmc_latest_values(self._h(), group_id, fg.id, records.c),
+                      f"dcgmGetLatestValues_v2({fg.name!r})")
+                values.extend(_values_from_records(records.c))
+        return values
+
+    def values_since(
+        self, group: GroupArg, field_groups: FieldGroupsArg, since: Cursor | int = 0
+    ) -> tuple[Cursor, list[FieldValue]]:
+        """Every cached sample from ``since`` on (``dcgmGetValuesSince_v2``), and the cursor for the next read.
+
+        ``since`` is 0 (everything retained), a time in µs, or the Cursor a
+        previous call returned.  An (entity, field) with nothing new answers
+        one NO_DATA record.  Raises DcgmNotWatchedError for an unwatched field.
+        """
+        group_id = self._group_id(group)
+        groups = self._field_groups(field_groups)
+        if not isinstance(since, Cursor):
+            since = _integer(since, "since", 0, _INT64_MAX)
+        positions = []
+        values: list[FieldValue] = []
+        next_since = ffi.new("long long *")
+        with _Records() as records:
+            for fg in groups:
+                start = since.since(fg) if isinstance(since, Cursor) else since
+                check(lib.dcgmc_values_since(self._h(), group_id, fg.id, start, next_since, records.c),
+                      f"dcgmGetValuesSince_v2({fg.name!r})")
+                values.extend(_values_from_records(records.c))
+                positions.append((fg.id, int(next_since[0])))
+        return Cursor(tuple(positions)), values
+
+    def entity_latest_values(self, entity_group: int, entity_id: int, field_ids: Iterable[int]) -> list[FieldValue]:
+        """Latest cached values of one entity (``dcgmEntityGetLatestValues``), in field order."""
+        entity_group = _entity_group(entity_group)
+        entity_id = _integer(entity_id, "entity id", 0, _INT32_MAX)
+        ids = _field_ids(field_ids)
+        h = self._h()
+        values: list[FieldValue] = []
+        chunk_size = lib.DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP
+        for start in range(0, len(ids), chunk_size):
+            chunk = ids[start:start + chunk_size]
+            records = ffi.new("dcgmFieldValue_v1[]", len(chunk))
+            check(lib.dcgmEntityGetLatestValues(h, entity_group, entity_id, ffi.new("unsigned short[]", chunk),
+                                                len(chunk), records),
+                  f"dcgmEntityGetLatestValues({_entity_label(entity_group, entity_id)})")
+            for r in records:
+                values.append(_decode_value(entity_group, entity_id, r.fieldId, r.fieldType, r.status, r.ts,
+                                            r.value.i64, r.value.dbl, r.value.str))
+        return values
+
+    # -- test entry points
+    def inject(
+        self, entity_group: int, entity_id: int, field_id: int, value: float | str, ts_us: int | None = None
+    ) -> None:
+        """Store a value as if DCGM had sampled it (``dcgmInjectEntityFieldValue``); ts defaults to now."""
+        entity_group = _entity_group(entity_group)
+        entity_id = _integer(entity_id, "entity id", 0, _UINT32_MAX)
+        field_id = _integer(field_id, "field id", 1, 65535)
+        ts_us = time.time_ns() // 1000 if ts_us is None else _integer(ts_us, "ts_us", 0, _INT64_MAX)
+        h = self._h()
+        meta = lib.DcgmFieldGetById(field_id)
+        if meta == ffi.NULL:
+            raise DcgmUnknownFieldError(lib.DCGM_ST_UNKNOWN_FIELD, f"unknown field id {field_id}", "inject")
+        record = ffi.new("dcgmInjectFieldValue_t *", {
+            "version": lib.dcgmInjectFieldValue_version, "fieldId": field_id, "status": DCGM_ST_OK, "ts": ts_us,
+        })
+        field_type = ord(meta.fieldType)
+        record.fieldType = field_type
+        if field_type == _FT_INT64:
+            record.value.i64 = _integer(value, "value", -(2**63), _INT64_MAX)
+        elif field_type == _FT_DOUBLE:
+            record.value.dbl = _number(value, "value", float("-inf"), float("inf"))
+        elif field_type == _FT_STRING:
+            record.value.str = _text(value, "value", lib.DCGM_MAX_STR_LENGTH - 1)
+        else:
+            raise ValueError(f"field {field_id} has type {chr(field_type)!r}; only i, d and s can be injected")
+        check(lib.dcgmInjectEntityFieldValue(h, entity_group, entity_id, record),
+              f"dcgmInjectEntityFieldValue({_entity_label(entity_group, entity_id)}, field {field_id})")
+
+    def create_fake_gpus(self, count: int) -> list[int]:
+        """Add ``count`` fake GPUs (status Fake, never sampled; values come from :meth:`inject`)."""
+        count = _integer(count, "count", 1, lib.DCGM_MAX_NUM_DEVICES)
+        request = ffi.new("dcgmCreateFakeEntities_t *", {
+            "version": lib.dcgmCreateFakeEntities_version, "numToCreate": count,
+        })
+        for i in range(count):
+            request.entityList[i].entity.entityGroupId = lib.DCGM_FE_GPU
+        check(lib.dcgmCreateFakeEntities(self._h(), request), "dcgmCreateFakeEntities")
+        return [int(request.entityList[i].entity.entityId) for i in range(count)]
+
+    # -- health
+    def health_set(self, group: GroupArg, systems: int = lib.DCGM_HEALTH_WATCH_ALL) -> None:
+        """Enable health watches (DCGM_HEALTH_WATCH_* bits) on a group."""
+        group_id = self._group_id(group)
+        systems = _integer(systems, "systems", 0, _UINT32_MAX)
+        check(lib.dcgmHealthSet(self._h(), group_id, systems), "dcgmHealthSet")
+
+    def health_check(self, group: GroupArg) -> HealthReport:
+        """Overall health and incidents of a group (``dcgmHealthCheck``)."""
+        group_id = self._group_id(group)
+        response = ffi.new("dcgmHealthResponse_t *", {"version": lib.dcgmHealthResponse_version})
+        check(lib.dcgmHealthCheck(self._h(), group_id, response), "dcgmHealthCheck")
+        incidents = []
+        for i in range(min(response.incidentCount, lib.DCGM_HEALTH_WATCH_MAX_INCIDENTS_V2)):
+            incident = response.incidents[i]
+            incidents.append(HealthIncident(
+                int(incident.system), _HEALTH_RESULTS.get(incident.health, str(incident.health)),
+                _c_string(incident.error.msg), int(incident.error.code),
+                int(incident.entityInfo.entityGroupId), int(incident.entityInfo.entityId),
+            ))
+        overall = _HEALTH_RESULTS.get(response.overallHealth, str(response.overallHealth))
+        return HealthReport(overall, tuple(incidents))
+
+
+class _Records:
+    """A C-side record buffer, freed when the block ends."""
+
+    def __enter__(self) -> Self:
+        self.c = ffi.new("dcgmc_records *")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        lib.dcgmc_records_free(self.c)
+
+
+def _unwatcher(h: int, group_id: int, field_group_id: int) -> Callable[[], None]:
+    return lambda: check(lib.dcgmUnwatchFields(h, group_id, field_group_id), "dcgmUnwatchFields")
+
+
+def _init() -> None:
+    check(lib.dcgmInit(), "dcgmInit")
+    if lib.DcgmFieldsInit() != 0:
+        raise DcgmError(lib.DCGM_ST_INIT_ERROR, where="DcgmFieldsInit")
+
+
+def _entity_label(entity_group: int, entity_id: int) -> str:
+    try:
+        kind = EntityType(entity_group).name
+    except ValueError:
+        kind = str(entity_group)
+    return f"{kind} {entity_id}"
+
+
+def _id_list(ids: list[int]) -> str:
+    return ", ".join(map(str, ids)) if len(ids) <= 8 else f"{ids[0]}..{ids[-1]} ({len(ids)} ids)"
+
+
+_HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[^\s:\[\]/]+))(?::(?P<port>\d{1,5}))?")
+
+
+def _parse_address(address: Any) -> tuple[bool, bool]:
+    """(is a URI for dcgmConnect_v3, is a unix socket path for dcgmConnect_v2)."""
+    if not isinstance(address, str):
+        raise TypeError(f"address must be a str, not {type(address).__name__}")
+    _text(address, "address", 4095)
+    lower = address.lower()
+    if lower.startswith(("tcp://", "unix://", "vsock://")):
+        if len(address) == lower.index("://") + 3:
+            raise ValueError(f"address {address!r} has no target after the scheme")
+        return True, False
+    if address.startswith("/"):
+        return False, True
+    if address.count(":") >= 2 and not address.startswith("["):
+        return False, False  # a bare IPv6 address; DCGM parses it
+    match = _HOST_PORT.fullmatch(address)
+    if match is None:
+        raise ValueError(
+            f"bad hostengine address {address!r}: expected host, host:port, [v6]:port, /socket/path, "
+            "tcp://host:port or unix:///path"
+        )
+    if match["port"] is not None and not 1 <= int(match["port"]) <= 65535:
+        raise ValueError(f"bad port in hostengine address {address!r}")
+    return False, False
+

@@ -1,0 +1,87 @@
+"""The simulated libdcgm.so.4 that ships inside this package.
+
+The library is a plain C shared library exporting DCGM's C ABI; any DCGM
+client can use it, e.g. ``LD_LIBRARY_PATH=$(python -m dcgm_collector.sim
+libdir) some-dcgm-client``.  Which node it simulates is read from the
+environment variable ``DCGM_SIM_SCENARIO`` when the embedded engine starts:
+empty for the default node (8 H100s training), a number for that many GPUs,
+or the path of a scenario file (see ``scenarios/README.md``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LIBRARY_NAME = "libdcgm.so.4"
+SCENARIO_ENV = "DCGM_SIM_SCENARIO"
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["LIBRARY_NAME", "SCENARIO_ENV", "check_scenario", "library_dir", "library_path"]
+
+
+def library_dir() -> Path:
+    """The directory holding the simulated libdcgm.so.4."""
+    directory = Path(__file__).resolve().parent / "lib"
+    if not (directory / LIBRARY_NAME).is_file():
+        raise FileNotFoundError(
+            f"the simulated {LIBRARY_NAME} is not built: expected {directory / LIBRARY_NAME}; "
+            "reinstall the package (pip install .) to build it"
+        )
+    return directory
+
+
+def library_path() -> Path:
+    """Full path of the simulated libdcgm.so.4."""
+    return library_dir() / LIBRARY_NAME
+
+
+def check_scenario(spec: str | os.PathLike[str]) -> None:
+    """Validate a scenario spec (a GPU count or a scenario file); raise ValueError if it is bad.
+
+    TOML syntax is checked here (with line numbers), the schema by the
+    simulator itself, so the answer is the one the engine would give.
+    """
+    if not isinstance(spec, (str, os.PathLike)):
+        raise TypeError(f"scenario spec must be a str or path, not {type(spec).__name__}")
+    text = os.fspath(spec)
+    if "\0" in text:
+        raise ValueError("scenario spec contains a NUL character")
+    if text and not text.isdigit():
+        _check_toml_syntax(Path(text))
+    _check_with_simulator(text)
+
+
+def _check_toml_syntax(path: Path) -> None:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read scenario: {e.strerror or e}") from None
+    try:
+        tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def _check_with_simulator(spec: str) -> None:
+    # A private ABI-level dlopen of the simulator (reference counted by the
+    # dynamic linker), so checking works whichever libdcgm this process loaded.
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef("int dcgmSimCheckScenario(const char *spec, char *errorText, int errorTextLen);")
+    library = ffi.dlopen(str(library_path()))
+    try:
+        error = ffi.new("char[]", 1024)
+        status = library.dcgmSimCheckScenario(spec.encode(), error, len(error))
+    finally:
+        ffi.dlclose(library)
+    if status != 0:
+        message = ffi.string(error).decode("utf-8", "replace").strip()
+        raise ValueError(message or f"{spec}: invalid scenario (status {status})")

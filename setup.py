@@ -1,0 +1,98 @@
+"""Build steps pyproject.toml cannot express.
+
+1. The cffi extension ``dcgm_collector._native`` (API mode), from
+   ``dcgm_collector/_build_native.py``.
+2. The simulated ``libdcgm.so.4`` from ``native/sim/*.c``: a plain shared
+   library (not a Python extension) installed as
+   ``dcgm_collector/sim/lib/libdcgm.so.4``, so that ``--sim`` and any DCGM
+   client can dlopen it.  Built with the same compiler setuptools uses for
+   the extension, with the flags of ``native/Makefile``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).resolve().parent
+SIM_SOURCES = "native/sim"
+SIM_MAP = "native/sim/libdcgm.map"
+SIM_LIBRARY = "libdcgm.so.4"
+SIM_PACKAGE = "dcgm_collector.sim"
+
+
+class build_ext_with_simulator(build_ext):
+    """build_ext that also builds the simulated libdcgm.so.4 into the package."""
+
+    def run(self) -> None:
+        super().run()
+        built = self._build_simulator()
+        if self.inplace:
+            # editable installs import the package from the source tree
+            target = self._inplace_simulator_path()
+            self.mkpath(os.path.dirname(target))
+            self.copy_file(built, target, level=self.verbose)
+
+    def get_outputs(self) -> list[str]:
+        outputs = super().get_outputs()
+        outputs.append(self._inplace_simulator_path() if self.inplace else self._simulator_path())
+        return outputs
+
+    def get_output_mapping(self) -> dict[str, str]:
+        mapping = super().get_output_mapping()
+        if self.inplace:
+            mapping[self._simulator_path()] = self._inplace_simulator_path()
+        return mapping
+
+    def _simulator_path(self) -> str:
+        return os.path.join(self.build_lib, *SIM_PACKAGE.split("."), "lib", SIM_LIBRARY)
+
+    def _inplace_simulator_path(self) -> str:
+        package_dir = self.get_finalized_command("build_py").get_package_dir(SIM_PACKAGE)
+        return os.path.join(package_dir, "lib", SIM_LIBRARY)
+
+    def _build_simulator(self) -> str:
+        sources = sorted(str(p.relative_to(HERE)) for p in (HERE / SIM_SOURCES).glob("*.c"))
+        if not sources:
+            raise RuntimeError(f"no C sources in {SIM_SOURCES}")
+        if not (HERE / SIM_MAP).is_file():
+            raise RuntimeError(f"{SIM_MAP} is missing: it names the symbols the simulator exports")
+        output = self._simulator_path()
+        depends = sources + [str(p.relative_to(HERE)) for p in (HERE / "native").rglob("*.h")] + [SIM_MAP]
+        if not self.force and _up_to_date(output, depends):
+            return output
+        compiler = self.compiler
+        objects = compiler.compile(
+            sources,
+            output_dir=os.path.join(self.build_temp, "sim"),
+            extra_postargs=["-std=gnu11", "-O2", "-fPIC", "-pthread"],
+            depends=depends,
+        )
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        compiler.link_shared_object(
+            objects,
+            output,
+            libraries=["m"],
+            extra_postargs=[
+                "-pthread",
+                f"-Wl,-soname,{SIM_LIBRARY}",
+                f"-Wl,--version-script={SIM_MAP}",
+            ],
+        )
+        return output
+
+
+def _up_to_date(output: str, inputs: list[str]) -> bool:
+    if not os.path.exists(output):
+        return False
+    built = os.path.getmtime(output)
+    return all(os.path.getmtime(path) <= built for path in inputs)
+
+
+setup(
+    cffi_modules=["dcgm_collector/_build_native.py:ffibuilder"],
+    cmdclass={"build_ext": build_ext_with_simulator},
+)
