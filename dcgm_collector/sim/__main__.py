@@ -1,11 +1,17 @@
-"""python -m dcgm_collector.sim: locate the simulated libdcgm.so.4, check scenarios."""
+"""python -m dcgm_collector.sim: locate the simulated libdcgm.so.4, check scenarios, read it."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 
 from dcgm_collector import sim
+
+# (field id, column title, format) of the table `read` prints
+_READ_COLUMNS = ((203, "util %", "{:>6}"), (155, "power W", "{:>8.1f}"), (150, "temp C", "{:>6}"),
+                 (252, "fb used MiB", "{:>11}"), (100, "sm MHz", "{:>6}"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,7 +30,38 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("libpath", help=f"print the full path of {sim.LIBRARY_NAME}")
     check = commands.add_parser("check", help="validate scenario files (exit 1 on the first bad one)")
     check.add_argument("files", nargs="+", metavar="FILE", help="scenario file (TOML)")
+    read = commands.add_parser(
+        "read", help="read a simulated node through the DCGM binding and print a table per second"
+    )
+    read.add_argument("--sim", default="", metavar="N|SCENARIO",
+                      help="GPU count or scenario file (default: 8 H100s training)")
+    read.add_argument("--seconds", type=int, default=3, help="how many tables to print (default 3)")
     return parser
+
+
+def _read(spec: str, seconds: int) -> None:
+    from dcgm_collector import dcgm
+
+    if spec:
+        sim.check_scenario(spec)
+        os.environ[sim.SCENARIO_ENV] = spec
+    field_ids = [column[0] for column in _READ_COLUMNS]
+    with dcgm.Handle.embedded(library=sim.library_path()) as handle:
+        names = {gpu.gpu_id: gpu.name for gpu in handle.gpus()}
+        group = handle.all_gpus()
+        field_groups = handle.create_field_groups(field_ids, "sim-read")
+        handle.watch(group, field_groups, update_freq_us=100_000, max_keep_age_s=10.0)
+        for tick in range(seconds):
+            time.sleep(1.0)
+            values = {(v.entity_id, v.field_id): v.value for v in handle.latest_values(group, field_groups)}
+            titles = " ".join(title for _, title, _ in _READ_COLUMNS)
+            print(f"{f't={tick + 1}s':<6}{'gpu':>4}  {'model':<26}{titles}")
+            for gpu_id, name in sorted(names.items()):
+                cells = []
+                for field_id, title, fmt in _READ_COLUMNS:
+                    value = values.get((gpu_id, field_id))
+                    cells.append("-".rjust(len(title)) if value is None else fmt.format(value).rjust(len(title)))
+                print(f"{'':<6}{gpu_id:>4}  {name:<26}" + " ".join(cells))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             print(sim.library_dir())
         elif args.command == "libpath":
             print(sim.library_path())
+        elif args.command == "read":
+            _read(args.sim, args.seconds)
         else:
             for path in args.files:
                 sim.check_scenario(path)

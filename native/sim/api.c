@@ -1,0 +1,750 @@
+/*
+ * api.c -- the exported DCGM C ABI of the simulated libdcgm.so.4.
+ *
+ * Process-level state (initialised or not, the embedded engine, remote
+ * connections) lives here behind one mutex.  Every call resolves its handle
+ * to a backend: the embedded engine (handle 0x7fffffff) or a remote
+ * connection (small ids from 1).  A backend is reference counted while a
+ * call uses it, so dcgmStopEmbedded or dcgmDisconnect racing a call, or a
+ * callback calling back in, never frees what is in use; the last user of a
+ * retired backend frees it.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "remote.h"
+#include "sim.h"
+
+#define SCENARIO_ENV "DCGM_SIM_SCENARIO"
+
+typedef struct api_backend {
+    dcgmHandle_t handle;
+    sim_engine *engine;          /* embedded */
+    remote_conn *remote;         /* remote */
+    unsigned int refs;
+    int retired;
+} api_backend;
+
+static struct {
+    pthread_mutex_t lock;
+    int initialized;
+    api_backend *embedded;
+    api_backend **remotes;
+    size_t n_remotes, cap_remotes;
+    dcgmHandle_t next_remote_id;
+} api = { PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, 0, 0, 1 };
+
+static void backend_free(api_backend *b)
+{
+    engine_destroy(b->engine);
+    remote_close(b->remote);
+    free(b);
+}
+
+/* Called with api.lock held; returns the backend if the caller must free it. */
+static api_backend *retire_locked(api_backend *b)
+{
+    b->retired = 1;
+    return b->refs == 0 ? b : NULL;
+}
+
+static int remote_index_locked(dcgmHandle_t handle)
+{
+    for (size_t i = 0; i < api.n_remotes; i++)
+        if (api.remotes[i]->handle == handle)
+            return (int)i;
+    return -1;
+}
+
+static dcgmReturn_t api_enter(dcgmHandle_t handle, api_backend **out)
+{
+    /* ctypes callers may pass the handle as a C int */
+    dcgmHandle_t h = handle & 0xffffffffu;
+    if (h == 0)
+        return DCGM_ST_BADPARAM;
+    pthread_mutex_lock(&api.lock);
+    dcgmReturn_t rc = DCGM_ST_OK;
+    api_backend *b = NULL;
+    if (h == DCGM_EMBEDDED_HANDLE) {
+        b = api.embedded;
+        if (!b)
+            rc = DCGM_ST_UNINITIALIZED;
+    } else {
+        int at = remote_index_locked(h);
+        if (at < 0)
+            rc = DCGM_ST_CONNECTION_NOT_VALID;
+        else
+            b = api.remotes[at];
+    }
+    if (b)
+        b->refs++;
+    pthread_mutex_unlock(&api.lock);
+    *out = b;
+    return rc;
+}
+
+static void api_leave(api_backend *b)
+{
+    pthread_mutex_lock(&api.lock);
+    int last = --b->refs == 0 && b->retired;
+    pthread_mutex_unlock(&api.lock);
+    if (last)
+        backend_free(b);
+}
+
+/*
+ * Runs local_call against the embedded engine (named `engine` inside it), or
+ * answers for a remote handle.  The hostengine issue routes the remote
+ * branch to its RPC client here.
+ */
+#define API_DISPATCH(handle, local_call)                                    \
+    do {                                                                    \
+        api_backend *backend_;                                              \
+        dcgmReturn_t rc_ = api_enter((handle), &backend_);                  \
+        if (rc_ != DCGM_ST_OK)                                              \
+            return rc_;                                                     \
+        if (backend_->remote) {                                             \
+            rc_ = (dcgmReturn_t)remote_unserved(backend_->remote);          \
+        } else {                                                            \
+            sim_engine *const engine = backend_->engine;                    \
+            rc_ = (dcgmReturn_t)(local_call);                               \
+        }                                                                   \
+        api_leave(backend_);                                                \
+        return rc_;                                                         \
+    } while (0)
+
+#define OWNER ENGINE_OWNER_EMBEDDED
+
+/* ---- init, embedded engine ----------------------------------------------- */
+
+dcgmReturn_t dcgmInit(void)
+{
+    pthread_mutex_lock(&api.lock);
+    api.initialized = 1;
+    pthread_mutex_unlock(&api.lock);
+    DcgmFieldsInit();
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmShutdown(void)
+{
+    pthread_mutex_lock(&api.lock);
+    api_backend **doomed = calloc(api.n_remotes + 1, sizeof *doomed);
+    size_t n_doomed = 0;
+    if (api.embedded) {
+        api_backend *b = retire_locked(api.embedded);
+        if (b && doomed)
+            doomed[n_doomed++] = b;
+        api.embedded = NULL;
+    }
+    for (size_t i = 0; i < api.n_remotes; i++) {
+        api_backend *b = retire_locked(api.remotes[i]);
+        if (b && doomed)
+            doomed[n_doomed++] = b;
+    }
+    free(api.remotes);
+    api.remotes = NULL;
+    api.n_remotes = api.cap_remotes = 0;
+    api.initialized = 0;
+    pthread_mutex_unlock(&api.lock);
+    for (size_t i = 0; i < n_doomed; i++)
+        backend_free(doomed[i]);
+    free(doomed);
+    return DCGM_ST_OK;
+}
+
+static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handle)
+{
+    if (!handle || (mode != DCGM_OPERATION_MODE_AUTO && mode != DCGM_OPERATION_MODE_MANUAL))
+        return DCGM_ST_BADPARAM;
+    pthread_mutex_lock(&api.lock);
+    dcgmReturn_t rc = DCGM_ST_OK;
+    if (!api.initialized) {
+        rc = DCGM_ST_UNINITIALIZED;
+    } else if (api.embedded) {
+        /* DCGM answers OK but leaves the handle zero on a second start */
+        *handle = 0;
+    } else {
+        char err[512];
+        api_backend *b = calloc(1, sizeof *b);
+        rc = b ? (dcgmReturn_t)engine_create(getenv(SCENARIO_ENV), mode, &b->engine, err,
+                                             sizeof err)
+               : DCGM_ST_MEMORY;
+        if (rc == DCGM_ST_OK) {
+            b->handle = DCGM_EMBEDDED_HANDLE;
+            api.embedded = b;
+            *handle = DCGM_EMBEDDED_HANDLE;
+        } else {
+            if (b && err[0])
+                fprintf(stderr, "libdcgm (simulated): %s\n", err);
+            free(b);
+        }
+    }
+    pthread_mutex_unlock(&api.lock);
+    return rc;
+}
+
+dcgmReturn_t dcgmStartEmbedded(dcgmOperationMode_t opMode, dcgmHandle_t *pDcgmHandle)
+{
+    return start_embedded(opMode, pDcgmHandle);
+}
+
+dcgmReturn_t dcgmStartEmbedded_v2(dcgmStartEmbeddedV2Params_v1 *params)
+{
+    if (!params)
+        return DCGM_ST_BADPARAM;
+    /* the three versions share the layout up to dcgmHandle */
+    if (params->version != dcgmStartEmbeddedV2Params_version1 &&
+        params->version != dcgmStartEmbeddedV2Params_version2 &&
+        params->version != dcgmStartEmbeddedV2Params_version3)
+        return DCGM_ST_VER_MISMATCH;
+    return start_embedded(params->opMode, &params->dcgmHandle);
+}
+
+dcgmReturn_t dcgmStopEmbedded(dcgmHandle_t pDcgmHandle)
+{
+    pthread_mutex_lock(&api.lock);
+    dcgmReturn_t rc = DCGM_ST_OK;
+    api_backend *doomed = NULL;
+    if (!api.initialized)
+        rc = DCGM_ST_UNINITIALIZED;
+    else if ((pDcgmHandle & 0xffffffffu) != DCGM_EMBEDDED_HANDLE)
+        rc = DCGM_ST_BADPARAM;
+    else if (api.embedded) {
+        doomed = retire_locked(api.embedded);
+        api.embedded = NULL;
+    }
+    pthread_mutex_unlock(&api.lock);
+    if (doomed)
+        backend_free(doomed);
+    return rc;
+}
+
+/* ---- remote connections -------------------------------------------------- */
+
+static dcgmReturn_t register_remote(remote_conn *conn, dcgmHandle_t *handle)
+{
+    pthread_mutex_lock(&api.lock);
+    dcgmReturn_t rc = DCGM_ST_OK;
+    api_backend *b = NULL;
+    if (!api.initialized) {
+        rc = DCGM_ST_UNINITIALIZED; /* shut down while we were connecting */
+    } else if (api.n_remotes == api.cap_remotes) {
+        size_t cap = api.cap_remotes ? api.cap_remotes * 2 : 8;
+        api_backend **grown = realloc(api.remotes, cap * sizeof *grown);
+        if (grown) {
+            api.remotes = grown;
+            api.cap_remotes = cap;
+        } else {
+            rc = DCGM_ST_MEMORY;
+        }
+    }
+    if (rc == DCGM_ST_OK && !(b = calloc(1, sizeof *b)))
+        rc = DCGM_ST_MEMORY;
+    if (rc == DCGM_ST_OK) {
+        if (api.next_remote_id == DCGM_EMBEDDED_HANDLE || api.next_remote_id > 0xffffffffu)
+            api.next_remote_id = 1;
+        b->handle = api.next_remote_id++;
+        b->remote = conn;
+        api.remotes[api.n_remotes++] = b;
+        *handle = b->handle;
+    }
+    pthread_mutex_unlock(&api.lock);
+    if (rc != DCGM_ST_OK)
+        remote_close(conn);
+    return rc;
+}
+
+static int is_initialized(void)
+{
+    pthread_mutex_lock(&api.lock);
+    int yes = api.initialized;
+    pthread_mutex_unlock(&api.lock);
+    return yes;
+}
+
+static dcgmReturn_t connect_parsed(const remote_addr *addr, unsigned int timeout_ms,
+                                   dcgmHandle_t *handle)
+{
+    remote_conn *conn = NULL;
+    /* outside the lock: connecting may take the whole timeout */
+    dcgmReturn_t rc = (dcgmReturn_t)remote_open(addr, timeout_ms, &conn);
+    return rc == DCGM_ST_OK ? register_remote(conn, handle) : rc;
+}
+
+dcgmReturn_t dcgmConnect_v2(const char *ipAddress, dcgmConnectV2Params_t *connectParams,
+                            dcgmHandle_t *pDcgmHandle)
+{
+    if (!ipAddress || !connectParams || !pDcgmHandle)
+        return DCGM_ST_BADPARAM;
+    if (!is_initialized())
+        return DCGM_ST_UNINITIALIZED;
+    unsigned int timeout_ms = 0, is_unix = 0;
+    if (connectParams->version == dcgmConnectV2Params_version2) {
+        timeout_ms = connectParams->timeoutMs;
+        is_unix = connectParams->addressIsUnixSocket;
+    } else if (connectParams->version != dcgmConnectV2Params_version1) {
+        return DCGM_ST_VER_MISMATCH;
+    }
+    remote_addr addr;
+    if (remote_parse_v2(ipAddress, is_unix != 0, &addr) != DCGM_ST_OK)
+        return DCGM_ST_BADPARAM;
+    return connect_parsed(&addr, timeout_ms, pDcgmHandle);
+}
+
+dcgmReturn_t dcgmConnect(const char *ipAddress, dcgmHandle_t *pDcgmHandle)
+{
+    dcgmConnectV2Params_t params = { dcgmConnectV2Params_version2, 0, 0, 0 };
+    return dcgmConnect_v2(ipAddress, &params, pDcgmHandle);
+}
+
+dcgmReturn_t dcgmConnect_v3(const char *connectionString, dcgmConnectV3Params_t *connectParams,
+                            dcgmHandle_t *pDcgmHandle)
+{
+    if (!connectionString || !connectParams || !pDcgmHandle)
+        return DCGM_ST_BADPARAM;
+    if (!is_initialized())
+        return DCGM_ST_UNINITIALIZED;
+    if (connectParams->version != dcgmConnectV3Params_version1)
+        return DCGM_ST_VER_MISMATCH;
+    remote_addr addr;
+    if (remote_parse_v3(connectionString, &addr) != DCGM_ST_OK)
+        return DCGM_ST_BADPARAM;
+    return connect_parsed(&addr, connectParams->timeoutMs, pDcgmHandle);
+}
+
+dcgmReturn_t dcgmDisconnect(dcgmHandle_t pDcgmHandle)
+{
+    pthread_mutex_lock(&api.lock);
+    api_backend *doomed = NULL;
+    int at = remote_index_locked(pDcgmHandle & 0xffffffffu);
+    if (at >= 0) {
+        doomed = retire_locked(api.remotes[at]);
+        api.remotes[at] = api.remotes[--api.n_remotes];
+    }
+    pthread_mutex_unlock(&api.lock);
+    if (doomed)
+        backend_free(doomed);
+    return DCGM_ST_OK;
+}
+
+/* ---- devices and entities ------------------------------------------------ */
+
+dcgmReturn_t dcgmGetAllDevices(dcgmHandle_t pDcgmHandle, unsigned int *gpuIdList, int *count)
+{
+    API_DISPATCH(pDcgmHandle, engine_gpu_ids(engine, 0, gpuIdList, count));
+}
+
+dcgmReturn_t dcgmGetAllSupportedDevices(dcgmHandle_t pDcgmHandle, unsigned int *gpuIdList,
+                                        int *count)
+{
+    API_DISPATCH(pDcgmHandle, engine_gpu_ids(engine, 1, gpuIdList, count));
+}
+
+dcgmReturn_t dcgmGetDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
+                                     dcgmDeviceAttributes_t *pDcgmAttr)
+{
+    API_DISPATCH(pDcgmHandle, engine_device_attributes(engine, gpuId, pDcgmAttr));
+}
+
+dcgmReturn_t dcgmGetGpuStatus(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
+                              DcgmEntityStatus_t *status)
+{
+    API_DISPATCH(pDcgmHandle, engine_gpu_status(engine, gpuId, status));
+}
+
+dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle,
+                                        dcgm_field_entity_group_t entityGroup,
+                                        dcgm_field_eid_t *entities, int *numEntities,
+                                        unsigned int flags)
+{
+    API_DISPATCH(dcgmHandle,
+                 engine_entity_group_entities(engine, entityGroup, entities, numEntities, flags));
+}
+
+dcgmReturn_t dcgmCreateFakeEntities(dcgmHandle_t pDcgmHandle,
+                                    dcgmCreateFakeEntities_t *createFakeEntities)
+{
+    API_DISPATCH(pDcgmHandle, engine_create_fake_entities(engine, createFakeEntities));
+}
+
+dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarchy_v2 *hierarchy)
+{
+    API_DISPATCH(dcgmHandle, engine_mig_hierarchy(engine, hierarchy));
+}
+
+/* ---- groups -------------------------------------------------------------- */
+
+dcgmReturn_t dcgmGroupCreate(dcgmHandle_t pDcgmHandle, dcgmGroupType_t type,
+                             const char *groupName, dcgmGpuGrp_t *pDcgmGrpId)
+{
+    API_DISPATCH(pDcgmHandle, engine_group_create(engine, OWNER, type, groupName, pDcgmGrpId));
+}
+
+dcgmReturn_t dcgmGroupAddEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                dcgm_field_entity_group_t entityGroupId,
+                                dcgm_field_eid_t entityId)
+{
+    API_DISPATCH(pDcgmHandle, engine_group_add_entity(engine, groupId, entityGroupId, entityId));
+}
+
+dcgmReturn_t dcgmGroupAddDevice(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                unsigned int gpuId)
+{
+    API_DISPATCH(pDcgmHandle, engine_group_add_entity(engine, groupId, DCGM_FE_GPU, gpuId));
+}
+
+dcgmReturn_t dcgmGroupRemoveEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                   dcgm_field_entity_group_t entityGroupId,
+                                   dcgm_field_eid_t entityId)
+{
+    API_DISPATCH(pDcgmHandle,
+                 engine_group_remove_entity(engine, groupId, entityGroupId, entityId));
+}
+
+dcgmReturn_t dcgmGroupDestroy(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId)
+{
+    API_DISPATCH(pDcgmHandle, engine_group_destroy(engine, groupId));
+}
+
+dcgmReturn_t dcgmGroupGetInfo(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                              dcgmGroupInfo_t *pDcgmGroupInfo)
+{
+    API_DISPATCH(pDcgmHandle, engine_group_get_info(engine, groupId, pDcgmGroupInfo));
+}
+
+/* ---- field groups -------------------------------------------------------- */
+
+dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t dcgmHandle, int numFieldIds,
+                                  const unsigned short *fieldIds, const char *fieldGroupName,
+                                  dcgmFieldGrp_t *dcgmFieldGroupId)
+{
+    API_DISPATCH(dcgmHandle, engine_field_group_create(engine, OWNER, numFieldIds, fieldIds,
+                                                       fieldGroupName, dcgmFieldGroupId));
+}
+
+dcgmReturn_t dcgmFieldGroupDestroy(dcgmHandle_t dcgmHandle, dcgmFieldGrp_t dcgmFieldGroupId)
+{
+    API_DISPATCH(dcgmHandle, engine_field_group_destroy(engine, dcgmFieldGroupId));
+}
+
+dcgmReturn_t dcgmFieldGroupGetInfo(dcgmHandle_t dcgmHandle, dcgmFieldGroupInfo_t *fieldGroupInfo)
+{
+    API_DISPATCH(dcgmHandle, engine_field_group_get_info(engine, fieldGroupInfo));
+}
+
+dcgmReturn_t dcgmFieldGroupGetAll(dcgmHandle_t dcgmHandle, dcgmAllFieldGroup_t *allGroupInfo)
+{
+    API_DISPATCH(dcgmHandle, engine_field_group_get_all(engine, allGroupInfo));
+}
+
+/* ---- watches ------------------------------------------------------------- */
+
+dcgmReturn_t dcgmWatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                             dcgmFieldGrp_t fieldGroupId, long long updateFreq,
+                             double maxKeepAge, int maxKeepSamples)
+{
+    API_DISPATCH(pDcgmHandle, engine_watch_fields(engine, OWNER, groupId, fieldGroupId,
+                                                  updateFreq, maxKeepAge, maxKeepSamples));
+}
+
+dcgmReturn_t dcgmUnwatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                               dcgmFieldGrp_t fieldGroupId)
+{
+    API_DISPATCH(pDcgmHandle, engine_unwatch_fields(engine, OWNER, groupId, fieldGroupId));
+}
+
+dcgmReturn_t dcgmWatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned short fieldId,
+                                 long long updateFreq, double maxKeepAge, int maxKeepSamples)
+{
+    if (gpuId < 0)
+        return DCGM_ST_BADPARAM;
+    API_DISPATCH(pDcgmHandle,
+                 engine_watch_field_value(engine, OWNER, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
+                                          fieldId, updateFreq, maxKeepAge, maxKeepSamples));
+}
+
+dcgmReturn_t dcgmUnwatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned short fieldId,
+                                   int clearCache)
+{
+    if (gpuId < 0)
+        return DCGM_ST_BADPARAM;
+    API_DISPATCH(pDcgmHandle,
+                 engine_unwatch_field_value(engine, OWNER, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
+                                            fieldId, clearCache));
+}
+
+dcgmReturn_t dcgmUpdateAllFields(dcgmHandle_t pDcgmHandle, int waitForUpdate)
+{
+    API_DISPATCH(pDcgmHandle, engine_update_all_fields(engine, waitForUpdate));
+}
+
+dcgmReturn_t dcgmInjectFieldValue(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
+                                  dcgmInjectFieldValue_t *dcgmInjectFieldValue)
+{
+    API_DISPATCH(pDcgmHandle, engine_inject(engine, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue));
+}
+
+dcgmReturn_t dcgmInjectEntityFieldValue(dcgmHandle_t pDcgmHandle,
+                                        dcgm_field_entity_group_t entityGroupId,
+                                        dcgm_field_eid_t entityId,
+                                        dcgmInjectFieldValue_t *pDcgmInjectFieldValue)
+{
+    API_DISPATCH(pDcgmHandle,
+                 engine_inject(engine, entityGroupId, entityId, pDcgmInjectFieldValue));
+}
+
+dcgmReturn_t dcgmEmptyCache(dcgmHandle_t pDcgmHandle)
+{
+    API_DISPATCH(pDcgmHandle, engine_empty_cache(engine));
+}
+
+/* ---- reads --------------------------------------------------------------- */
+
+typedef struct entity_cb_ctx {
+    dcgmFieldValueEntityEnumeration_f cb;
+    void *user;
+} entity_cb_ctx;
+
+typedef struct gpu_cb_ctx {
+    dcgmFieldValueEnumeration_f cb;
+    void *user;
+} gpu_cb_ctx;
+
+/* DCGM hands records to callbacks one at a time */
+static int emit_entity(void *ctx, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                       dcgmFieldValue_v1 *value)
+{
+    const entity_cb_ctx *c = ctx;
+    return c->cb(group, entity, value, 1, c->user);
+}
+
+static int emit_gpu(void *ctx, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                    dcgmFieldValue_v1 *value)
+{
+    (void)group;
+    const gpu_cb_ctx *c = ctx;
+    return c->cb(entity, value, 1, c->user);
+}
+
+dcgmReturn_t dcgmGetLatestValues_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                    dcgmFieldGrp_t fieldGroupId,
+                                    dcgmFieldValueEntityEnumeration_f enumCB, void *userData)
+{
+    if (!enumCB)
+        return DCGM_ST_BADPARAM;
+    entity_cb_ctx ctx = { enumCB, userData };
+    API_DISPATCH(pDcgmHandle,
+                 engine_latest_values(engine, groupId, fieldGroupId, 0, emit_entity, &ctx));
+}
+
+dcgmReturn_t dcgmGetLatestValues(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                 dcgmFieldGrp_t fieldGroupId, dcgmFieldValueEnumeration_f enumCB,
+                                 void *userData)
+{
+    if (!enumCB)
+        return DCGM_ST_BADPARAM;
+    gpu_cb_ctx ctx = { enumCB, userData };
+    API_DISPATCH(pDcgmHandle,
+                 engine_latest_values(engine, groupId, fieldGroupId, 1, emit_gpu, &ctx));
+}
+
+dcgmReturn_t dcgmEntityGetLatestValues(dcgmHandle_t pDcgmHandle,
+                                       dcgm_field_entity_group_t entityGroup, int entityId,
+                                       unsigned short *fields, unsigned int count,
+                                       dcgmFieldValue_v1 *values)
+{
+    if (entityId < 0)
+        return DCGM_ST_BADPARAM;
+    API_DISPATCH(pDcgmHandle, engine_entity_latest(engine, entityGroup,
+                                                   (dcgm_field_eid_t)entityId, fields, count,
+                                                   values));
+}
+
+dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t pDcgmHandle, int gpuId,
+                                          unsigned short *fields, unsigned int count,
+                                          dcgmFieldValue_v1 *values)
+{
+    if (gpuId < 0)
+        return DCGM_ST_BADPARAM;
+    API_DISPATCH(pDcgmHandle, engine_entity_latest(engine, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
+                                                   fields, count, values));
+}
+
+dcgmReturn_t dcgmEntitiesGetLatestValues(dcgmHandle_t pDcgmHandle,
+                                         dcgmGroupEntityPair_t *entities,
+                                         unsigned int entityCount, unsigned short *fields,
+                                         unsigned int fieldCount, unsigned int flags,
+                                         dcgmFieldValue_v2 *values)
+{
+    API_DISPATCH(pDcgmHandle, engine_entities_latest(engine, entities, entityCount, fields,
+                                                     fieldCount, flags, values));
+}
+
+dcgmReturn_t dcgmGetValuesSince_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                   dcgmFieldGrp_t fieldGroupId, long long sinceTimestamp,
+                                   long long *nextSinceTimestamp,
+                                   dcgmFieldValueEntityEnumeration_f enumCB, void *userData)
+{
+    if (!enumCB || !nextSinceTimestamp)
+        return DCGM_ST_BADPARAM;
+    *nextSinceTimestamp = sinceTimestamp;
+    entity_cb_ctx ctx = { enumCB, userData };
+    API_DISPATCH(pDcgmHandle,
+                 engine_values_since(engine, groupId, fieldGroupId, sinceTimestamp,
+                                     nextSinceTimestamp, 0, emit_entity, &ctx));
+}
+
+dcgmReturn_t dcgmGetValuesSince(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                dcgmFieldGrp_t fieldGroupId, long long sinceTimestamp,
+                                long long *nextSinceTimestamp,
+                                dcgmFieldValueEnumeration_f enumCB, void *userData)
+{
+    if (!enumCB || !nextSinceTimestamp)
+        return DCGM_ST_BADPARAM;
+    *nextSinceTimestamp = sinceTimestamp;
+    gpu_cb_ctx ctx = { enumCB, userData };
+    API_DISPATCH(pDcgmHandle,
+                 engine_values_since(engine, groupId, fieldGroupId, sinceTimestamp,
+                                     nextSinceTimestamp, 1, emit_gpu, &ctx));
+}
+
+dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
+                                           unsigned short fieldId, int *count, long long startTs,
+                                           long long endTs, dcgmOrder_t order,
+                                           dcgmFieldValue_v1 *values)
+{
+    if (gpuId < 0)
+        return DCGM_ST_BADPARAM;
+    API_DISPATCH(pDcgmHandle,
+                 engine_multiple_values(engine, (unsigned int)gpuId, fieldId, count, startTs,
+                                        endTs, order, values));
+}
+
+/* ---- health and profiling ------------------------------------------------ */
+
+dcgmReturn_t dcgmHealthSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                           dcgmHealthSystems_t systems)
+{
+    API_DISPATCH(pDcgmHandle, engine_health_set(engine, groupId, (unsigned int)systems));
+}
+
+dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *params)
+{
+    if (!params)
+        return DCGM_ST_BADPARAM;
+    if (params->version != dcgmHealthSetParams_version2)
+        return DCGM_ST_VER_MISMATCH;
+    API_DISPATCH(pDcgmHandle,
+                 engine_health_set(engine, params->groupId, (unsigned int)params->systems));
+}
+
+static int health_get(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthSystems_t *systems)
+{
+    unsigned int bits = 0;
+    int rc = engine_health_get(engine, group, &bits);
+    if (rc == DCGM_ST_OK)
+        *systems = (dcgmHealthSystems_t)bits;
+    return rc;
+}
+
+dcgmReturn_t dcgmHealthGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                           dcgmHealthSystems_t *systems)
+{
+    if (!systems)
+        return DCGM_ST_BADPARAM;
+    API_DISPATCH(pDcgmHandle, health_get(engine, groupId, systems));
+}
+
+dcgmReturn_t dcgmHealthCheck(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                             dcgmHealthResponse_t *results)
+{
+    API_DISPATCH(pDcgmHandle, engine_health_check(engine, groupId, results));
+}
+
+dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
+                                              dcgmProfGetMetricGroups_t *metricGroups)
+{
+    API_DISPATCH(pDcgmHandle, engine_prof_metric_groups(engine, metricGroups));
+}
+
+/* ---- versions and liveness ----------------------------------------------- */
+
+#if defined(__x86_64__)
+#define BUILD_ARCH "x86_64"
+#elif defined(__aarch64__)
+#define BUILD_ARCH "aarch64"
+#else
+#define BUILD_ARCH "unknown"
+#endif
+
+static int fill_version(dcgmVersionInfo_t *info)
+{
+    if (!info)
+        return DCGM_ST_BADPARAM;
+    if (info->version != dcgmVersionInfo_version2)
+        return DCGM_ST_VER_MISMATCH;
+    snprintf(info->rawBuildInfoString, sizeof info->rawBuildInfoString,
+             "version:4.6.0;arch:" BUILD_ARCH ";buildtype:Release;buildid:0;"
+             "commit:simulated;branch:simulated;author:dcgm-collector;platform:linux;"
+             "simulated:yes");
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmVersionInfo(dcgmVersionInfo_t *pVersionInfo)
+{
+    return (dcgmReturn_t)fill_version(pVersionInfo);
+}
+
+dcgmReturn_t dcgmHostengineVersionInfo(dcgmHandle_t pDcgmHandle, dcgmVersionInfo_t *pVersionInfo)
+{
+    API_DISPATCH(pDcgmHandle, ((void)engine, fill_version(pVersionInfo)));
+}
+
+static int fill_health(dcgmHostengineHealth_t *health)
+{
+    if (!health)
+        return DCGM_ST_BADPARAM;
+    if (health->version != dcgmHostengineHealth_version1)
+        return DCGM_ST_VER_MISMATCH;
+    health->overallHealth = 0;
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmHostengineIsHealthy(dcgmHandle_t pDcgmHandle, dcgmHostengineHealth_t *heHealth)
+{
+    API_DISPATCH(pDcgmHandle, ((void)engine, fill_health(heHealth)));
+}
+
+/* ---- simulator extensions ------------------------------------------------ */
+
+dcgmReturn_t dcgmSimGetStartTime(long long *startUs)
+{
+    if (!startUs)
+        return DCGM_ST_BADPARAM;
+    API_DISPATCH(DCGM_EMBEDDED_HANDLE,
+                 (*startUs = (long long)engine_start_time_us(engine), DCGM_ST_OK));
+}
+
+dcgmReturn_t dcgmSimGetValueAt(unsigned int gpuId, unsigned short fieldId, long long tRelUs,
+                               dcgmFieldValue_v1 *value)
+{
+    API_DISPATCH(DCGM_EMBEDDED_HANDLE,
+                 engine_sim_value_at(engine, gpuId, fieldId, (int64_t)tRelUs, value));
+}
+
+dcgmReturn_t dcgmSimCheckScenario(const char *spec, char *errorText, int errorTextLen)
+{
+    char err[512] = "";
+    sim_node *node = NULL;
+    int rc = sim_node_load(spec, &node, err, sizeof err);
+    if (node)
+        sim_node_free(node);
+    if (errorText && errorTextLen > 0)
+        snprintf(errorText, (size_t)errorTextLen, "%s", rc == DCGM_ST_OK ? "" : err);
+    return (dcgmReturn_t)rc;
+}

@@ -1,0 +1,128 @@
+/*
+ * engine.h -- the simulated hostengine: entities, groups, field groups,
+ * watches, the sample cache and the reads served from it.
+ *
+ * An engine owns one simulated node and knows nothing of handles: every call
+ * names the engine and, where state is created or removed, the owner (the
+ * connection) on whose behalf it acts, so that a separate hostengine process
+ * can serve many connections from one engine and clean up after each.
+ * All functions are thread safe.  Enumeration results are handed to an emit
+ * function that runs without the engine lock held, so it may call back into
+ * the engine.
+ */
+#ifndef DCGM_SIM_ENGINE_H
+#define DCGM_SIM_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../dcgm_abi.h"
+
+typedef struct sim_engine sim_engine;
+
+/* The process that embeds the engine acts as owner 0; remote connections
+ * served by a hostengine get their own ids. */
+typedef unsigned int engine_owner;
+#define ENGINE_OWNER_EMBEDDED 0u
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+/*
+ * Build an engine on a node loaded from spec (see sim_node_load).  In AUTO
+ * mode a cache-manager thread samples due watches on its own; in MANUAL mode
+ * only engine_update_all_fields samples.  On failure returns the node's
+ * DCGM_ST_* code with one line in err.
+ */
+int engine_create(const char *spec, dcgmOperationMode_t mode, sim_engine **out,
+                  char *err, size_t errlen);
+/* Stops the cache-manager thread and frees everything, node included. */
+void engine_destroy(sim_engine *engine);
+/* Removes the groups, field groups and watchers an owner created. */
+void engine_release_owner(sim_engine *engine, engine_owner owner);
+/* Microseconds since the Unix epoch at which the node started (t_rel 0). */
+int64_t engine_start_time_us(const sim_engine *engine);
+
+/* ---- entities ----------------------------------------------------------- */
+
+int engine_gpu_ids(sim_engine *engine, int only_supported, unsigned int *ids, int *count);
+int engine_gpu_status(sim_engine *engine, unsigned int gpu, DcgmEntityStatus_t *status);
+int engine_entity_group_entities(sim_engine *engine, dcgm_field_entity_group_t group,
+                                 dcgm_field_eid_t *entities, int *count, unsigned int flags);
+int engine_create_fake_entities(sim_engine *engine, dcgmCreateFakeEntities_v2 *request);
+int engine_mig_hierarchy(sim_engine *engine, dcgmMigHierarchy_v2 *hierarchy);
+int engine_device_attributes(sim_engine *engine, unsigned int gpu, dcgmDeviceAttributes_v3 *attr);
+
+/* ---- groups and field groups -------------------------------------------- */
+
+int engine_group_create(sim_engine *engine, engine_owner owner, dcgmGroupType_t type,
+                        const char *name, dcgmGpuGrp_t *id);
+int engine_group_add_entity(sim_engine *engine, dcgmGpuGrp_t id,
+                            dcgm_field_entity_group_t group, dcgm_field_eid_t entity);
+int engine_group_remove_entity(sim_engine *engine, dcgmGpuGrp_t id,
+                               dcgm_field_entity_group_t group, dcgm_field_eid_t entity);
+int engine_group_destroy(sim_engine *engine, dcgmGpuGrp_t id);
+int engine_group_get_info(sim_engine *engine, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info);
+
+int engine_field_group_create(sim_engine *engine, engine_owner owner, int count,
+                              const unsigned short *field_ids, const char *name,
+                              dcgmFieldGrp_t *id);
+int engine_field_group_destroy(sim_engine *engine, dcgmFieldGrp_t id);
+int engine_field_group_get_info(sim_engine *engine, dcgmFieldGroupInfo_v1 *info);
+int engine_field_group_get_all(sim_engine *engine, dcgmAllFieldGroup_v1 *all);
+
+/* ---- watches and the cache ---------------------------------------------- */
+
+int engine_watch_fields(sim_engine *engine, engine_owner owner, dcgmGpuGrp_t group,
+                        dcgmFieldGrp_t field_group, long long update_freq_us,
+                        double max_keep_age_s, int max_keep_samples);
+int engine_unwatch_fields(sim_engine *engine, engine_owner owner, dcgmGpuGrp_t group,
+                          dcgmFieldGrp_t field_group);
+int engine_watch_field_value(sim_engine *engine, engine_owner owner,
+                             dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                             unsigned short field_id, long long update_freq_us,
+                             double max_keep_age_s, int max_keep_samples);
+int engine_unwatch_field_value(sim_engine *engine, engine_owner owner,
+                               dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                               unsigned short field_id, int clear_cache);
+/* One pass over due watches; returns when it is done whatever wait says. */
+int engine_update_all_fields(sim_engine *engine, int wait);
+int engine_inject(sim_engine *engine, dcgm_field_entity_group_t group,
+                  dcgm_field_eid_t entity, const dcgmFieldValue_v1 *value);
+int engine_empty_cache(sim_engine *engine);
+
+/* ---- reads -------------------------------------------------------------- */
+
+/* Receives one record; non-zero stops the enumeration.  The record is only
+ * valid during the call. */
+typedef int (*engine_emit_fn)(void *ctx, dcgm_field_entity_group_t group,
+                              dcgm_field_eid_t entity, dcgmFieldValue_v1 *value);
+
+/* gpu_only: the v1 API flavour (latest skips non-GPU entities, values-since
+ * refuses groups holding them). */
+int engine_latest_values(sim_engine *engine, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                         int gpu_only, engine_emit_fn emit, void *ctx);
+int engine_values_since(sim_engine *engine, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                        long long since, long long *next_since, int gpu_only,
+                        engine_emit_fn emit, void *ctx);
+int engine_entity_latest(sim_engine *engine, dcgm_field_entity_group_t group,
+                         dcgm_field_eid_t entity, const unsigned short *fields,
+                         unsigned int count, dcgmFieldValue_v1 *values);
+int engine_entities_latest(sim_engine *engine, const dcgmGroupEntityPair_t *entities,
+                           unsigned int entity_count, const unsigned short *fields,
+                           unsigned int field_count, unsigned int flags,
+                           dcgmFieldValue_v2 *values);
+int engine_multiple_values(sim_engine *engine, unsigned int gpu, unsigned short field_id,
+                           int *count, long long start_ts, long long end_ts,
+                           dcgmOrder_t order, dcgmFieldValue_v1 *values);
+
+/* ---- health, profiling, simulator extensions ---------------------------- */
+
+int engine_health_set(sim_engine *engine, dcgmGpuGrp_t group, unsigned int systems);
+int engine_health_get(sim_engine *engine, dcgmGpuGrp_t group, unsigned int *systems);
+int engine_health_check(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out);
+int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);
+/* The node's value at t_rel_us, encoded as a stored sample would be. */
+int engine_sim_value_at(sim_engine *engine, unsigned int gpu, unsigned short field_id,
+                        int64_t t_rel_us, dcgmFieldValue_v1 *value);
+
+#endif /* DCGM_SIM_ENGINE_H */

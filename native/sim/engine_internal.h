@@ -1,0 +1,200 @@
+/*
+ * engine_internal.h -- state shared by the engine_*.c files.  Nothing
+ * outside the engine includes this; the interface is engine.h.
+ *
+ * Every function named *_locked expects the caller to hold engine->lock.
+ */
+#ifndef DCGM_SIM_ENGINE_INTERNAL_H
+#define DCGM_SIM_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "engine.h"
+#include "sim.h"
+
+#define ENGINE_MAX_GROUPS DCGM_MAX_NUM_GROUPS
+#define ENGINE_MAX_FIELD_GROUPS DCGM_MAX_NUM_FIELD_GROUPS
+/* ids 0 (all GPUs) and 1 (all NvSwitches) are DCGM's internal groups */
+#define ENGINE_FIRST_USER_GROUP 2
+/* ids 0..2 are DCGM's internal field groups (30 s, hourly, job) */
+#define ENGINE_FIRST_USER_FIELD_GROUP 3
+#define ENGINE_MAX_FIELDS_PER_GROUP (DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP - 1)
+#define ENGINE_HASH_BUCKETS 4096
+/* a series nobody watches (only injected values) keeps at most this many */
+#define ENGINE_UNWATCHED_CAP 65536
+#define ENGINE_MIN_UPDATE_US 1000
+#define ENGINE_NO_GPU 0xffffffffu
+
+typedef struct engine_entity {
+    dcgm_field_entity_group_t group;
+    dcgm_field_eid_t id;
+    dcgm_field_entity_group_t parent_group;
+    dcgm_field_eid_t parent_id;
+    int fake;
+    unsigned int gpu;            /* node GPU that backs it, ENGINE_NO_GPU if none */
+    unsigned int index;          /* instance index on its GPU (GPU_I / GPU_CI) */
+} engine_entity;
+
+typedef struct engine_sample {
+    int64_t ts;
+    union {
+        int64_t i64;
+        double dbl;
+    } num;
+    char *str;                   /* owned copy, string fields only */
+} engine_sample;
+
+/* growable ring, oldest first; timestamps ascending */
+typedef struct engine_ring {
+    engine_sample *items;
+    size_t head, count, cap;
+} engine_ring;
+
+typedef struct engine_watcher {
+    engine_owner owner;
+    int64_t freq_us;
+    int64_t keep_us;
+} engine_watcher;
+
+typedef struct engine_series {
+    struct engine_series *next;  /* hash chain */
+    dcgm_field_entity_group_t group;
+    dcgm_field_eid_t entity;
+    unsigned short field_id;
+    char type;
+    int is_event;                /* sampled only when the node has an event */
+    engine_watcher *watchers;
+    size_t n_watchers, cap_watchers;
+    int64_t freq_us;             /* min over watchers */
+    int64_t keep_us;             /* max over watchers */
+    int64_t last_sampled_us;     /* stamp of the pass that last sampled it, 0 = never */
+    int64_t events_done_rel;     /* event fields: node events up to here are in the ring */
+    int last_status;             /* outcome of the last sampling attempt */
+    engine_ring ring;
+} engine_series;
+
+typedef struct engine_group {
+    int used;
+    engine_owner owner;
+    char name[DCGM_MAX_STR_LENGTH];
+    unsigned int count;
+    dcgmGroupEntityPair_t entities[DCGM_GROUP_MAX_ENTITIES_V2];
+    unsigned int health_systems;
+    int health_primed;
+    int64_t health_last_rel;
+} engine_group;
+
+typedef struct engine_field_group {
+    int used;
+    engine_owner owner;
+    char name[DCGM_MAX_STR_LENGTH];
+    unsigned int count;
+    unsigned short ids[DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP];
+} engine_field_group;
+
+/* a read result before it is handed out, compact enough to batch */
+typedef struct engine_record {
+    dcgm_field_entity_group_t group;
+    dcgm_field_eid_t entity;
+    unsigned short field_id;
+    char type;
+    int status;
+    int64_t ts;
+    union {
+        int64_t i64;
+        double dbl;
+        char str[DCGM_MAX_STR_LENGTH];
+    } v;
+} engine_record;
+
+typedef struct engine_record_buf {
+    engine_record *items;
+    size_t count, cap;
+} engine_record_buf;
+
+struct sim_engine {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;         /* CLOCK_MONOTONIC */
+    pthread_t thread;
+    int thread_started;
+    int stopping;
+    dcgmOperationMode_t mode;
+    sim_node *node;
+    int64_t t0_us;
+    int64_t last_now_us;
+    engine_entity *entities;
+    size_t n_entities, cap_entities;
+    engine_group *groups[ENGINE_MAX_GROUPS];
+    engine_field_group *field_groups[ENGINE_MAX_FIELD_GROUPS];
+    engine_series *buckets[ENGINE_HASH_BUCKETS];
+    size_t n_series;
+};
+
+/* engine.c */
+int64_t engine_wall_us(void);
+int64_t engine_now_locked(sim_engine *e);
+const engine_entity *engine_find_entity_locked(const sim_engine *e,
+                                               dcgm_field_entity_group_t group,
+                                               dcgm_field_eid_t id);
+int engine_gpu_lost_locked(const sim_engine *e, unsigned int gpu, int64_t t_rel);
+DcgmEntityStatus_t engine_entity_status_locked(const sim_engine *e, const engine_entity *ent,
+                                               int64_t t_rel);
+const char *engine_instance_profile(const sim_engine *e, const engine_entity *ent);
+void engine_kick_locked(sim_engine *e);
+unsigned int engine_id32(uintptr_t id);
+
+/* engine_groups.c */
+int engine_groups_init(sim_engine *e);
+void engine_groups_free(sim_engine *e);
+/* The entities of a group, special ids resolved; out holds 1024. */
+int engine_group_entities_locked(sim_engine *e, dcgmGpuGrp_t id,
+                                 dcgmGroupEntityPair_t *out, unsigned int *count);
+engine_group *engine_group_slot_locked(sim_engine *e, dcgmGpuGrp_t id);
+const engine_field_group *engine_field_group_locked(const sim_engine *e, dcgmFieldGrp_t id);
+void engine_groups_release_owner_locked(sim_engine *e, engine_owner owner);
+
+/* engine_store.c */
+engine_series *engine_series_find_locked(const sim_engine *e, dcgm_field_entity_group_t group,
+                                         dcgm_field_eid_t entity, unsigned short field_id);
+engine_series *engine_series_get_locked(sim_engine *e, dcgm_field_entity_group_t group,
+                                        dcgm_field_eid_t entity, unsigned short field_id,
+                                        char type);
+void engine_series_remove_locked(sim_engine *e, engine_series *s);
+void engine_series_free_all_locked(sim_engine *e);
+void engine_ring_clear(engine_ring *r);
+const engine_sample *engine_ring_at(const engine_ring *r, size_t i);
+size_t engine_ring_lower_bound(const engine_ring *r, int64_t ts);
+int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
+                                const engine_sample *value, int64_t now_us);
+void engine_storage_key(const dcgm_field_meta_t *meta, dcgm_field_entity_group_t *group,
+                        dcgm_field_eid_t *entity);
+void engine_value_from_sim(const sim_value *v, char type, engine_sample *out,
+                           char *strbuf, size_t strlen);
+void engine_blank_sample(char type, int64_t code_offset, engine_sample *out, char *strbuf,
+                         size_t strlen);
+
+/* engine_watch.c */
+int engine_run_pass_locked(sim_engine *e, int64_t now_us);
+void engine_pump_events_locked(sim_engine *e, int64_t now_us);
+int64_t engine_next_due_locked(const sim_engine *e);
+void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
+                                 unsigned short field_id, int64_t t_rel, sim_value *out);
+int engine_watch_one_locked(sim_engine *e, engine_owner owner, dcgm_field_entity_group_t group,
+                            dcgm_field_eid_t entity, unsigned short field_id, int64_t freq_us,
+                            int64_t keep_us, int *created);
+void engine_unwatch_one_locked(sim_engine *e, engine_owner owner, engine_series *s);
+int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep_samples);
+
+/* engine_read.c */
+int engine_records_push(engine_record_buf *buf, const engine_record *rec);
+void engine_records_free(engine_record_buf *buf);
+void engine_record_to_v1(const engine_record *rec, dcgmFieldValue_v1 *out);
+void engine_record_blank(engine_record *rec, int status);
+void engine_record_from_sample(engine_record *rec, const engine_sample *s);
+void engine_latest_record_locked(sim_engine *e, dcgm_field_entity_group_t group,
+                                 dcgm_field_eid_t entity, unsigned short field_id,
+                                 engine_record *rec);
+void engine_live_record_locked(sim_engine *e, const engine_entity *ent,
+                               unsigned short field_id, int64_t now_us, engine_record *rec);
+
+#endif /* DCGM_SIM_ENGINE_INTERNAL_H */
