@@ -71,6 +71,17 @@ static void record_init(engine_record *rec, dcgm_field_entity_group_t group,
     rec->type = meta ? meta->fieldType : DCGM_FT_INT64;
 }
 
+/* Only the first 256 bytes of the union are touched: strings are at most
+ * that long, and blobs are never stored. */
+static void copy_value(const engine_record *rec, dcgmFieldValueUnion_t *out)
+{
+    memset(out->str, 0, sizeof out->str);
+    if (rec->type == DCGM_FT_STRING)
+        snprintf(out->str, sizeof out->str, "%s", rec->v.str);
+    else if (rec->type != DCGM_FT_BINARY)
+        out->i64 = rec->v.i64;
+}
+
 void engine_record_to_v1(const engine_record *rec, dcgmFieldValue_v1 *out)
 {
     out->version = dcgmFieldValue_version1;
@@ -78,11 +89,7 @@ void engine_record_to_v1(const engine_record *rec, dcgmFieldValue_v1 *out)
     out->fieldType = (unsigned short)(unsigned char)rec->type;
     out->status = rec->status;
     out->ts = rec->ts;
-    memset(out->value.str, 0, sizeof out->value.str);
-    if (rec->type == DCGM_FT_STRING)
-        snprintf(out->value.str, sizeof out->value.str, "%s", rec->v.str);
-    else if (rec->type != DCGM_FT_BINARY)
-        out->value.i64 = rec->v.i64;
+    copy_value(rec, &out->value);
 }
 
 static void record_to_v2(const engine_record *rec, dcgmFieldValue_v2 *out)
@@ -95,11 +102,7 @@ static void record_to_v2(const engine_record *rec, dcgmFieldValue_v2 *out)
     out->status = rec->status;
     out->unused = 0;
     out->ts = rec->ts;
-    memset(out->value.str, 0, sizeof out->value.str);
-    if (rec->type == DCGM_FT_STRING)
-        snprintf(out->value.str, sizeof out->value.str, "%s", rec->v.str);
-    else if (rec->type != DCGM_FT_BINARY)
-        out->value.i64 = rec->v.i64;
+    copy_value(rec, &out->value);
 }
 
 static const engine_series *visible_series(const sim_engine *e, dcgm_field_entity_group_t group,
