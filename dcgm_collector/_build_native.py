@@ -1,9 +1,9 @@
 """cffi builder (API mode) for ``dcgm_collector._native``.
 
 The declarations are read from the project's C headers rather than retyped:
-the ``CDEF-BEGIN``/``CDEF-END`` regions of ``native/dcgm_abi.h`` and
-``native/loader.h``, and one prototype per ``DCGM_FN`` row of
-``native/dcgm_functions.h``.  The module source maps each DCGM name onto the
+the ``CDEF-BEGIN``/``CDEF-END`` regions of ``native/dcgm_abi.h``,
+``native/loader.h`` and ``native/drain.h``, and one prototype per ``DCGM_FN``
+row of ``native/dcgm_functions.h``.  The module source maps each DCGM name onto the
 loader's forwarder, so Python calls ``lib.dcgmInit()`` and reaches whichever
 libdcgm.so.4 was dlopen'd at run time.
 
@@ -91,6 +91,7 @@ def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
             cdef_region(native / "dcgm_abi.h"),
             "\n".join(row.prototype() for row in rows),
             cdef_region(native / "loader.h"),
+            cdef_region(native / "drain.h"),
         ]
     )
     # After the headers, every DCGM name the generated code calls becomes its forwarder.
@@ -100,12 +101,12 @@ def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
     ffi.cdef(cdef)
     ffi.set_source(
         "dcgm_collector._native",
-        f'#include "loader.h"\n{redirects}\n',
-        sources=[where(native / "loader.c")],
+        f'#include "loader.h"\n#include "drain.h"\n{redirects}\n',
+        sources=[where(native / "loader.c"), where(native / "drain.c")],
         include_dirs=[where(native)],
         depends=[
             where(native / name)
-            for name in ("loader.h", "dcgm_abi.h", "dcgm_functions.h")
+            for name in ("loader.h", "drain.h", "dcgm_abi.h", "dcgm_functions.h")
         ],
         libraries=["dl"],
         extra_compile_args=["-std=gnu11", "-fvisibility=hidden"],

@@ -869,6 +869,15 @@ class Handle:
             raise
         return group
 
+    def remove_from_group(self, group: GroupArg, entities: Iterable[Any]) -> None:
+        """Take entities (GPU ids or (entity group, entity id) pairs) out of a group (``dcgmGroupRemoveEntity``)."""
+        group_id = self._group_id(group)
+        members = [_entity(e) for e in entities]
+        h = self._h()
+        for entity_group, entity_id in members:
+            check(lib.dcgmGroupRemoveEntity(h, group_id, entity_group, entity_id),
+                  f"dcgmGroupRemoveEntity({_entity_label(entity_group, entity_id)})")
+
     def _group_entities(self, group: EntityGroup) -> list[tuple[int, int]]:
         info = ffi.new("dcgmGroupInfo_t *", {"version": lib.dcgmGroupInfo_version})
         check(lib.dcgmGroupGetInfo(self._h(), self._group_id(group), info), "dcgmGroupGetInfo")

@@ -1,0 +1,15 @@
+"""Benchmarks: ``pytest benchmarks/ --benchmark-only``.
+
+Benchmark modules are named ``bench_*.py`` so that the test suite's run
+never collects them; this hook collects them when benchmarks/ is asked for.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix == ".py" and file_path.name.startswith("bench_"):
+        return pytest.Module.from_parent(parent, path=file_path)
+    return None

@@ -1,0 +1,105 @@
+"""Drain DCGM's cached samples into rings: one dcgmGetValuesSince_v2 call each.
+
+The enumeration callback is C (``native/drain.c``): it writes no Python
+object per value and runs with the GIL released.  Records are grouped into
+rows by their DCGM timestamp and committed only when DCGM answers OK; on any
+other answer nothing is committed and the cursor stays where it was, so the
+next drain reads the same samples again (DCGM itself leaves the cursor
+unchanged then).
+
+Typical use, once per tick and field group::
+
+    result = drain_into(ring, handle._h(), group_id, field_group_id, cursor)
+    if result.rc == 0:
+        cursor = result.next_cursor
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from dcgm_collector._native import ffi, lib
+from dcgm_collector.ring import EventRing, RingBuffer
+
+__all__ = ["DrainResult", "drain_events_into", "drain_into"]
+
+_INT64_MAX = 2**63 - 1
+_HANDLE_MAX = 2**64 - 1
+# dcgmc_drain_stats is nine 64-bit integers, in DrainResult's order after rc
+_STATS = struct.Struct("=9q")
+assert ffi.sizeof("dcgmc_drain_stats") == _STATS.size
+
+
+@dataclass
+class DrainResult:
+    """What one drain did.
+
+    ``rc`` is DCGM's status (or DCGM_ST_MEMORY / DCGM_ST_IN_USE from the
+    drain itself); ``next_cursor`` is the cursor for the next drain (the one
+    given unless rc is 0).  ``samples`` counts cells stored (events for an
+    event ring), blank and not-supported ones included; ``blanks`` those of
+    them that are blank or not supported (for events: blank records, which
+    are not stored); ``rows`` rows (events) committed; ``no_data`` NO_DATA
+    records (nothing new for an (entity, field)); ``unmapped`` records of no
+    series of the ring or of a type a ring does not hold (strings, blobs);
+    ``errors`` records with another non-OK status; ``dropped_rows`` rows of
+    this drain beyond the ring's capacity (the oldest); ``late_rows`` rows not
+    newer than the ring's newest row before them.
+    """
+
+    rc: int
+    next_cursor: int
+    samples: int
+    rows: int
+    no_data: int
+    blanks: int
+    unmapped: int
+    errors: int = 0
+    dropped_rows: int = 0
+    late_rows: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == lib.DCGM_ST_OK
+
+
+def _int(value: Any, what: str, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not 0 <= value <= high:
+        raise ValueError(f"{what} {value} is out of range [0, {high}]")
+    return value
+
+
+def _result(rc: int, stats: Any) -> DrainResult:
+    return DrainResult(rc, *_STATS.unpack(ffi.buffer(stats)))
+
+
+def drain_into(ring: RingBuffer, handle: int, group_id: int, field_group_id: int, cursor: int) -> DrainResult:
+    """Every sample of (group, field group) since ``cursor`` into ``ring``, in one DCGM call.
+
+    ``handle`` is the raw dcgmHandle_t (``Handle._h()``); ``cursor`` is 0 for
+    everything DCGM holds, a time in µs, or the previous result's next_cursor.
+    """
+    if not isinstance(ring, RingBuffer):
+        raise TypeError(f"ring must be a RingBuffer, not {type(ring).__name__}")
+    stats = ffi.new("dcgmc_drain_stats *")
+    rc = lib.dcgmc_drain(ring._native, _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
+                         _int(field_group_id, "field group id", _HANDLE_MAX), _int(cursor, "cursor", _INT64_MAX), stats)
+    return _result(rc, stats)
+
+
+def drain_events_into(
+    events: EventRing, handle: int, group_id: int, field_group_id: int, cursor: int
+) -> DrainResult:
+    """Every event record (OK, not blank) of (group, field group) since ``cursor`` into ``events``."""
+    if not isinstance(events, EventRing):
+        raise TypeError(f"events must be an EventRing, not {type(events).__name__}")
+    stats = ffi.new("dcgmc_drain_stats *")
+    rc = lib.dcgmc_drain_events(
+        events._native, _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
+        _int(field_group_id, "field group id", _HANDLE_MAX), _int(cursor, "cursor", _INT64_MAX), stats,
+    )
+    return _result(rc, stats)

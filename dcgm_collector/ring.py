@@ -1,0 +1,382 @@
+"""Fixed-size ring buffers of DCGM samples, and window statistics over them.
+
+DCGM stamps every sample of one update pass with the pass's time, so one
+field group watched at one frequency yields *rows*: a :class:`RingBuffer`
+keeps ``ts[capacity]`` (int64 µs), ``values[capacity, n_series]`` (float64,
+NaN unless the sample is OK) and ``status[capacity, n_series]`` (int8, one of
+the ``SAMPLE_*`` codes).  A series is one (entity group, entity id, field id).
+
+All memory is allocated when the ring is made.  Rows are written by the
+native drain (:mod:`dcgm_collector.drain`) or :meth:`RingBuffer.append`, one
+writer at a time, and copied out by any number of readers with the
+publication protocol of ``native/drain.h``: a reader never sees a row that
+is being written, and takes no lock.  Reads go through C only; never read the
+arrays behind a ring directly while a writer may run.
+
+Rows are kept in the order they were committed.  DCGM's cursor makes each
+drain's rows newer than the last one's; a row that is not (a back-dated
+injection) is still stored, and a read that scans back to a ``since`` time
+stops at the first row older than ``since``, so such a late row hides the
+rows committed before it from reads that start after its time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dcgm_collector._native import ffi, lib
+
+__all__ = [
+    "SAMPLE_ABSENT",
+    "SAMPLE_BLANK",
+    "SAMPLE_NOT_SUPPORTED",
+    "SAMPLE_OK",
+    "EventRing",
+    "EventRows",
+    "RingBuffer",
+    "RingRows",
+    "SeriesKey",
+    "WindowStats",
+]
+
+SAMPLE_OK: int = lib.DCGMC_SAMPLE_OK                        # a number
+SAMPLE_BLANK: int = lib.DCGMC_SAMPLE_BLANK                  # DCGM's blank value (no reading)
+SAMPLE_NOT_SUPPORTED: int = lib.DCGMC_SAMPLE_NOT_SUPPORTED  # DCGM's NOT_SUPPORTED value
+SAMPLE_ABSENT: int = lib.DCGMC_SAMPLE_ABSENT                # no record for this series at this row's time
+
+_ST_OK = lib.DCGM_ST_OK
+_ST_IN_USE = lib.DCGM_ST_IN_USE
+_UINT32_MAX = 2**32 - 1
+_INT64_MAX = 2**63 - 1
+
+
+class SeriesKey(NamedTuple):
+    """One series of a ring: a field of one entity."""
+
+    entity_group: int
+    entity_id: int
+    field_id: int
+
+
+class RingRows(NamedTuple):
+    """Rows copied out of a ring, oldest first: ts (n,), values and status (n, n_series)."""
+
+    ts: np.ndarray
+    values: np.ndarray
+    status: np.ndarray
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """Statistics of every series of a ring over the rows of one window.
+
+    Per-series arrays (index = series index of the ring): ``min``, ``max``,
+    ``avg`` over the OK samples (NaN where there is none), ``count`` of OK
+    samples, and the newest cell that is not ABSENT: ``last`` (NaN unless it
+    is OK), ``last_status`` (which SAMPLE_* it is; SAMPLE_ABSENT when the
+    window holds no cell of the series) and ``last_ts`` (0 when none).
+    Blank and not-supported samples count in ``last`` but not in the numbers.
+    """
+
+    series: tuple[SeriesKey, ...]
+    rows: int            # rows inside the window
+    since_us: int        # the window is [since_us, until_us], both ends included
+    until_us: int
+    last: np.ndarray
+    last_ts: np.ndarray
+    last_status: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    avg: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def from_rows(cls, series: tuple[SeriesKey, ...], rows: RingRows, since_us: int, until_us: int) -> WindowStats:
+        values, status = rows.values, rows.status
+        ok = status == SAMPLE_OK
+        count = np.count_nonzero(ok, axis=0)
+        empty = count == 0
+        low = np.fmin.reduce(values, axis=0, where=ok, initial=np.inf)
+        high = np.fmax.reduce(values, axis=0, where=ok, initial=-np.inf)
+        total = np.add.reduce(values, axis=0, where=ok, initial=0.0)
+        low[empty] = np.nan
+        high[empty] = np.nan
+        avg = np.divide(total, count, out=np.full(len(series), np.nan), where=~empty)
+        last, last_ts, last_status = _newest_present(rows, len(series))
+        return cls(series, len(rows.ts), since_us, until_us, last, last_ts, last_status, low, high, avg,
+                   count.astype(np.int64))
+
+
+def _newest_present(rows: RingRows, n_series: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per series: value, ts and status of the newest cell that is not ABSENT."""
+    last = np.full(n_series, np.nan)
+    last_ts = np.zeros(n_series, dtype=np.int64)
+    last_status = np.full(n_series, SAMPLE_ABSENT, dtype=np.int8)
+    if len(rows.ts) == 0:
+        return last, last_ts, last_status
+    present = rows.status != SAMPLE_ABSENT
+    found = present.any(axis=0)
+    newest = len(rows.ts) - 1 - np.argmax(present[::-1], axis=0)
+    columns = np.arange(n_series)[found]
+    rows_of = newest[found]
+    last[found] = rows.values[rows_of, columns]
+    last_ts[found] = rows.ts[rows_of]
+    last_status[found] = rows.status[rows_of, columns]
+    return last, last_ts, last_status
+
+
+def _int(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{what} {value} is out of range [{low}, {high}]")
+    return int(value)
+
+
+def _series_keys(series: Sequence[Any]) -> tuple[SeriesKey, ...]:
+    if isinstance(series, (str, bytes)) or not isinstance(series, Sequence):
+        raise TypeError(f"series must be a sequence of (group, entity, field) tuples, not {type(series).__name__}")
+    keys = []
+    for item in series:
+        if not isinstance(item, tuple) or len(item) != 3:
+            raise TypeError(f"a series is an (entity group, entity id, field id) tuple, not {item!r}")
+        keys.append(SeriesKey(_int(item[0], "entity group", 0, 2**31 - 1), _int(item[1], "entity id", 0, _UINT32_MAX),
+                              _int(item[2], "field id", 0, 65535)))
+    if not keys:
+        raise ValueError("a ring needs at least one series")
+    if len(set(keys)) != len(keys):
+        raise ValueError("series repeat in a ring")
+    return tuple(keys)
+
+
+def _pointer(kind: str, array: np.ndarray) -> Any:
+    return ffi.from_buffer(kind, array, require_writable=True)
+
+
+class RingBuffer:
+    """Rows of samples sharing one DCGM timestamp; one writer, many readers.
+
+    ``ts[capacity]`` int64 µs, ``values[capacity, n_series]`` float64 (NaN
+    unless SAMPLE_OK), ``status[capacity, n_series]`` int8.  When full, each
+    new row replaces the oldest.
+    """
+
+    def __init__(self, series: Sequence[SeriesKey | tuple[int, int, int]], capacity: int) -> None:
+        self.series: tuple[SeriesKey, ...] = _series_keys(series)
+        self.capacity: int = _int(capacity, "capacity", 1, 2**40)
+        n = len(self.series)
+        self._index = {key: i for i, key in enumerate(self.series)}
+        self._ts = np.zeros(self.capacity, dtype=np.int64)
+        self._values = np.full((self.capacity, n), np.nan)
+        self._status = np.full((self.capacity, n), SAMPLE_ABSENT, dtype=np.int8)
+        self._control = np.zeros(2, dtype=np.int64)
+        groups = np.array([k.entity_group for k in self.series], dtype=np.int32)
+        entities = np.array([k.entity_id for k in self.series], dtype=np.uint32)
+        fields = np.array([k.field_id for k in self.series], dtype=np.uint16)
+        native = lib.dcgmc_ring_new(
+            _pointer("int64_t[]", self._ts), _pointer("double[]", self._values), _pointer("int8_t[]", self._status),
+            _pointer("int64_t[]", self._control), self.capacity, n, ffi.from_buffer("int32_t[]", groups),
+            ffi.from_buffer("uint32_t[]", entities), ffi.from_buffer("uint16_t[]", fields),
+        )
+        if native == ffi.NULL:
+            raise MemoryError(f"cannot make a ring of {self.capacity} rows x {n} series")
+        # The C side holds pointers into the arrays above; both live as long as this object.
+        self._native = ffi.gc(native, lib.dcgmc_ring_free)
+        # rows readers copied but dropped because the writer overwrote them meanwhile (diagnostics)
+        self.torn_rows_dropped = 0
+
+    @staticmethod
+    def bytes_for(n_series: int, capacity: int) -> int:
+        """Bytes of the arrays of a ring of that shape (ts, values, status, control)."""
+        return capacity * 8 + capacity * n_series * (8 + 1) + 16
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by this ring's arrays; fixed for its life (staging of a drain comes on top)."""
+        return self._ts.nbytes + self._values.nbytes + self._status.nbytes + self._control.nbytes
+
+    @property
+    def n_series(self) -> int:
+        return len(self.series)
+
+    @property
+    def rows_written(self) -> int:
+        """Rows ever committed (the ring holds the newest ``min(rows_written, capacity)``)."""
+        return int(lib.dcgmc_ring_head(self._native))
+
+    @property
+    def newest_ts(self) -> int | None:
+        """ts of the newest row committed (µs), or None when there is none; safe while a writer runs."""
+        ts = ffi.new("int64_t *")
+        for _ in range(8):  # only a writer lapping the whole ring between two loads makes this retry
+            if lib.dcgmc_ring_newest_ts(self._native, ts):
+                return int(ts[0])
+            if self.rows_written == 0:
+                return None
+        return None
+
+    def index(self, key: SeriesKey | tuple[int, int, int]) -> int:
+        """The column of a series."""
+        return self._index[SeriesKey(*key)]
+
+    def append(self, ts_us: Any, values: Any, status: Any = None) -> None:
+        """Commit one row (ts scalar, values of n_series) or several (ts (n,), values (n, n_series)).
+
+        ``status`` has the shape of values; by default a NaN value is
+        SAMPLE_BLANK and any other SAMPLE_OK.  Cells that are not OK are
+        stored as NaN.  Rows beyond the capacity keep only the newest ones.
+        """
+        ts = np.ascontiguousarray(np.atleast_1d(np.asarray(ts_us)), dtype=np.int64)
+        if ts.ndim != 1:
+            raise ValueError("ts_us must be a number or a 1-D array")
+        shape = (len(ts), self.n_series)
+        values = np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(shape))
+        if status is None:
+            status = np.where(np.isnan(values), SAMPLE_BLANK, SAMPLE_OK)
+        status = np.asarray(status)
+        if status.size != values.size or np.any((status < SAMPLE_OK) | (status > SAMPLE_ABSENT)):
+            raise ValueError("status must match values and hold SAMPLE_* codes")
+        status = np.ascontiguousarray(status.reshape(shape), dtype=np.int8)
+        rc = lib.dcgmc_ring_commit_rows(
+            self._native, ffi.from_buffer("int64_t[]", ts), ffi.from_buffer("double[]", values),
+            ffi.from_buffer("int8_t[]", status), len(ts), ffi.NULL,
+        )
+        _check_write(rc)
+
+    def rows_since(self, since_us: int) -> RingRows:
+        """A consistent copy of the newest rows with ts >= since_us (since_us <= 0: all held), oldest first."""
+        since_us = _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX)
+        first = ffi.new("int64_t *")
+        head = lib.dcgmc_ring_find_since(self._native, since_us, first)
+        n = head - first[0]
+        ts = np.empty(n, dtype=np.int64)
+        values = np.empty((n, self.n_series))
+        status = np.empty((n, self.n_series), dtype=np.int8)
+        if n == 0:
+            return RingRows(ts, values, status)
+        skipped = ffi.new("int64_t *")
+        valid = lib.dcgmc_ring_copy(
+            self._native, first[0], head, _pointer("int64_t[]", ts), _pointer("double[]", values),
+            _pointer("int8_t[]", status), skipped,
+        )
+        if valid < 0:
+            raise RuntimeError("ring copy refused its arguments")
+        k = skipped[0]
+        if k:
+            self.torn_rows_dropped += k
+        return RingRows(ts[k:], values[k:], status[k:])
+
+    def window(self, window_us: int, now_us: int | None = None) -> WindowStats:
+        """Statistics of every series over the rows with ts in [now_us - window_us, now_us].
+
+        ``now_us`` defaults to the current time (µs since the Unix epoch, the
+        clock DCGM stamps samples with).
+        """
+        window_us = _int(window_us, "window_us", 0, _INT64_MAX)
+        now_us = time.time_ns() // 1000 if now_us is None else _int(now_us, "now_us", 0, _INT64_MAX)
+        since = now_us - window_us
+        rows = self.rows_since(since)
+        newer = rows.ts > now_us
+        if newer.any():
+            keep = ~newer
+            rows = RingRows(rows.ts[keep], rows.values[keep], rows.status[keep])
+        return WindowStats.from_rows(self.series, rows, since, now_us)
+
+    def __repr__(self) -> str:
+        return f"RingBuffer({self.n_series} series x {self.capacity} rows, {self.rows_written} written)"
+
+
+def _check_write(rc: int) -> None:
+    if rc == _ST_IN_USE:
+        raise RuntimeError("another thread is writing this ring; a ring has one writer")
+    if rc != _ST_OK:
+        raise ValueError(f"ring write refused (DCGM status {rc})")
+
+
+class EventRows(NamedTuple):
+    """Events copied out of an EventRing, oldest first; one array per column."""
+
+    ts: np.ndarray
+    entity_group: np.ndarray
+    entity_id: np.ndarray
+    field_id: np.ndarray
+    value: np.ndarray
+
+
+class EventRing:
+    """Events (XID, ...) with their own timestamps: (ts, entity group, entity id, field id, int64 value).
+
+    Fixed capacity, the newest entries kept; same one-writer, many-readers
+    guarantee as :class:`RingBuffer`.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity: int = _int(capacity, "capacity", 1, 2**40)
+        self._ts = np.zeros(self.capacity, dtype=np.int64)
+        self._groups = np.zeros(self.capacity, dtype=np.int32)
+        self._entities = np.zeros(self.capacity, dtype=np.uint32)
+        self._fields = np.zeros(self.capacity, dtype=np.uint16)
+        self._values = np.zeros(self.capacity, dtype=np.int64)
+        self._control = np.zeros(2, dtype=np.int64)
+        native = lib.dcgmc_events_new(
+            _pointer("int64_t[]", self._ts), _pointer("int32_t[]", self._groups),
+            _pointer("uint32_t[]", self._entities), _pointer("uint16_t[]", self._fields),
+            _pointer("int64_t[]", self._values), _pointer("int64_t[]", self._control), self.capacity,
+        )
+        if native == ffi.NULL:
+            raise MemoryError(f"cannot make an event ring of {self.capacity} entries")
+        self._native = ffi.gc(native, lib.dcgmc_events_free)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self._ts, self._groups, self._entities, self._fields, self._values, self._control)
+        return sum(a.nbytes for a in arrays)
+
+    @property
+    def rows_written(self) -> int:
+        """Events ever committed."""
+        return int(lib.dcgmc_events_head(self._native))
+
+    def append(self, ts_us: Any, entity_group: Any, entity_id: Any, field_id: Any, value: Any) -> None:
+        """Commit one event (scalars) or several (equal-length arrays), in the order given."""
+        ts = np.ascontiguousarray(np.atleast_1d(ts_us), dtype=np.int64)
+        n = len(ts)
+        columns = [np.ascontiguousarray(np.broadcast_to(np.asarray(c), (n,)), dtype=t)
+                   for c, t in ((entity_group, np.int32), (entity_id, np.uint32), (field_id, np.uint16),
+                                (value, np.int64))]
+        groups, entities, fields, values = columns
+        rc = lib.dcgmc_events_commit(
+            self._native, ffi.from_buffer("int64_t[]", ts), ffi.from_buffer("int32_t[]", groups),
+            ffi.from_buffer("uint32_t[]", entities), ffi.from_buffer("uint16_t[]", fields),
+            ffi.from_buffer("int64_t[]", values), n, ffi.NULL,
+        )
+        _check_write(rc)
+
+    def since(self, since_us: int) -> EventRows:
+        """A consistent copy of the newest events with ts >= since_us (<= 0: all held), oldest first."""
+        since_us = _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX)
+        first = ffi.new("int64_t *")
+        head = lib.dcgmc_events_find_since(self._native, since_us, first)
+        n = head - first[0]
+        out = EventRows(np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.uint32),
+                        np.empty(n, np.uint16), np.empty(n, np.int64))
+        if n == 0:
+            return out
+        skipped = ffi.new("int64_t *")
+        valid = lib.dcgmc_events_copy(
+            self._native, first[0], head, _pointer("int64_t[]", out.ts), _pointer("int32_t[]", out.entity_group),
+            _pointer("uint32_t[]", out.entity_id), _pointer("uint16_t[]", out.field_id),
+            _pointer("int64_t[]", out.value), skipped,
+        )
+        if valid < 0:
+            raise RuntimeError("event ring copy refused its arguments")
+        k = skipped[0]
+        return EventRows(*(column[k:] for column in out))
+
+    def __repr__(self) -> str:
+        return f"EventRing({self.capacity} entries, {self.rows_written} written)"

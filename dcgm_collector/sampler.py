@@ -1,0 +1,434 @@
+"""The sampler: one thread that drains DCGM's sample cache into the rings.
+
+DCGM samples inside the hostengine at the watch interval; every collect
+interval the sampler makes one GetValuesSince call per field group, carrying
+DCGM's cursor from call to call, so every sample DCGM took arrives in the
+rings exactly once however far apart the ticks are.  The values go from the
+enumeration callback straight into the ring arrays in C (dcgm_collector.drain);
+no Python object is made per sample.
+
+Ticks run on a fixed monotonic grid (tick k is due at origin + k * interval):
+a late tick does not push the following ones back, and a tick that overran
+one or more deadlines skips them instead of running them back to back (the
+cursor makes a skipped tick cost latency, never data).
+
+Failures are counted by DCGM status code and the thread carries on.  When a
+read fails, the GPUs DCGM reports as lost are taken out of the sampler's
+group (their ring series simply get no new rows) and the read is retried, so
+a lost GPU stops its own series without disturbing the others; a field group
+someone unwatched behind the sampler's back is watched again.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from dcgm_collector import drain
+from dcgm_collector._native import lib
+from dcgm_collector.counters import CounterSet
+from dcgm_collector.dcgm import DcgmError, EntityGroup, EntityType, FieldGroup, Handle
+from dcgm_collector.ring import EventRing, RingBuffer, SeriesKey
+from dcgm_collector.watches import DEFAULT_RETENTION_S, WatchGroup, WatchPlan, plan_watches
+
+__all__ = ["THREAD_NAME", "Sampler", "SamplerStats"]
+
+log = logging.getLogger(__name__)
+
+THREAD_NAME = "dcgm-sampler"
+FE_GPU = int(EntityType.GPU)
+ST_NOT_WATCHED: int = lib.DCGM_ST_NOT_WATCHED
+# Statuses that say the hostengine itself is gone or stuck: asking it about
+# each GPU would only fail the same way.
+_CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
+# Entity statuses of a GPU that can no longer be read.
+GONE_STATUSES = frozenset({"Lost", "Inaccessible", "Detached", "Disabled"})
+# Labels (UUID, names, driver version) hardly ever change; reading them every
+# tick would only make Python objects for nothing.
+LABEL_REFRESH_S = 10.0
+
+
+@dataclass
+class SamplerStats:
+    """What the sampler has done so far.  Written by the sampler thread only."""
+
+    ticks: int = 0                      # ticks run
+    skipped_ticks: int = 0              # deadlines passed over because a tick overran them
+    samples: int = 0                    # cells stored in value rings (blank ones included)
+    rows: int = 0                       # rows committed to value rings
+    events: int = 0                     # entries committed to the event ring
+    # failed DCGM calls by status code; replaced, never mutated, so a reader can iterate it
+    errors_by_code: Mapping[int, int] = field(default_factory=dict)
+    last_sample_time: float | None = None    # Unix time (s) of the newest sample stored
+    last_good_tick_time: float | None = None  # Unix time (s) a tick last ended without a DCGM error
+    last_tick_duration_s: float = 0.0
+    lost_gpus: tuple[int, ...] = ()     # GPUs taken out of the group because DCGM lost them
+    dropped_groups: int = 0             # field groups not watched (a profiling watch DCGM refused, ...)
+    tick_failures: int = 0              # ticks that raised something other than a DCGM status
+
+    @property
+    def errors(self) -> int:
+        return sum(self.errors_by_code.values())
+
+
+@dataclass
+class _Drain:
+    """One field group drained into one ring (a value ring, or the event ring)."""
+
+    watch: WatchGroup
+    field_group: FieldGroup
+    target: RingBuffer | EventRing
+    is_events: bool
+    cursor: int = 0
+
+
+class Sampler:
+    """Watches the counters' fields on a set of GPUs and drains them into rings.
+
+    ``rings`` (one per value / profiling field group), ``events`` and
+    ``labels`` are what readers use; they are created by :meth:`start` and
+    stay readable after :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        handle: Handle,
+        counters: CounterSet,
+        *,
+        collect_interval_ms: float = 1000,
+        watch_interval_ms: float | None = None,
+        retention_s: float = DEFAULT_RETENTION_S,
+        gpu_ids: Sequence[int] | None = None,
+    ) -> None:
+        if not isinstance(handle, Handle):
+            raise TypeError(f"handle must be a Handle, not {type(handle).__name__}")
+        self.handle = handle
+        self.counters = counters
+        self.plan: WatchPlan = plan_watches(
+            counters, collect_interval_ms=collect_interval_ms, watch_interval_ms=watch_interval_ms,
+            retention_s=retention_s,
+        )
+        self._requested_gpus = None if gpu_ids is None else _gpu_list(gpu_ids)
+        self.interval_s = self.plan.collect_interval_us / 1e6
+        self.stats = SamplerStats()
+        self.gpu_ids: tuple[int, ...] = ()
+        self.group: EntityGroup | None = None
+        self.rings: Mapping[WatchGroup, RingBuffer] = MappingProxyType({})
+        self.field_groups: Mapping[WatchGroup, FieldGroup] = MappingProxyType({})
+        self.events = EventRing(self.plan.event_capacity)
+        self.labels: Mapping[tuple[int, int], Mapping[str, str]] = MappingProxyType({})
+        self.tick_origin: float | None = None   # monotonic time tick 0 was due
+        self._drains: list[_Drain] = []
+        self._label_groups: list[FieldGroup] = []
+        self._label_names: dict[int, tuple[str, ...]] = {}
+        self._made_field_groups: list[FieldGroup] = []
+        self._live_gpus: set[int] = set()   # GPUs still in the group (not lost)
+        self._label_every = max(1, math.ceil(LABEL_REFRESH_S / self.interval_s))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = False
+        self._torn_down = False
+
+    # -- life cycle
+    def start(self, thread: bool = True) -> None:
+        """Create the group, field groups and watches, then start the sampling thread.
+
+        With ``thread=False`` nothing ticks on its own: the caller drives the
+        sampler with :meth:`tick_once` (tests, a manual-mode hostengine).
+        """
+        if self._started:
+            raise RuntimeError("a Sampler starts once")
+        self._started = True
+        try:
+            self._setup()
+            self.tick_origin = time.monotonic()
+            if thread:
+                self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+                self._thread.start()
+        except BaseException:
+            self._teardown()
+            raise
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread and remove the watches and groups the sampler made."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if thread.is_alive():
+                log.warning("sampler thread did not stop within %.1f s (a DCGM call is stuck)", timeout)
+        self._teardown()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def __enter__(self) -> Sampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- set-up and tear-down
+    def _setup(self) -> None:
+        h = self.handle
+        gpus = self._requested_gpus if self._requested_gpus is not None else h.gpu_ids(supported_only=True)
+        if not gpus:
+            raise RuntimeError("DCGM reports no supported GPU to sample")
+        self.gpu_ids = tuple(gpus)
+        self.group = self.handle.create_group(f"dcgm-collector-gpus-{id(self):x}", gpus)
+        self._live_gpus = set(gpus)
+        rings: dict[WatchGroup, RingBuffer] = {}
+        field_groups: dict[WatchGroup, FieldGroup] = {}
+        for watch in self.plan.groups:
+            if watch.entity_level not in ("GPU", "NONE"):
+                self._drop(watch, f"entity level {watch.entity_level} is not sampled yet")
+                continue
+            # Global fields are read through the GPUs, as dcgm-exporter does: DCGM
+            # keeps one copy and answers it for every GPU, so each GPU's series show it.
+            fg = self._watch(watch)
+            if fg is None:
+                continue
+            field_groups[watch] = fg
+            if watch.kind == "labels":
+                self._label_groups.append(fg)
+            elif watch.kind == "events":
+                self._drains.append(_Drain(watch, fg, self.events, True))
+            else:
+                series = [SeriesKey(FE_GPU, gpu, field_id) for gpu in gpus for field_id in watch.field_ids]
+                ring = RingBuffer(series, self.plan.ring_capacity)
+                rings[watch] = ring
+                self._drains.append(_Drain(watch, fg, ring, False))
+        self.rings = MappingProxyType(rings)
+        self.field_groups = MappingProxyType(field_groups)
+        self._label_names = _label_names(self.counters)
+        if self._label_groups:
+            self._refresh_labels()
+
+    def _watch(self, watch: WatchGroup) -> FieldGroup | None:
+        """Create and watch one field group; None if a profiling watch was refused."""
+        name = f"dcgm-collector-{watch.kind}-{id(self):x}-{len(self._made_field_groups)}"
+        fgs = self.handle.create_field_groups(watch.field_ids, name)
+        fg = fgs[0]
+        self._made_field_groups.append(fg)
+        # labels need no more than the collect interval, whatever the watch interval
+        freq = self.plan.collect_interval_us if watch.kind == "labels" else self.plan.update_freq_us
+        try:
+            self.handle.watch(self.group, fg, freq, self.plan.max_keep_age_s)
+        except DcgmError as error:
+            self._made_field_groups.remove(fg)
+            fgs.destroy()
+            if watch.kind != "profiling":
+                raise
+            self._count(error.code)
+            self._drop(watch, f"DCGM refused the profiling watch: {error}")
+            return None
+        return fg
+
+    def _drop(self, watch: WatchGroup, why: str) -> None:
+        self.stats.dropped_groups += 1
+        log.warning("not sampling %s fields %s (%s level): %s", watch.kind, _ids(watch.field_ids),
+                    watch.entity_level, why)
+
+    def _teardown(self) -> None:
+        if self._torn_down:
+            return
+        self._torn_down = True
+        if self.handle.closed:
+            return  # the handle's close removed everything already
+        for fg in reversed(self._made_field_groups):
+            _quietly(fg.destroy)  # the handle unwatches a field group before destroying it
+        if self.group is not None:
+            _quietly(self.group.destroy)
+
+    # -- the thread
+    def _run(self) -> None:
+        origin = self.tick_origin if self.tick_origin is not None else time.monotonic()
+        interval = self.interval_s
+        k = 0
+        while True:
+            delay = origin + k * interval - time.monotonic()
+            if delay > 0 and self._stop.wait(delay) or self._stop.is_set():
+                return
+            self._guarded_tick()
+            # deadlines that passed while the tick ran are skipped, not caught up
+            due = math.floor((time.monotonic() - origin) / interval)
+            if due > k:
+                self.stats.skipped_ticks += due - k
+                k = due
+            k += 1
+
+    def _guarded_tick(self) -> None:
+        try:
+            self.tick_once()
+        except DcgmError as error:  # e.g. the handle was closed under the sampler
+            self._count(error.code)
+        except Exception:
+            self.stats.tick_failures += 1
+            log.exception("sampler tick failed")
+
+    def tick_once(self) -> None:
+        """One pass: drain every field group once, refresh labels when due.
+
+        The sampler's thread calls this every collect interval; call it
+        yourself only on a sampler started with ``thread=False`` (a ring has
+        one writer).
+        """
+        if self.group is None or self._torn_down:
+            raise RuntimeError("the sampler is not started, or already stopped")
+        if self._thread is not None and threading.current_thread() is not self._thread:
+            raise RuntimeError("the sampler's thread is ticking; start(thread=False) to tick by hand")
+        started = time.monotonic()
+        raw = self.handle._h()
+        stats = self.stats
+        good = True
+        newest = 0
+        drains = self._drains if self._live_gpus else ()  # every GPU lost: nothing to read
+        for d in drains:
+            result = self._drain(d, raw)
+            if result is None:
+                good = False
+                continue
+            d.cursor = result.next_cursor
+            if d.is_events:
+                stats.events += result.rows
+            else:
+                stats.samples += result.samples
+                stats.rows += result.rows
+                if result.rows:
+                    newest = max(newest, d.target.newest_ts or 0)
+        if self._label_groups and stats.ticks % self._label_every == 0 and stats.ticks:
+            good = self._refresh_labels() and good
+        stats.ticks += 1
+        if newest:
+            stats.last_sample_time = newest / 1e6
+        if good:
+            stats.last_good_tick_time = time.time()
+        stats.last_tick_duration_s = time.monotonic() - started
+
+    def _drain(self, d: _Drain, raw: int) -> drain.DrainResult | None:
+        """One drain; on a failure, repair what can be repaired and try once more."""
+        result = self._drain_call(d, raw)
+        if result.rc == 0:
+            return result
+        self._count(result.rc)
+        if not self._repair(d, result.rc):
+            return None
+        result = self._drain_call(d, raw)
+        if result.rc == 0:
+            return result
+        self._count(result.rc)
+        return None
+
+    def _drain_call(self, d: _Drain, raw: int) -> drain.DrainResult:
+        group_id = self.group.id  # type: ignore[union-attr]  # set by start()
+        if d.is_events:
+            return drain.drain_events_into(d.target, raw, group_id, d.field_group.id, d.cursor)
+        return drain.drain_into(d.target, raw, group_id, d.field_group.id, d.cursor)
+
+    # -- repairs
+    def _repair(self, d: _Drain, rc: int) -> bool:
+        """Fix what made a drain fail, if the sampler can; True when a retry is worth it."""
+        if rc in _CONNECTION_CODES:
+            return False
+        if self._remove_lost_gpus():
+            return bool(self._live_gpus)
+        if rc == ST_NOT_WATCHED:
+            return self._rewatch(d)
+        return False
+
+    def _remove_lost_gpus(self) -> bool:
+        lost = []
+        for gpu in sorted(self._live_gpus, key=self.gpu_ids.index):
+            try:
+                status = self.handle.gpu_status(gpu)
+            except DcgmError as error:
+                self._count(error.code)
+                return False
+            if status in GONE_STATUSES:
+                lost.append(gpu)
+        for gpu in lost:
+            self._remove_gpu(gpu)
+        return bool(lost)
+
+    def _remove_gpu(self, gpu: int) -> None:
+        assert self.group is not None
+        try:
+            self.handle.remove_from_group(self.group, [gpu])
+        except DcgmError as error:
+            self._count(error.code)
+            return
+        self._live_gpus.discard(gpu)
+        self.stats.lost_gpus = (*self.stats.lost_gpus, gpu)
+        log.warning("GPU %d is lost: its series stop, the other GPUs carry on", gpu)
+
+    def _rewatch(self, d: _Drain) -> bool:
+        freq = self.plan.update_freq_us
+        try:
+            self.handle.watch(self.group, d.field_group, freq, self.plan.max_keep_age_s)
+        except DcgmError as error:
+            self._count(error.code)
+            return False
+        log.warning("field group %s was not watched any more; watched it again", d.field_group.name)
+        return True
+
+    # -- labels
+    def _refresh_labels(self) -> bool:
+        assert self.group is not None
+        try:
+            values = self.handle.latest_values(self.group, self._label_groups)
+        except DcgmError as error:
+            self._count(error.code)
+            return False
+        labels = {key: dict(names) for key, names in self.labels.items()}
+        for v in values:
+            if v.value is None or isinstance(v.value, bytes):
+                continue  # keep the last good value: a lost GPU still has its UUID
+            entity = labels.setdefault((v.entity_group, v.entity_id), {})
+            for name in self._label_names.get(v.field_id, ()):
+                entity[name] = str(v.value)
+        self.labels = MappingProxyType({key: MappingProxyType(names) for key, names in labels.items()})
+        return True
+
+    def _count(self, code: int) -> None:
+        counts = self.stats.errors_by_code
+        self.stats.errors_by_code = {**counts, code: counts.get(code, 0) + 1}
+
+
+def _label_names(counters: CounterSet) -> dict[int, tuple[str, ...]]:
+    """Field id -> the names of the label rows that read it."""
+    names: dict[int, list[str]] = {}
+    for counter in counters.label_counters():
+        names.setdefault(counter.field.id, []).append(counter.name)
+    for counter in counters.field_counters():
+        if counter.field.type in ("s", "b") and not counter.field.is_event:
+            names.setdefault(counter.field.id, []).append(counter.name)
+    return {field_id: tuple(dict.fromkeys(n)) for field_id, n in names.items()}
+
+
+def _gpu_list(gpu_ids: Sequence[int]) -> list[int]:
+    if isinstance(gpu_ids, (str, bytes)):
+        raise TypeError("gpu_ids must be a sequence of ints")
+    ids = []
+    for gpu in gpu_ids:
+        if isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0:
+            raise ValueError(f"bad GPU id {gpu!r}")
+        ids.append(int(gpu))
+    return list(dict.fromkeys(ids))
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(map(str, ids)) if len(ids) <= 8 else f"{ids[0]}..{ids[-1]} ({len(ids)} ids)"
+
+
+def _quietly(action) -> None:
+    try:
+        action()
+    except DcgmError as error:
+        log.debug("clean-up: %s", error)

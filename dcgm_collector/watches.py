@@ -1,0 +1,218 @@
+"""Which DCGM field groups to create and how to watch them, from a counters file.
+
+DCGM puts constraints on how fields are grouped, and getting them wrong costs
+data, so the plan is made once, up front, and tested on its own:
+
+- a field group holds at most 127 ids, so long lists are split;
+- a profiling (DCP) field whose watch fails makes DCGM remove every watch of
+  that same request (api-facts §4.3), so profiling fields get groups of their
+  own and a DCP failure cannot take the ordinary fields down with it;
+- event fields (an XID, ...) get a sample only when something happens, so they
+  are drained into the event ring rather than into row-shaped value rings;
+- string fields (label rows) carry identity (UUID, name, driver version), not
+  time series; they are read with latest values now and then;
+- fields are grouped by the entity level they are watched on: GPU fields
+  (MIG instance and vGPU fields included) on GPUs; global fields (driver
+  version, GPU count, ...), which DCGM keeps once for the node, in groups of
+  their own (level 'NONE'), so readers know a value is the node's, not a GPU's.
+
+Timing: DCGM samples every watch interval inside the hostengine and the
+sampler drains its cache every collect interval, so the hostengine only has to
+keep a few collect intervals of samples (enough to ride out slow or skipped
+ticks); the retention lives in the rings, sized here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dcgm_collector.counters import CounterSet
+from dcgm_collector.dcgm import MAX_FIELDS_PER_FIELD_GROUP
+from dcgm_collector.fields import Field, field_table
+
+__all__ = [
+    "DEFAULT_RETENTION_S",
+    "EVENT_CAPACITY",
+    "KINDS",
+    "MIN_KEEP_AGE_S",
+    "WatchGroup",
+    "WatchPlan",
+    "plan_watches",
+    "watch_level",
+]
+
+KINDS = ("values", "profiling", "events", "labels")
+DEFAULT_RETENTION_S = 900.0
+
+# DCGM's own cache only has to bridge the gap between two drains; a few
+# collect intervals survive a stalled or skipped tick without losing samples,
+# and the floor covers short intervals on a busy host.
+MIN_KEEP_AGE_S = 10.0
+KEEP_AGE_INTERVALS = 4
+
+# Rows a ring holds beyond retention / watch interval: a DCGM pass can be late,
+# and a field another client watches faster is sampled in passes of its own, so
+# a little more than one row per watch interval can arrive.
+ROW_SLACK_FRACTION = 0.05
+ROW_SLACK_ROWS = 2
+
+# Events are rare (XIDs) but come in bursts; a fixed ring of this many entries
+# (~26 bytes each) keeps any burst a node plausibly produces.
+EVENT_CAPACITY = 8192
+
+# What a DCGM_EXP_* row needs watched: the exporter derives these counters
+# from DCGM fields.  Health status is read through the health API instead,
+# and P2P status from link status, neither from a watch.
+XID_FIELD = 230               # DCGM_FI_DEV_XID_ERROR, an event field
+CLOCK_EVENT_REASONS = 112     # DCGM_FI_DEV_CLOCKS_EVENT_REASONS
+_EXPORTER_NEEDS: dict[str, tuple[int, ...]] = {
+    "DCGM_EXP_XID_ERRORS_COUNT": (XID_FIELD,),
+    "DCGM_EXP_CLOCK_EVENTS_COUNT": (CLOCK_EVENT_REASONS,),
+}
+
+# Levels read through another entity, as dcgm-exporter watches them: MIG
+# instance and vGPU fields on the GPU, CPU core fields on the CPU.  (The level
+# in the field table is the finest one a field exists at.)
+_WATCHED_ON = {"GPU_I": "GPU", "GPU_CI": "GPU", "VGPU": "GPU", "CPU_CORE": "CPU"}
+
+
+@dataclass(frozen=True)
+class WatchGroup:
+    """One DCGM field group: what it holds and how the sampler reads it."""
+
+    kind: str                    # 'values' | 'profiling' | 'events' | 'labels'
+    entity_level: str            # the level it is watched on: 'GPU', 'NONE' (node-wide), 'SWITCH', ...
+    field_ids: tuple[int, ...]   # at most 127, in counters-file order
+
+
+@dataclass(frozen=True)
+class WatchPlan:
+    groups: tuple[WatchGroup, ...]
+    update_freq_us: int          # the watch interval
+    max_keep_age_s: float        # how long the hostengine keeps samples
+    ring_capacity: int           # rows per value ring: retention at the watch interval, plus slack
+    collect_interval_us: int = 1_000_000
+    retention_s: float = DEFAULT_RETENTION_S
+    event_capacity: int = EVENT_CAPACITY
+
+    def of_kind(self, kind: str) -> tuple[WatchGroup, ...]:
+        return tuple(g for g in self.groups if g.kind == kind)
+
+    @property
+    def field_ids(self) -> tuple[int, ...]:
+        """Every field id the plan watches, each once."""
+        return tuple(dict.fromkeys(f for g in self.groups for f in g.field_ids))
+
+
+def watch_level(field: Field) -> str:
+    """The entity level a field is watched on."""
+    if field.scope == "global" or field.entity_level == "NONE":
+        return "NONE"
+    return _WATCHED_ON.get(field.entity_level, field.entity_level)
+
+
+def plan_watches(
+    counters: CounterSet,
+    *,
+    collect_interval_ms: float = 1000,
+    watch_interval_ms: float | None = None,
+    retention_s: float = DEFAULT_RETENTION_S,
+) -> WatchPlan:
+    """Field groups and watch parameters for the fields ``counters`` needs.
+
+    The watch interval defaults to the collect interval; a faster one (e.g.
+    100 ms watch, 1 s collect) lets the rings see what happens between two
+    collects.  A slower watch interval than the collect interval would make
+    every other collect see nothing new, and is refused.
+    """
+    collect_ms = _interval(collect_interval_ms, "collect interval")
+    watch_ms = collect_ms if watch_interval_ms is None else _interval(watch_interval_ms, "watch interval")
+    if watch_ms > collect_ms:
+        raise ValueError(
+            f"the watch interval ({_ms(watch_ms)} ms, --watch-interval) must not be longer than the "
+            f"collect interval ({_ms(collect_ms)} ms, -c/--collect-interval): every collect would find "
+            "nothing new; use a watch interval of at most the collect interval"
+        )
+    retention = _retention(retention_s)
+    update_freq_us = max(1, round(watch_ms * 1000))
+    collect_us = max(1, round(collect_ms * 1000))
+    return WatchPlan(
+        groups=_groups(counters),
+        update_freq_us=update_freq_us,
+        max_keep_age_s=max(MIN_KEEP_AGE_S, KEEP_AGE_INTERVALS * collect_us / 1e6),
+        ring_capacity=ring_capacity(retention, update_freq_us),
+        collect_interval_us=collect_us,
+        retention_s=retention,
+    )
+
+
+def ring_capacity(retention_s: float, update_freq_us: int) -> int:
+    """Rows that hold ``retention_s`` of samples taken every ``update_freq_us``."""
+    rows = math.ceil(retention_s * 1e6 / update_freq_us)
+    return rows + math.ceil(rows * ROW_SLACK_FRACTION) + ROW_SLACK_ROWS
+
+
+def _groups(counters: CounterSet) -> tuple[WatchGroup, ...]:
+    by_kind: dict[str, list[Field]] = {kind: [] for kind in KINDS}
+    for counter in counters.label_counters():
+        by_kind["labels"].append(counter.field)
+    for counter in counters.field_counters():
+        by_kind[_kind(counter.field)].append(counter.field)
+    table = field_table()
+    for counter in counters.exporter_counters():
+        for field_id in _EXPORTER_NEEDS.get(counter.exporter or counter.name, ()):
+            field = table.by_id(field_id)
+            if field is None:  # the field table is generated with these ids in it
+                raise RuntimeError(f"field {field_id} ({counter.name} needs it) is not in the field table")
+            by_kind[_kind(field)].append(field)
+    groups: list[WatchGroup] = []
+    for kind in KINDS:
+        groups.extend(_split(kind, by_kind[kind]))
+    return tuple(groups)
+
+
+def _kind(field: Field) -> str:
+    """Where a non-label field is read from."""
+    if field.is_event:
+        return "events"
+    if field.type in ("s", "b"):  # no number to put in a ring; the parser normally refuses these as gauges
+        return "labels"
+    if field.is_profiling:
+        return "profiling"
+    return "values"
+
+
+def _split(kind: str, fields: Iterable[Field]) -> list[WatchGroup]:
+    by_level: dict[str, list[int]] = {}
+    for field in fields:
+        ids = by_level.setdefault(watch_level(field), [])
+        if field.id not in ids:
+            ids.append(field.id)
+    step = MAX_FIELDS_PER_FIELD_GROUP
+    return [
+        WatchGroup(kind, level, tuple(ids[i:i + step]))
+        for level, ids in by_level.items()
+        for i in range(0, len(ids), step)
+    ]
+
+
+def _interval(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of milliseconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be a positive number of milliseconds, not {value}")
+    return float(value)
+
+
+def _retention(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"retention must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"retention must be a positive number of seconds, not {value}")
+    return float(value)
+
+
+def _ms(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)

@@ -1,0 +1,288 @@
+"""The native drain against the simulated libdcgm: every sample exactly once,
+rows by DCGM timestamp, blanks and lost GPUs stored honestly, events with
+their own times, nothing committed when DCGM refuses."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from dcgm_collector._native import ffi, lib
+
+from dcgm_collector.dcgm import EntityType
+from dcgm_collector.drain import DrainResult, drain_events_into, drain_into
+from dcgm_collector.ring import (
+    SAMPLE_ABSENT,
+    SAMPLE_BLANK,
+    SAMPLE_NOT_SUPPORTED,
+    SAMPLE_OK,
+    EventRing,
+    RingBuffer,
+    SeriesKey,
+)
+
+FE_GPU = int(EntityType.GPU)
+MEM_TEMP, GPU_TEMP, POWER, ENERGY, GPU_UTIL, XID, FB_USED, UUID = 140, 150, 155, 156, 203, 230, 252, 54
+FIELDS = [GPU_TEMP, POWER, GPU_UTIL, FB_USED]   # ints and doubles
+NO_DATA, NOT_WATCHED = -14, -16
+
+
+def _scenario(tmp_path, text: str) -> str:
+    path = tmp_path / "scenario.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def _ring(gpus, fields, capacity=1000) -> RingBuffer:
+    return RingBuffer([SeriesKey(FE_GPU, g, f) for g in gpus for f in fields], capacity)
+
+
+def _watched(handle, fields, name, freq_us=100_000):
+    group = handle.all_gpus()
+    field_groups = handle.create_field_groups(fields, name)
+    handle.watch(group, field_groups, update_freq_us=freq_us, max_keep_age_s=60.0)
+    return group, field_groups
+
+
+def _start_us() -> int:
+    start = ffi.new("long long *")
+    assert lib.dcgmSimGetStartTime(start) == 0
+    return int(start[0])
+
+
+def _cells(ring: RingBuffer) -> dict[SeriesKey, list[tuple[int, int, float]]]:
+    """Every stored cell, per series: (ts, status, value)."""
+    rows = ring.rows_since(0)
+    cells = defaultdict(list)
+    for r, ts in enumerate(rows.ts.tolist()):
+        for s, key in enumerate(ring.series):
+            if rows.status[r, s] != SAMPLE_ABSENT:
+                cells[key].append((ts, int(rows.status[r, s]), float(rows.values[r, s])))
+    return cells
+
+
+def _reference(values, until: int) -> dict[SeriesKey, list[tuple[int, int, float]]]:
+    """The same through the Python binding: (ts, status, value) of every sample before until."""
+    cells = defaultdict(list)
+    for v in values:
+        if v.status != 0 or v.ts >= until:
+            continue
+        key = SeriesKey(v.entity_group, v.entity_id, v.field_id)
+        if v.value is None:
+            status = SAMPLE_NOT_SUPPORTED if v.blank_kind == "NOT_SUPPORTED" else SAMPLE_BLANK
+            cells[key].append((v.ts, status, float("nan")))
+        else:
+            cells[key].append((v.ts, SAMPLE_OK, float(v.value)))
+    return cells
+
+
+def _same(got, expected) -> None:
+    assert set(got) == set(expected)
+    for key in expected:
+        assert [c[:2] for c in got[key]] == [c[:2] for c in expected[key]], key
+        np.testing.assert_array_equal([c[2] for c in got[key]], [c[2] for c in expected[key]], err_msg=str(key))
+
+
+def test_drains_with_the_cursor_store_every_sample_exactly_once(handle):
+    group, fields = _watched(handle, FIELDS, "exactly-once")
+    gpus = handle.gpu_ids()
+    ring = _ring(gpus, FIELDS)
+    cursor, results = 0, []
+    for _ in range(4):
+        time.sleep(0.3)
+        result = drain_into(ring, handle._h(), group.id, fields[0].id, cursor)
+        assert result.rc == 0 and result.next_cursor > cursor
+        results.append(result)
+        cursor = result.next_cursor
+    _, values = handle.values_since(group, fields, 0)
+    expected = _reference(values, until=cursor)
+    got = _cells(ring)
+    _same(got, expected)
+    stored = sum(len(c) for c in got.values())
+    assert stored == sum(r.samples for r in results) and stored > 8 * len(FIELDS) * 10
+    rows = ring.rows_since(0)
+    assert (np.diff(rows.ts) > 0).all()
+    assert ring.rows_written == sum(r.rows for r in results) == len(rows.ts)
+    # one update pass, one timestamp: on a steady node every row is complete
+    assert (rows.status != SAMPLE_ABSENT).all()
+    assert sum(r.late_rows + r.dropped_rows + r.unmapped + r.errors for r in results) == 0
+
+
+def test_nothing_new_is_no_data_and_the_cursor_still_moves(open_node):
+    handle = open_node("2", mode="manual")
+    group, fields = _watched(handle, FIELDS, "manual")
+    ring = _ring([0, 1], FIELDS)
+    first = drain_into(ring, handle._h(), group.id, fields[0].id, 0)
+    assert (first.rc, first.rows, first.samples) == (0, 1, 2 * len(FIELDS))  # the watch samples once
+    idle = drain_into(ring, handle._h(), group.id, fields[0].id, first.next_cursor)
+    assert (idle.rc, idle.rows, idle.samples, idle.no_data) == (0, 0, 0, 2 * len(FIELDS))
+    assert idle.next_cursor > first.next_cursor
+    time.sleep(0.15)  # an update pass samples only watches that are due
+    handle.update_all_fields()
+    updated = drain_into(ring, handle._h(), group.id, fields[0].id, idle.next_cursor)
+    assert (updated.rows, updated.samples, updated.no_data) == (1, 2 * len(FIELDS), 0)
+    assert ring.rows_written == 2
+
+
+def test_a_refused_read_commits_nothing_and_keeps_the_cursor(handle):
+    group, watched = _watched(handle, [POWER], "watched")
+    # POWER is watched (watches belong to fields), ENERGY is not: DCGM delivers
+    # GPU 0's power samples, then fails the whole call on GPU 0's energy.
+    mixed = handle.create_field_groups([POWER, ENERGY], "mixed")
+    ring = _ring(handle.gpu_ids(), [POWER, ENERGY])
+    time.sleep(0.2)
+    result = drain_into(ring, handle._h(), group.id, mixed[0].id, 12345)
+    assert result.rc == NOT_WATCHED
+    assert result.next_cursor == 12345
+    assert (result.rows, result.samples) == (0, 0)
+    assert ring.rows_written == 0 and len(ring.rows_since(0).ts) == 0
+    assert drain_into(ring, handle._h(), group.id, watched[0].id, 0).rows > 0
+
+
+def test_records_of_other_series_and_string_fields_are_counted_not_stored(handle):
+    group, fields = _watched(handle, [GPU_TEMP, UUID], "unmapped")
+    ring = _ring([0], [GPU_TEMP, UUID])
+    time.sleep(0.25)
+    result = drain_into(ring, handle._h(), group.id, fields[0].id, 0)
+    assert result.rc == 0
+    n_gpus = len(handle.gpu_ids())
+    per_series = result.samples  # GPU 0's temperature only
+    assert per_series >= 2
+    assert result.unmapped == per_series * (2 * n_gpus - 1)
+    rows = ring.rows_since(0)
+    assert (rows.status[:, ring.index((FE_GPU, 0, UUID))] == SAMPLE_ABSENT).all()
+
+
+def test_a_300ms_spike_shows_in_the_window_max_at_a_100ms_watch_and_1s_ticks(open_node):
+    # dcgm_collector/sim/scenarios/spikes.toml: 300 ms at 100 % every 2 s over a 5 % floor
+    from dcgm_collector import sim
+
+    handle = open_node(str(sim.library_dir().parent / "scenarios" / "spikes.toml"))
+    group, fields = _watched(handle, [GPU_UTIL], "spikes")
+    gpus = handle.gpu_ids()
+    ring = _ring(gpus, [GPU_UTIL])
+    cursor, start, window_max = 0, time.monotonic(), []
+    for tick in (1, 2):  # 2 s of 1 s ticks hold one full spike period
+        time.sleep(max(0.0, start + tick + 0.05 - time.monotonic()))
+        result = drain_into(ring, handle._h(), group.id, fields[0].id, cursor)
+        assert result.rc == 0
+        cursor = result.next_cursor
+        stats = ring.window(1_000_000)
+        window_max.append(stats.max)
+        assert (stats.min <= 10).all()
+    assert (np.max(window_max, axis=0) >= 99).all(), window_max
+    # the spike is three 100 ms samples, not one
+    rows = ring.rows_since(0)
+    assert ((rows.values >= 99).sum(axis=0) >= 2).all()
+
+
+def test_a_lost_gpu_stops_its_series_and_the_others_carry_on(open_node, tmp_path):
+    spec = _scenario(tmp_path, 'seed = 2\n[[gpu]]\nmodel = "H100"\ncount = 3\n'
+                               '[[event]]\nat = 0.6\ngpu = 1\nkind = "lost"\n')
+    handle = open_node(spec)
+    group, fields = _watched(handle, [POWER, GPU_UTIL], "lost")
+    _, xid_fields = _watched(handle, [XID], "lost-xid")
+    ring, events = _ring([0, 1, 2], [POWER, GPU_UTIL]), EventRing(16)
+    lost_at = _start_us() + 600_000
+    time.sleep(1.4)
+    result = drain_into(ring, handle._h(), group.id, fields[0].id, 0)
+    assert result.rc == 0
+    rows = ring.rows_since(0)
+    gpu1 = [ring.index((FE_GPU, 1, f)) for f in (POWER, GPU_UTIL)]
+    others = [i for i in range(ring.n_series) if i not in gpu1]
+    before, after = rows.ts <= lost_at, rows.ts > lost_at
+    assert before.sum() >= 4 and after.sum() >= 6
+    assert (rows.status[before] == SAMPLE_OK).all()
+    assert (rows.status[after][:, gpu1] == SAMPLE_ABSENT).all()
+    assert (rows.status[after][:, others] == SAMPLE_OK).all()
+    stats = ring.window(10_000_000)
+    assert (stats.last_ts[gpu1] <= lost_at).all() and (stats.last_ts[others] > lost_at + 500_000).all()
+    later = drain_into(ring, handle._h(), group.id, fields[0].id, result.next_cursor)
+    assert later.rc == 0 and later.no_data >= 2
+    xid = drain_events_into(events, handle._h(), group.id, xid_fields[0].id, 0)
+    assert xid.rc == 0 and xid.rows == 1
+    got = events.since(0)
+    assert (got.ts.tolist(), got.entity_id.tolist(), got.value.tolist()) == ([lost_at], [1], [79])
+
+
+def test_xid_events_land_in_the_event_ring_with_their_own_times(open_node, tmp_path):
+    spec = _scenario(tmp_path, 'seed = 3\n[[gpu]]\nmodel = "H100"\ncount = 2\n'
+                               '[[event]]\nat = 0.3\ngpu = 0\nkind = "xid"\nxid = 48\ncount = 3\ninterval = 0.1\n')
+    handle = open_node(spec)
+    group, fields = _watched(handle, [XID], "xid")
+    start = _start_us()
+    events = EventRing(8)
+    time.sleep(1.0)
+    result = drain_events_into(events, handle._h(), group.id, fields[0].id, 0)
+    assert (result.rc, result.rows, result.samples, result.no_data) == (0, 3, 3, 1)  # GPU 1: NO_DATA
+    got = events.since(0)
+    assert [t - start for t in got.ts.tolist()] == [300_000, 400_000, 500_000]
+    assert got.value.tolist() == [48, 48, 48]
+    assert got.entity_group.tolist() == [FE_GPU] * 3 and got.entity_id.tolist() == [0] * 3
+    assert got.field_id.tolist() == [XID] * 3
+    again = drain_events_into(events, handle._h(), group.id, fields[0].id, result.next_cursor)
+    assert (again.rc, again.rows, again.no_data) == (0, 0, 2)
+    assert events.rows_written == 3
+
+
+def test_samples_with_differing_timestamps_get_rows_of_their_own(open_node, tmp_path):
+    # An event stamped between two update passes shares a drain with periodic samples.
+    spec = _scenario(tmp_path, 'seed = 3\n[[gpu]]\nmodel = "H100"\ncount = 2\n'
+                               '[[event]]\nat = 0.35\ngpu = 1\nkind = "xid"\nxid = 31\n')
+    handle = open_node(spec)
+    group, fields = _watched(handle, [POWER, XID], "mixed")
+    ring = _ring([0, 1], [POWER, XID])
+    time.sleep(0.8)
+    assert drain_into(ring, handle._h(), group.id, fields[0].id, 0).rc == 0
+    rows = ring.rows_since(0)
+    xid_column = ring.index((FE_GPU, 1, XID))
+    event_rows = np.flatnonzero(rows.status[:, xid_column] == SAMPLE_OK)
+    assert len(event_rows) == 1
+    assert rows.ts[event_rows[0]] == _start_us() + 350_000
+    assert rows.values[event_rows[0], xid_column] == 31
+    # the event's row holds nothing else; the pass rows hold no event
+    assert (np.delete(rows.status[event_rows[0]], xid_column) == SAMPLE_ABSENT).all()
+    assert (np.delete(rows.status, event_rows[0], axis=0)[:, [0, 2]] == SAMPLE_OK).all()
+
+
+def test_a_small_ring_keeps_the_newest_rows(handle):
+    group, fields = _watched(handle, [POWER], "wrap")
+    ring = _ring(handle.gpu_ids(), [POWER], capacity=4)
+    time.sleep(0.8)
+    result = drain_into(ring, handle._h(), group.id, fields[0].id, 0)
+    assert result.rc == 0 and result.rows == 4 and result.dropped_rows >= 3
+    _, values = handle.values_since(group, fields, 0)
+    times = sorted({v.ts for v in values if v.status == 0 and v.ts < result.next_cursor})
+    assert ring.rows_since(0).ts.tolist() == times[-4:]
+    time.sleep(0.25)
+    more = drain_into(ring, handle._h(), group.id, fields[0].id, result.next_cursor)
+    assert more.rows >= 2 and ring.rows_written == 4 + more.rows
+    assert ring.rows_since(0).ts[-more.rows - 1] == times[-1]
+
+
+def test_a_field_the_gpu_lacks_is_not_supported_not_a_number(open_node, tmp_path):
+    handle = open_node(_scenario(tmp_path, 'seed = 1\n[[gpu]]\nmodel = "T4"\n'))
+    group, fields = _watched(handle, [MEM_TEMP, GPU_TEMP], "t4")
+    ring = _ring([0], [MEM_TEMP, GPU_TEMP])
+    time.sleep(0.3)
+    result = drain_into(ring, handle._h(), group.id, fields[0].id, 0)
+    assert result.rc == 0 and result.blanks == result.rows >= 2
+    rows = ring.rows_since(0)
+    assert (rows.status[:, 0] == SAMPLE_NOT_SUPPORTED).all() and np.isnan(rows.values[:, 0]).all()
+    assert (rows.status[:, 1] == SAMPLE_OK).all()
+    stats = ring.window(10_000_000)
+    assert stats.count.tolist() == [0, len(rows.ts)]
+    assert np.isnan(stats.max[0]) and stats.last_status[0] == SAMPLE_NOT_SUPPORTED
+
+
+def test_bad_arguments_are_refused():
+    ring = _ring([0], [POWER])
+    with pytest.raises(TypeError):
+        drain_into(None, 1, 1, 1, 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        drain_into(ring, 1, 1, 1, -1)
+    with pytest.raises(TypeError):
+        drain_events_into(ring, 1, 1, 1, 0)  # type: ignore[arg-type]
+    assert DrainResult(0, 1, 0, 0, 0, 0, 0).ok

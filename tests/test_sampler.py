@@ -1,0 +1,344 @@
+"""The sampler thread against the simulated hostengine.
+
+Each test opens its own simulated node and runs a sampler for a second or
+two at short intervals; results are checked against what DCGM itself holds
+(an independent values-since read through the Python API) or against the
+scenario's known timeline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dcgm_collector._native import ffi, lib
+
+import dcgm_collector.sim
+from dcgm_collector import drain
+from dcgm_collector.counters import parse_counters
+from dcgm_collector.dcgm import DcgmError, EntityType
+from dcgm_collector.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
+from dcgm_collector.sampler import THREAD_NAME, Sampler
+
+FE_GPU = int(EntityType.GPU)
+TEMP, POWER, UTIL, FB_USED, FAN, SM_ACTIVE, XID = 150, 155, 203, 252, 191, 1002, 230
+NOT_WATCHED, GPU_IS_LOST = -16, -18
+SCENARIOS = Path(dcgm_collector.sim.__file__).parent / "scenarios"
+
+BASIC = """\
+DCGM_FI_DEV_GPU_TEMP, gauge, temperature
+DCGM_FI_DEV_POWER_USAGE, gauge, power
+DCGM_FI_DEV_GPU_UTIL, gauge, utilisation
+DCGM_FI_DEV_FB_USED, gauge, framebuffer used
+DCGM_FI_DEV_FAN_SPEED, gauge, fan speed (not supported by the simulated boards)
+DCGM_FI_PROF_SM_ACTIVE, gauge, SM active
+DCGM_FI_DRIVER_VERSION, label, driver
+DCGM_FI_DEV_UUID, label, uuid
+DCGM_EXP_XID_ERRORS_COUNT, gauge, XIDs
+"""
+ONE_GROUP = "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n"
+
+
+def _scenario(tmp_path, text: str) -> str:
+    path = tmp_path / "node.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def _node_start_us() -> int:
+    start = ffi.new("long long *")
+    lib.dcgmSimGetStartTime(start)
+    return int(start[0])
+
+
+def _wait_for(condition, timeout: float = 5.0, step: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the sampler")
+        time.sleep(step)
+
+
+def _sampler_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == THREAD_NAME]
+
+
+def _ring_cells(ring, rows) -> list[tuple]:
+    """(entity group, entity id, field id, ts, value or blank kind) of every stored cell."""
+    cells = []
+    for r, ts in enumerate(rows.ts.tolist()):
+        for c, key in enumerate(ring.series):
+            status = int(rows.status[r, c])
+            if status == SAMPLE_ABSENT:
+                continue
+            value = float(rows.values[r, c]) if status == SAMPLE_OK else status
+            cells.append((key.entity_group, key.entity_id, key.field_id, ts, value))
+    return cells
+
+
+def _dcgm_cells(values, until_us: int) -> list[tuple]:
+    """The same tuples from FieldValues read through the Python API, up to until_us."""
+    cells = []
+    for v in values:
+        if v.status != 0 or v.ts > until_us:
+            continue  # NO_DATA records carry no sample
+        if v.value is None:
+            value = SAMPLE_NOT_SUPPORTED if v.blank_kind == "NOT_SUPPORTED" else SAMPLE_BLANK
+        else:
+            value = float(v.value)
+        cells.append((v.entity_group, v.entity_id, v.field_id, v.ts, value))
+    return cells
+
+
+def test_every_sample_arrives_in_the_rings_exactly_once(open_node):
+    handle = open_node("3")
+    with Sampler(handle, parse_counters(BASIC), collect_interval_ms=300, watch_interval_ms=100,
+                 retention_s=60) as sampler:
+        _wait_for(lambda: sampler.stats.ticks >= 7)
+        assert len(sampler.rings) == 2  # values and profiling
+        for watch, ring in sampler.rings.items():
+            rows = ring.rows_since(0)
+            assert len(rows.ts) >= 15
+            assert np.all(np.diff(rows.ts) > 0), "a timestamp is stored in two rows"
+            newest = int(rows.ts[-1])
+            # a second field group over the same fields reads the same cache
+            fields = handle.create_field_groups(watch.field_ids, f"check-{watch.kind}")
+            _, values = handle.values_since(sampler.group, fields)
+            ring_cells = _ring_cells(ring, rows)
+            dcgm_cells = _dcgm_cells(values, newest)
+            assert len(ring_cells) == len(set(ring_cells)), "a sample is stored twice"
+            assert sorted(ring_cells) == sorted(dcgm_cells)
+        assert sampler.stats.samples >= sum(len(_ring_cells(r, r.rows_since(0))) for r in sampler.rings.values())
+    values_ring = next(r for w, r in sampler.rings.items() if w.kind == "values")
+    fan = values_ring.index((FE_GPU, 0, FAN))
+    assert set(values_ring.rows_since(0).status[:, fan].tolist()) == {SAMPLE_NOT_SUPPORTED}
+    assert sampler.stats.errors_by_code == {}
+    assert sampler.stats.last_sample_time is not None
+    assert abs(sampler.stats.last_sample_time - time.time()) < 5
+    assert sampler.labels[(FE_GPU, 2)]["DCGM_FI_DRIVER_VERSION"] == "550.54.15"
+    assert sampler.labels[(FE_GPU, 2)]["DCGM_FI_DEV_UUID"].startswith("GPU-")
+
+
+def test_a_300_ms_spike_shows_in_the_window_max_at_a_1_s_collect(open_node):
+    handle = open_node(str(SCENARIOS / "spikes.toml"))
+    counters = parse_counters("DCGM_FI_DEV_GPU_UTIL, gauge, utilisation\n")
+    with Sampler(handle, counters, collect_interval_ms=1000, watch_interval_ms=100) as sampler:
+        ring = next(iter(sampler.rings.values()))
+        # spikes come every 2 s on every GPU; 2.4 s of samples hold at least one per GPU
+        _wait_for(lambda: ring.rows_written and np.ptp(ring.rows_since(0).ts) >= 2_400_000, timeout=6)
+        ticks = sampler.stats.ticks
+    rows = ring.rows_since(0)
+    stats = ring.window(int(rows.ts[-1] - rows.ts[0]), now_us=int(rows.ts[-1]))
+    assert ticks <= 4  # the rings got 100 ms samples from a handful of 1 s drains
+    assert stats.max.tolist() == [100.0] * 4
+    assert np.all(stats.min < 10)  # the 5 % floor between spikes (with noise)
+    # a spike lasts 3 samples in 20: a reading once a second mostly misses it
+    at_spike = (rows.values == 100.0).mean(axis=0)
+    assert np.all(at_spike < 0.3)
+
+
+def test_wrap_around_keeps_the_newest_samples(open_node):
+    handle = open_node("2")
+    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=200, watch_interval_ms=100,
+                 retention_s=0.5) as sampler:
+        ring = next(iter(sampler.rings.values()))
+        capacity = ring.capacity
+        assert capacity < 10
+        _wait_for(lambda: ring.rows_written >= capacity + 4)
+        fields = handle.create_field_groups([TEMP, POWER], "check-wrap")
+        rows = ring.rows_since(0)
+        _, values = handle.values_since(sampler.group, fields)
+    assert len(rows.ts) == capacity
+    dcgm_ts = sorted({v.ts for v in values if v.status == 0 and v.ts <= rows.ts[-1]})
+    assert rows.ts.tolist() == dcgm_ts[-capacity:]
+    assert sorted(_ring_cells(ring, rows)) == sorted(
+        c for c in _dcgm_cells(values, int(rows.ts[-1])) if c[3] >= rows.ts[0])
+
+
+def test_a_lost_gpu_stops_its_series_without_disturbing_the_others(open_node, tmp_path):
+    handle = open_node(_scenario(tmp_path, 'seed = 5\n[[gpu]]\nmodel = "H100"\ncount = 3\n'
+                                           '[[event]]\nat = 0.6\ngpu = 1\nkind = "lost"\n'))
+    lost_at = _node_start_us() + 600_000
+    counters = parse_counters(ONE_GROUP + "DCGM_EXP_XID_ERRORS_COUNT, gauge, XIDs\n")
+    with Sampler(handle, counters, collect_interval_ms=200, watch_interval_ms=100, retention_s=30) as sampler:
+        ring = next(iter(sampler.rings.values()))
+        _wait_for(lambda: ring.rows_written and ring.rows_since(0).ts[-1] > lost_at + 800_000)
+    rows = ring.rows_since(0)
+    for gpu in (0, 1, 2):
+        for field_id in (TEMP, POWER):
+            column = ring.index((FE_GPU, gpu, field_id))
+            ok_ts = rows.ts[rows.status[:, column] == SAMPLE_OK]
+            if gpu == 1:
+                assert lost_at - 200_000 < ok_ts.max() <= lost_at
+                assert set(rows.status[rows.ts > lost_at, column].tolist()) == {SAMPLE_ABSENT}
+            else:
+                assert len(ok_ts) == len(rows.ts)  # a sample in every row, before and after the loss
+    events = sampler.events.since(0)
+    assert list(zip(events.entity_id.tolist(), events.field_id.tolist(), events.value.tolist())) == [(1, XID, 79)]
+    assert sampler.stats.errors_by_code == {}
+
+
+def test_a_gpu_lost_before_the_first_read_is_taken_out_of_the_group(open_node, tmp_path):
+    handle = open_node(_scenario(tmp_path, 'seed = 6\n[[gpu]]\nmodel = "H100"\ncount = 3\n'
+                                           '[[event]]\nat = 0.0\ngpu = 1\nkind = "lost"\nxid = 0\n'))
+    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=200, watch_interval_ms=100,
+                 gpu_ids=[0, 1, 2]) as sampler:
+        ring = next(iter(sampler.rings.values()))
+        _wait_for(lambda: ring.rows_written >= 5)
+        assert sampler.group.entities() == [(FE_GPU, 0), (FE_GPU, 2)]
+    assert sampler.stats.lost_gpus == (1,)
+    assert sampler.stats.errors_by_code.get(GPU_IS_LOST, 0) >= 1
+    rows = ring.rows_since(0)
+    assert np.all(np.diff(rows.ts) > 0)  # the retried read stored nothing twice
+    for gpu, expected in ((0, {SAMPLE_OK}), (1, {SAMPLE_ABSENT}), (2, {SAMPLE_OK})):
+        assert set(rows.status[:, ring.index((FE_GPU, gpu, TEMP))].tolist()) == expected
+
+
+def test_ticking_by_hand_drains_each_manual_update_once(open_node):
+    handle = open_node("2", mode="manual")
+    sampler = Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=100)
+    sampler.start(thread=False)
+    try:
+        assert not sampler.running and not _sampler_threads()
+        ring = next(iter(sampler.rings.values()))
+        sampler.tick_once()
+        assert ring.rows_written == 1  # the watch request samples once
+        for expected in (2, 3):
+            time.sleep(0.11)
+            handle.update_all_fields(wait=True)
+            sampler.tick_once()
+            sampler.tick_once()  # nothing new: no row
+            assert ring.rows_written == expected
+        assert sampler.stats.rows == 3 and sampler.stats.samples == 3 * 4
+        assert sampler.stats.ticks == 5 and sampler.stats.errors_by_code == {}
+    finally:
+        sampler.stop()
+    with pytest.raises(RuntimeError):
+        sampler.tick_once()
+
+
+def test_ticks_keep_to_the_schedule_without_drift(open_node, monkeypatch):
+    handle = open_node("1")
+    starts: list[float] = []
+    real = drain.drain_into
+
+    def recording(*args):
+        starts.append(time.monotonic())
+        return real(*args)
+
+    monkeypatch.setattr(drain, "drain_into", recording)
+    interval = 0.1
+    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=100) as sampler:
+        time.sleep(1.5)
+        elapsed = time.monotonic() - sampler.tick_origin
+        stats = sampler.stats
+        expected = int(elapsed / interval) + 1  # tick 0 runs at the origin
+        assert abs(stats.ticks + stats.skipped_ticks - expected) <= 1
+        origin = sampler.tick_origin
+    phases = [(t - origin) / interval for t in starts]
+    late = [p - round(p) for p in phases]
+    assert max(late) < 0.5 and min(late) > -0.05  # each tick starts at (or just after) its deadline
+    assert late[-1] < 0.5  # no drift accumulated
+
+
+def test_a_slow_tick_skips_the_ticks_it_overran(open_node, monkeypatch):
+    handle = open_node("1")
+    interval = 0.2
+    starts: list[float] = []
+    real = drain.drain_into
+
+    def slow_once(*args):
+        starts.append(time.monotonic())
+        if len(starts) == 3:
+            time.sleep(2.5 * interval)
+        return real(*args)
+
+    monkeypatch.setattr(drain, "drain_into", slow_once)
+    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=200) as sampler:
+        _wait_for(lambda: len(starts) >= 7, timeout=5)
+        origin = sampler.tick_origin
+        stats = sampler.stats
+    indexes = [(t - origin) / interval for t in starts[:7]]
+    grid = [round(i) for i in indexes]
+    assert all(abs(i - g) < 0.25 for i, g in zip(indexes, grid)), indexes
+    # ticks 0, 1, 2 (slow: 2.5 intervals), then 3 and 4 are skipped, then 5, 6, ...
+    assert grid[:5] == [0, 1, 2, 5, 6]
+    assert stats.skipped_ticks >= 2
+    assert all(b - a > 0.5 * interval for a, b in zip(starts, starts[1:])), "ticks ran back to back"
+
+
+def test_stop_is_prompt_and_leaves_nothing_behind(open_node):
+    handle = open_node("2")
+    owned_before = dict(handle._owned)
+    sampler = Sampler(handle, parse_counters(BASIC), collect_interval_ms=5000)
+    sampler.start()
+    assert sampler.running
+    assert len(_sampler_threads()) == 1 and _sampler_threads()[0].daemon
+    time.sleep(0.1)
+    began = time.monotonic()
+    sampler.stop()
+    assert time.monotonic() - began < 0.5
+    assert not sampler.running and not _sampler_threads()
+    assert handle._owned == owned_before  # watches, field groups and the group are gone
+    sampler.stop()  # twice is fine
+    ring = next(iter(sampler.rings.values()))
+    assert ring.rows_written >= 1  # the rings stay readable
+
+
+def test_dcgm_errors_are_counted_by_code_and_the_watch_is_restored(open_node):
+    handle = open_node("2")
+    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=100, watch_interval_ms=100) as sampler:
+        watch, ring = next(iter(sampler.rings.items()))
+        _wait_for(lambda: sampler.stats.ticks >= 2)
+        handle.unwatch(sampler.group, sampler.field_groups[watch])  # behind the sampler's back
+        _wait_for(lambda: sampler.stats.errors_by_code.get(NOT_WATCHED, 0) >= 1)
+        written = ring.rows_written
+        _wait_for(lambda: ring.rows_written > written + 2)
+    assert sampler.stats.errors_by_code == {NOT_WATCHED: 1}
+    assert sampler.stats.last_good_tick_time is not None
+
+
+def test_a_refused_profiling_watch_is_dropped_and_the_rest_go_on(open_node, monkeypatch, caplog):
+    handle = open_node("2")
+    real_watch = handle.watch
+
+    def watch(group, field_group, *args, **kwargs):
+        if any(1001 <= f <= 1099 for f in field_group.field_ids):
+            raise DcgmError(lib.DCGM_ST_PROFILING_NOT_SUPPORTED, where="dcgmWatchFields")
+        return real_watch(group, field_group, *args, **kwargs)
+
+    monkeypatch.setattr(handle, "watch", watch)
+    with Sampler(handle, parse_counters(BASIC), collect_interval_ms=100) as sampler:
+        assert [w.kind for w in sampler.rings] == ["values"]
+        ring = next(iter(sampler.rings.values()))
+        _wait_for(lambda: ring.rows_written >= 2)
+    assert sampler.stats.dropped_groups == 1
+    assert sampler.stats.errors_by_code == {int(lib.DCGM_ST_PROFILING_NOT_SUPPORTED): 1}
+    assert "profiling" in caplog.text and str(SM_ACTIVE) in caplog.text
+
+
+def test_bad_arguments_are_refused_before_anything_is_created(handle):
+    counters = parse_counters(ONE_GROUP)
+    with pytest.raises(ValueError, match="watch interval"):
+        Sampler(handle, counters, collect_interval_ms=100, watch_interval_ms=200)
+    with pytest.raises(TypeError):
+        Sampler("not a handle", counters)
+    with pytest.raises(ValueError):
+        Sampler(handle, counters, gpu_ids=[-1])
+    sampler = Sampler(handle, counters)
+    with pytest.raises(RuntimeError):
+        sampler.start()
+        sampler.start()
+    sampler.stop()
+
+
+def test_fields_of_entities_other_than_gpus_are_skipped_with_a_warning(handle, caplog):
+    counters = parse_counters(ONE_GROUP + "DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT, gauge, switch voltage\n"
+                                          "DCGM_FI_DEV_CPU_TEMP_CELSIUS, gauge, CPU temperature\n")
+    with Sampler(handle, counters, collect_interval_ms=100) as sampler:
+        assert [(w.kind, w.entity_level) for w in sampler.rings] == [("values", "GPU")]
+    assert sampler.stats.dropped_groups == 2
+    assert "SWITCH" in caplog.text and "CPU" in caplog.text
