@@ -58,18 +58,20 @@ print(json.dumps(out))
 """
 
 
-def _values_in_a_new_process(spec: str) -> list:
+def _values_in_a_new_process(spec: str, cwd) -> list:
     env = dict(os.environ, DCGM_SIM_SCENARIO=spec)
+    # cwd outside the checkout: `python -c` puts the cwd first on sys.path, and the source
+    # folder has no compiled extension
     done = subprocess.run([sys.executable, "-c", _VALUES_AT], env=env, capture_output=True, text=True,
-                          timeout=60, check=True)
+                          timeout=60, check=True, cwd=cwd)
     return json.loads(done.stdout)
 
 
 def test_same_seed_gives_the_same_values_in_another_process(tmp_path):
     body = '[[gpu]]\nmodel = "H100"\ncount = 2\n[[gpu]]\nmodel = "A100"\ncount = 2\nworkload = "spikes"\n'
-    first = _values_in_a_new_process(_scenario(tmp_path, "seed = 5\n" + body, "a.toml"))
-    again = _values_in_a_new_process(_scenario(tmp_path, "seed = 5\n" + body, "b.toml"))
-    other = _values_in_a_new_process(_scenario(tmp_path, "seed = 6\n" + body, "c.toml"))
+    first = _values_in_a_new_process(_scenario(tmp_path, "seed = 5\n" + body, "a.toml"), tmp_path)
+    again = _values_in_a_new_process(_scenario(tmp_path, "seed = 5\n" + body, "b.toml"), tmp_path)
+    other = _values_in_a_new_process(_scenario(tmp_path, "seed = 6\n" + body, "c.toml"), tmp_path)
     assert all(rc == OK for rc, _, _ in first)
     assert first == again
     differing = [a for a, b in zip(first, other) if a != b]
