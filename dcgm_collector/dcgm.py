@@ -841,6 +841,25 @@ class Handle:
         check(lib.dcgmHostengineIsHealthy(self._h(), health), "dcgmHostengineIsHealthy")
         return health.overallHealth == 0
 
+    def supported_profiling_fields(self, gpu_id: int) -> frozenset[int]:
+        """Profiling (DCP) field ids one GPU can watch (``dcgmProfGetSupportedMetricGroups``).
+
+        Empty when DCGM answers NOT_SUPPORTED (a GPU without profiling);
+        other refusals (no profiling module, no privileges) raise DcgmError.
+        """
+        gpu_id = _gpu_id(gpu_id)
+        groups = ffi.new("dcgmProfGetMetricGroups_t *", {"version": lib.dcgmProfGetMetricGroups_version,
+                                                          "gpuId": gpu_id})
+        status = lib.dcgmProfGetSupportedMetricGroups(self._h(), groups)
+        if status == lib.DCGM_ST_NOT_SUPPORTED:
+            return frozenset()
+        check(status, f"dcgmProfGetSupportedMetricGroups(gpu {gpu_id})")
+        ids: set[int] = set()
+        for i in range(min(groups.numMetricGroups, len(groups.metricGroups))):
+            group = groups.metricGroups[i]
+            ids.update(int(group.fieldIds[j]) for j in range(min(group.numFieldIds, len(group.fieldIds))))
+        return frozenset(ids)
+
     # -- entity groups
     def all_gpus(self) -> EntityGroup:
         """DCGM's built-in group of all GPUs (never destroyed)."""

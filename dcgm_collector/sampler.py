@@ -12,6 +12,10 @@ a late tick does not push the following ones back, and a tick that overran
 one or more deadlines skips them instead of running them back to back (the
 cursor makes a skipped tick cost latency, never data).
 
+When the counters ask for DCGM_EXP_GPU_HEALTH_STATUS, the sampler also runs
+DCGM's health checks (on a group of its own that keeps lost GPUs, so their
+failure stays visible) every HEALTH_CHECK_S; readers use :attr:`Sampler.health`.
+
 Failures are counted by DCGM status code and the thread carries on.  When a
 read fails, the GPUs DCGM reports as lost are taken out of the sampler's
 group (their ring series simply get no new rows) and the read is retried, so
@@ -32,11 +36,11 @@ from types import MappingProxyType
 from dcgm_collector import drain
 from dcgm_collector._native import lib
 from dcgm_collector.counters import CounterSet
-from dcgm_collector.dcgm import DcgmError, EntityGroup, EntityType, FieldGroup, Handle
+from dcgm_collector.dcgm import DcgmError, EntityGroup, EntityType, FieldGroup, Handle, HealthIncident, HealthReport
 from dcgm_collector.ring import EventRing, RingBuffer, SeriesKey
 from dcgm_collector.watches import DEFAULT_RETENTION_S, WatchGroup, WatchPlan, plan_watches
 
-__all__ = ["THREAD_NAME", "Sampler", "SamplerStats"]
+__all__ = ["THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,11 @@ GONE_STATUSES = frozenset({"Lost", "Inaccessible", "Detached", "Disabled"})
 # Labels (UUID, names, driver version) hardly ever change; reading them every
 # tick would only make Python objects for nothing.
 LABEL_REFRESH_S = 10.0
+# DCGM reports a health incident once, in the first check after it happened;
+# incidents are kept this long so that a scrape some seconds later still sees them.
+HEALTH_CHECK_S = 5.0
+HEALTH_HOLD_S = 60.0
+HEALTH_COUNTER = "DCGM_EXP_GPU_HEALTH_STATUS"
 
 
 @dataclass
@@ -66,6 +75,7 @@ class SamplerStats:
     errors_by_code: Mapping[int, int] = field(default_factory=dict)
     last_sample_time: float | None = None    # Unix time (s) of the newest sample stored
     last_good_tick_time: float | None = None  # Unix time (s) a tick last ended without a DCGM error
+    last_tick_ok: bool = False          # whether the latest tick ended without a DCGM error
     last_tick_duration_s: float = 0.0
     lost_gpus: tuple[int, ...] = ()     # GPUs taken out of the group because DCGM lost them
     dropped_groups: int = 0             # field groups not watched (a profiling watch DCGM refused, ...)
@@ -74,6 +84,16 @@ class SamplerStats:
     @property
     def errors(self) -> int:
         return sum(self.errors_by_code.values())
+
+
+@dataclass(frozen=True)
+class HealthState:
+    """DCGM's health checks as the sampler last saw them; replaced, never mutated."""
+
+    report: HealthReport                 # the latest check
+    checked_at: float                    # Unix time (s) of that check
+    # incidents of the checks made in the last HEALTH_HOLD_S, with the time of their check
+    recent: tuple[tuple[float, HealthIncident], ...] = ()
 
 
 @dataclass
@@ -122,6 +142,10 @@ class Sampler:
         self.field_groups: Mapping[WatchGroup, FieldGroup] = MappingProxyType({})
         self.events = EventRing(self.plan.event_capacity)
         self.labels: Mapping[tuple[int, int], Mapping[str, str]] = MappingProxyType({})
+        self.health: HealthState | None = None  # only when the counters ask for health status
+        self.health_interval_s = HEALTH_CHECK_S
+        self._health_group: EntityGroup | None = None
+        self._next_health = 0.0
         self.tick_origin: float | None = None   # monotonic time tick 0 was due
         self._drains: list[_Drain] = []
         self._label_groups: list[FieldGroup] = []
@@ -210,6 +234,8 @@ class Sampler:
         self._label_names = _label_names(self.counters)
         if self._label_groups:
             self._refresh_labels()
+        if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
+            self._start_health(gpus)
 
     def _watch(self, watch: WatchGroup) -> FieldGroup | None:
         """Create and watch one field group; None if a profiling watch was refused."""
@@ -244,6 +270,8 @@ class Sampler:
             return  # the handle's close removed everything already
         for fg in reversed(self._made_field_groups):
             _quietly(fg.destroy)  # the handle unwatches a field group before destroying it
+        if self._health_group is not None:
+            _quietly(self._health_group.destroy)
         if self.group is not None:
             _quietly(self.group.destroy)
 
@@ -268,8 +296,10 @@ class Sampler:
         try:
             self.tick_once()
         except DcgmError as error:  # e.g. the handle was closed under the sampler
+            self.stats.last_tick_ok = False
             self._count(error.code)
         except Exception:
+            self.stats.last_tick_ok = False
             self.stats.tick_failures += 1
             log.exception("sampler tick failed")
 
@@ -305,9 +335,12 @@ class Sampler:
                     newest = max(newest, d.target.newest_ts or 0)
         if self._label_groups and stats.ticks % self._label_every == 0 and stats.ticks:
             good = self._refresh_labels() and good
+        if self._health_group is not None and time.monotonic() >= self._next_health:
+            self._check_health()  # a failed check is counted, but samples still flow
         stats.ticks += 1
         if newest:
             stats.last_sample_time = newest / 1e6
+        stats.last_tick_ok = good
         if good:
             stats.last_good_tick_time = time.time()
         stats.last_tick_duration_s = time.monotonic() - started
@@ -394,6 +427,33 @@ class Sampler:
             for name in self._label_names.get(v.field_id, ()):
                 entity[name] = str(v.value)
         self.labels = MappingProxyType({key: MappingProxyType(names) for key, names in labels.items()})
+        return True
+
+    # -- health
+    def _start_health(self, gpus: Sequence[int]) -> None:
+        try:
+            self._health_group = self.handle.create_group(f"dcgm-collector-health-{id(self):x}", gpus)
+            self.handle.health_set(self._health_group, lib.DCGM_HEALTH_WATCH_ALL)
+        except DcgmError as error:
+            self._count(error.code)
+            log.warning("GPU health status is not available: %s", error)
+            if self._health_group is not None:
+                _quietly(self._health_group.destroy)
+                self._health_group = None
+            return
+        self._check_health()  # DCGM's first check sets the point later checks report from
+
+    def _check_health(self) -> bool:
+        assert self._health_group is not None
+        self._next_health = time.monotonic() + self.health_interval_s
+        try:
+            report = self.handle.health_check(self._health_group)
+        except DcgmError as error:
+            self._count(error.code)
+            return False
+        now = time.time()
+        held = () if self.health is None else tuple(r for r in self.health.recent if r[0] > now - HEALTH_HOLD_S)
+        self.health = HealthState(report, now, held + tuple((now, i) for i in report.incidents))
         return True
 
     def _count(self, code: int) -> None:

@@ -1,0 +1,939 @@
+"""The ``dcgm-collector`` command: dcgm-exporter's flags, env vars and signals.
+
+A node running ``dcgm-exporter -f FILE -a :9400 ...`` runs ``dcgm-collector``
+with the same flags and environment.  Flags beat environment variables,
+which beat defaults; an empty environment variable counts as unset.  Boolean
+values follow Go's strconv.ParseBool (1 t T TRUE true True / 0 f F FALSE false
+False), and, as with Go's flag package, any option may be written with one or
+two dashes (``-collectors``, ``--f``) and a value after ``=`` or as the next
+argument.
+
+Start-up order: counters file -> HTTP listener -> libdcgm -> handle -> GPUs
+-> profiling support -> sampler -> exposition.  The listener comes early so
+that a busy port fails before DCGM is touched; until the first exposition
+exists /metrics and /health answer 503.
+
+SIGTERM / SIGINT stop everything and exit 0.  SIGHUP re-reads the counters
+file: a bad file is logged in one line and the running configuration keeps
+serving; a good one gets a new sampler and exposition, swapped in at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import queue
+import signal
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dcgm_collector import __version__
+from dcgm_collector.counters import AGGREGATIONS, CountersError, CounterSet, default_counters_path, load_counters
+from dcgm_collector.server import ListenError, MetricsServer, Unavailable, parse_listen_address
+
+__all__ = ["Config", "DeviceSelection", "main", "parse_bool", "parse_config", "parse_devices"]
+
+log = logging.getLogger("dcgm_collector")
+
+PROG = "dcgm-collector"
+CHECK_COMMAND = "check-counters"
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+DEFAULT_ADDRESS = ":9400"
+DEFAULT_COLLECT_INTERVAL_MS = 1000     # dcgm-exporter: 30000 (see the help's epilog)
+DEFAULT_WINDOW_MS = 300_000
+DEFAULT_WINDOW_S = 15.0
+DEFAULT_RETENTION_S = 900.0
+DEFAULT_REMOTE = "localhost:5555"
+EXPORTER_COUNTERS_PATH = "/etc/dcgm-exporter/default-counters.csv"
+
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+class StartupError(Exception):
+    """Start-up cannot go on; str() is the one line the user sees."""
+
+
+# ---- value parsers (shared by flags and environment variables) ------------------------------
+
+def parse_bool(text: str) -> bool:
+    """Go's strconv.ParseBool."""
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (use true or false, 1 or 0)")
+
+
+def _positive_int(what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {what}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0 {what}")
+        return value
+    return parse
+
+
+def _positive_float(what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number of {what}")
+        return value
+    return parse
+
+
+def _aggregations(text: str) -> tuple[str, ...]:
+    chosen = []
+    for part in text.replace("|", ",").split(","):
+        name = part.strip().lower()
+        if not name:
+            continue
+        if name not in AGGREGATIONS:
+            raise argparse.ArgumentTypeError(
+                f"unknown aggregation {part.strip()!r}; choose from {', '.join(AGGREGATIONS)}")
+        chosen.append(name)
+    return tuple(a for a in AGGREGATIONS if a in chosen)
+
+
+def _address(text: str) -> str:
+    try:
+        parse_listen_address(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text.strip()
+
+
+def _log_format(text: str) -> str:
+    if text not in ("text", "json"):
+        raise argparse.ArgumentTypeError(f"{text!r}: choose text or json")
+    return text
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _nonempty(what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"empty {what}")
+        return text.strip()
+    return parse
+
+
+# ---- -d/--devices ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DeviceSelection:
+    """What -d selects: ``f`` (flex), ``g`` (GPUs) or ``i`` (GPU instances); ids None means all."""
+
+    kind: str
+    ids: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        if self.ids is None:
+            return self.kind
+        return f"{self.kind}:{','.join(map(str, self.ids))}"
+
+
+def parse_devices(text: str) -> DeviceSelection:
+    """dcgm-exporter's device grammar: ``f``, ``g``, ``g:0,1``, ``g:0-3``, ``g:0,2-4``, ``i``, ``i:...``."""
+    spec = text.strip()
+    letter, colon, ranges = spec.partition(":")
+    if ":" in ranges:
+        raise argparse.ArgumentTypeError(f"{text!r}: only one ':<range>' is allowed")
+    if letter == "f":
+        if colon:
+            raise argparse.ArgumentTypeError(f"{text!r}: the flex option 'f' takes no range")
+        return DeviceSelection("f")
+    if letter not in ("g", "i"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected f, g, g:<range>, i or i:<range> (a range is N, N-M or a comma list of them; "
+            "g and i cannot be combined)")
+    if not colon:
+        return DeviceSelection(letter)
+    ids: list[int] = []
+    for item in ranges.split(","):
+        ids.extend(_range_item(text, item))
+    return DeviceSelection(letter, tuple(dict.fromkeys(ids)))
+
+
+def _range_item(text: str, item: str) -> range:
+    start, dash, end = item.strip().partition("-")
+    if not start.isdigit() or (dash and not end.isdigit()):
+        what = "an empty item" if not item.strip() else repr(item)
+        raise argparse.ArgumentTypeError(f"{text!r}: {what} is not N or N-M")
+    first, last = int(start), int(end) if dash else int(start)
+    if last < first:
+        raise argparse.ArgumentTypeError(f"{text!r}: range {item.strip()!r} runs backwards")
+    return range(first, last + 1)
+
+
+# ---- the option table ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Option:
+    dest: str
+    flags: tuple[str, ...]
+    env: str | None
+    default: Any
+    parse: Callable[[str], Any]
+    help: str
+    group: str
+    metavar: str | None = None
+    boolean: bool = False
+
+
+GROUPS = {
+    "collection": "collection",
+    "connection": "connection to DCGM",
+    "devices": "devices",
+    "window": "window aggregates (beside the last value dcgm-exporter serves)",
+    "simulator": "simulator",
+    "web": "web",
+    "logging": "logging",
+}
+
+OPTIONS: tuple[Option, ...] = (
+    Option("collectors", ("-f", "--collectors"), "DCGM_EXPORTER_COLLECTORS", None, _nonempty("path"),
+           "counters file (dcgm-exporter's counters.csv grammar, plus an optional 4th column "
+           "min|max|avg) [default: the file shipped with the package]", "collection", "FILE"),
+    Option("collect_interval_ms", ("-c", "--collect-interval"), "DCGM_EXPORTER_INTERVAL", DEFAULT_COLLECT_INTERVAL_MS,
+           _positive_int("milliseconds"), "how often the sampler drains DCGM, in ms [default: %(default)s]",
+           "collection", "MS"),
+    Option("watch_interval_ms", ("--watch-interval",), "DCGM_COLLECTOR_WATCH_INTERVAL", None,
+           _positive_float("milliseconds"),
+           "how often DCGM samples each field, in ms; at most the collect interval "
+           "[default: the collect interval]", "collection", "MS"),
+    Option("retention_s", ("--retention",), "DCGM_COLLECTOR_RETENTION", DEFAULT_RETENTION_S,
+           _positive_float("seconds"), "how much history the ring buffers keep, in s [default: %(default)g]",
+           "collection", "S"),
+    Option("xid_count_window_ms", ("-x", "--xid-count-window-size"), "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE",
+           DEFAULT_WINDOW_MS, _positive_int("milliseconds"),
+           "window of DCGM_EXP_XID_ERRORS_COUNT, in ms [default: %(default)s]", "collection", "MS"),
+    Option("clock_events_count_window_ms", ("--clock-events-count-window-size",),
+           "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", DEFAULT_WINDOW_MS, _positive_int("milliseconds"),
+           "window of DCGM_EXP_CLOCK_EVENTS_COUNT, in ms [default: %(default)s]", "collection", "MS"),
+    Option("no_hostname", ("-n", "--no-hostname"), "DCGM_EXPORTER_NO_HOSTNAME", False, parse_bool,
+           "leave the hostname label out (it is $NODE_NAME, else the host's name)", "collection", "BOOL", True),
+    Option("replace_blanks_in_model_name", ("-rbmn", "--replace-blanks-in-model-name"),
+           "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", False, parse_bool,
+           "write modelName with '-' for blanks (NVIDIA-H100-80GB-HBM3)", "collection", "BOOL", True),
+    Option("remote", ("-r", "--remote-hostengine-info"), "DCGM_REMOTE_HOSTENGINE_INFO", None, _nonempty("address"),
+           f"connect to an nv-hostengine (HOST:PORT, [IPv6]:PORT, /path/to.sock or unix:///path) instead of "
+           f"running DCGM embedded; used only when given [dcgm-exporter's nominal default: {DEFAULT_REMOTE}]",
+           "connection", "ADDRESS"),
+    Option("dcgm_lib", ("--dcgm-lib",), "DCGM_COLLECTOR_LIBDCGM", None, _nonempty("path"),
+           "libdcgm.so.4 to load (a file or its directory) [default: the dynamic linker's search, then "
+           "DCGM's install directories]", "connection", "PATH"),
+    Option("devices", ("-d", "--devices"), "DCGM_EXPORTER_DEVICES_STR", DeviceSelection("f"), parse_devices,
+           "GPUs to sample: f (all), g (all GPUs), g:0,1 or g:0-3 (those GPUs), i or i:0,2-4 (the GPUs holding "
+           "those MIG instances; per-instance series come later) [default: f]", "devices", "SPEC"),
+    Option("window_s", ("--window",), "DCGM_COLLECTOR_WINDOW", DEFAULT_WINDOW_S, _positive_float("seconds"),
+           "length of the trailing window of the _min/_max/_avg families, in s [default: %(default)g]",
+           "window", "S"),
+    Option("aggregations", ("--aggregations",), "DCGM_COLLECTOR_AGGREGATIONS", (), _aggregations,
+           "window families for every numeric row, e.g. max or min,max,avg, on top of each row's 4th column "
+           "[default: none]", "window", "LIST"),
+    Option("sim", ("--sim",), "DCGM_COLLECTOR_SIM", None, _nonempty("scenario"),
+           "use the simulated libdcgm shipped with the package: N H100s, a scenario file, or the name of a "
+           "shipped scenario (spikes, mixed, xid-burst, ...)", "simulator", "N|SCENARIO"),
+    Option("address", ("-a", "--address"), "DCGM_EXPORTER_LISTEN", DEFAULT_ADDRESS, _address,
+           "listen address: :9400 (every interface, IPv6 and IPv4), 0.0.0.0:9400, 127.0.0.1:9400, [::1]:9400, "
+           "localhost:9400 [default: %(default)s]", "web", "ADDRESS"),
+    Option("debug", ("--debug",), "DCGM_EXPORTER_DEBUG", False, parse_bool, "log at debug level",
+           "logging", "BOOL", True),
+    Option("log_format", ("--log-format",), "DCGM_EXPORTER_LOG_FORMAT", "text", _log_format,
+           "text or json [default: %(default)s]", "logging", "FORMAT"),
+)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A dcgm-exporter option this collector does not implement yet."""
+
+    flags: tuple[str, ...]
+    env: str | None
+    boolean: bool
+    default: str | None          # dcgm-exporter's default: giving it changes nothing, so no warning
+    why: str
+    refuse: bool = False         # True: serving without it would be wrong, not merely less
+
+
+UNSUPPORTED: tuple[Unsupported, ...] = (
+    Unsupported(("-k", "--kubernetes"), "DCGM_EXPORTER_KUBERNETES", True, None,
+                "pod, namespace and container labels are not attached yet"),
+    Unsupported(("--kubernetes-gpu-id-type",), "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", False, "uid",
+                "pod labels are not attached yet"),
+    Unsupported(("--kubernetes-enable-pod-labels",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", True, None,
+                "pod labels are not attached yet"),
+    Unsupported(("--kubernetes-enable-pod-uid",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", True, None,
+                "pod labels are not attached yet"),
+    Unsupported(("--kubernetes-pod-label-allowlist-regex",), "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
+                False, None, "pod labels are not attached yet"),
+    Unsupported(("--pod-resources-kubelet-socket",), "DCGM_POD_RESOURCES_KUBELET_SOCKET", False,
+                "/var/lib/kubelet/pod-resources/kubelet.sock", "pod labels are not attached yet"),
+    Unsupported(("--nvidia-resource-names",), "NVIDIA_RESOURCE_NAMES", False, None, "pod labels are not attached yet"),
+    Unsupported(("--kubernetes-virtual-gpus",), "KUBERNETES_VIRTUAL_GPUS", True, None,
+                "per-pod copies of shared GPUs are not made yet"),
+    Unsupported(("--kubernetes-enable-dra",), "KUBERNETES_ENABLE_DRA", True, None, "DRA labels are not attached yet"),
+    Unsupported(("--hpc-job-mapping-dir",), "DCGM_HPC_JOB_MAPPING_DIR", False, None,
+                "hpc_job labels are not attached yet"),
+    Unsupported(("-s", "--switch-devices"), "DCGM_EXPORTER_OTHER_DEVICES_STR", False, "f",
+                "NvSwitch metrics are not collected yet"),
+    Unsupported(("-p", "--cpu-devices"), "DCGM_EXPORTER_CPU_DEVICES_STR", False, "f",
+                "CPU metrics are not collected yet"),
+    Unsupported(("--fake-gpus",), "DCGM_EXPORTER_USE_FAKE_GPUS", True, None, "fake GPUs are not made"),
+    Unsupported(("--enable-dcgm-log",), "DCGM_EXPORTER_ENABLE_DCGM_LOG", True, None, "DCGM's own log is not relayed"),
+    Unsupported(("--dcgm-log-level",), "DCGM_EXPORTER_DCGM_LOG_LEVEL", False, "NONE", "DCGM's own log is not relayed"),
+    Unsupported(("--disable-startup-validate",), "DISABLE_STARTUP_VALIDATE", True, None,
+                "there is no separate start-up validation to skip"),
+    Unsupported(("--enable-gpu-bind-unbind-watch",), "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", True, None,
+                "bind/unbind events are not watched yet"),
+    Unsupported(("--gpu-bind-unbind-poll-interval",), "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL", False, "1s",
+                "bind/unbind events are not watched yet"),
+    Unsupported(("--enable-pprof",), "DCGM_EXPORTER_ENABLE_PPROF", True, None, "there is no pprof endpoint"),
+    Unsupported(("--dump-enabled",), "DCGM_EXPORTER_DUMP_ENABLED", True, None, "debug dumps are not written"),
+    Unsupported(("--dump-directory",), "DCGM_EXPORTER_DUMP_DIRECTORY", False, "/tmp/dcgm-exporter-debug",
+                "debug dumps are not written"),
+    Unsupported(("--dump-retention",), "DCGM_EXPORTER_DUMP_RETENTION", False, "24", "debug dumps are not written"),
+    Unsupported(("--dump-compression",), "DCGM_EXPORTER_DUMP_COMPRESSION", True, "true",
+                "debug dumps are not written"),
+    Unsupported(("--web-config-file",), "DCGM_EXPORTER_WEB_CONFIG_FILE", False, None,
+                "TLS and basic auth are not supported yet; serve behind a proxy that does them", refuse=True),
+    Unsupported(("--web-systemd-socket",), "DCGM_EXPORTER_SYSTEMD_SOCKET", True, None,
+                "systemd socket activation is not supported yet; use -a", refuse=True),
+    Unsupported(("-o", "--use-old-namespace"), "DCGM_EXPORTER_USE_OLD_NAMESPACE", True, None,
+                "the old label names (uuid, pod_name, ...) are not written yet", refuse=True),
+    Unsupported(("-m", "--configmap-data"), "DCGM_EXPORTER_CONFIGMAP_DATA", False, "none",
+                "counters are not read from a ConfigMap yet; mount it as a file and use -f", refuse=True),
+)
+
+
+def _unsupported_dest(item: Unsupported) -> str:
+    return "unsupported_" + item.flags[-1].lstrip("-").replace("-", "_")
+
+
+EPILOG = f"""\
+commands:
+  {PROG} {CHECK_COMMAND} FILE   validate a counters file and list what it exports
+
+environment:
+  Every option has the environment variable shown in its help; a flag beats
+  its variable, and an empty variable counts as unset.  Boolean options take
+  no value, or =true / =false (Go's spellings: 1, t, T, TRUE, true, True and
+  0, f, F, FALSE, false, False).  Options may be written with one dash or two,
+  as Go's flags (-collectors, --f).  NODE_NAME sets the hostname label (else
+  the host's name; with -r, the hostengine's host, as dcgm-exporter does).
+
+signals:
+  SIGHUP re-reads the counters file (a bad file keeps the running one);
+  SIGTERM and SIGINT stop cleanly (exit 0).
+
+differences from dcgm-exporter:
+  -c defaults to 1000 ms (dcgm-exporter: 30000): the sampler keeps every sample
+     DCGM takes, so a short interval costs little and feeds the window families.
+  -f defaults to the counters file shipped with this package, not
+     {EXPORTER_COUNTERS_PATH}; pass -f to use that one.
+  -n works (dcgm-exporter 4.8 parses it but still writes the label).
+  -d i selects the GPUs that hold the listed MIG instances.
+
+dcgm-exporter options not implemented yet:
+  Accepted with a warning (the output only lacks what they add):
+    -k/--kubernetes and the --kubernetes-*, --pod-resources-kubelet-socket,
+    --nvidia-resource-names, --hpc-job-mapping-dir options; -s, -p,
+    --fake-gpus, --enable-dcgm-log, --dcgm-log-level, --disable-startup-validate,
+    --enable-gpu-bind-unbind-watch, --gpu-bind-unbind-poll-interval,
+    --enable-pprof, --dump-*.
+  Refused (serving without them would be wrong): --web-config-file (TLS, basic
+    auth), --web-systemd-socket, -o/--use-old-namespace, -m/--configmap-data.
+"""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=36, width=min(100, _terminal_width()))
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if action.nargs == "?" and action.const is True:   # a boolean: -n, or -n=false
+            return ", ".join(action.option_strings)
+        return super()._format_action_invocation(action)
+
+
+def _terminal_width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return 100
+
+
+def _option_help(option: Option) -> str:
+    """The help line with the real default and the env var (argparse would show None: flags default to None
+    so that an unset flag can fall back to its env var)."""
+    default = option.default
+    text = option.help.replace("%(default)g", f"{default:g}" if isinstance(default, float) else str(default))
+    text = text.replace("%(default)s", str(default))
+    if option.env:
+        text += f" (env {option.env})"
+    return text.replace("%", "%%")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        usage=f"%(prog)s [OPTIONS]\n       %(prog)s {CHECK_COMMAND} FILE",
+        description="DCGM GPU telemetry for Prometheus: a drop-in for dcgm-exporter that keeps every\n"
+                    "sample DCGM takes between scrapes and serves window aggregates beside the last value.",
+        epilog=EPILOG, formatter_class=_HelpFormatter, allow_abbrev=False, add_help=False,
+    )
+    general = parser.add_argument_group("general")
+    general.add_argument("-h", "--help", action="help", help="show this help and exit")
+    general.add_argument("-v", "--version", action="version", version=f"{PROG} {__version__}",
+                         help="show the version and exit")
+    groups = {key: parser.add_argument_group(title) for key, title in GROUPS.items()}
+    for option in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": option.dest, "default": None, "help": _option_help(option),
+                                  "type": option.parse, "metavar": option.metavar}
+        if option.boolean:
+            kwargs.update(nargs="?", const=True, metavar="true|false")
+        groups[option.group].add_argument(*option.flags, **kwargs)
+    hidden = parser.add_argument_group("not implemented")
+    for item in UNSUPPORTED:
+        kwargs = {"dest": _unsupported_dest(item), "default": None, "help": argparse.SUPPRESS}
+        if item.boolean:
+            kwargs.update(nargs="?", const=True, type=parse_bool)
+        hidden.add_argument(*item.flags, **kwargs)
+    return parser
+
+
+def go_style_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[str]:
+    """Go's flag package takes -name and --name alike; argparse needs the declared spelling."""
+    known = set(parser._option_string_actions)
+    out = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + list(argv[i:])
+        name, eq, value = arg.partition("=")
+        if name.startswith("-") and name not in known and len(name) > 1:
+            bare = name.lstrip("-")
+            for candidate in (f"--{bare}", f"-{bare}"):
+                if candidate in known:
+                    arg = candidate + eq + value
+                    break
+        out.append(arg)
+    return out
+
+
+# ---- configuration ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Config:
+    collectors: str
+    collect_interval_ms: int
+    watch_interval_ms: float | None
+    retention_s: float
+    xid_count_window_ms: int
+    clock_events_count_window_ms: int
+    no_hostname: bool
+    replace_blanks_in_model_name: bool
+    remote: str | None
+    dcgm_lib: str | None
+    devices: DeviceSelection
+    window_s: float
+    aggregations: tuple[str, ...]
+    sim: str | None
+    address: str
+    debug: bool
+    log_format: str
+    hostname: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+
+class ConfigError(Exception):
+    """A bad flag or environment value; str() is one line."""
+
+
+def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
+                 parser: argparse.ArgumentParser | None = None) -> Config:
+    """Flags, then environment, then defaults.  argparse exits on bad flags; ConfigError on bad env values."""
+    environ = os.environ if environ is None else environ
+    parser = parser or build_parser()
+    args = parser.parse_args(go_style_argv(argv, parser))
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        value = getattr(args, option.dest)
+        if value is None:
+            value = _from_env(option.env, option.parse, environ, option.default)
+        values[option.dest] = value
+    warnings = _unsupported_options(args, environ)
+    if values["sim"] is not None and args.dcgm_lib is not None:
+        raise ConfigError("give --sim or --dcgm-lib, not both")
+    if values["watch_interval_ms"] is not None and values["watch_interval_ms"] > values["collect_interval_ms"]:
+        raise ConfigError(f"--watch-interval {values['watch_interval_ms']:g} ms must not be longer than "
+                          f"-c/--collect-interval {values['collect_interval_ms']} ms")
+    if values["window_s"] > values["retention_s"]:
+        raise ConfigError(f"--window {values['window_s']:g} s is longer than --retention {values['retention_s']:g} s: "
+                          "the rings would not hold a whole window")
+    if args.dcgm_lib is None:
+        # dcgm.load_library reads DCGM_COLLECTOR_LIBDCGM itself, and its error then names the variable
+        values["dcgm_lib"] = None
+    if values["collectors"] is None:
+        values["collectors"] = default_counters_path()
+    values["hostname"] = None if values["no_hostname"] else hostname_label(values["remote"], environ)
+    return Config(**values, warnings=tuple(warnings))
+
+
+def _from_env(name: str | None, parse: Callable[[str], Any], environ: Mapping[str, str], default: Any) -> Any:
+    if not name:
+        return default
+    raw = environ.get(name, "")
+    if raw == "":
+        return default
+    try:
+        return parse(raw)
+    except (argparse.ArgumentTypeError, ValueError) as error:
+        raise ConfigError(f"environment variable {name}: {error}") from None
+
+
+def _unsupported_options(args: argparse.Namespace, environ: Mapping[str, str]) -> list[str]:
+    warnings = []
+    for item in UNSUPPORTED:
+        value = getattr(args, _unsupported_dest(item))
+        given_by = "/".join(item.flags)
+        if value is None and item.env:
+            raw = environ.get(item.env, "")
+            if raw:
+                value = parse_bool(raw) if item.boolean else raw
+                given_by = f"{item.env}={raw}"
+        if value is None or value is False or (item.default is not None and str(value).lower() == item.default.lower()):
+            continue
+        message = f"{given_by} is not supported yet: {item.why}"
+        if item.refuse:
+            raise ConfigError(message)
+        warnings.append(f"ignoring {message}")
+    return warnings
+
+
+def hostname_label(remote: str | None, environ: Mapping[str, str]) -> str:
+    """The hostname label as dcgm-exporter picks it: -r's host in remote mode, else $NODE_NAME, else the host name."""
+    if remote:
+        host = remote_host(remote)
+        if host:
+            return host
+    return environ.get("NODE_NAME") or socket.gethostname()
+
+
+def remote_host(remote: str) -> str | None:
+    """The host part of a -r address; None for a unix socket."""
+    text = remote.strip()
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        if scheme.lower() == "unix":
+            return None
+        text = rest
+    if text.startswith("/"):
+        return None
+    if text.startswith("["):
+        close = text.find("]")
+        return text[1:close] if close > 0 else None
+    host, _, _ = text.partition(":") if text.count(":") == 1 else (text, "", "")
+    return host or None
+
+
+# ---- logging --------------------------------------------------------------------------------
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": self.formatTime(record), "level": record.levelname, "msg": record.getMessage()}
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def _setup_logging(config: Config) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if config.log_format == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if config.debug else logging.INFO)
+
+
+# ---- check-counters ---------------------------------------------------------------------
+
+def _kind(counter) -> str:
+    if counter.exporter is not None:
+        return "exporter"
+    if counter.is_label:
+        return "label"
+    if counter.field.is_profiling:
+        return "profiling"
+    if counter.field.is_event:
+        return "event"
+    return "value"
+
+
+def check_counters(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} {CHECK_COMMAND}",
+        description="Validate a counters file and list what it would export; exit 1 with file:line on an error.")
+    parser.add_argument("file", metavar="FILE", help="counters file (counters.csv grammar)")
+    args = parser.parse_args(argv)
+    try:
+        counters = load_counters(args.file)
+    except CountersError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as error:
+        print(f"{PROG}: error: {args.file}: cannot read counters file: {error.strerror or error}", file=sys.stderr)
+        return EXIT_ERROR
+    print(_counters_table(counters))
+    return EXIT_OK
+
+
+def _counters_table(counters: CounterSet) -> str:
+    header = ("LINE", "NAME", "TYPE", "FIELD", "KIND", "AGGREGATIONS")
+    rows = [header]
+    for c in counters:
+        field_id = "-" if c.field is None else str(c.field.id)
+        rows.append((str(c.line), c.name, c.prom_type, field_id, _kind(c), "|".join(c.aggregations) or "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    right = {0, 3}
+    lines = ["  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+                       for i, cell in enumerate(row)).rstrip() for row in rows]
+    kinds = [_kind(c) for c in counters]
+    series = sum(k in ("value", "profiling", "event") for k in kinds)
+    windowed = sum(1 for c in counters if c.aggregations)
+    lines.append(f"{counters.path}: {len(counters)} rows: {series} metrics ({windowed} with window aggregates), "
+                 f"{kinds.count('label')} label rows, {kinds.count('exporter')} DCGM_EXP_* counters")
+    return "\n".join(lines)
+
+
+# ---- the running collector ---------------------------------------------------------------
+
+class Collector:
+    """Owns the handle, the current (sampler, exposition) pair and the server."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.server: MetricsServer | None = None
+        self.handle = None
+        self.gpus: list = []
+        self.gpu_ids: list[int] | None = None
+        self.supported_profiling: frozenset[int] | None = None
+        self.current: tuple[Any, Any] | None = None     # (Sampler, Exposition); replaced whole, never mutated
+
+    # -- what the server calls (on request threads)
+    def metrics(self, openmetrics: bool) -> bytes:
+        current = self.current
+        if current is None:
+            raise Unavailable("starting: no sampler yet")
+        return current[1].render(openmetrics)
+
+    def health(self) -> tuple[bool, str]:
+        current = self.current
+        if current is None:
+            return False, "starting: no sampler yet"
+        return current[1].health()
+
+    def observe_scrape(self, seconds: float) -> None:
+        current = self.current
+        if current is not None:
+            current[1].observe_scrape(seconds)
+
+    # -- start-up
+    def start(self) -> None:
+        config = self.config
+        counters = self._read_counters()
+        self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape)
+        try:
+            self.server.start()
+        except ListenError as error:
+            self.server = None
+            raise StartupError(str(error)) from None
+        library = self._load_library()
+        self.handle = self._open_handle(library)
+        self.gpu_ids = self._select_gpus()
+        counters = self._drop_unsupported_profiling(counters)
+        self.current = self._build(counters)
+        sampler = self.current[0]
+        log.info("collecting %d rows of %s on GPUs %s every %d ms", len(counters), counters.path,
+                 ",".join(map(str, sampler.gpu_ids)), config.collect_interval_ms)
+        log.info("serving %s", self.server.describe())
+
+    def _read_counters(self) -> CounterSet:
+        path = self.config.collectors
+        try:
+            return load_counters(path)
+        except CountersError as error:
+            raise StartupError(str(error)) from None
+        except OSError as error:
+            raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
+
+    def _load_library(self):
+        from dcgm_collector import dcgm, sim
+
+        config = self.config
+        try:
+            if config.sim is not None:
+                spec = _scenario_spec(config.sim)
+                try:
+                    sim.check_scenario(spec)
+                except ValueError as error:
+                    raise StartupError(f"--sim {config.sim}: {error}") from None
+                os.environ[sim.SCENARIO_ENV] = spec
+                return dcgm.load_library(sim.library_path())
+            return dcgm.load_library(config.dcgm_lib)
+        except dcgm.LibraryNotFoundError as error:
+            raise StartupError(error.message) from None
+        except (dcgm.DcgmError, FileNotFoundError, ValueError) as error:
+            raise StartupError(f"cannot load libdcgm: {error}") from None
+
+    def _open_handle(self, library):
+        from dcgm_collector import dcgm
+
+        remote = self.config.remote
+        try:
+            if remote:
+                return dcgm.Handle.connect(remote, library=library)
+            return dcgm.Handle.embedded(library=library)
+        except (dcgm.DcgmError, ValueError) as error:
+            where = f"cannot connect to the hostengine at {remote}" if remote else "cannot start DCGM embedded"
+            raise StartupError(f"{where}: {error}") from None
+
+    def _select_gpus(self) -> list[int] | None:
+        """GPU ids for the sampler (None: every supported GPU); StartupError for ids the node lacks."""
+        from dcgm_collector import dcgm
+
+        selection = self.config.devices
+        try:
+            present = self.handle.gpu_ids(supported_only=False)
+            if selection.kind == "i":
+                return self._gpus_of_instances(selection)
+            if selection.kind == "f" or selection.ids is None:
+                return None
+        except dcgm.DcgmError as error:
+            raise StartupError(f"cannot list the GPUs: {error}") from None
+        missing = [gpu for gpu in selection.ids if gpu not in present]
+        if missing:
+            raise StartupError(f"-d {selection}: no GPU {', '.join(map(str, missing))} on this node "
+                               f"(it has {_id_ranges(present) or 'none'})")
+        return list(selection.ids)
+
+    def _gpus_of_instances(self, selection: DeviceSelection) -> list[int]:
+        instances = {row.entity_id: row.parent_id for row in self.handle.mig_hierarchy()
+                     if row.nvml_compute_instance_id == 0xFFFFFFFF}
+        if not instances:
+            raise StartupError(f"-d {selection}: no GPU has MIG instances on this node; use -d f or -d g")
+        wanted = sorted(instances) if selection.ids is None else list(selection.ids)
+        missing = [i for i in wanted if i not in instances]
+        if missing:
+            raise StartupError(f"-d {selection}: no GPU instance {', '.join(map(str, missing))} "
+                               f"(there are {_id_ranges(sorted(instances))})")
+        log.warning("-d %s: MIG instances are not sampled on their own yet; sampling the GPUs that hold them",
+                    selection)
+        return list(dict.fromkeys(instances[i] for i in wanted))
+
+    def _drop_unsupported_profiling(self, counters: CounterSet) -> CounterSet:
+        from dcgm_collector import dcgm
+
+        if not any(c.field is not None and c.field.is_profiling for c in counters):
+            return counters
+        if self.supported_profiling is None:
+            gpu = (self.gpu_ids or self.handle.gpu_ids(supported_only=True) or [0])[0]
+            try:
+                self.supported_profiling = self.handle.supported_profiling_fields(gpu)
+            except dcgm.DcgmError as error:
+                log.warning("cannot ask DCGM which profiling metrics GPU %d has (%s); skipping profiling rows",
+                            gpu, error)
+                self.supported_profiling = frozenset()
+        return counters.without_unsupported_profiling(self.supported_profiling, warn=log.warning)
+
+    def _build(self, counters: CounterSet, *, stop_first: Any = None) -> tuple[Any, Any]:
+        """A started sampler and its exposition; ``stop_first`` (the old sampler) is stopped before
+        the new one watches, since DCGM keys watches by connection and the old one's unwatch would
+        otherwise remove the new one's."""
+        from dcgm_collector.dcgm import DcgmError
+        from dcgm_collector.exposition import Exposition
+        from dcgm_collector.sampler import Sampler
+
+        config = self.config
+        try:
+            sampler = Sampler(self.handle, counters, collect_interval_ms=config.collect_interval_ms,
+                              watch_interval_ms=config.watch_interval_ms, retention_s=config.retention_s,
+                              gpu_ids=self.gpu_ids)
+        except ValueError as error:
+            raise StartupError(str(error)) from None
+        if stop_first is not None:
+            stop_first.stop()
+        try:
+            sampler.start()
+        except (DcgmError, RuntimeError, ValueError) as error:
+            raise StartupError(f"cannot start sampling: {error}") from None
+        try:
+            gpus = self._gpu_infos(sampler.gpu_ids)
+            exposition = Exposition(sampler, gpus, self._exposition_options(), version=__version__)
+        except BaseException:
+            sampler.stop()
+            raise
+        return sampler, exposition
+
+    def _gpu_infos(self, gpu_ids: Sequence[int]) -> list:
+        if not self.gpus:
+            self.gpus = self.handle.gpus()
+        by_id = {gpu.gpu_id: gpu for gpu in self.gpus}
+        return [by_id[gpu] for gpu in gpu_ids if gpu in by_id]
+
+    def _exposition_options(self):
+        from dcgm_collector.exposition import ExpositionOptions
+
+        config = self.config
+        return ExpositionOptions(
+            window_s=config.window_s, aggregations=config.aggregations, hostname=config.hostname,
+            replace_blanks_in_model_name=config.replace_blanks_in_model_name,
+            xid_count_window_ms=config.xid_count_window_ms,
+            clock_events_count_window_ms=config.clock_events_count_window_ms,
+        )
+
+    # -- reload
+    def reload(self) -> bool:
+        """Re-read the counters file; on any problem the running pair keeps serving."""
+        path = self.config.collectors
+        try:
+            counters = self._drop_unsupported_profiling(load_counters(path))
+        except CountersError as error:
+            log.error("reload failed, still serving the previous counters: %s", error)
+            return False
+        except OSError as error:
+            log.error("reload failed, still serving the previous counters: %s: cannot read counters file: %s",
+                      path, error.strerror or error)
+            return False
+        old = self.current
+        try:
+            self.current = self._build(counters, stop_first=old[0] if old else None)
+        except Exception as error:  # whatever broke, the collector must keep serving
+            log.error("reload failed: %s", error, exc_info=not isinstance(error, StartupError))
+            if old is not None and not old[0].running:
+                self._restore(old)
+            return False
+        log.info("reloaded %d metrics from %s", len(counters), path)
+        return True
+
+    def _restore(self, old: tuple[Any, Any]) -> None:
+        log.info("restarting the previous counters")
+        try:
+            self.current = self._build(old[0].counters)
+        except Exception as error:
+            log.error("cannot restart the previous counters either (%s); serving the last samples", error)
+
+    # -- shutdown
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+        current, self.current = self.current, None
+        if current is not None:
+            current[0].stop()
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+def _scenario_spec(spec: str) -> str:
+    """A GPU count or a scenario file as given; a bare name picks a scenario shipped with the package."""
+    if spec.isdigit() or os.path.exists(spec) or "/" in spec:
+        return spec
+    from dcgm_collector import sim
+
+    shipped = Path(sim.__file__).resolve().parent / "scenarios" / (spec if spec.endswith(".toml") else f"{spec}.toml")
+    return str(shipped) if shipped.is_file() else spec
+
+
+def _id_ranges(ids: Sequence[int]) -> str:
+    ids = sorted(ids)
+    parts = []
+    start = prev = None
+    for i in ids + [None]:
+        if start is None:
+            start = prev = i
+        elif i is not None and i == prev + 1:
+            prev = i
+        else:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = i
+    return ",".join(parts)
+
+
+# ---- signals and the main loop -----------------------------------------------------------
+
+def _install_signals(events: queue.SimpleQueue) -> None:
+    def handler(signum: int, _frame: Any) -> None:
+        events.put(signum)   # SimpleQueue.put is safe in a signal handler; the main loop does the work
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, handler)
+
+
+def serve(config: Config) -> int:
+    events: queue.SimpleQueue = queue.SimpleQueue()
+    _install_signals(events)
+    collector = Collector(config)
+    try:
+        try:
+            collector.start()
+        except StartupError as error:
+            print(f"{PROG}: error: {error}", file=sys.stderr)
+            return EXIT_ERROR
+        except Exception as error:
+            log.debug("start-up failed", exc_info=True)
+            print(f"{PROG}: error: start-up failed: {type(error).__name__}: {error}", file=sys.stderr)
+            return EXIT_ERROR
+        while True:
+            try:
+                signum = events.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            if signum == signal.SIGHUP:
+                collector.reload()
+                continue
+            log.info("%s: shutting down", signal.Signals(signum).name)
+            return EXIT_OK
+    finally:
+        collector.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == CHECK_COMMAND:
+        return check_counters(argv[1:])
+    parser = build_parser()
+    try:
+        config = parse_config(argv, os.environ, parser)
+    except ConfigError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    _setup_logging(config)
+    for warning in config.warnings:
+        log.warning("%s", warning)
+    return serve(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

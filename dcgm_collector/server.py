@@ -1,0 +1,560 @@
+"""The HTTP server: /metrics, /health and a landing page, on a thread of its own.
+
+Standard library only (http.server).  A request never talks to DCGM: the
+``metrics`` and ``health`` callables render from what the sampler already
+stored, so a slow or dead hostengine can delay samples but never a scrape.
+
+Hardening, since the port is often reachable from a whole cluster:
+
+* the request line is capped (414) and so is the whole header section (431);
+* every connection has a read timeout, so a client that connects and sends
+  nothing (or stops half way) is dropped instead of holding a thread;
+* the number of open connections is capped; beyond it new ones get a 503;
+* only GET and HEAD are served (405 otherwise), unknown paths get a 404;
+* an exception while rendering is logged and answered with a one-line 500,
+  and the server carries on.
+
+Listen addresses are written as dcgm-exporter's (Go's) ``host:port``:
+``:9400`` (every interface), ``0.0.0.0:9400``, ``127.0.0.1:9400``,
+``[::]:9400``, ``[::1]:9400``, ``localhost:9400``.  ``:9400`` and
+``[::]:9400`` listen dual-stack (IPv6 and IPv4) where the host has IPv6, and
+on IPv4 alone otherwise; ``0.0.0.0:9400`` listens on IPv4 only.  A host name
+listens on one of its addresses, IPv4 first, as Go does.
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import html
+import http.client
+import ipaddress
+import logging
+import os
+import selectors
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from dcgm_collector import __version__
+
+__all__ = [
+    "CONTENT_TYPE_OPENMETRICS",
+    "CONTENT_TYPE_TEXT",
+    "ListenError",
+    "MetricsServer",
+    "Unavailable",
+    "accepts_gzip",
+    "parse_listen_address",
+    "wants_openmetrics",
+]
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE_OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+OPENMETRICS_TYPE = "application/openmetrics-text"
+OPENMETRICS_VERSIONS = ("0.0.1", "1.0.0")
+PLAIN_TYPE = "text/plain; charset=utf-8"
+
+MAX_REQUEST_LINE = 8 * 1024          # bytes, request line with its CRLF
+MAX_HEADER_BYTES = 32 * 1024         # bytes, the whole header section
+REQUEST_TIMEOUT_S = 10.0             # per read or write, as dcgm-exporter's Read/WriteTimeout
+MAX_CONNECTIONS = 64
+# Fast compression: the text format shrinks ~10x even at level 1, and a
+# scrape should cost the node as little CPU as possible.
+GZIP_LEVEL = 1
+# How long a connection answered with an error keeps swallowing what the client
+# still sends, so that closing it does not reset the error response away.
+DRAIN_S = 0.5
+DRAIN_BYTES = 256 * 1024
+
+
+class ListenError(Exception):
+    """The server cannot listen on the address; str() is one line naming it."""
+
+
+class Unavailable(Exception):
+    """Raised by a metrics or health callable that cannot answer yet: the server answers 503."""
+
+
+# ---- addresses ------------------------------------------------------------------
+
+def parse_listen_address(address: str) -> tuple[str, int]:
+    """``host:port`` -> (host, port); host "" means every interface.  ValueError if malformed."""
+    if not isinstance(address, str):
+        raise TypeError(f"address must be a str, not {type(address).__name__}")
+    text = address.strip()
+    example = "write it as host:port, e.g. :9400, 127.0.0.1:9400 or [::1]:9400"
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0 or not text.startswith(":", close + 1):
+            raise ValueError(f"bad listen address {address!r}: {example}")
+        host, port_text = text[1:close], text[close + 2:]
+        try:
+            ipaddress.IPv6Address(host.split("%", 1)[0])
+        except ValueError:
+            raise ValueError(f"bad listen address {address!r}: {host!r} is not an IPv6 address") from None
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            raise ValueError(f"bad listen address {address!r}: missing port; {example}")
+        if ":" in host:
+            raise ValueError(f"bad listen address {address!r}: put an IPv6 address in brackets, e.g. [::1]:9400")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"bad listen address {address!r}: the port must be a number from 0 to 65535")
+    if any(c.isspace() or c in "/[]" for c in host):
+        raise ValueError(f"bad listen address {address!r}: {host!r} is not a host name or IP address")
+    return host, int(port_text)
+
+
+def _socket_address(host: str, port: int) -> tuple[int, tuple, bool]:
+    """(address family, bind address, dual-stack) for a parsed listen address."""
+    if host in ("", "::"):
+        if socket.has_ipv6 and socket.has_dualstack_ipv6():
+            return socket.AF_INET6, ("::", port, 0, 0), True
+        if host == "":
+            return socket.AF_INET, ("0.0.0.0", port), False
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        ip = None
+    if ip is not None and ip.version == 4:
+        return socket.AF_INET, (host, port), False
+    try:
+        infos = socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise ListenError(f"cannot listen on {_display(host, port)}: cannot resolve {host!r} ({error.strerror})") \
+            from None
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)  # IPv4 first, as Go listens on a name
+    family, _, _, _, sockaddr = infos[0]
+    return family, sockaddr, False
+
+
+def _display(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# ---- content negotiation -----------------------------------------------------------
+
+def _media_ranges(header_values: list[str] | None):
+    """(lower-case media type or coding, params dict, q) for each item of Accept-like headers."""
+    for value in header_values or ():
+        for item in value.split(","):
+            parts = [p.strip() for p in item.split(";")]
+            if not parts[0]:
+                continue
+            params = {}
+            for part in parts[1:]:
+                key, _, val = part.partition("=")
+                params[key.strip().lower()] = val.strip().strip('"')
+            try:
+                q = float(params.get("q", "1"))
+            except ValueError:
+                q = 0.0
+            yield parts[0].lower(), params, max(0.0, min(q, 1.0))
+
+
+def wants_openmetrics(accept: list[str] | None) -> bool:
+    """True when the Accept header values prefer OpenMetrics to the 0.0.4 text format.
+
+    Ties, wildcards and no header at all go to the text format, the one every
+    scraper reads; an OpenMetrics version this server does not write counts as
+    not acceptable.
+    """
+    q_openmetrics = 0.0
+    q_text = 0.0
+    for media, params, q in _media_ranges(accept):
+        if media == OPENMETRICS_TYPE:
+            if params.get("version", OPENMETRICS_VERSIONS[-1]) in OPENMETRICS_VERSIONS:
+                q_openmetrics = max(q_openmetrics, q)
+        elif media in ("text/plain", "text/*", "*/*"):
+            q_text = max(q_text, q)
+    return q_openmetrics > 0 and q_openmetrics > q_text
+
+
+def accepts_gzip(accept_encoding: list[str] | None) -> bool:
+    """True when the Accept-Encoding header values allow gzip (an explicit q=0 refuses it)."""
+    explicit = None
+    wildcard = 0.0
+    for coding, _, q in _media_ranges(accept_encoding):
+        if coding in ("gzip", "x-gzip"):
+            explicit = q if explicit is None else max(explicit, q)
+        elif coding == "*":
+            wildcard = q
+    return (explicit if explicit is not None else wildcard) > 0
+
+
+# ---- the request handler ----------------------------------------------------------
+
+class _HeaderBudget:
+    """The connection's reader while headers are parsed: fails once they pass the budget."""
+
+    def __init__(self, raw, budget: int) -> None:
+        self._raw = raw
+        self._left = budget
+
+    def readline(self, limit: int = -1) -> bytes:
+        want = self._left + 1 if limit is None or limit < 0 else min(limit, self._left + 1)
+        line = self._raw.readline(want)
+        self._left -= len(line)
+        if self._left < 0:
+            raise http.client.LineTooLong("header section")
+        return line
+
+    def __getattr__(self, name: str):
+        return getattr(self._raw, name)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"   # keep-alive; every response carries Content-Length
+    # HTTP/0.9 replies have no status line; nothing here speaks it, so answer such requests as 1.0
+    default_request_version = "HTTP/1.0"
+    server_version = f"dcgm-collector/{__version__}"
+    sys_version = ""
+    server: _HTTPServer
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def setup(self) -> None:
+        self.timeout = self.server.request_timeout_s
+        self._drain_on_close = False
+        super().setup()
+
+    def handle_one_request(self) -> None:
+        try:
+            self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
+            if len(self.raw_requestline) > MAX_REQUEST_LINE:
+                self.requestline = self.request_version = self.command = ""
+                self._drain_on_close = True
+                self.send_error(414, "URI Too Long")
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            self._dispatch()
+            self.wfile.flush()
+        except TimeoutError:
+            self.close_connection = True   # idle or stalled client: drop it
+        except (ConnectionError, OSError) as error:
+            log.debug("connection from %s ended: %s", self.client_address[0], error)
+            self.close_connection = True
+
+    def parse_request(self) -> bool:
+        raw = self.rfile
+        self.rfile = _HeaderBudget(raw, MAX_HEADER_BYTES)
+        try:
+            return super().parse_request()
+        finally:
+            self.rfile = raw
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if self._drain_on_close:
+                self._drain()
+
+    def _drain(self) -> None:
+        """Swallow what the client still sends, so closing does not reset our error reply."""
+        sock = self.connection
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(DRAIN_S)
+            deadline = time.monotonic() + DRAIN_S
+            left = DRAIN_BYTES
+            while left > 0 and time.monotonic() < deadline:
+                chunk = sock.recv(min(65536, left))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:
+            pass
+
+    # -- responses
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors as one plain-text line (stdlib sends HTML); the connection is closed."""
+        if code == 431:
+            message = "Request Header Fields Too Large"
+            self._drain_on_close = True
+        elif message is None:
+            message = self.responses.get(code, ("Error",))[0]
+        self.log_error("%d %s", code, message)
+        self._send(code, f"{code} {message}\n".encode("utf-8", "replace"), PLAIN_TYPE, close=True)
+
+    def _send(self, code: int, body: bytes, content_type: str, *, close: bool = False,
+              headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if close:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _dispatch(self) -> None:
+        if self.command not in ("GET", "HEAD"):
+            self._drain_on_close = True   # the request body (if any) is not read
+            self._send(405, b"405 Method Not Allowed: use GET or HEAD\n", PLAIN_TYPE, close=True,
+                       headers={"Allow": "GET, HEAD"})
+            return
+        if self.headers.get("Content-Length", "0").strip() not in ("", "0") or "Transfer-Encoding" in self.headers:
+            self.close_connection = True  # a body we do not read would be taken for the next request
+        path = urlsplit(self.path).path
+        route = {"/metrics": self._metrics, "/health": self._health, "/": self._landing}.get(path)
+        if route is None:
+            self._send(404, b"404 Not Found: try /metrics, /health or /\n", PLAIN_TYPE)
+            return
+        route()
+
+    def _metrics(self) -> None:
+        started = time.perf_counter()
+        app = self.server.app
+        openmetrics = wants_openmetrics(self.headers.get_all("Accept"))
+        try:
+            body = app.metrics(openmetrics)
+        except Unavailable as error:
+            self._send(503, _one_line(str(error) or "unavailable"), PLAIN_TYPE)
+            return
+        except Exception as error:
+            log.exception("rendering /metrics failed: %s", error)
+            self._send(500, b"500 Internal Server Error: rendering the metrics failed, see the collector's log\n",
+                       PLAIN_TYPE)
+            return
+        headers = {"Vary": "Accept, Accept-Encoding"}
+        if accepts_gzip(self.headers.get_all("Accept-Encoding")):
+            body = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+            headers["Content-Encoding"] = "gzip"
+        self._send(200, body, CONTENT_TYPE_OPENMETRICS if openmetrics else CONTENT_TYPE_TEXT, headers=headers)
+        if app.observe_scrape is not None:
+            try:
+                app.observe_scrape(time.perf_counter() - started)
+            except Exception:
+                log.exception("recording the scrape duration failed")
+
+    def _health(self) -> None:
+        try:
+            ok, reason = self.server.app.health()
+        except Unavailable as error:
+            ok, reason = False, str(error) or "unavailable"
+        except Exception as error:
+            log.exception("health check failed: %s", error)
+            ok, reason = False, f"health check failed: {type(error).__name__}"
+        if ok:
+            self._send(200, b"OK", PLAIN_TYPE)
+        else:
+            self._send(503, _one_line(reason or "unhealthy"), PLAIN_TYPE)
+
+    def _landing(self) -> None:
+        version = html.escape(__version__)
+        page = (
+            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>dcgm-collector</title></head>\n"
+            f"<body><h1>dcgm-collector {version}</h1>\n"
+            "<p>DCGM GPU telemetry for Prometheus.</p>\n<ul>\n"
+            "<li><a href=\"metrics\">metrics</a>: Prometheus text format (OpenMetrics on request)</li>\n"
+            "<li><a href=\"health\">health</a>: 200 while DCGM answers and samples are fresh</li>\n"
+            "</ul></body></html>\n"
+        )
+        self._send(200, page.encode(), "text/html; charset=utf-8")
+
+    # -- logging: requests are routine, keep them out of the operator's log
+    def log_message(self, format: str, *args) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def address_string(self) -> str:
+        return str(self.client_address[0])
+
+
+def _one_line(text: str) -> bytes:
+    return " ".join(text.split()).encode("utf-8", "replace")
+
+
+# ---- the server -----------------------------------------------------------------------
+
+class _App:
+    def __init__(self, metrics, health, observe_scrape) -> None:
+        self.metrics = metrics
+        self.health = health
+        self.observe_scrape = observe_scrape
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, sockaddr: tuple, family: int, dual_stack: bool, app: _App,
+                 request_timeout_s: float, max_connections: int) -> None:
+        self.address_family = family
+        self.dual_stack = dual_stack
+        self.app = app
+        self.request_timeout_s = request_timeout_s
+        self.max_connections = max_connections
+        self.open_connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(sockaddr, _Handler)
+
+    def server_bind(self) -> None:
+        if self.address_family == socket.AF_INET6:
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0 if self.dual_stack else 1)
+        # TCPServer's bind, not HTTPServer's: that one asks DNS for the host's
+        # full name, which can hang on a node without a resolver.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
+
+    def process_request(self, request, client_address) -> None:
+        with self.connections_lock:
+            full = len(self.open_connections) >= self.max_connections
+            if not full:
+                self.open_connections.add(request)
+        if full:
+            _refuse(request)
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request) -> None:
+        with self.connections_lock:
+            self.open_connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_open_connections(self) -> None:
+        with self.connections_lock:
+            connections = list(self.open_connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request, client_address) -> None:
+        log.exception("unexpected error serving %s", client_address[0] if client_address else "?")
+
+
+_TOO_MANY = b"503 Service Unavailable: too many open connections\n"
+_REFUSAL = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_TOO_MANY), _TOO_MANY))
+
+
+def _refuse(request: socket.socket) -> None:
+    try:
+        request.settimeout(1.0)
+        request.sendall(_REFUSAL)
+    except OSError:
+        pass
+
+
+class MetricsServer:
+    """Serves /metrics, /health and / on ``address`` from a thread of its own.
+
+    ``metrics(openmetrics)`` returns the exposition body; ``health()`` returns
+    (ok, reason); ``observe_scrape(seconds)`` hears how long each /metrics
+    request took.  The callables are called on request threads, concurrently.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        metrics: Callable[[bool], bytes],
+        health: Callable[[], tuple[bool, str]],
+        observe_scrape: Callable[[float], None] | None = None,
+        *,
+        request_timeout_s: float = REQUEST_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
+        self.address = address
+        self.host, self._requested_port = parse_listen_address(address)
+        self._app = _App(metrics, health, observe_scrape)
+        self.request_timeout_s = float(request_timeout_s)
+        self.max_connections = int(max_connections)
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._wake_r = self._wake_w = -1
+        self._where = ""
+
+    def start(self) -> None:
+        """Listen and serve; ListenError (one line naming the address) if the address cannot be used."""
+        if self._httpd is not None:
+            raise RuntimeError("the server is already started")
+        family, sockaddr, dual_stack = _socket_address(self.host, self._requested_port)
+        try:
+            httpd = _HTTPServer(sockaddr, family, dual_stack, self._app, self.request_timeout_s, self.max_connections)
+        except OSError as error:
+            raise ListenError(f"cannot listen on {self.address}: {_why(error)}") from None
+        self._httpd = httpd
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = threading.Thread(target=self._accept_loop, args=(httpd, self._wake_r),
+                                        name="dcgm-collector-http", daemon=True)
+        self._thread.start()
+        self._where = _display(str(sockaddr[0]), self.port)
+        if self.host in ("", "::"):
+            self._where += " (every interface, IPv6 and IPv4)" if dual_stack else " (every IPv4 interface)"
+
+    @staticmethod
+    def _accept_loop(httpd: _HTTPServer, wake_r: int) -> None:
+        # socketserver's serve_forever polls for shutdown; waiting on a pipe
+        # as well makes stop() immediate and an idle server cost no wake-ups.
+        with selectors.DefaultSelector() as selector:
+            selector.register(httpd.socket, selectors.EVENT_READ)
+            selector.register(wake_r, selectors.EVENT_READ)
+            while True:
+                ready = {key.fileobj for key, _ in selector.select()}
+                if wake_r in ready:
+                    return
+                httpd._handle_request_noblock()   # accept one connection, hand it to a thread
+
+    def stop(self) -> None:
+        """Stop accepting, close open connections and the listening socket."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        os.write(self._wake_w, b"x")
+        if self._thread is not None:
+            self._thread.join(5.0)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        httpd.close_open_connections()
+        httpd.server_close()
+
+    def describe(self) -> str:
+        """Where the server listens, for the log: ``http://127.0.0.1:9400/metrics``, plus the interfaces."""
+        where = self._where or _display(self.host, self.port)
+        host_port, _, note = where.partition(" ")
+        return f"http://{host_port}/metrics" + (f" {note}" if note else "")
+
+    @property
+    def port(self) -> int:
+        """The port listened on (the real one when the address asked for port 0)."""
+        if self._httpd is None:
+            return self._requested_port
+        return int(self._httpd.server_address[1])
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and self._httpd is not None
+
+    def __enter__(self) -> MetricsServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _why(error: OSError) -> str:
+    if error.errno == errno.EADDRINUSE:
+        return "address already in use"
+    if error.errno == errno.EADDRNOTAVAIL:
+        return "no interface has that address"
+    if error.errno == errno.EACCES:
+        return "permission denied (ports below 1024 need privileges)"
+    return error.strerror or str(error)

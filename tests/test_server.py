@@ -1,0 +1,386 @@
+"""The HTTP server against real clients (http.client and raw sockets) on loopback."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import logging
+import socket
+import threading
+import time
+
+import pytest
+
+from dcgm_collector import __version__
+from dcgm_collector.server import (
+    CONTENT_TYPE_OPENMETRICS,
+    CONTENT_TYPE_TEXT,
+    ListenError,
+    MetricsServer,
+    Unavailable,
+    accepts_gzip,
+    parse_listen_address,
+    wants_openmetrics,
+)
+
+BODY = b"# HELP up test\n# TYPE up gauge\nup 1\n"
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                     "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+
+
+class Stand:
+    """Stand-in metrics / health callables that record how they were called."""
+
+    def __init__(self) -> None:
+        self.calls: list[bool] = []
+        self.scrapes: list[float] = []
+        self.health_answer: tuple[bool, str] = (True, "OK")
+        self.fail: BaseException | None = None
+
+    def metrics(self, openmetrics: bool) -> bytes:
+        self.calls.append(openmetrics)
+        if self.fail is not None:
+            raise self.fail
+        return BODY + (b"# EOF\n" if openmetrics else b"")
+
+    def health(self) -> tuple[bool, str]:
+        if isinstance(self.health_answer, BaseException):
+            raise self.health_answer
+        return self.health_answer
+
+    def observe(self, seconds: float) -> None:
+        self.scrapes.append(seconds)
+
+
+@pytest.fixture
+def stand() -> Stand:
+    return Stand()
+
+
+@pytest.fixture
+def server(stand: Stand):
+    s = MetricsServer("127.0.0.1:0", stand.metrics, stand.health, stand.observe, request_timeout_s=0.5)
+    s.start()
+    yield s
+    s.stop()
+
+
+def request(server: MetricsServer, method: str = "GET", path: str = "/metrics", headers: dict | None = None,
+            body: bytes | None = None) -> tuple[http.client.HTTPResponse, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response, response.read()
+    finally:
+        conn.close()
+
+
+def raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+# ---- /metrics ------------------------------------------------------------------------
+
+def test_metrics_text_format(server, stand):
+    response, body = request(server)
+    assert response.status == 200
+    assert body == BODY
+    assert response.getheader("Content-Type") == CONTENT_TYPE_TEXT
+    assert response.getheader("Content-Length") == str(len(BODY))
+    assert response.getheader("Content-Encoding") is None
+    assert stand.calls == [False]
+
+
+def test_metrics_openmetrics_when_prometheus_asks(server, stand):
+    response, body = request(server, headers={"Accept": PROMETHEUS_ACCEPT})
+    assert response.getheader("Content-Type") == CONTENT_TYPE_OPENMETRICS
+    assert body.endswith(b"# EOF\n")
+    assert stand.calls == [True]
+
+
+@pytest.mark.parametrize("accept, openmetrics", [
+    (None, False),
+    ("*/*", False),
+    ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", False),   # a browser
+    ("text/plain;version=0.0.4", False),
+    ("application/openmetrics-text", True),
+    ("application/openmetrics-text; version=1.0.0; charset=utf-8", True),
+    (PROMETHEUS_ACCEPT, True),
+    ("application/openmetrics-text;version=1.0.0;q=0.2,text/plain;q=0.5", False),
+    ("application/openmetrics-text;q=0", False),
+    ("application/openmetrics-text;version=9.9.9", False),
+    ("application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,text/plain;version=0.0.4;q=0.3", True),
+])
+def test_content_negotiation(accept, openmetrics):
+    assert wants_openmetrics(None if accept is None else [accept]) is openmetrics
+
+
+@pytest.mark.parametrize("encoding, gzipped", [
+    (None, False), ("gzip", True), ("gzip, deflate, br", True), ("deflate", False), ("gzip;q=0", False),
+    ("*", True), ("*;q=0", False), ("identity", False), ("br;q=1.0, gzip;q=0.8", True),
+])
+def test_gzip_negotiation(encoding, gzipped):
+    assert accepts_gzip(None if encoding is None else [encoding]) is gzipped
+
+
+def test_metrics_gzip_only_when_accepted(server):
+    response, body = request(server, headers={"Accept-Encoding": "gzip"})
+    assert response.getheader("Content-Encoding") == "gzip"
+    assert response.getheader("Content-Length") == str(len(body))
+    assert gzip.decompress(body) == BODY
+    assert "Accept-Encoding" in response.getheader("Vary")
+    response, body = request(server, headers={"Accept-Encoding": "identity"})
+    assert response.getheader("Content-Encoding") is None and body == BODY
+
+
+def test_head_sends_headers_only(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn.request("HEAD", "/metrics")
+    response = conn.getresponse()
+    assert response.status == 200
+    assert response.getheader("Content-Length") == str(len(BODY))
+    assert response.read() == b""
+    # the connection is still in step: a GET on it gets its own answer
+    conn.request("GET", "/health")
+    response = conn.getresponse()
+    assert (response.status, response.read()) == (200, b"OK")
+    conn.close()
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(server, stand):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    for _ in range(3):
+        conn.request("GET", "/metrics")
+        response = conn.getresponse()
+        assert response.read() == BODY
+    conn.close()
+    assert len(stand.calls) == 3
+
+
+def test_scrape_duration_is_observed(server, stand):
+    request(server)
+    deadline = time.monotonic() + 2
+    while not stand.scrapes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(stand.scrapes) == 1 and 0 <= stand.scrapes[0] < 5
+
+
+def test_query_string_is_ignored(server):
+    response, body = request(server, path="/metrics?collect[]=x")
+    assert response.status == 200 and body == BODY
+
+
+def test_render_exception_gives_500_and_the_server_carries_on(server, stand, caplog):
+    stand.fail = RuntimeError("boom")
+    with caplog.at_level(logging.ERROR, logger="dcgm_collector.server"):
+        response, body = request(server)
+    assert response.status == 500
+    assert body.count(b"\n") == 1 and b"Traceback" not in body and b"boom" not in body
+    assert any("boom" in r.getMessage() for r in caplog.records)
+    stand.fail = None
+    response, body = request(server)
+    assert response.status == 200 and body == BODY
+
+
+def test_unavailable_gives_503(server, stand):
+    stand.fail = Unavailable("starting: no sampler yet")
+    response, body = request(server)
+    assert (response.status, body) == (503, b"starting: no sampler yet")
+
+
+# ---- /health and / ---------------------------------------------------------------------
+
+def test_health_ok(server):
+    response, body = request(server, path="/health")
+    assert (response.status, body) == (200, b"OK")
+
+
+def test_health_503_with_the_reason(server, stand):
+    stand.health_answer = (False, "samples are stale: last one 12.0 s ago\n(sampler stopped)")
+    response, body = request(server, path="/health")
+    assert response.status == 503
+    assert body == b"samples are stale: last one 12.0 s ago (sampler stopped)"
+
+
+def test_health_exception_is_503(server, stand, caplog):
+    stand.health_answer = RuntimeError("bad")
+    with caplog.at_level(logging.ERROR, logger="dcgm_collector.server"):
+        response, body = request(server, path="/health")
+    assert response.status == 503 and b"RuntimeError" in body
+
+
+def test_landing_page_links_metrics_and_health(server):
+    response, body = request(server, path="/")
+    assert response.status == 200
+    assert response.getheader("Content-Type").startswith("text/html")
+    page = body.decode()
+    assert 'href="metrics"' in page and 'href="health"' in page and __version__ in page
+
+
+# ---- bad requests -------------------------------------------------------------------------
+
+def test_unknown_path_is_404(server, stand):
+    response, body = request(server, path="/metricsx")
+    assert response.status == 404 and body.count(b"\n") == 1
+    assert stand.calls == []
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS"])
+def test_other_methods_are_405(server, stand, method):
+    response, _ = request(server, method=method, body=b"x=1" if method in ("POST", "PUT") else None)
+    assert response.status == 405
+    assert response.getheader("Allow") == "GET, HEAD"
+    assert stand.calls == []
+
+
+def test_oversized_headers_get_431(server):
+    data = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"".join(
+        b"X-Filler-%d: %s\r\n" % (i, b"a" * 1000) for i in range(40)) + b"\r\n"
+    reply = raw_exchange(server.port, data)
+    assert reply.startswith(b"HTTP/1.1 431 ")
+
+
+def test_one_huge_header_line_gets_431(server):
+    reply = raw_exchange(server.port, b"GET / HTTP/1.1\r\nCookie: " + b"c" * 100_000 + b"\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 431 ")
+
+
+def test_long_uri_gets_414(server):
+    reply = raw_exchange(server.port, b"GET /" + b"m" * 20_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 414 ")
+
+
+def test_garbage_request_line_gets_400(server):
+    reply = raw_exchange(server.port, b"HELLO\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 ") or reply.startswith(b"HTTP/1.0 400 ")
+    response, _ = request(server)
+    assert response.status == 200
+
+
+def test_silent_client_does_not_block_others_and_is_dropped(server):
+    silent = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        started = time.monotonic()
+        response, body = request(server)       # served while the silent one holds a connection
+        assert response.status == 200 and body == BODY
+        assert silent.recv(1) == b""           # dropped after the request timeout (0.5 s here)
+        assert time.monotonic() - started < 4
+    finally:
+        silent.close()
+
+
+def test_half_sent_request_is_dropped(server):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")   # headers never finished
+        assert sock.recv(65536) == b""
+
+
+def test_connections_beyond_the_cap_get_503(stand):
+    with MetricsServer("127.0.0.1:0", stand.metrics, stand.health, max_connections=2,
+                       request_timeout_s=5) as s:
+        idle = [socket.create_connection(("127.0.0.1", s.port), timeout=5) for _ in range(2)]
+        try:
+            time.sleep(0.2)
+            reply = raw_exchange(s.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert reply.startswith(b"HTTP/1.1 503 ")
+        finally:
+            for sock in idle:
+                sock.close()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            if raw_exchange(s.port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") \
+                    .startswith(b"HTTP/1.1 200 "):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("closed connections were not released")
+
+
+# ---- addresses and life cycle ---------------------------------------------------------------
+
+@pytest.mark.parametrize("address, expected", [
+    (":9400", ("", 9400)), ("0.0.0.0:9400", ("0.0.0.0", 9400)), ("127.0.0.1:0", ("127.0.0.1", 0)),
+    ("[::]:9400", ("::", 9400)), ("[::1]:9400", ("::1", 9400)), ("localhost:9400", ("localhost", 9400)),
+    ("[fe80::1%eth0]:9400", ("fe80::1%eth0", 9400)),
+])
+def test_listen_addresses(address, expected):
+    assert parse_listen_address(address) == expected
+
+
+@pytest.mark.parametrize("address", ["9400", "", ":", ":http", ":70000", "::1:9400", "[::1]9400", "[nope]:1",
+                                     "host name:1", "[::1]:"])
+def test_bad_listen_addresses(address):
+    with pytest.raises(ValueError, match="listen address"):
+        parse_listen_address(address)
+
+
+def test_address_in_use_is_one_clear_line(stand):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        s = MetricsServer(f"127.0.0.1:{port}", stand.metrics, stand.health)
+        with pytest.raises(ListenError) as info:
+            s.start()
+    assert str(info.value) == f"cannot listen on 127.0.0.1:{port}: address already in use"
+
+
+def test_all_interfaces_listens_on_ipv4_and_ipv6(stand):
+    with MetricsServer(":0", stand.metrics, stand.health) as s:
+        response, _ = request(s, path="/health")
+        assert response.status == 200
+        if socket.has_dualstack_ipv6():
+            try:
+                conn = http.client.HTTPConnection("::1", s.port, timeout=5)
+                conn.request("GET", "/health")
+                assert conn.getresponse().status == 200
+                conn.close()
+            except OSError as error:  # loopback without ::1 (some containers)
+                pytest.skip(f"no IPv6 loopback: {error}")
+
+
+def test_ipv6_loopback(stand):
+    try:
+        s = MetricsServer("[::1]:0", stand.metrics, stand.health)
+        s.start()
+    except ListenError as error:
+        pytest.skip(f"no IPv6 loopback: {error}")
+    try:
+        conn = http.client.HTTPConnection("::1", s.port, timeout=5)
+        conn.request("GET", "/metrics")
+        assert conn.getresponse().read() == BODY
+        conn.close()
+    finally:
+        s.stop()
+
+
+def test_localhost_name(stand):
+    with MetricsServer("localhost:0", stand.metrics, stand.health) as s:
+        response, _ = request(s, path="/health")
+        assert response.status == 200
+
+
+def test_stop_closes_idle_connections_and_frees_the_port(stand):
+    s = MetricsServer("127.0.0.1:0", stand.metrics, stand.health, request_timeout_s=30)
+    s.start()
+    port = s.port
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn.request("GET", "/metrics")
+    conn.getresponse().read()        # keep-alive: the connection stays open
+    started = time.monotonic()
+    s.stop()
+    assert time.monotonic() - started < 2
+    assert not s.running
+    assert not any(t.name == "dcgm-collector-http" and t.is_alive() for t in threading.enumerate())
+    again = MetricsServer(f"127.0.0.1:{port}", stand.metrics, stand.health)
+    again.start()
+    again.stop()
+    conn.close()
