@@ -1,0 +1,480 @@
+"""The Grafana dashboard generator: a valid classic dashboard model, panels for
+exactly the families the counters file exports, and PromQL that returns data
+from a real Prometheus scraping the collector on the simulator."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from dcgm_collector import dashboard_panels
+from dcgm_collector.counters import default_counters_path, load_counters, parse_counters
+from dcgm_collector.dashboard import build_dashboard, dashboard_json, main
+
+REPO = Path(__file__).resolve().parent.parent
+DEPLOYED = REPO / "deploy" / "grafana" / "dcgm-collector-dashboard.json"
+PROMETHEUS = shutil.which("prometheus")
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+COLLECTOR_METRICS = {"dcgm_collector_up", "dcgm_collector_last_sample_age_seconds"}
+# a metric name right before its label matchers, e.g. DCGM_FI_DEV_GPU_TEMP{...}
+METRIC_NAME = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\{")
+
+
+def _default_dashboard(**kwargs) -> dict:
+    return build_dashboard(load_counters(default_counters_path()), **kwargs)
+
+
+def _dashboard_of(text: str, **kwargs) -> dict:
+    return build_dashboard(parse_counters(text, "custom.csv"), **kwargs)
+
+
+def _panels(dashboard: dict) -> list[dict]:
+    return [p for p in dashboard["panels"] if p["type"] != "row"]
+
+
+def _by_title(dashboard: dict) -> dict[str, dict]:
+    return {p["title"]: p for p in _panels(dashboard)}
+
+
+def _exprs(panel: dict) -> list[str]:
+    return [t["expr"] for t in panel["targets"]]
+
+
+def _rows(dashboard: dict) -> list[str]:
+    return [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
+
+
+# ---- the classic JSON model ------------------------------------------------------------
+
+def _check_classic_model(dashboard: dict) -> None:
+    json.loads(dashboard_json(dashboard))  # plain JSON, nothing Python-only
+    assert dashboard["id"] is None
+    assert isinstance(dashboard["schemaVersion"], int) and dashboard["schemaVersion"] >= 30
+    assert dashboard["uid"] and dashboard["title"]
+    assert dashboard["time"] == {"from": "now-1h", "to": "now"}
+    assert dashboard["annotations"] == {"list": []}
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert all(isinstance(i, int) for i in ids) and len(ids) == len(set(ids))
+
+    cells: dict[tuple[int, int], int] = {}
+    bottom = 0
+    for panel in dashboard["panels"]:
+        grid = panel["gridPos"]
+        assert set(grid) == {"x", "y", "w", "h"}
+        assert 0 <= grid["x"] and 1 <= grid["w"] and grid["x"] + grid["w"] <= 24 and grid["h"] >= 1
+        # in reading order, so that Grafana's float-up changes nothing
+        assert grid["y"] >= bottom or panel["type"] != "row"
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in cells, f"panel {panel['id']} overlaps panel {cells[(x, y)]}"
+                cells[(x, y)] = panel["id"]
+        if panel["type"] == "row":
+            assert grid == {"x": 0, "y": grid["y"], "w": 24, "h": 1} and panel["panels"] == []
+            bottom = grid["y"] + 1
+        else:
+            bottom = max(bottom, grid["y"] + grid["h"])
+
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    for panel in _panels(dashboard):
+        assert panel["type"] in ("timeseries", "stat", "state-timeline", "table")
+        assert panel["datasource"] == DATASOURCE
+        defaults = panel["fieldConfig"]["defaults"]
+        steps = defaults["thresholds"]["steps"]
+        assert defaults["thresholds"]["mode"] == "absolute" and steps[0]["value"] is None
+        assert all(isinstance(s["value"], (int, float)) for s in steps[1:])
+        assert panel["targets"], panel["title"]
+        ref_ids = [t["refId"] for t in panel["targets"]]
+        assert len(ref_ids) == len(set(ref_ids)) and all(ref_ids)
+        for target in panel["targets"]:
+            assert target["datasource"] == DATASOURCE
+            for used in re.findall(r"\$(\w+)", target["expr"]):
+                assert used.startswith("__") or used in variables, (used, target["expr"])
+    assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    for name in ("instance", "gpu"):
+        variable = variables[name]
+        assert variable["type"] == "query" and variable["datasource"] == DATASOURCE
+        assert variable["multi"] is True and variable["includeAll"] is True and variable["allValue"] == ".*"
+        assert variable["query"].startswith("label_values(") and variable["definition"] == variable["query"]
+
+
+def test_default_dashboard_is_a_valid_classic_model():
+    dashboard = _default_dashboard()
+    _check_classic_model(dashboard)
+    variables = {v["name"]: v["query"] for v in dashboard["templating"]["list"]}
+    assert variables["instance"] == "label_values(dcgm_collector_up, instance)"
+    assert variables["gpu"] == 'label_values(DCGM_FI_DEV_GPU_TEMP{instance=~"$instance"}, gpu)'
+    assert _rows(dashboard) == ["Overview", "Utilisation", "Framebuffer", "Temperature", "Power",
+                                "Clocks and throttling", "XID errors and health", "PCIe and NVLink",
+                                "Other metrics", "Collector"]
+
+
+def test_dcp_dashboard_is_a_valid_classic_model():
+    _check_classic_model(build_dashboard(load_counters(default_counters_path("dcp-metrics.csv")),
+                                         aggregations=("min", "max", "avg")))
+
+
+# ---- generated from the file -----------------------------------------------------------------
+
+def _metric_names(dashboard: dict) -> set[str]:
+    names = set()
+    for panel in _panels(dashboard):
+        for expr in _exprs(panel):
+            names.update(METRIC_NAME.findall(expr))
+    return names
+
+
+def test_panels_only_for_what_the_file_exports():
+    counters = load_counters(default_counters_path())
+    exported = {c.name for c in counters if not c.is_label}
+    windows = {f"{c.name}_{a}" for c in counters for a in c.aggregations}
+    names = _metric_names(_default_dashboard())
+    assert names <= exported | windows | COLLECTOR_METRICS
+    # every numeric row has a panel (DCGM_EXP_P2P_STATUS aside: not served)
+    assert exported <= names
+
+
+MINIMAL = """\
+dcgm_gpu_temp, gauge, GPU temperature (in C)., max
+DCGM_FI_DEV_PSTATE, gauge, Performance state.
+DCGM_FI_DRIVER_VERSION, label, Driver Version
+"""
+
+
+def test_a_minimal_file_gives_only_its_panels():
+    dashboard = _dashboard_of(MINIMAL)
+    _check_classic_model(dashboard)
+    assert _rows(dashboard) == ["Overview", "Temperature", "Other metrics", "Collector"]
+    panels = _by_title(dashboard)
+    assert set(panels) == {"Collectors up", "GPUs reporting", "Hottest GPU", "GPU temperature",
+                           "Performance state", "Collector up", "Age of the newest sample"}
+    # a legacy name gets the panel of its field, querying the name as written
+    assert _exprs(panels["GPU temperature"]) == [
+        'dcgm_gpu_temp{instance=~"$instance", gpu=~"$gpu"}',
+        'max_over_time(dcgm_gpu_temp_max{instance=~"$instance", gpu=~"$gpu"}[$__rate_interval])']
+    assert _exprs(panels["Performance state"]) == ['DCGM_FI_DEV_PSTATE{instance=~"$instance", gpu=~"$gpu"}']
+    assert panels["Performance state"]["fieldConfig"]["defaults"]["unit"] == "short"
+    assert _metric_names(dashboard) == {"dcgm_gpu_temp", "dcgm_gpu_temp_max", "DCGM_FI_DEV_PSTATE"} | COLLECTOR_METRICS
+    variables = {v["name"]: v["query"] for v in dashboard["templating"]["list"]}
+    assert variables["gpu"] == 'label_values(dcgm_gpu_temp{instance=~"$instance"}, gpu)'
+
+
+def test_window_series_follow_the_file_and_the_aggregations_option():
+    text = ("DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).\n"
+            "DCGM_FI_DEV_SM_CLOCK, gauge, SM clock (in MHz)., min|avg\n"
+            "DCGM_FI_DEV_XID_ERRORS, gauge, Last XID.\n"
+            "DCGM_EXP_XID_ERRORS_COUNT, counter, XIDs in the window.\n")
+    plain = _by_title(_dashboard_of(text))
+    assert len(plain["Power draw"]["targets"]) == 1
+    # min shown for a clock (a dip is throttling); avg is never drawn
+    assert [t["legendFormat"] for t in plain["SM clock"]["targets"]] == [
+        "{{hostname}} GPU {{gpu}}", "{{hostname}} GPU {{gpu}} min"]
+    assert "_min{" in plain["SM clock"]["targets"][1]["expr"]
+
+    with_max = _dashboard_of(text, aggregations=("max",))
+    panels = _by_title(with_max)
+    assert _exprs(panels["Power draw"])[1] == (
+        'max_over_time(DCGM_FI_DEV_POWER_USAGE_max{instance=~"$instance", gpu=~"$gpu"}[$__rate_interval])')
+    assert len(panels["SM clock"]["targets"]) == 3
+    # event fields and DCGM_EXP_* counters have no window families
+    assert not any(name.endswith("_max") and "XID" in name for name in _metric_names(with_max))
+    assert with_max["description"] == "Generated by dcgm-collector dashboard from custom.csv with --aggregations max."
+
+
+def test_units_and_scaling():
+    panels = _by_title(_default_dashboard())
+
+    def unit(title: str) -> str:
+        return panels[title]["fieldConfig"]["defaults"]["unit"]
+
+    assert unit("GPU temperature") == "celsius"
+    assert unit("Power draw") == unit("Power from the energy counter") == "watt"
+    assert unit("Framebuffer used") == "mbytes"  # MiB
+    assert unit("GPU utilisation") == "percent"
+    assert unit("Tensor pipe active") == "percentunit"
+    assert unit("PCIe transmit") == "Bps"
+    assert unit("SM clock") == "hertz"
+    assert all(expr.endswith(" * 1000000") for expr in _exprs(panels["SM clock"]))
+    assert _exprs(panels["Power from the energy counter"]) == [
+        'rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{instance=~"$instance", gpu=~"$gpu"}[$__rate_interval]) / 1000']
+    util = panels["GPU utilisation"]["fieldConfig"]["defaults"]
+    assert (util["min"], util["max"]) == (0, 100)
+
+
+def test_temperature_panel_draws_the_alert_threshold():
+    panel = _by_title(_default_dashboard())["GPU temperature"]
+    defaults = panel["fieldConfig"]["defaults"]
+    assert {"color": "red", "value": 85} in defaults["thresholds"]["steps"]
+    assert defaults["custom"]["thresholdsStyle"] == {"mode": "line"}
+    assert [t["legendFormat"] for t in panel["targets"]] == ["{{hostname}} GPU {{gpu}}",
+                                                              "{{hostname}} GPU {{gpu}} max"]
+
+
+def test_legends_name_host_and_gpu():
+    for panel in _panels(_dashboard_of(E2E_COUNTERS_EXTRA + _default_rows())):
+        for target in panel["targets"]:
+            if "gpu=~" in target["expr"] and panel["type"] in ("timeseries", "state-timeline"):
+                assert target["legendFormat"].startswith("{{hostname}} GPU {{gpu}}"), (panel["title"], target)
+
+
+def test_a_fixed_datasource_replaces_the_variable():
+    dashboard = _default_dashboard(datasource_uid="prom-main", title="Cluster GPUs", uid="gpus")
+    assert (dashboard["title"], dashboard["uid"]) == ("Cluster GPUs", "gpus")
+    assert [v["name"] for v in dashboard["templating"]["list"]] == ["instance", "gpu"]
+    assert {json.dumps(p["datasource"]) for p in _panels(dashboard)} == {
+        json.dumps({"type": "prometheus", "uid": "prom-main"})}
+    assert "${datasource}" not in dashboard_json(dashboard)
+
+
+def test_unknown_aggregation_is_refused():
+    with pytest.raises(ValueError, match="median"):
+        _default_dashboard(aggregations=("median",))
+
+
+def test_clock_reasons_and_health_values_match_the_exposition():
+    from dcgm_collector import exposition
+    bits = dict(exposition.CLOCK_EVENTS)
+    wanted = {"power cap": "power_cap", "HW slowdown": "hw_slowdown", "SW thermal": "sw_thermal",
+              "HW thermal": "hw_thermal", "power brake": "hw_power_brake"}
+    assert {reason: bit for reason, bit in dashboard_panels.CLOCK_EVENT_REASONS} == {
+        reason: bits[name] for reason, name in wanted.items()}
+    assert {text.upper(): value for value, text, _ in dashboard_panels.HEALTH_RESULTS} == exposition.HEALTH_VALUES
+
+
+# ---- the command line and the shipped example -------------------------------------------------
+
+def _run_main(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exit_:  # argparse
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_writes_the_dashboard(tmp_path):
+    counters = tmp_path / "c.csv"
+    counters.write_text(MINIMAL)
+    code, out, _ = _run_main(["-f", str(counters), "--aggregations", "min|max"])
+    assert code == 0
+    assert json.loads(out) == build_dashboard(load_counters(counters), aggregations=("min", "max"))
+    target = tmp_path / "d.json"
+    assert _run_main(["-f", str(counters), "-o", str(target)])[0] == 0
+    assert _run_main(["-f", str(counters), "--check", str(target)])[0] == 0
+    code, _, err = _run_main(["-f", str(counters), "--aggregations", "max", "--check", str(target)])
+    assert code == 1 and "out of date" in err
+
+
+def test_cli_errors(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("DCGM_FI_DEV_GPU_TEMPP, gauge, typo\n")
+    code, out, err = _run_main(["-f", str(bad)])
+    assert (code, out) == (1, "") and f"{bad}:1:" in err
+    code, _, err = _run_main(["-f", str(tmp_path / "missing.csv")])
+    assert code == 1 and "cannot read" in err
+    code, _, err = _run_main(["--aggregations", "median"])
+    assert code == 2 and "median" in err
+
+
+def test_shipped_dashboard_is_up_to_date():
+    code, _, err = _run_main(["--check", str(DEPLOYED)])
+    assert code == 0, (f"{err}regenerate with: python -m dcgm_collector.dashboard "
+                       f"-o deploy/grafana/dcgm-collector-dashboard.json")
+
+
+def test_module_runs_as_a_command():
+    result = subprocess.run([sys.executable, "-m", "dcgm_collector.dashboard"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == DEPLOYED.read_text()
+
+
+# ---- end to end: every panel's PromQL against a real Prometheus ------------------------------
+
+# every panel of the shipped default file, plus the rows that are off by
+# default but have panels of their own (throttling, XID counts, health, ECC)
+# and one field with no special panel.  The vGPU licence row is left out:
+# the simulated node is bare metal, so DCGM answers NOT_SUPPORTED for it.
+E2E_COUNTERS_EXTRA = """\
+DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, gauge, Clock throttle reasons.
+DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constraints (in ns).
+DCGM_FI_DEV_THERMAL_VIOLATION, counter, Throttling duration due to thermal constraints (in ns).
+DCGM_EXP_CLOCK_EVENTS_COUNT, counter, reported clock events
+DCGM_EXP_XID_ERRORS_COUNT, counter, reported XIDs during last window
+DCGM_EXP_GPU_HEALTH_STATUS, counter, DCGM reported health status
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.
+DCGM_FI_PROF_SM_ACTIVE, gauge, The ratio of cycles an SM has at least 1 warp assigned., max
+DCGM_FI_DEV_PSTATE, gauge, Performance state.
+"""
+NOT_ON_THE_SIMULATOR = ("DCGM_FI_DEV_VGPU_LICENSE_STATUS",)
+
+# Two H100s capped at 200 W, so power capping (clock event, violation time)
+# is on from the start; XIDs early on, one of them a double-bit ECC error.
+E2E_SCENARIO = """\
+seed = 5
+[[gpu]]
+model = "H100"
+count = 2
+workload = "training"
+power_limit = 200
+
+[[event]]
+at = 2.0
+gpu = 0
+kind = "xid"
+xid = 13
+count = 3
+interval = 0.1
+
+[[event]]
+at = 2.5
+gpu = 1
+kind = "xid"
+xid = 48
+"""
+# what Grafana would put in, near enough for a 1 s scrape
+MACROS = {"$__rate_interval": "5s", "$__interval": "5s", "$__range": "30s"}
+
+
+def _default_rows() -> str:
+    text = Path(default_counters_path()).read_text()
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith(NOT_ON_THE_SIMULATOR))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get_json(url: str) -> dict:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise AssertionError(f"{url}: HTTP {error.code}: {error.read()[:500]!r}") from None
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _wait_for(what: str, check, process: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"{what}: process exited with {process.returncode}"
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not ready after {timeout} s")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _substitute(expr: str) -> str:
+    expr = expr.replace('"$instance"', '".*"').replace('"$gpu"', '".*"')
+    for macro, value in MACROS.items():
+        expr = expr.replace(macro, value)
+    assert "$" not in expr, expr
+    return expr
+
+
+def _query(prometheus: str, expr: str) -> list[dict]:
+    answer = _get_json(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+    assert answer["status"] == "success", answer
+    return answer["data"]["result"]
+
+
+def _label_values(prometheus: str, query: str) -> list[str]:
+    """What Grafana's label_values(selector, label) asks Prometheus for."""
+    found = re.fullmatch(r"label_values\((.+), (\w+)\)", query)
+    assert found, query
+    selector, label = _substitute(found.group(1)), found.group(2)
+    answer = _get_json(f"{prometheus}/api/v1/label/{label}/values?" + urllib.parse.urlencode({"match[]": selector}))
+    return answer["data"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+def test_every_panel_query_returns_data_from_prometheus(tmp_path):
+    counters = tmp_path / "counters.csv"
+    counters.write_text(_default_rows() + E2E_COUNTERS_EXTRA)
+    dashboard = build_dashboard(load_counters(counters), aggregations=("max",))
+    _check_classic_model(dashboard)
+    # the shipped dashboard's queries are all among those tested here
+    shipped = {e for p in _panels(json.loads(DEPLOYED.read_text())) for e in _exprs(p)}
+    tested = {e for p in _panels(dashboard) for e in _exprs(p)}
+    assert {e for e in shipped - tested if not any(n in e for n in NOT_ON_THE_SIMULATOR)} == set()
+
+    scenario = tmp_path / "scenario.toml"
+    scenario.write_text(E2E_SCENARIO)
+    collector_port, prometheus_port = _free_port(), _free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                      "scrape_configs:\n  - job_name: dcgm\n"
+                      f"    static_configs:\n      - targets: ['127.0.0.1:{collector_port}']\n")
+    logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("collector", "prometheus")}  # noqa: SIM115
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "dcgm_collector", "--sim", str(scenario), "-f", str(counters),
+         "-a", f"127.0.0.1:{collector_port}", "-c", "1000", "--watch-interval", "100", "--window", "5",
+         "--aggregations", "max"],
+        cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
+    prometheus = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{prometheus_port}", "--log.level=warn"],
+        cwd=tmp_path, stdout=logs["prometheus"], stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{prometheus_port}"
+    queries = [(p["title"], t) for p in _panels(dashboard) for t in p["targets"]]
+    try:
+        _wait_for("collector", lambda: _ready(f"http://127.0.0.1:{collector_port}/health"), collector)
+        _wait_for("prometheus", lambda: _ready(f"{url}/-/ready"), prometheus)
+        empty: list[str] = []
+        deadline = time.monotonic() + 30
+        while True:
+            results = {t["expr"]: _query(url, _substitute(t["expr"])) for _, t in queries}
+            empty = [f"{title}: {t['expr']}" for title, t in queries if not results[t["expr"]]]
+            if not empty or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert empty == [], "queries without data:\n" + "\n".join(empty)
+        # legends can name what they name: the series carry hostname and gpu
+        for title, target in queries:
+            if "{{gpu}}" in target["legendFormat"]:
+                for series in results[target["expr"]]:
+                    assert {"hostname", "gpu"} <= series["metric"].keys(), (title, series["metric"])
+        variables = {v["name"]: v["query"] for v in dashboard["templating"]["list"]}
+        assert _label_values(url, variables["instance"]) == [f"127.0.0.1:{collector_port}"]
+        assert _label_values(url, variables["gpu"]) == ["0", "1"]
+    finally:
+        _stop(prometheus)
+        _stop(collector)
+        for name, log in logs.items():
+            log.close()
+            print(f"--- {name}.log\n{(tmp_path / f'{name}.log').read_text(errors='replace')[-3000:]}")
