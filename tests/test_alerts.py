@@ -1,0 +1,271 @@
+"""The shipped alert rules (deploy/prometheus/gpu-alerts.yml).
+
+promtool checks the file and runs its unit tests (gpu-alerts.test.yml); the
+structure checks keep every alert routable and readable; and an end-to-end
+run sends a simulated thermal runaway through the real collector, a real
+Prometheus evaluating the shipped temperature expression, and a real
+Alertmanager, to a webhook in this test.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
+RULES = RULES_DIR / "gpu-alerts.yml"
+RULE_TESTS = RULES_DIR / "gpu-alerts.test.yml"
+
+PROMTOOL = shutil.which("promtool")
+PROMETHEUS = shutil.which("prometheus")
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian package 'prometheus')")
+
+GPU_LABELS = ("hostname", "gpu", "UUID", "modelName")
+SEVERITIES = {"critical", "warning", "info"}
+
+
+def _rules() -> list[dict]:
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    return [rule for group in groups for rule in group["rules"]]
+
+
+def _alerts() -> dict[str, dict]:
+    return {rule["alert"]: rule for rule in _rules() if "alert" in rule}
+
+
+@needs_promtool
+def test_promtool_check_rules():
+    result = subprocess.run([PROMTOOL, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_promtool_unit_tests_pass():
+    result = subprocess.run([PROMTOOL, "test", "rules", RULE_TESTS.name], cwd=RULES_DIR,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_alerts_the_issue_asks_for_are_there():
+    assert set(_alerts()) == {
+        "GpuTemperatureHigh", "GpuFramebufferFull", "GpuIdle", "GpuUtilizationHigh", "GpuXidError",
+        "GpuLost", "GpuThermalThrottling", "GpuPowerThrottling", "DcgmCollectorDown", "DcgmCollectorStale",
+    }
+
+
+def test_every_alert_has_a_severity_and_names_host_and_gpu():
+    for name, rule in _alerts().items():
+        assert rule["labels"]["severity"] in SEVERITIES, name
+        annotations = rule["annotations"]
+        assert annotations.get("summary") and annotations.get("description"), name
+        text = annotations["summary"] + annotations["description"]
+        wanted = ("instance", "job") if name.startswith("DcgmCollector") else GPU_LABELS
+        for label in wanted:
+            assert f"$labels.{label}" in text, f"{name} does not name {label}"
+
+
+def test_every_alert_has_a_unit_test_where_it_fires_and_one_where_it_does_not():
+    checks: dict[str, list[bool]] = {}
+    for group in yaml.safe_load(RULE_TESTS.read_text())["tests"]:
+        for check in group.get("alert_rule_test", []):
+            checks.setdefault(check["alertname"], []).append(bool(check["exp_alerts"]))
+    for name in _alerts():
+        assert True in checks.get(name, []), f"no unit test where {name} fires"
+        assert False in checks.get(name, []), f"no unit test where {name} stays quiet"
+
+
+def test_spiky_readings_use_the_window_families_with_a_fallback():
+    # the window maximum catches what the last value misses; "X_max or X"
+    # keeps the rule working with a dcgm-exporter counters file
+    alerts = _alerts()
+    assert "DCGM_FI_DEV_GPU_TEMP_max or DCGM_FI_DEV_GPU_TEMP" in alerts["GpuTemperatureHigh"]["expr"]
+    assert "DCGM_FI_DEV_FB_USED_max or DCGM_FI_DEV_FB_USED" in alerts["GpuFramebufferFull"]["expr"]
+    assert "DCGM_FI_DEV_GPU_UTIL_max or DCGM_FI_DEV_GPU_UTIL" in alerts["GpuIdle"]["expr"]
+
+
+# --- end to end -------------------------------------------------------------------------------------------
+
+# GPU 1's cooling fails fast: 4 C/s on the temperature target, so that with
+# the simulator's 20 s thermal lag it passes 85 C about 15 s after the start
+# (the shipped thermal-runaway.toml heats at 0.5 C/s: over a minute)
+RUNAWAY = """seed = 3
+[[gpu]]
+model = "H100"
+workload = "training"
+
+[[gpu]]
+model = "H100"
+workload = "thermal_runaway"
+heat_rate = 4.0
+"""
+ALERT_DEADLINE_S = 60
+E2E_FOR = "3s"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+def _wait_until(what: str, check, timeout: float, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{what}: process exited with {process.returncode}")
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not ready after {timeout} s")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class _Webhook(http.server.BaseHTTPRequestHandler):
+    """Alertmanager's webhook receiver: every JSON notice goes on the server's queue."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.notices.put(json.loads(body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def webhook():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Webhook)
+    server.notices = queue.Queue()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", server.notices
+    server.shutdown()
+    server.server_close()
+
+
+def _temperature_rule_for_e2e(path: Path) -> str:
+    """The shipped GpuTemperatureHigh rule, expression and all, with a `for` short enough for a test."""
+    rule = dict(_alerts()["GpuTemperatureHigh"])
+    rule["for"] = E2E_FOR
+    path.write_text(yaml.safe_dump({"groups": [{"name": "e2e", "rules": [rule]}]}, sort_keys=False))
+    return rule["expr"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+@pytest.mark.skipif(ALERTMANAGER is None,
+                    reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
+def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
+    hook_url, notices = webhook
+    collector_port, prometheus_port, alertmanager_port = _free_port(), _free_port(), _free_port()
+    (tmp_path / "runaway.toml").write_text(RUNAWAY)
+    expr = _temperature_rule_for_e2e(tmp_path / "rules.yml")
+    assert "_max" in expr
+    (tmp_path / "alertmanager.yml").write_text(
+        "route:\n  receiver: hook\n  group_by: [alertname, hostname, gpu]\n"
+        "  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n"
+        f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: '{hook_url}'\n"
+    )
+    (tmp_path / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n"
+        "rule_files: [rules.yml]\n"
+        f"alerting:\n  alertmanagers:\n    - static_configs: [{{targets: ['127.0.0.1:{alertmanager_port}']}}]\n"
+        "scrape_configs:\n  - job_name: dcgm-collector\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{collector_port}']\n"
+    )
+    logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("alertmanager", "collector", "prometheus")}  # noqa: SIM115
+    processes: list[subprocess.Popen] = []
+    started = time.monotonic()
+    try:
+        # Alertmanager first: an alert that fires before Prometheus knows its
+        # Alertmanager is only re-sent after the resend delay
+        alertmanager = subprocess.Popen(
+            [ALERTMANAGER, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'am'}",
+             f"--web.listen-address=127.0.0.1:{alertmanager_port}", "--cluster.listen-address=", "--log.level=warn"],
+            cwd=tmp_path, stdout=logs["alertmanager"], stderr=subprocess.STDOUT)
+        processes.append(alertmanager)
+        _wait_until("alertmanager ready", lambda: _ready(f"http://127.0.0.1:{alertmanager_port}/-/ready"),
+                    30, alertmanager)
+        # cwd=tmp_path: `python -m` puts the cwd on sys.path, and the checkout
+        # may lack the compiled extension the installed package has
+        collector = subprocess.Popen(
+            [sys.executable, "-m", "dcgm_collector", "--sim", str(tmp_path / "runaway.toml"),
+             "-a", f"127.0.0.1:{collector_port}", "-c", "500"],
+            cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
+        processes.append(collector)
+        prometheus = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{prometheus_port}", "--rules.alert.resend-delay=1s",
+             "--log.level=warn"],
+            cwd=tmp_path, stdout=logs["prometheus"], stderr=subprocess.STDOUT)
+        processes.append(prometheus)
+
+        alert = _first_firing(notices, "GpuTemperatureHigh", started + ALERT_DEADLINE_S, processes)
+        labels = alert["labels"]
+        assert labels["gpu"] == "1", alert
+        assert labels["severity"] == "critical"
+        assert labels["modelName"] == "NVIDIA H100 80GB HBM3"
+        assert labels["UUID"].startswith("GPU-") and labels["hostname"]
+        assert alert["annotations"]["summary"].startswith(f"GPU 1 on {labels['hostname']} is at ")
+        assert labels["UUID"] in alert["annotations"]["description"]
+        # the healthy neighbour stays quiet
+        while True:
+            try:
+                notice = notices.get_nowait()
+            except queue.Empty:
+                break
+            assert all(a["labels"].get("gpu") != "0" for a in notice["alerts"]), notice
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+        for name, log in logs.items():
+            log.close()
+            print(f"--- {name}.log\n{(tmp_path / f'{name}.log').read_text(errors='replace')[-3000:]}")
+
+
+def _first_firing(notices: queue.Queue, alertname: str, deadline: float, processes: list[subprocess.Popen]) -> dict:
+    while time.monotonic() < deadline:
+        for process in processes:
+            assert process.poll() is None, f"{process.args[0]} exited with {process.returncode}"
+        try:
+            notice = notices.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        for alert in notice["alerts"]:
+            assert alert["labels"].get("gpu") != "0", f"the healthy GPU 0 alerted: {alert}"
+            if alert["labels"].get("alertname") == alertname and alert["status"] == "firing":
+                return alert
+    raise AssertionError(f"no firing {alertname} reached the webhook within {ALERT_DEADLINE_S} s")

@@ -1,0 +1,339 @@
+"""The deployment files in deploy/: Kubernetes manifests, systemd unit, Dockerfile.
+
+The manifests are validated offline: the built-in kinds against Kubernetes'
+own OpenAPI schemas (kubernetes-validate, strict, so a misspelt field fails),
+the ServiceMonitor against a schema written from the prometheus-operator CRD
+(monitoring.coreos.com/v1), which kubernetes-validate does not carry.  Then
+the pieces must agree with each other: ports, names, selectors, the console
+script, the environment variables the collector reads.
+"""
+
+from __future__ import annotations
+
+import configparser
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+KUBERNETES = DEPLOY / "kubernetes"
+UNIT = DEPLOY / "systemd" / "dcgm-collector.service"
+ENV_FILE = DEPLOY / "systemd" / "dcgm-collector.env"
+DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
+PORT = 9400
+# the oldest and newest Kubernetes minors kubernetes-validate 1.37 carries
+KUBERNETES_VERSIONS = ("1.25", "1.37")
+
+
+def _documents() -> list[dict]:
+    docs = []
+    for path in sorted(KUBERNETES.glob("*.yaml")):
+        docs.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return docs
+
+
+def _kind(kind: str) -> dict:
+    found = [doc for doc in _documents() if doc["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+# --- Kubernetes: schemas -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_built_in_kinds_pass_strict_schema_validation(version):
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    kinds = set()
+    for doc in _documents():
+        if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+            continue
+        kubernetes_validate.validate(doc, version, strict=True)
+        kinds.add(doc["kind"])
+    assert {"DaemonSet", "Service", "Namespace"} <= kinds
+
+
+def test_the_kubernetes_validator_catches_a_broken_daemonset():
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    broken = copy.deepcopy(_kind("DaemonSet"))
+    broken["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = str(PORT)
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBERNETES_VERSIONS[-1], strict=True)
+    misspelt = copy.deepcopy(_kind("DaemonSet"))
+    misspelt["spec"]["template"]["spec"]["nodeSelectr"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(misspelt, KUBERNETES_VERSIONS[-1], strict=True)
+
+
+# The parts of the ServiceMonitor v1 CRD (prometheus-operator 0.93) that the
+# manifest can use, with the CRD's types, enums and duration pattern; unknown
+# keys are refused, as the API server's structural schema would prune them.
+_DURATION = {"type": "string",
+             "pattern": r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_LABEL_SELECTOR = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "matchExpressions": {"type": "array", "items": {
+            "type": "object", "required": ["key", "operator"],
+            "properties": {"key": {"type": "string"}, "operator": {"type": "string"}, "values": _STRINGS}}},
+    },
+}
+_ACTIONS = ["replace", "keep", "drop", "hashmod", "labelmap", "labeldrop", "labelkeep", "lowercase", "uppercase",
+            "keepequal", "dropequal", "Replace", "Keep", "Drop", "HashMod", "LabelMap", "LabelDrop", "LabelKeep",
+            "Lowercase", "Uppercase", "KeepEqual", "DropEqual"]
+_RELABELING = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "sourceLabels": {"type": "array", "items": {"type": "string", "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"}},
+        "separator": {"type": "string"}, "targetLabel": {"type": "string"}, "regex": {"type": "string"},
+        "modulus": {"type": "integer"}, "replacement": {"type": "string"}, "action": {"enum": _ACTIONS},
+    },
+}
+_INT_OR_STRING = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+SERVICE_MONITOR_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "ServiceMonitor"},
+        "metadata": {"type": "object", "required": ["name"],
+                     "properties": {"name": {"type": "string"}, "namespace": {"type": "string"},
+                                    "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "spec": {
+            "type": "object", "required": ["selector", "endpoints"], "additionalProperties": False,
+            "properties": {
+                "selector": _LABEL_SELECTOR,
+                "namespaceSelector": {"type": "object", "additionalProperties": False,
+                                      "properties": {"any": {"type": "boolean"}, "matchNames": _STRINGS}},
+                "jobLabel": {"type": "string"}, "targetLabels": _STRINGS, "podTargetLabels": _STRINGS,
+                "sampleLimit": {"type": "integer"}, "targetLimit": {"type": "integer"},
+                "labelLimit": {"type": "integer"}, "labelNameLengthLimit": {"type": "integer"},
+                "labelValueLengthLimit": {"type": "integer"}, "keepDroppedTargets": {"type": "integer"},
+                "bodySizeLimit": {"type": "string"},
+                "endpoints": {"type": "array", "minItems": 1, "items": {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {
+                        "port": {"type": "string"}, "targetPort": _INT_OR_STRING, "path": {"type": "string"},
+                        "scheme": {"enum": ["http", "https", "HTTP", "HTTPS"]},
+                        "interval": _DURATION, "scrapeTimeout": _DURATION,
+                        "honorLabels": {"type": "boolean"}, "honorTimestamps": {"type": "boolean"},
+                        "relabelings": {"type": "array", "items": _RELABELING},
+                        "metricRelabelings": {"type": "array", "items": _RELABELING},
+                        "tlsConfig": {"type": "object"}, "basicAuth": {"type": "object"},
+                        "authorization": {"type": "object"}, "bearerTokenSecret": {"type": "object"},
+                        "oauth2": {"type": "object"}, "params": {"type": "object"},
+                        "followRedirects": {"type": "boolean"}, "enableHttp2": {"type": "boolean"},
+                        "filterRunning": {"type": "boolean"}, "proxyUrl": {"type": "string"},
+                    },
+                }},
+            },
+        },
+    },
+}
+
+
+def _service_monitor_errors(doc: dict) -> list[str]:
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft7Validator(SERVICE_MONITOR_SCHEMA)
+    return [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def test_service_monitor_matches_the_crd_schema():
+    assert _service_monitor_errors(_kind("ServiceMonitor")) == []
+
+
+@pytest.mark.parametrize("path, value", [
+    (("spec", "endpoints", 0, "interval"), "15 s"),
+    (("spec", "endpoints", 0, "scheme"), "ftp"),
+    (("spec", "endpoints", 0, "prot"), "metrics"),
+    (("spec", "endpoints", 0, "relabelings", 0, "action"), "rename"),
+])
+def test_the_service_monitor_schema_catches_mistakes(path, value):
+    broken = copy.deepcopy(_kind("ServiceMonitor"))
+    target = broken
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert _service_monitor_errors(broken)
+    del broken["spec"]["selector"]
+    assert any("'selector' is a required property" in e for e in _service_monitor_errors(broken))
+
+
+# --- Kubernetes: the pieces fit -------------------------------------------------------------------------------
+
+def _container() -> dict:
+    return _kind("DaemonSet")["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_port_names_and_selectors_line_up():
+    daemonset, service, monitor = _kind("DaemonSet"), _kind("Service"), _kind("ServiceMonitor")
+    pod_labels = daemonset["spec"]["template"]["metadata"]["labels"]
+    assert daemonset["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert service["metadata"]["namespace"] in monitor["spec"]["namespaceSelector"]["matchNames"]
+    namespace = _kind("Namespace")["metadata"]["name"]
+    assert daemonset["metadata"]["namespace"] == service["metadata"]["namespace"] == namespace
+
+    (container_port,) = _container()["ports"]
+    assert container_port == {"name": "metrics", "containerPort": PORT, "protocol": "TCP"}
+    (service_port,) = service["spec"]["ports"]
+    assert service_port["name"] == "metrics" and service_port["port"] == PORT
+    assert service_port["targetPort"] in ("metrics", PORT)
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+    env = {e["name"]: e.get("value") for e in _container()["env"]}
+    assert env["DCGM_EXPORTER_LISTEN"] == f":{PORT}"
+    # the alert rules find the collector's job by name
+    assert "dcgm" in service["metadata"]["name"]
+
+
+def test_daemonset_reads_pod_resources_read_only_on_gpu_nodes():
+    pod = _kind("DaemonSet")["spec"]["template"]["spec"]
+    (host_volume,) = [v for v in pod["volumes"] if "hostPath" in v]
+    assert host_volume["hostPath"]["path"] == "/var/lib/kubelet/pod-resources"
+    (mount,) = [m for m in _container()["volumeMounts"] if m["name"] == host_volume["name"]]
+    assert mount["mountPath"] == "/var/lib/kubelet/pod-resources" and mount["readOnly"] is True
+    assert pod["nodeSelector"] and any(t["key"] == "nvidia.com/gpu" for t in pod["tolerations"])
+    env = {e["name"]: e for e in _container()["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert "nvidia.com/gpu" not in _container()["resources"].get("limits", {}), "would take a GPU from workloads"
+
+
+def test_probes_use_health_and_liveness_is_forgiving():
+    container = _container()
+    readiness, liveness = container["readinessProbe"], container["livenessProbe"]
+    assert readiness["httpGet"] == {"path": "/health", "port": "metrics"}
+    assert liveness.get("tcpSocket", {}).get("port") == "metrics" or liveness["httpGet"]["path"] == "/health"
+    assert liveness["failureThreshold"] * liveness["periodSeconds"] >= 60
+
+
+def _quantity(text: str) -> float:
+    units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    match = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", str(text))
+    assert match, text
+    return float(match.group(1)) * units.get(match.group(2), 1)
+
+
+def test_resources_have_requests_under_limits():
+    resources = _container()["resources"]
+    for name in ("cpu", "memory"):
+        assert _quantity(resources["requests"][name]) <= _quantity(resources["limits"][name])
+    # the measured worst case on the simulator (32 GPUs, every window family): about 110 MiB
+    assert _quantity(resources["requests"]["memory"]) >= 110 * 2**20
+
+
+def test_container_is_locked_down():
+    security = _container()["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert set(security["capabilities"].get("add", [])) <= {"SYS_ADMIN"}
+    assert "privileged" not in security or security["privileged"] is False
+
+
+# --- systemd ---------------------------------------------------------------------------------------------------
+
+def _unit() -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None, strict=True, delimiters=("=",))
+    parser.optionxform = str  # systemd keys are case-sensitive
+    parser.read_string(UNIT.read_text())
+    return parser
+
+
+def test_unit_restarts_on_failure_and_reads_an_environment_file():
+    unit = _unit()
+    assert set(unit.sections()) == {"Unit", "Service", "Install"}
+    service = unit["Service"]
+    assert service["Restart"] == "on-failure"
+    assert service["EnvironmentFile"].lstrip("-").startswith("/etc/")
+    assert Path(service["ExecStart"].split()[0]).name == "dcgm-collector"
+    assert service.get("PrivateDevices", "no") == "no", "PrivateDevices hides /dev/nvidia*"
+    assert "DevicePolicy" not in service and "DeviceAllow" not in service and "ProtectClock" not in service
+    assert service["NoNewPrivileges"] == "yes" and service["ProtectSystem"] == "strict"
+    assert unit["Install"]["WantedBy"] == "multi-user.target"
+
+
+def test_environment_file_names_only_variables_the_collector_reads():
+    help_text = subprocess.run([sys.executable, "-m", "dcgm_collector", "--help"], cwd=ROOT / "deploy",
+                               capture_output=True, text=True, timeout=60).stdout
+    assert "DCGM_EXPORTER_LISTEN" in help_text
+    names = re.findall(r"^#?([A-Z][A-Z0-9_]+)=", ENV_FILE.read_text(), flags=re.MULTILINE)
+    assert "DCGM_EXPORTER_LISTEN" in names
+    for name in names:
+        assert name in help_text, f"{name} is not an option the collector documents"
+    assert re.search(rf"^DCGM_EXPORTER_LISTEN=:{PORT}$", ENV_FILE.read_text(), flags=re.MULTILINE)
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_analyze_verify_accepts_the_unit(tmp_path):
+    # verify insists that ExecStart exists: point it at a stand-in
+    stand_in = tmp_path / "dcgm-collector"
+    stand_in.write_text("#!/bin/sh\nexit 0\n")
+    stand_in.chmod(0o755)
+    exec_start = _unit()["Service"]["ExecStart"].split()[0]
+    unit = tmp_path / "dcgm-collector.service"
+    unit.write_text(UNIT.read_text().replace(exec_start, str(stand_in)))
+    result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Unknown" not in output and "Failed" not in output, output
+
+
+# --- Docker ----------------------------------------------------------------------------------------------------
+
+def _instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) for each Dockerfile line, continuations joined, comments dropped."""
+    logical, current = [], ""
+    for line in DOCKERFILE.read_text().splitlines():
+        if not current and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if line.endswith("\\"):
+            current += line[:-1] + " "
+            continue
+        logical.append(current + line)
+        current = ""
+    return [(words[0].upper(), words[1] if len(words) > 1 else "") for words in (s.split(None, 1) for s in logical)]
+
+
+def _console_script() -> str:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    (name,) = [n for n, target in scripts.items() if target == "dcgm_collector.cli:main"]
+    return name
+
+
+def test_dockerfile_runs_the_console_script_on_the_metrics_port():
+    instructions = _instructions()
+    (entrypoint,) = [args for kind, args in instructions if kind == "ENTRYPOINT"]
+    argv = json.loads(entrypoint)  # exec form: SIGTERM reaches the collector, not a shell
+    assert Path(argv[0]).name == _console_script()
+    assert [args for kind, args in instructions if kind == "EXPOSE"] == [str(PORT)]
+    env = " ".join(args for kind, args in instructions if kind == "ENV")
+    assert f"DCGM_EXPORTER_LISTEN=:{PORT}" in env.split()
+    assert _container()["ports"][0]["containerPort"] == PORT
+
+
+def test_dockerfile_builds_on_python_slim_and_runs_unprivileged():
+    instructions = _instructions()
+    args = dict(a.split("=", 1) for kind, a in instructions if kind == "ARG" and "=" in a)
+    bases = [a.split()[0] for kind, a in instructions if kind == "FROM"]
+    assert args["PYTHON_IMAGE"] == "python:3.11-slim"
+    assert bases and all(b == "${PYTHON_IMAGE}" for b in bases)
+    (user,) = [a for kind, a in instructions if kind == "USER"]
+    assert user not in ("0", "root")
+    copies = [a for kind, a in instructions if kind == "COPY"]
+    assert any("pip install" in a for kind, a in instructions if kind == "RUN") and copies
