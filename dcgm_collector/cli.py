@@ -8,10 +8,14 @@ False), and, as with Go's flag package, any option may be written with one or
 two dashes (``-collectors``, ``--f``) and a value after ``=`` or as the next
 argument.
 
-Start-up order: counters file -> HTTP listener -> libdcgm -> handle -> GPUs
--> profiling support -> sampler -> exposition.  The listener comes early so
-that a busy port fails before DCGM is touched; until the first exposition
-exists /metrics and /health answer 503.
+Start-up order: counters file -> HTTP listener -> libdcgm -> targets.  A
+target (dcgm_collector.target) is the embedded engine or one -r hostengine:
+handle -> GPUs -> profiling support -> sampler -> exposition.  The listener
+comes early so that a busy port fails before DCGM is touched; until the
+targets exist /metrics and /health answer 503.  The embedded engine failing
+to start is fatal, as it is for dcgm-exporter; a hostengine that cannot be
+reached is not: its target keeps trying (and reconnects whenever a
+connection is lost) while /health says why.
 
 SIGTERM / SIGINT stop everything and exit 0.  SIGHUP re-reads the counters
 file: a bad file is logged in one line and the running configuration keeps
@@ -21,6 +25,7 @@ serving; a good one gets a new sampler and exposition, swapped in at once.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import logging
 import math
@@ -197,6 +202,7 @@ class Option:
     group: str
     metavar: str | None = None
     boolean: bool = False
+    repeatable: bool = False     # may be given several times (argparse collects a list)
 
 
 GROUPS = {
@@ -234,10 +240,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("replace_blanks_in_model_name", ("-rbmn", "--replace-blanks-in-model-name"),
            "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", False, parse_bool,
            "write modelName with '-' for blanks (NVIDIA-H100-80GB-HBM3)", "collection", "BOOL", True),
-    Option("remote", ("-r", "--remote-hostengine-info"), "DCGM_REMOTE_HOSTENGINE_INFO", None, _nonempty("address"),
+    Option("remote", ("-r", "--remote-hostengine-info"), "DCGM_REMOTE_HOSTENGINE_INFO", None, _text,
            f"connect to an nv-hostengine (HOST:PORT, [IPv6]:PORT, /path/to.sock or unix:///path) instead of "
-           f"running DCGM embedded; used only when given [dcgm-exporter's nominal default: {DEFAULT_REMOTE}]",
-           "connection", "ADDRESS"),
+           f"running DCGM embedded; used only when given.  Give it several times (or a comma-separated list) "
+           f"to collect from several hostengines, each labelled with its own hostname "
+           f"[dcgm-exporter's nominal default: {DEFAULT_REMOTE}]",
+           "connection", "ADDRESS", repeatable=True),
     Option("dcgm_lib", ("--dcgm-lib",), "DCGM_COLLECTOR_LIBDCGM", None, _nonempty("path"),
            "libdcgm.so.4 to load (a file or its directory) [default: the dynamic linker's search, then "
            "DCGM's install directories]", "connection", "PATH"),
@@ -352,6 +360,12 @@ differences from dcgm-exporter:
      {EXPORTER_COUNTERS_PATH}; pass -f to use that one.
   -n works (dcgm-exporter 4.8 parses it but still writes the label).
   -d i selects the GPUs that hold the listed MIG instances.
+  -r may be given several times (or as a comma-separated list): one collector
+     for several hostengines, each target's series labelled hostname=its host
+     (its address where two targets share a host), dcgm_collector_* series too.
+  A hostengine that goes away is reconnected with capped backoff while the
+     collected samples are still served (dcgm_collector_up 0); dcgm-exporter
+     exits.  An unreachable hostengine at start-up is retried, not fatal.
 
 dcgm-exporter options not implemented yet:
   Accepted with a warning (the output only lacks what they add):
@@ -411,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   "type": option.parse, "metavar": option.metavar}
         if option.boolean:
             kwargs.update(nargs="?", const=True, metavar="true|false")
+        if option.repeatable:
+            kwargs.update(action="append")
         groups[option.group].add_argument(*option.flags, **kwargs)
     hidden = parser.add_argument_group("not implemented")
     for item in UNSUPPORTED:
@@ -462,10 +478,20 @@ class Config:
     log_format: str
     hostname: str | None = None
     warnings: tuple[str, ...] = field(default=())
+    remotes: tuple[str, ...] = ()          # -r addresses, one per target (remote: them joined by commas)
+    target_names: tuple[str, ...] = ()     # each remote target's name: its hostname label, unique
 
 
 class ConfigError(Exception):
     """A bad flag or environment value; str() is one line."""
+
+    exit_code = EXIT_USAGE
+
+
+class AddressError(ConfigError):
+    """A malformed -r / DCGM_REMOTE_HOSTENGINE_INFO address."""
+
+    exit_code = EXIT_ERROR
 
 
 def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
@@ -477,10 +503,14 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     values: dict[str, Any] = {}
     for option in OPTIONS:
         value = getattr(args, option.dest)
+        if option.repeatable and value is not None:
+            value = ",".join(value)
         if value is None:
             value = _from_env(option.env, option.parse, environ, option.default)
         values[option.dest] = value
     warnings = _unsupported_options(args, environ)
+    remotes = parse_remotes(values["remote"], "-r" if args.remote is not None else "DCGM_REMOTE_HOSTENGINE_INFO")
+    values["remote"] = ",".join(a.text for a in remotes) or None
     if values["sim"] is not None and args.dcgm_lib is not None:
         raise ConfigError("give --sim or --dcgm-lib, not both")
     if values["watch_interval_ms"] is not None and values["watch_interval_ms"] > values["collect_interval_ms"]:
@@ -494,8 +524,10 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
         values["dcgm_lib"] = None
     if values["collectors"] is None:
         values["collectors"] = default_counters_path()
-    values["hostname"] = None if values["no_hostname"] else hostname_label(values["remote"], environ)
-    return Config(**values, warnings=tuple(warnings))
+    names = target_names(remotes, environ)
+    values["hostname"] = None if values["no_hostname"] else (names[0] if names else hostname_label(None, environ))
+    return Config(**values, warnings=tuple(warnings), remotes=tuple(a.text for a in remotes),
+                  target_names=tuple(names))
 
 
 def _from_env(name: str | None, parse: Callable[[str], Any], environ: Mapping[str, str], default: Any) -> Any:
@@ -527,6 +559,98 @@ def _unsupported_options(args: argparse.Namespace, environ: Mapping[str, str]) -
             raise ConfigError(message)
         warnings.append(f"ignoring {message}")
     return warnings
+
+
+REMOTE_FORMS = "HOST, HOST:PORT, [IPv6]:PORT, tcp://HOST:PORT, /path/to.sock or unix:///path/to.sock"
+
+
+@dataclass(frozen=True)
+class RemoteAddress:
+    text: str               # as given, stripped: what dcgmConnect gets
+    host: str | None        # None for a unix socket
+
+
+def parse_remotes(text: str | None, given_by: str) -> list[RemoteAddress]:
+    """The comma-separated -r addresses; AddressError naming the bad one and the accepted forms."""
+    if text is None:
+        return []
+    addresses = [parse_remote(part, given_by) for part in text.split(",")]
+    seen: set[str] = set()
+    for address in addresses:
+        if address.text in seen:
+            raise AddressError(f"{given_by}: hostengine address {address.text!r} is given twice")
+        seen.add(address.text)
+    return addresses
+
+
+def parse_remote(text: str, given_by: str = "-r") -> RemoteAddress:
+    """One hostengine address, in the forms dcgm-exporter (DCGM) accepts."""
+    value = text.strip()
+
+    def bad(why: str) -> AddressError:
+        return AddressError(f"{given_by}: bad hostengine address {text!r}: {why}; expected {REMOTE_FORMS}")
+
+    if not value:
+        raise bad("empty")
+    scheme, sep, rest = value.partition("://")
+    if sep:
+        if scheme.lower() == "unix":
+            if not rest:
+                raise bad("no socket path after unix://")
+            return RemoteAddress(value, None)
+        if scheme.lower() != "tcp":
+            raise bad(f"unknown scheme {scheme}://")
+        if not rest:
+            raise bad("no host after tcp://")
+        return RemoteAddress(value, _host_of(rest, bad))
+    if value.startswith("/"):
+        return RemoteAddress(value, None)
+    return RemoteAddress(value, _host_of(value, bad))
+
+
+def _host_of(text: str, bad: Callable[[str], AddressError]) -> str:
+    """The host of HOST, HOST:PORT, [IPv6], [IPv6]:PORT or a bare IPv6 address."""
+    port: str | None = None
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0:
+            raise bad("no closing ']'")
+        host, rest = text[1:close], text[close + 1:]
+        if not _is_ipv6(host):
+            raise bad(f"{host!r} is not an IPv6 address")
+        if rest:
+            if not rest.startswith(":"):
+                raise bad(f"{rest!r} after ']' (write [IPv6]:PORT)")
+            port = rest[1:]
+    elif text.count(":") >= 2:
+        if not _is_ipv6(text):
+            raise bad("an IPv6 address with a port is written [ADDRESS]:PORT")
+        host = text
+    else:
+        host, colon, rest = text.partition(":")
+        port = rest if colon else None
+        if not host:
+            raise bad("no host")
+        if any(c.isspace() or c in "/[]@" for c in host):
+            raise bad(f"{host!r} is not a host name")
+    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise bad(f"port {port!r} is not a number from 1 to 65535")
+    return host
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def target_names(remotes: Sequence[RemoteAddress], environ: Mapping[str, str]) -> list[str]:
+    """Each target's hostname label: its host (unix sockets: this host); the address where two would clash."""
+    local = environ.get("NODE_NAME") or socket.gethostname()
+    names = [address.host or local for address in remotes]
+    return [address.text if names.count(name) > 1 else name for address, name in zip(remotes, names)]
 
 
 def hostname_label(remote: str | None, environ: Mapping[str, str]) -> str:
@@ -629,37 +753,37 @@ def _counters_table(counters: CounterSet) -> str:
 # ---- the running collector ---------------------------------------------------------------
 
 class Collector:
-    """Owns the handle, the current (sampler, exposition) pair and the server."""
+    """Owns the server and the targets (the embedded engine, or one per -r hostengine)."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self.server: MetricsServer | None = None
-        self.handle = None
-        self.gpus: list = []
-        self.gpu_ids: list[int] | None = None
-        self.supported_profiling: frozenset[int] | None = None
-        self.current: tuple[Any, Any] | None = None     # (Sampler, Exposition); replaced whole, never mutated
+        self.library = None
+        self.targets: list[Any] = []
+        self.exposition: Any = None     # MultiExposition over the targets, once they exist
 
     # -- what the server calls (on request threads)
     def metrics(self, openmetrics: bool) -> bytes:
-        current = self.current
-        if current is None:
+        exposition = self.exposition
+        if exposition is None:
             raise Unavailable("starting: no sampler yet")
-        return current[1].render(openmetrics)
+        return exposition.render(openmetrics)
 
     def health(self) -> tuple[bool, str]:
-        current = self.current
-        if current is None:
+        exposition = self.exposition
+        if exposition is None:
             return False, "starting: no sampler yet"
-        return current[1].health()
+        return exposition.health()
 
     def observe_scrape(self, seconds: float) -> None:
-        current = self.current
-        if current is not None:
-            current[1].observe_scrape(seconds)
+        exposition = self.exposition
+        if exposition is not None:
+            exposition.observe_scrape(seconds)
 
     # -- start-up
     def start(self) -> None:
+        from dcgm_collector.exposition import MultiExposition
+
         config = self.config
         counters = self._read_counters()
         self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape)
@@ -668,14 +792,18 @@ class Collector:
         except ListenError as error:
             self.server = None
             raise StartupError(str(error)) from None
-        library = self._load_library()
-        self.handle = self._open_handle(library)
-        self.gpu_ids = self._select_gpus()
-        counters = self._drop_unsupported_profiling(counters)
-        self.current = self._build(counters)
-        sampler = self.current[0]
-        log.info("collecting %d rows of %s on GPUs %s every %d ms", len(counters), counters.path,
-                 ",".join(map(str, sampler.gpu_ids)), config.collect_interval_ms)
+        self.library = self._load_library()
+        self.targets = self._make_targets(counters)
+        for target in self.targets:
+            self._start_target(target)
+        self.exposition = MultiExposition(self.targets, version=__version__, library_version=self._library_version())
+        for target in self.targets:
+            if target.remote:
+                log.info("collecting %d rows of %s from the hostengine at %s every %d ms (hostname %s)",
+                         len(counters), counters.path, target.address, config.collect_interval_ms, target.name)
+            else:
+                log.info("collecting %d rows of %s on GPUs %s every %d ms", len(counters), counters.path,
+                         ",".join(map(str, target.generation.sampler.gpu_ids)), config.collect_interval_ms)
         log.info("serving %s", self.server.describe())
 
     def _read_counters(self) -> CounterSet:
@@ -706,118 +834,83 @@ class Collector:
         except (dcgm.DcgmError, FileNotFoundError, ValueError) as error:
             raise StartupError(f"cannot load libdcgm: {error}") from None
 
-    def _open_handle(self, library):
-        from dcgm_collector import dcgm
-
-        remote = self.config.remote
-        try:
-            if remote:
-                return dcgm.Handle.connect(remote, library=library)
-            return dcgm.Handle.embedded(library=library)
-        except (dcgm.DcgmError, ValueError) as error:
-            where = f"cannot connect to the hostengine at {remote}" if remote else "cannot start DCGM embedded"
-            raise StartupError(f"{where}: {error}") from None
-
-    def _select_gpus(self) -> list[int] | None:
-        """GPU ids for the sampler (None: every supported GPU); StartupError for ids the node lacks."""
-        from dcgm_collector import dcgm
-
-        selection = self.config.devices
-        try:
-            present = self.handle.gpu_ids(supported_only=False)
-            if selection.kind == "i":
-                return self._gpus_of_instances(selection)
-            if selection.kind == "f" or selection.ids is None:
-                return None
-        except dcgm.DcgmError as error:
-            raise StartupError(f"cannot list the GPUs: {error}") from None
-        missing = [gpu for gpu in selection.ids if gpu not in present]
-        if missing:
-            raise StartupError(f"-d {selection}: no GPU {', '.join(map(str, missing))} on this node "
-                               f"(it has {_id_ranges(present) or 'none'})")
-        return list(selection.ids)
-
-    def _gpus_of_instances(self, selection: DeviceSelection) -> list[int]:
-        instances = {row.entity_id: row.parent_id for row in self.handle.mig_hierarchy()
-                     if row.nvml_compute_instance_id == 0xFFFFFFFF}
-        if not instances:
-            raise StartupError(f"-d {selection}: no GPU has MIG instances on this node; use -d f or -d g")
-        wanted = sorted(instances) if selection.ids is None else list(selection.ids)
-        missing = [i for i in wanted if i not in instances]
-        if missing:
-            raise StartupError(f"-d {selection}: no GPU instance {', '.join(map(str, missing))} "
-                               f"(there are {_id_ranges(sorted(instances))})")
-        log.warning("-d %s: MIG instances are not sampled on their own yet; sampling the GPUs that hold them",
-                    selection)
-        return list(dict.fromkeys(instances[i] for i in wanted))
-
-    def _drop_unsupported_profiling(self, counters: CounterSet) -> CounterSet:
-        from dcgm_collector import dcgm
-
-        if not any(c.field is not None and c.field.is_profiling for c in counters):
-            return counters
-        if self.supported_profiling is None:
-            gpu = (self.gpu_ids or self.handle.gpu_ids(supported_only=True) or [0])[0]
-            try:
-                self.supported_profiling = self.handle.supported_profiling_fields(gpu)
-            except dcgm.DcgmError as error:
-                log.warning("cannot ask DCGM which profiling metrics GPU %d has (%s); skipping profiling rows",
-                            gpu, error)
-                self.supported_profiling = frozenset()
-        return counters.without_unsupported_profiling(self.supported_profiling, warn=log.warning)
-
-    def _build(self, counters: CounterSet, *, stop_first: Any = None) -> tuple[Any, Any]:
-        """A started sampler and its exposition; ``stop_first`` (the old sampler) is stopped before
-        the new one watches, since DCGM keys watches by connection and the old one's unwatch would
-        otherwise remove the new one's."""
+    def _library_version(self) -> str:
         from dcgm_collector.dcgm import DcgmError
-        from dcgm_collector.exposition import Exposition
-        from dcgm_collector.sampler import Sampler
 
-        config = self.config
         try:
-            sampler = Sampler(self.handle, counters, collect_interval_ms=config.collect_interval_ms,
-                              watch_interval_ms=config.watch_interval_ms, retention_s=config.retention_s,
-                              gpu_ids=self.gpu_ids)
-        except ValueError as error:
+            return self.library.version_info().get("version", "unknown")
+        except (DcgmError, AttributeError):
+            return "unknown"
+
+    def _make_targets(self, counters: CounterSet) -> list:
+        from dcgm_collector.dcgm import Handle
+        from dcgm_collector.target import CONNECT_TIMEOUT_MS, Target
+
+        config, library = self.config, self.library
+        options = {"collect_interval_ms": config.collect_interval_ms, "watch_interval_ms": config.watch_interval_ms,
+                   "retention_s": config.retention_s}
+
+        def make(name: str, address: str | None, connect) -> Target:
+            hostname = None if config.no_hostname else name
+            return Target(name, counters, connect=connect, discover=self._discover,
+                          expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname),
+                          sampler_options=options, address=address)
+
+        if not config.remotes:
+            name = config.hostname or hostname_label(None, os.environ)
+            return [make(name, None, lambda: self._open_embedded(library))]
+        return [make(name, address, lambda address=address: Handle.connect(
+                    address, timeout_ms=CONNECT_TIMEOUT_MS, library=library))
+                for address, name in zip(config.remotes, config.target_names)]
+
+    def _start_target(self, target) -> None:
+        from dcgm_collector.dcgm import DcgmError
+        from dcgm_collector.target import TargetError
+
+        try:
+            target.start()
+        except TargetError as error:
             raise StartupError(str(error)) from None
-        if stop_first is not None:
-            stop_first.stop()
-        try:
-            sampler.start()
         except (DcgmError, RuntimeError, ValueError) as error:
             raise StartupError(f"cannot start sampling: {error}") from None
+
+    @staticmethod
+    def _open_embedded(library):
+        from dcgm_collector import dcgm
+
         try:
-            gpus = self._gpu_infos(sampler.gpu_ids)
-            exposition = Exposition(sampler, gpus, self._exposition_options(), version=__version__)
-        except BaseException:
-            sampler.stop()
-            raise
-        return sampler, exposition
+            return dcgm.Handle.embedded(library=library)
+        except (dcgm.DcgmError, ValueError) as error:
+            raise StartupError(f"cannot start DCGM embedded: {error}") from None
 
-    def _gpu_infos(self, gpu_ids: Sequence[int]) -> list:
-        if not self.gpus:
-            self.gpus = self.handle.gpus()
-        by_id = {gpu.gpu_id: gpu for gpu in self.gpus}
-        return [by_id[gpu] for gpu in gpu_ids if gpu in by_id]
+    def _discover(self, handle, counters: CounterSet):
+        """The GPUs -d selects on this handle's node, and the counters they support."""
+        from dcgm_collector.target import Topology
 
-    def _exposition_options(self):
-        from dcgm_collector.exposition import ExpositionOptions
+        gpu_ids = select_gpus(handle, self.config.devices)
+        counters = drop_unsupported_profiling(handle, counters, gpu_ids)
+        ids = gpu_ids if gpu_ids is not None else handle.gpu_ids(supported_only=True)
+        by_id = {gpu.gpu_id: gpu for gpu in handle.gpus()}
+        return Topology(tuple(ids), tuple(by_id[gpu] for gpu in ids if gpu in by_id), counters)
+
+    def _expose(self, sampler, gpus, hostname: str | None):
+        from dcgm_collector.exposition import Exposition, ExpositionOptions
 
         config = self.config
-        return ExpositionOptions(
-            window_s=config.window_s, aggregations=config.aggregations, hostname=config.hostname,
+        options = ExpositionOptions(
+            window_s=config.window_s, aggregations=config.aggregations, hostname=hostname,
             replace_blanks_in_model_name=config.replace_blanks_in_model_name,
             xid_count_window_ms=config.xid_count_window_ms,
             clock_events_count_window_ms=config.clock_events_count_window_ms,
         )
+        return Exposition(sampler, gpus, options, version=__version__)
 
     # -- reload
     def reload(self) -> bool:
-        """Re-read the counters file; on any problem the running pair keeps serving."""
+        """Re-read the counters file; on any problem the running configuration keeps serving."""
         path = self.config.collectors
         try:
-            counters = self._drop_unsupported_profiling(load_counters(path))
+            counters = load_counters(path)
         except CountersError as error:
             log.error("reload failed, still serving the previous counters: %s", error)
             return False
@@ -825,35 +918,76 @@ class Collector:
             log.error("reload failed, still serving the previous counters: %s: cannot read counters file: %s",
                       path, error.strerror or error)
             return False
-        old = self.current
-        try:
-            self.current = self._build(counters, stop_first=old[0] if old else None)
-        except Exception as error:  # whatever broke, the collector must keep serving
-            log.error("reload failed: %s", error, exc_info=not isinstance(error, StartupError))
-            if old is not None and not old[0].running:
-                self._restore(old)
-            return False
-        log.info("reloaded %d metrics from %s", len(counters), path)
-        return True
-
-    def _restore(self, old: tuple[Any, Any]) -> None:
-        log.info("restarting the previous counters")
-        try:
-            self.current = self._build(old[0].counters)
-        except Exception as error:
-            log.error("cannot restart the previous counters either (%s); serving the last samples", error)
+        ok = all([target.reload(counters) for target in self.targets])
+        if ok:
+            log.info("reloaded %d metrics from %s", len(counters), path)
+        return ok
 
     # -- shutdown
     def stop(self) -> None:
         if self.server is not None:
             self.server.stop()
             self.server = None
-        current, self.current = self.current, None
-        if current is not None:
-            current[0].stop()
-        if self.handle is not None:
-            self.handle.close()
-            self.handle = None
+        for target in self.targets:
+            target.request_stop()   # all at once: a supervisor may be inside a connect attempt
+        for target in reversed(self.targets):
+            target.stop()
+
+
+def select_gpus(handle, selection: DeviceSelection) -> list[int] | None:
+    """GPU ids -d selects on the handle's node (None: every supported GPU); TargetError for ids it lacks."""
+    from dcgm_collector.target import TargetError
+
+    present = handle.gpu_ids(supported_only=False)
+    if selection.kind == "i":
+        return _gpus_of_instances(handle, selection)
+    if selection.kind == "f" or selection.ids is None:
+        return None
+    missing = [gpu for gpu in selection.ids if gpu not in present]
+    if missing:
+        raise TargetError(f"-d {selection}: no GPU {', '.join(map(str, missing))} on this node "
+                          f"(it has {_id_ranges(present) or 'none'})")
+    return list(selection.ids)
+
+
+def _gpus_of_instances(handle, selection: DeviceSelection) -> list[int]:
+    from dcgm_collector.target import TargetError
+
+    instances = {row.entity_id: row.parent_id for row in handle.mig_hierarchy()
+                 if row.nvml_compute_instance_id == 0xFFFFFFFF}
+    if not instances:
+        raise TargetError(f"-d {selection}: no GPU has MIG instances on this node; use -d f or -d g")
+    wanted = sorted(instances) if selection.ids is None else list(selection.ids)
+    missing = [i for i in wanted if i not in instances]
+    if missing:
+        raise TargetError(f"-d {selection}: no GPU instance {', '.join(map(str, missing))} "
+                          f"(there are {_id_ranges(sorted(instances))})")
+    log.warning("-d %s: MIG instances are not sampled on their own yet; sampling the GPUs that hold them",
+                selection)
+    return list(dict.fromkeys(instances[i] for i in wanted))
+
+
+def drop_unsupported_profiling(handle, counters: CounterSet, gpu_ids: Sequence[int] | None) -> CounterSet:
+    """The counters without the profiling rows the node's GPUs lack (each dropped with a warning)."""
+    from dcgm_collector import dcgm
+
+    if not any(c.field is not None and c.field.is_profiling for c in counters):
+        return counters
+    gpu = (gpu_ids or handle.gpu_ids(supported_only=True) or [0])[0]
+    try:
+        supported = handle.supported_profiling_fields(gpu)
+    except dcgm.DcgmError as error:
+        if error.code in _connection_codes():
+            raise
+        log.warning("cannot ask DCGM which profiling metrics GPU %d has (%s); skipping profiling rows", gpu, error)
+        supported = frozenset()
+    return counters.without_unsupported_profiling(supported, warn=log.warning)
+
+
+def _connection_codes() -> frozenset[int]:
+    from dcgm_collector.sampler import CONNECTION_CODES
+
+    return CONNECTION_CODES
 
 
 def _scenario_spec(spec: str) -> str:
@@ -928,7 +1062,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = parse_config(argv, os.environ, parser)
     except ConfigError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return error.exit_code
     _setup_logging(config)
     for warning in config.warnings:
         log.warning("%s", warning)

@@ -32,6 +32,13 @@ Differences, on purpose:
   trailing window for rows that ask (4th column or --aggregations), and the
   collector's own ``dcgm_collector_*`` metrics.
 * DCGM_EXP_P2P_STATUS is not served yet.
+
+Several targets (one collector, several hostengines): :class:`MultiExposition`
+writes each family's HELP and TYPE once, then the series of every target, in
+target order and GPU order within a target (each target's series carry its
+own ``hostname``).  The collector's per-target metrics (up, sample age,
+samples, ticks, errors, reconnects) are then labelled ``hostname`` with the
+target's name; with a single target they stay unlabelled, as before.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -50,7 +58,7 @@ from dcgm_collector.counters import AGGREGATIONS, Counter
 from dcgm_collector.dcgm import DcgmError, EntityType, GpuInfo
 from dcgm_collector.errors import status_name
 from dcgm_collector.ring import SAMPLE_OK, EventRows, RingBuffer
-from dcgm_collector.sampler import Sampler
+from dcgm_collector.sampler import Sampler, SamplerStats
 from dcgm_collector.watches import CLOCK_EVENT_REASONS, XID_FIELD
 from dcgm_collector.xid_errors import xid_message
 
@@ -61,6 +69,7 @@ __all__ = [
     "HEALTH_SYSTEMS",
     "Exposition",
     "ExpositionOptions",
+    "MultiExposition",
     "health_error_name",
 ]
 
@@ -537,9 +546,9 @@ class Exposition:
             parts.append("# EOF\n")
         return "".join(parts).encode()
 
-    def health(self) -> tuple[bool, str]:
+    def health(self, now_s: float | None = None) -> tuple[bool, str]:
         """(ok, reason): ok only while DCGM answers and the newest sample is fresh."""
-        return self._state(time.time())
+        return self._state(time.time() if now_s is None else now_s)
 
     def observe_scrape(self, seconds: float) -> None:
         """How long the previous scrape took (served as dcgm_collector_scrape_duration_seconds)."""
@@ -660,32 +669,155 @@ class Exposition:
         return cached[1]
 
     def _self_metrics(self, parts: list[str], openmetrics: bool, now_s: float) -> None:
-        stats = self.sampler.stats
         up, _ = self._state(now_s)
+        _self_metrics(parts, openmetrics, now_s, [_SelfRow("", self.sampler.stats, up)], self._last_scrape_s,
+                      self._build_info)
 
-        def family(name: str, kind: str, help_text: str, lines: list[str]) -> None:
+
+# ---- several targets ----------------------------------------------------------------------
+
+class TargetView(Protocol):
+    """What MultiExposition reads of a target (dcgm_collector.target.Target)."""
+
+    name: str
+    remote: bool
+    stats: SamplerStats
+    reconnects: int
+
+    @property
+    def exposition(self) -> Exposition | None: ...
+
+    def health(self, now_s: float | None = None) -> tuple[bool, str]: ...
+
+
+class MultiExposition:
+    """The /metrics body and /health of one collector and its targets (one or several).
+
+    Reads each target's current exposition at every scrape, so a target
+    that reconnects or changes its GPUs shows up without a rebuild here.  A
+    target that never connected contributes its own metrics only.
+    """
+
+    def __init__(self, targets: Sequence[TargetView], *, version: str, library_version: str = "unknown",
+                 labelled: bool | None = None) -> None:
+        if not targets:
+            raise ValueError("no targets")
+        self.targets = tuple(targets)
+        # with one target the collector's own series keep the names they always had
+        self.labelled = len(self.targets) > 1 if labelled is None else labelled
+        self._target_labels = [_labels([("hostname", t.name)]) if self.labelled else "" for t in self.targets]
+        self._build_info = _labels([("version", version), ("dcgm_library", library_version)])
+        self._last_scrape_s: float | None = None
+        self._plan_lock = threading.Lock()
+        self._plan: tuple[tuple, list[tuple[str, _Header, list[tuple[int, _Family]]]]] | None = None
+
+    def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
+        now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
+        expositions = [t.exposition for t in self.targets]
+        scrapes: list[_Scrape | None] = []
+        for exposition in expositions:
+            if exposition is None:
+                scrapes.append(None)
+                continue
+            exposition._refresh_families()
+            scrapes.append(_Scrape(exposition, now_us))
+        parts: list[str] = []
+        for _, header, members in self._family_plan(expositions):
+            lines: list[str] = []
+            for index, family in members:
+                lines.extend(family.lines(scrapes[index]))  # type: ignore[arg-type]
             if lines:
-                parts.append(_SELF_HEADERS[(name, kind, help_text)].get(openmetrics))
+                parts.append(header.get(openmetrics))
                 parts.extend(lines)
+        now_s = now_us / 1e6
+        rows = [_SelfRow(labels, t.stats, t.health(now_s)[0], t.reconnects if t.remote else None)
+                for labels, t in zip(self._target_labels, self.targets)]
+        _self_metrics(parts, openmetrics, now_s, rows, self._last_scrape_s, self._build_info)
+        if openmetrics:
+            parts.append("# EOF\n")
+        return "".join(parts).encode()
 
-        family("dcgm_collector_up", "gauge", _UP_HELP, [f"dcgm_collector_up {int(up)}\n"])
-        if stats.last_sample_time is not None:
-            age = max(0.0, now_s - stats.last_sample_time)
-            family("dcgm_collector_last_sample_age_seconds", "gauge", _AGE_HELP,
-                   [f"dcgm_collector_last_sample_age_seconds {age:f}\n"])
-        family("dcgm_collector_samples_total", "counter", _SAMPLES_HELP,
-               [f"dcgm_collector_samples_total {stats.samples}\n"])
-        family("dcgm_collector_ticks_total", "counter", _TICKS_HELP, [f"dcgm_collector_ticks_total {stats.ticks}\n"])
-        family("dcgm_collector_skipped_ticks_total", "counter", _SKIPPED_HELP,
-               [f"dcgm_collector_skipped_ticks_total {stats.skipped_ticks}\n"])
-        family("dcgm_collector_dcgm_errors_total", "counter", _ERRORS_HELP, [
-            f'dcgm_collector_dcgm_errors_total{{code="{code}",name="{status_name(code)}"}} {n}\n'
-            for code, n in sorted(stats.errors_by_code.items())])
-        if self._last_scrape_s is not None:
-            family("dcgm_collector_scrape_duration_seconds", "gauge", _SCRAPE_HELP,
-                   [f"dcgm_collector_scrape_duration_seconds {self._last_scrape_s:f}\n"])
-        family("dcgm_collector_build_info", "gauge", _BUILD_HELP,
-               [f"dcgm_collector_build_info{{{self._build_info}}} 1\n"])
+    def health(self) -> tuple[bool, str]:
+        """OK when every target is up and fresh; else one line per target that is not."""
+        now_s = time.time()
+        bad = [(t, reason) for t in self.targets for ok, reason in (t.health(now_s),) if not ok]
+        if not bad:
+            return True, "OK"
+        if len(self.targets) == 1:
+            return False, bad[0][1]
+        return False, "\n".join(f"{t.name}: {reason}" for t, reason in bad)
+
+    def observe_scrape(self, seconds: float) -> None:
+        self._last_scrape_s = float(seconds)
+
+    def _family_plan(self, expositions: Sequence[Exposition | None]) -> list[tuple[str, _Header, list]]:
+        """Families by name in a merged order, each with (target index, family) of the targets that have it.
+
+        Cached until a target's family tuple changes (new labels, a reconnect, a reload).
+        """
+        key = tuple(None if e is None else e._families for e in expositions)
+        plan = self._plan
+        if plan is not None and len(plan[0]) == len(key) and all(a is b for a, b in zip(plan[0], key)):
+            return plan[1]
+        order: list[str] = []
+        entries: dict[str, tuple[str, _Header, list[tuple[int, _Family]]]] = {}
+        for index, families in enumerate(key):
+            at = 0   # a family new to the plan goes after the previous family of the same target
+            for family in families or ():
+                entry = entries.get(family.name)
+                if entry is None:
+                    entry = entries[family.name] = (family.name, family.header, [])
+                    order.insert(at, family.name)
+                at = order.index(family.name) + 1
+                entry[2].append((index, family))
+        merged = [entries[name] for name in order]
+        with self._plan_lock:
+            self._plan = (key, merged)
+        return merged
+
+
+# ---- the collector's own metrics ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _SelfRow:
+    labels: str                    # the target's label pairs, rendered ("" when unlabelled)
+    stats: SamplerStats
+    up: bool
+    reconnects: int | None = None  # None: not a remote target, no reconnects series
+
+
+def _series(name: str, labels: str, value: object) -> str:
+    return f"{name}{{{labels}}} {value}\n" if labels else f"{name} {value}\n"
+
+
+def _self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows: Sequence[_SelfRow],
+                  scrape_s: float | None, build_info: str) -> None:
+    def family(name: str, kind: str, help_text: str, lines: list[str]) -> None:
+        if lines:
+            parts.append(_SELF_HEADERS[(name, kind, help_text)].get(openmetrics))
+            parts.extend(lines)
+
+    family("dcgm_collector_up", "gauge", _UP_HELP, [_series("dcgm_collector_up", r.labels, int(r.up)) for r in rows])
+    family("dcgm_collector_last_sample_age_seconds", "gauge", _AGE_HELP, [
+        _series("dcgm_collector_last_sample_age_seconds", r.labels,
+                f"{max(0.0, now_s - r.stats.last_sample_time):f}")
+        for r in rows if r.stats.last_sample_time is not None])
+    family("dcgm_collector_samples_total", "counter", _SAMPLES_HELP,
+           [_series("dcgm_collector_samples_total", r.labels, r.stats.samples) for r in rows])
+    family("dcgm_collector_ticks_total", "counter", _TICKS_HELP,
+           [_series("dcgm_collector_ticks_total", r.labels, r.stats.ticks) for r in rows])
+    family("dcgm_collector_skipped_ticks_total", "counter", _SKIPPED_HELP,
+           [_series("dcgm_collector_skipped_ticks_total", r.labels, r.stats.skipped_ticks) for r in rows])
+    family("dcgm_collector_dcgm_errors_total", "counter", _ERRORS_HELP, [
+        _series("dcgm_collector_dcgm_errors_total", ",".join(filter(None, (
+            r.labels, f'code="{code}",name="{status_name(code)}"'))), n)
+        for r in rows for code, n in sorted(r.stats.errors_by_code.items())])
+    family("dcgm_collector_reconnects_total", "counter", _RECONNECTS_HELP, [
+        _series("dcgm_collector_reconnects_total", r.labels, r.reconnects) for r in rows if r.reconnects is not None])
+    if scrape_s is not None:
+        family("dcgm_collector_scrape_duration_seconds", "gauge", _SCRAPE_HELP,
+               [f"dcgm_collector_scrape_duration_seconds {scrape_s:f}\n"])
+    family("dcgm_collector_build_info", "gauge", _BUILD_HELP, [f"dcgm_collector_build_info{{{build_info}}} 1\n"])
 
 
 _UP_HELP = "1 when the last read from DCGM succeeded and the newest sample is fresh, else 0."
@@ -694,6 +826,7 @@ _SAMPLES_HELP = "Samples stored in the rings, blank ones included."
 _TICKS_HELP = "Sampler ticks run (one read of DCGM's sample cache each)."
 _SKIPPED_HELP = "Sampler ticks skipped because an earlier tick overran them."
 _ERRORS_HELP = "Failed DCGM calls, by DCGM status code."
+_RECONNECTS_HELP = "Connections to the hostengine made again after one was lost."
 _SCRAPE_HELP = "How long the previous scrape of this endpoint took to render and send, in seconds."
 _BUILD_HELP = "Version of dcgm-collector and of the DCGM library it loaded; always 1."
 
@@ -706,6 +839,7 @@ def _self_headers() -> dict[tuple[str, str, str], _Header]:
         ("dcgm_collector_ticks_total", "counter", _TICKS_HELP),
         ("dcgm_collector_skipped_ticks_total", "counter", _SKIPPED_HELP),
         ("dcgm_collector_dcgm_errors_total", "counter", _ERRORS_HELP),
+        ("dcgm_collector_reconnects_total", "counter", _RECONNECTS_HELP),
         ("dcgm_collector_scrape_duration_seconds", "gauge", _SCRAPE_HELP),
         ("dcgm_collector_build_info", "gauge", _BUILD_HELP),
     )

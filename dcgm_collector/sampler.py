@@ -21,6 +21,13 @@ read fails, the GPUs DCGM reports as lost are taken out of the sampler's
 group (their ring series simply get no new rows) and the read is retried, so
 a lost GPU stops its own series without disturbing the others; a field group
 someone unwatched behind the sampler's back is watched again.
+
+A lost or timed-out hostengine connection cannot be repaired on the same
+handle (DCGM does not reconnect by itself).  A sampler given
+``on_connection_lost`` then stops ticking and reports the status once; its
+owner (dcgm_collector.target) reconnects and starts a new sampler that
+``resume``s this one: same GPUs and counters, so it keeps the rings and
+carries on from the cursors, and nothing is read twice or skipped.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -40,7 +47,7 @@ from dcgm_collector.dcgm import DcgmError, EntityGroup, EntityType, FieldGroup, 
 from dcgm_collector.ring import EventRing, RingBuffer, SeriesKey
 from dcgm_collector.watches import DEFAULT_RETENTION_S, WatchGroup, WatchPlan, plan_watches
 
-__all__ = ["THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
+__all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +56,7 @@ FE_GPU = int(EntityType.GPU)
 ST_NOT_WATCHED: int = lib.DCGM_ST_NOT_WATCHED
 # Statuses that say the hostengine itself is gone or stuck: asking it about
 # each GPU would only fail the same way.
-_CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
+CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
 # Entity statuses of a GPU that can no longer be read.
 GONE_STATUSES = frozenset({"Lost", "Inaccessible", "Detached", "Disabled"})
 # Labels (UUID, names, driver version) hardly ever change; reading them every
@@ -113,6 +120,14 @@ class Sampler:
     ``rings`` (one per value / profiling field group), ``events`` and
     ``labels`` are what readers use; they are created by :meth:`start` and
     stay readable after :meth:`stop`.
+
+    ``stats`` may be shared with earlier samplers of the same source, so that
+    the counts go on across reconnects.  ``resume`` is a stopped sampler on
+    the same GPUs with the same counters: this one then writes into its rings
+    and event ring, from its cursors (a sampler on other GPUs or counters is
+    not resumed).  ``on_connection_lost(status)`` is called once, on the
+    sampler's thread, when DCGM answers CONNECTION_NOT_VALID or TIMEOUT; the
+    thread then stops.
     """
 
     def __init__(
@@ -124,6 +139,9 @@ class Sampler:
         watch_interval_ms: float | None = None,
         retention_s: float = DEFAULT_RETENTION_S,
         gpu_ids: Sequence[int] | None = None,
+        stats: SamplerStats | None = None,
+        resume: Sampler | None = None,
+        on_connection_lost: Callable[[int], None] | None = None,
     ) -> None:
         if not isinstance(handle, Handle):
             raise TypeError(f"handle must be a Handle, not {type(handle).__name__}")
@@ -135,7 +153,7 @@ class Sampler:
         )
         self._requested_gpus = None if gpu_ids is None else _gpu_list(gpu_ids)
         self.interval_s = self.plan.collect_interval_us / 1e6
-        self.stats = SamplerStats()
+        self.stats = stats if stats is not None else SamplerStats()
         self.gpu_ids: tuple[int, ...] = ()
         self.group: EntityGroup | None = None
         self.rings: Mapping[WatchGroup, RingBuffer] = MappingProxyType({})
@@ -157,6 +175,9 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._started = False
         self._torn_down = False
+        self._resume = resume
+        self._on_connection_lost = on_connection_lost
+        self.connection_lost: int | None = None   # the status that ended the connection, once it did
 
     # -- life cycle
     def start(self, thread: bool = True) -> None:
@@ -206,8 +227,17 @@ class Sampler:
         if not gpus:
             raise RuntimeError("DCGM reports no supported GPU to sample")
         self.gpu_ids = tuple(gpus)
+        previous = self._adoptable(self._resume)
+        self._resume = None   # keep no reference: an old sampler must be free to go
+        self.stats.lost_gpus = ()
         self.group = self.handle.create_group(f"dcgm-collector-gpus-{id(self):x}", gpus)
         self._live_gpus = set(gpus)
+        if previous is not None:
+            self.events = previous.events
+            self.labels = previous.labels
+            self.health = previous.health
+        old_rings = previous.rings if previous is not None else {}
+        cursors = {d.watch: d.cursor for d in previous._drains} if previous is not None else {}
         rings: dict[WatchGroup, RingBuffer] = {}
         field_groups: dict[WatchGroup, FieldGroup] = {}
         for watch in self.plan.groups:
@@ -223,12 +253,14 @@ class Sampler:
             if watch.kind == "labels":
                 self._label_groups.append(fg)
             elif watch.kind == "events":
-                self._drains.append(_Drain(watch, fg, self.events, True))
+                self._drains.append(_Drain(watch, fg, self.events, True, cursors.get(watch, 0)))
             else:
-                series = [SeriesKey(FE_GPU, gpu, field_id) for gpu in gpus for field_id in watch.field_ids]
-                ring = RingBuffer(series, self.plan.ring_capacity)
+                ring = old_rings.get(watch)
+                if ring is None:
+                    series = [SeriesKey(FE_GPU, gpu, field_id) for gpu in gpus for field_id in watch.field_ids]
+                    ring = RingBuffer(series, self.plan.ring_capacity)
                 rings[watch] = ring
-                self._drains.append(_Drain(watch, fg, ring, False))
+                self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0)))
         self.rings = MappingProxyType(rings)
         self.field_groups = MappingProxyType(field_groups)
         self._label_names = _label_names(self.counters)
@@ -236,6 +268,16 @@ class Sampler:
             self._refresh_labels()
         if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
             self._start_health(gpus)
+
+    def _adoptable(self, previous: Sampler | None) -> Sampler | None:
+        """``previous`` if its rings fit this sampler (same GPUs, same plan) and nobody writes them any more."""
+        if previous is None:
+            return None
+        if previous.running:
+            raise RuntimeError("a sampler resumes a stopped one only (a ring has one writer)")
+        if previous.gpu_ids != self.gpu_ids or previous.plan != self.plan:
+            return None
+        return previous
 
     def _watch(self, watch: WatchGroup) -> FieldGroup | None:
         """Create and watch one field group; None if a profiling watch was refused."""
@@ -266,8 +308,8 @@ class Sampler:
         if self._torn_down:
             return
         self._torn_down = True
-        if self.handle.closed:
-            return  # the handle's close removed everything already
+        if self.handle.closed or self.connection_lost is not None:
+            return  # the handle's close removes everything (a lost connection took it all already)
         for fg in reversed(self._made_field_groups):
             _quietly(fg.destroy)  # the handle unwatches a field group before destroying it
         if self._health_group is not None:
@@ -285,6 +327,9 @@ class Sampler:
             if delay > 0 and self._stop.wait(delay) or self._stop.is_set():
                 return
             self._guarded_tick()
+            if self.connection_lost is not None and self._on_connection_lost is not None:
+                self._on_connection_lost(self.connection_lost)
+                return
             # deadlines that passed while the tick ran are skipped, not caught up
             due = math.floor((time.monotonic() - origin) / interval)
             if due > k:
@@ -324,6 +369,8 @@ class Sampler:
             result = self._drain(d, raw)
             if result is None:
                 good = False
+                if self.connection_lost is not None:
+                    break   # every other call on this handle would fail the same way
                 continue
             d.cursor = result.next_cursor
             if d.is_events:
@@ -333,9 +380,10 @@ class Sampler:
                 stats.rows += result.rows
                 if result.rows:
                     newest = max(newest, d.target.newest_ts or 0)
-        if self._label_groups and stats.ticks % self._label_every == 0 and stats.ticks:
+        lost = self.connection_lost is not None
+        if self._label_groups and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
             good = self._refresh_labels() and good
-        if self._health_group is not None and time.monotonic() >= self._next_health:
+        if self._health_group is not None and time.monotonic() >= self._next_health and not lost:
             self._check_health()  # a failed check is counted, but samples still flow
         stats.ticks += 1
         if newest:
@@ -368,7 +416,7 @@ class Sampler:
     # -- repairs
     def _repair(self, d: _Drain, rc: int) -> bool:
         """Fix what made a drain fail, if the sampler can; True when a retry is worth it."""
-        if rc in _CONNECTION_CODES:
+        if rc in CONNECTION_CODES:
             return False
         if self._remove_lost_gpus():
             return bool(self._live_gpus)
@@ -459,6 +507,8 @@ class Sampler:
     def _count(self, code: int) -> None:
         counts = self.stats.errors_by_code
         self.stats.errors_by_code = {**counts, code: counts.get(code, 0) + 1}
+        if code in CONNECTION_CODES and self.connection_lost is None:
+            self.connection_lost = code
 
 
 def _label_names(counters: CounterSet) -> dict[int, tuple[str, ...]]:

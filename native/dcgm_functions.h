@@ -77,7 +77,8 @@ DCGM_FN(dcgm_field_meta_p, DcgmFieldGetByTag, (const char *tag), (tag), NULL) \
 DCGM_FN(const char *, DcgmFieldsGetEntityGroupString, (dcgm_field_entity_group_t entityGroupId), (entityGroupId), NULL) \
 DCGM_FN(dcgmReturn_t, dcgmSimGetStartTime, (long long *startUs), (startUs), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimGetValueAt, (unsigned int gpuId, unsigned short fieldId, long long tRelUs, dcgmFieldValue_v1 *value), (gpuId, fieldId, tRelUs, value), DCGM_ST_FUNCTION_NOT_FOUND) \
-DCGM_FN(dcgmReturn_t, dcgmSimCheckScenario, (const char *spec, char *errorText, int errorTextLen), (spec, errorText, errorTextLen), DCGM_ST_FUNCTION_NOT_FOUND)
+DCGM_FN(dcgmReturn_t, dcgmSimCheckScenario, (const char *spec, char *errorText, int errorTextLen), (spec, errorText, errorTextLen), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmSimServe, (const char *address, unsigned int port, int isUnixSocket, const char *scenario, int readyFd, int stopFd, char *errorText, int errorTextLen), (address, port, isUnixSocket, scenario, readyFd, stopFd, errorText, errorTextLen), DCGM_ST_FUNCTION_NOT_FOUND)
 
 #define DCGM_DECLARE_PROTOTYPE(ret, name, params, args, missing) ret name params;
 DCGM_FUNCTION_LIST(DCGM_DECLARE_PROTOTYPE)

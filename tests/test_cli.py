@@ -574,6 +574,59 @@ def test_remote_host(address, host):
     assert remote_host(address) == host
 
 
+@pytest.mark.parametrize("value, why", [
+    ("host:99999", "port '99999' is not a number from 1 to 65535"),
+    ("host:0", "port '0' is not a number from 1 to 65535"),
+    ("host:", "port '' is not a number"),
+    ("host:http", "port 'http' is not a number"),
+    ("[::1", "no closing ']'"),
+    ("[::1]x", "'x' after ']'"),
+    ("[nothost]:5555", "'nothost' is not an IPv6 address"),
+    ("1:2:3:zz", "an IPv6 address with a port is written [ADDRESS]:PORT"),
+    ("tcp://", "no host after tcp://"),
+    ("unix://", "no socket path after unix://"),
+    ("http://node:5555", "unknown scheme http://"),
+    ("", "empty"),
+    ("  ", "empty"),
+    (":5555", "no host"),
+    ("a b:5555", "'a b' is not a host name"),
+])
+def test_malformed_remote_addresses(value, why):
+    with pytest.raises(cli.AddressError) as info:
+        parse_config(["-r", value], {})
+    message = str(info.value)
+    assert message.startswith(f"-r: bad hostengine address {value!r}: {why}")
+    assert message.endswith(f"; expected {cli.REMOTE_FORMS}") and "\n" not in message
+
+
+def test_malformed_remote_address_exits_1_in_one_line(tmp_path):
+    result = run_cli(tmp_path, "-a", "127.0.0.1:0", "-r", "host:99999")
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("dcgm-collector: error: -r: bad hostengine address 'host:99999': port")
+    result = run_cli(tmp_path, "-a", "127.0.0.1:0", env=clean_env(DCGM_REMOTE_HOSTENGINE_INFO="good:1,[::1"))
+    assert result.returncode == 1
+    assert result.stderr.startswith("dcgm-collector: error: DCGM_REMOTE_HOSTENGINE_INFO: bad hostengine address "
+                                    "'[::1': no closing ']'")
+
+
+def test_several_remotes_each_named_by_its_host():
+    env = {"NODE_NAME": "here"}
+    config = parse_config(["-r", "gpu1:5555", "-r", "[fe80::1%eth0]:5555,unix:///run/he.sock", "-r", "/run/b.sock"],
+                          env)
+    assert config.remotes == ("gpu1:5555", "[fe80::1%eth0]:5555", "unix:///run/he.sock", "/run/b.sock")
+    assert config.remote == ",".join(config.remotes)
+    # two unix sockets on this host would share a name: each is then named by its address
+    assert config.target_names == ("gpu1", "fe80::1%eth0", "unix:///run/he.sock", "/run/b.sock")
+    assert config.hostname == "gpu1"
+    config = parse_config([], {"DCGM_REMOTE_HOSTENGINE_INFO": "a:1, b:2", **env})
+    assert (config.remotes, config.target_names) == (("a:1", "b:2"), ("a", "b"))
+    assert parse_config(["-r", "node:1", "-r", "node:2"], env).target_names == ("node:1", "node:2")
+    assert parse_config(["-r", "::1"], env).target_names == ("::1",)
+    assert parse_config(["-r", "tcp://node9:7"], env).target_names == ("node9",)
+    with pytest.raises(cli.AddressError, match="hostengine address 'a:1' is given twice"):
+        parse_config(["-r", "a:1", "-r", "a:1"], env)
+
+
 def test_sim_takes_shipped_scenario_names():
     assert cli._scenario_spec("4") == "4"
     spikes = Path(cli._scenario_spec("spikes"))
@@ -583,8 +636,9 @@ def test_sim_takes_shipped_scenario_names():
 
 # ---- the collector object in-process (the test process's simulator) ---------------------------
 
-def test_remote_flag_connects_instead_of_embedding(monkeypatch):
+def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
     from dcgm_collector import dcgm
+    from dcgm_collector.counters import parse_counters
 
     calls = []
 
@@ -594,16 +648,24 @@ def test_remote_flag_connects_instead_of_embedding(monkeypatch):
 
     monkeypatch.setattr(dcgm.Handle, "connect", staticmethod(fake_connect))
     collector = cli.Collector(parse_config(["-r", "node7:5555"], {}))
-    with pytest.raises(cli.StartupError, match="cannot connect to the hostengine at node7:5555: DCGM_ST_"):
-        collector._open_handle(None)
-    assert calls == ["node7:5555"]
+    [target] = collector._make_targets(parse_counters("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n"))
+    assert (target.name, target.address, target.remote) == ("node7", "node7:5555", True)
+    target.start()   # not fatal: the supervisor keeps trying
+    try:
+        wait_for(lambda: target.state.value == "down", what="the first failed connect")
+        ok, reason = target.health()
+        assert not ok
+        assert reason.startswith("cannot reach hostengine at node7:5555: DCGM_ST_CONNECTION_NOT_VALID (-21)")
+    finally:
+        target.stop()
+    assert calls[0] == "node7:5555"
 
 
 def test_mig_instances_on_a_node_without_mig(handle):
-    collector = cli.Collector(parse_config(["-d", "i:0"], {}))
-    collector.handle = handle
-    with pytest.raises(cli.StartupError, match=r"-d i:0: no GPU has MIG instances on this node"):
-        collector._select_gpus()
+    from dcgm_collector.target import TargetError
+
+    with pytest.raises(TargetError, match=r"-d i:0: no GPU has MIG instances on this node"):
+        cli.select_gpus(handle, parse_devices("i:0"))
 
 
 def test_intervals_and_retention_reach_the_sampler(handle, tmp_path):
@@ -611,17 +673,18 @@ def test_intervals_and_retention_reach_the_sampler(handle, tmp_path):
     counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n")
     collector = cli.Collector(parse_config(["-c", "400", "--watch-interval", "100", "--retention", "30",
                                             "-d", "g:1", "-f", str(counters_file)], {}))
-    collector.handle = handle
-    collector.gpu_ids = collector._select_gpus()
-    sampler, exposition = collector._build(collector._read_counters())
+    collector._open_embedded = lambda library: handle
+    [target] = collector._make_targets(collector._read_counters())
+    target.start()
     try:
+        sampler, exposition = target.generation.sampler, target.exposition
         assert sampler.plan.collect_interval_us == 400_000
         assert sampler.plan.update_freq_us == 100_000
         assert sampler.plan.retention_s == 30.0
         assert sampler.gpu_ids == (1,)
         assert exposition.options.window_s == 15.0
     finally:
-        sampler.stop()
+        target.stop()
 
 
 def test_profiling_rows_the_gpus_lack_are_dropped_with_a_warning(handle, tmp_path, caplog):
@@ -632,9 +695,8 @@ def test_profiling_rows_the_gpus_lack_are_dropped_with_a_warning(handle, tmp_pat
                              "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, graphics engine active\n"
                              "DCGM_FI_PROF_NVDEC_UTIL_7_RATIO, gauge, NVDEC 7\n")
     collector = cli.Collector(parse_config(["-f", str(counters_file)], {}))
-    collector.handle = handle
     with caplog.at_level("WARNING"):
-        kept = collector._drop_unsupported_profiling(collector._read_counters())
+        kept = cli.drop_unsupported_profiling(handle, collector._read_counters(), None)
     assert [c.name for c in kept] == ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
     assert any(f"{counters_file}:3: skipping DCGM_FI_PROF_NVDEC_UTIL_7_RATIO" in r.getMessage()
                for r in caplog.records)

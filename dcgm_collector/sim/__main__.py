@@ -1,4 +1,4 @@
-"""python -m dcgm_collector.sim: locate the simulated libdcgm.so.4, check scenarios, read it."""
+"""python -m dcgm_collector.sim: locate the simulated libdcgm.so.4, check scenarios, read it, serve it."""
 
 from __future__ import annotations
 
@@ -36,6 +36,22 @@ def _parser() -> argparse.ArgumentParser:
     read.add_argument("--sim", default="", metavar="N|SCENARIO",
                       help="GPU count or scenario file (default: 8 H100s training)")
     read.add_argument("--seconds", type=int, default=3, help="how many tables to print (default 3)")
+    hostengine = commands.add_parser(
+        "hostengine",
+        help="run a simulated nv-hostengine that remote clients reach with -r / dcgmConnect",
+        description=(
+            "Serve a simulated node to remote DCGM clients until SIGTERM or SIGINT. "
+            "Prints one line 'listening on ADDRESS' once clients can connect."
+        ),
+    )
+    where = hostengine.add_mutually_exclusive_group(required=True)
+    where.add_argument("--port", type=int, metavar="N", help="TCP port (0: any free one)")
+    where.add_argument("--unix", metavar="PATH", help="unix socket path")
+    hostengine.add_argument("--address", default="127.0.0.1", metavar="HOST",
+                            help="TCP address to listen on (default 127.0.0.1)")
+    hostengine.add_argument("--scenario", default=None, metavar="N|SCENARIO",
+                            help=f"GPU count or scenario file (default: ${sim.SCENARIO_ENV}, "
+                                 "else 8 H100s training)")
     return parser
 
 
@@ -73,6 +89,13 @@ def main(argv: list[str] | None = None) -> int:
             print(sim.library_path())
         elif args.command == "read":
             _read(args.sim, args.seconds)
+        elif args.command == "hostengine":
+            from dcgm_collector.sim import hostengine
+
+            if args.unix is not None and args.address != "127.0.0.1":
+                raise ValueError("--address applies to --port, not --unix")
+            hostengine.serve(port=args.port, address=args.address, unix_path=args.unix,
+                             scenario=args.scenario)
         else:
             for path in args.files:
                 sim.check_scenario(path)

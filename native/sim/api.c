@@ -49,6 +49,9 @@ static void backend_free(api_backend *b)
 static api_backend *retire_locked(api_backend *b)
 {
     b->retired = 1;
+    /* a request in flight on another thread fails now instead of waiting
+     * out its timeout */
+    remote_interrupt(b->remote);
     return b->refs == 0 ? b : NULL;
 }
 
@@ -98,17 +101,17 @@ static void api_leave(api_backend *b)
 
 /*
  * Runs local_call against the embedded engine (named `engine` inside it), or
- * answers for a remote handle.  The hostengine issue routes the remote
- * branch to its RPC client here.
+ * remote_call over a hostengine connection (named `conn` inside it).
  */
-#define API_DISPATCH(handle, local_call)                                    \
+#define API_DISPATCH(handle, local_call, remote_call)                       \
     do {                                                                    \
         api_backend *backend_;                                              \
         dcgmReturn_t rc_ = api_enter((handle), &backend_);                  \
         if (rc_ != DCGM_ST_OK)                                              \
             return rc_;                                                     \
         if (backend_->remote) {                                             \
-            rc_ = (dcgmReturn_t)remote_unserved(backend_->remote);          \
+            remote_conn *const conn = backend_->remote;                     \
+            rc_ = (dcgmReturn_t)(remote_call);                              \
         } else {                                                            \
             sim_engine *const engine = backend_->engine;                    \
             rc_ = (dcgmReturn_t)(local_call);                               \
@@ -268,11 +271,11 @@ static int is_initialized(void)
 }
 
 static dcgmReturn_t connect_parsed(const remote_addr *addr, unsigned int timeout_ms,
-                                   dcgmHandle_t *handle)
+                                   unsigned int persist, dcgmHandle_t *handle)
 {
     remote_conn *conn = NULL;
     /* outside the lock: connecting may take the whole timeout */
-    dcgmReturn_t rc = (dcgmReturn_t)remote_open(addr, timeout_ms, &conn);
+    dcgmReturn_t rc = (dcgmReturn_t)remote_open(addr, timeout_ms, persist != 0, &conn);
     return rc == DCGM_ST_OK ? register_remote(conn, handle) : rc;
 }
 
@@ -284,6 +287,7 @@ dcgmReturn_t dcgmConnect_v2(const char *ipAddress, dcgmConnectV2Params_t *connec
     if (!is_initialized())
         return DCGM_ST_UNINITIALIZED;
     unsigned int timeout_ms = 0, is_unix = 0;
+    unsigned int persist = connectParams->persistAfterDisconnect;
     if (connectParams->version == dcgmConnectV2Params_version2) {
         timeout_ms = connectParams->timeoutMs;
         is_unix = connectParams->addressIsUnixSocket;
@@ -293,7 +297,7 @@ dcgmReturn_t dcgmConnect_v2(const char *ipAddress, dcgmConnectV2Params_t *connec
     remote_addr addr;
     if (remote_parse_v2(ipAddress, is_unix != 0, &addr) != DCGM_ST_OK)
         return DCGM_ST_BADPARAM;
-    return connect_parsed(&addr, timeout_ms, pDcgmHandle);
+    return connect_parsed(&addr, timeout_ms, persist, pDcgmHandle);
 }
 
 dcgmReturn_t dcgmConnect(const char *ipAddress, dcgmHandle_t *pDcgmHandle)
@@ -314,7 +318,8 @@ dcgmReturn_t dcgmConnect_v3(const char *connectionString, dcgmConnectV3Params_t 
     remote_addr addr;
     if (remote_parse_v3(connectionString, &addr) != DCGM_ST_OK)
         return DCGM_ST_BADPARAM;
-    return connect_parsed(&addr, connectParams->timeoutMs, pDcgmHandle);
+    return connect_parsed(&addr, connectParams->timeoutMs, connectParams->persistAfterDisconnect,
+                          pDcgmHandle);
 }
 
 dcgmReturn_t dcgmDisconnect(dcgmHandle_t pDcgmHandle)
@@ -336,25 +341,29 @@ dcgmReturn_t dcgmDisconnect(dcgmHandle_t pDcgmHandle)
 
 dcgmReturn_t dcgmGetAllDevices(dcgmHandle_t pDcgmHandle, unsigned int *gpuIdList, int *count)
 {
-    API_DISPATCH(pDcgmHandle, engine_gpu_ids(engine, 0, gpuIdList, count));
+    API_DISPATCH(pDcgmHandle, engine_gpu_ids(engine, 0, gpuIdList, count),
+                 remote_gpu_ids(conn, 0, gpuIdList, count));
 }
 
 dcgmReturn_t dcgmGetAllSupportedDevices(dcgmHandle_t pDcgmHandle, unsigned int *gpuIdList,
                                         int *count)
 {
-    API_DISPATCH(pDcgmHandle, engine_gpu_ids(engine, 1, gpuIdList, count));
+    API_DISPATCH(pDcgmHandle, engine_gpu_ids(engine, 1, gpuIdList, count),
+                 remote_gpu_ids(conn, 1, gpuIdList, count));
 }
 
 dcgmReturn_t dcgmGetDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                                      dcgmDeviceAttributes_t *pDcgmAttr)
 {
-    API_DISPATCH(pDcgmHandle, engine_device_attributes(engine, gpuId, pDcgmAttr));
+    API_DISPATCH(pDcgmHandle, engine_device_attributes(engine, gpuId, pDcgmAttr),
+                 remote_device_attributes(conn, gpuId, pDcgmAttr));
 }
 
 dcgmReturn_t dcgmGetGpuStatus(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                               DcgmEntityStatus_t *status)
 {
-    API_DISPATCH(pDcgmHandle, engine_gpu_status(engine, gpuId, status));
+    API_DISPATCH(pDcgmHandle, engine_gpu_status(engine, gpuId, status),
+                 remote_gpu_status(conn, gpuId, status));
 }
 
 dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle,
@@ -363,18 +372,21 @@ dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle,
                                         unsigned int flags)
 {
     API_DISPATCH(dcgmHandle,
-                 engine_entity_group_entities(engine, entityGroup, entities, numEntities, flags));
+                 engine_entity_group_entities(engine, entityGroup, entities, numEntities, flags),
+                 remote_entity_group_entities(conn, entityGroup, entities, numEntities, flags));
 }
 
 dcgmReturn_t dcgmCreateFakeEntities(dcgmHandle_t pDcgmHandle,
                                     dcgmCreateFakeEntities_t *createFakeEntities)
 {
-    API_DISPATCH(pDcgmHandle, engine_create_fake_entities(engine, createFakeEntities));
+    API_DISPATCH(pDcgmHandle, engine_create_fake_entities(engine, createFakeEntities),
+                 remote_create_fake_entities(conn, createFakeEntities));
 }
 
 dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarchy_v2 *hierarchy)
 {
-    API_DISPATCH(dcgmHandle, engine_mig_hierarchy(engine, hierarchy));
+    API_DISPATCH(dcgmHandle, engine_mig_hierarchy(engine, hierarchy),
+                 remote_mig_hierarchy(conn, hierarchy));
 }
 
 /* ---- groups -------------------------------------------------------------- */
@@ -382,20 +394,23 @@ dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarc
 dcgmReturn_t dcgmGroupCreate(dcgmHandle_t pDcgmHandle, dcgmGroupType_t type,
                              const char *groupName, dcgmGpuGrp_t *pDcgmGrpId)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_create(engine, OWNER, type, groupName, pDcgmGrpId));
+    API_DISPATCH(pDcgmHandle, engine_group_create(engine, OWNER, type, groupName, pDcgmGrpId),
+                 remote_group_create(conn, type, groupName, pDcgmGrpId));
 }
 
 dcgmReturn_t dcgmGroupAddEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                 dcgm_field_entity_group_t entityGroupId,
                                 dcgm_field_eid_t entityId)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_add_entity(engine, groupId, entityGroupId, entityId));
+    API_DISPATCH(pDcgmHandle, engine_group_add_entity(engine, groupId, entityGroupId, entityId),
+                 remote_group_add_entity(conn, groupId, entityGroupId, entityId));
 }
 
 dcgmReturn_t dcgmGroupAddDevice(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                 unsigned int gpuId)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_add_entity(engine, groupId, DCGM_FE_GPU, gpuId));
+    API_DISPATCH(pDcgmHandle, engine_group_add_entity(engine, groupId, DCGM_FE_GPU, gpuId),
+                 remote_group_add_entity(conn, groupId, DCGM_FE_GPU, gpuId));
 }
 
 dcgmReturn_t dcgmGroupRemoveEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -403,18 +418,21 @@ dcgmReturn_t dcgmGroupRemoveEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupI
                                    dcgm_field_eid_t entityId)
 {
     API_DISPATCH(pDcgmHandle,
-                 engine_group_remove_entity(engine, groupId, entityGroupId, entityId));
+                 engine_group_remove_entity(engine, groupId, entityGroupId, entityId),
+                 remote_group_remove_entity(conn, groupId, entityGroupId, entityId));
 }
 
 dcgmReturn_t dcgmGroupDestroy(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_destroy(engine, groupId));
+    API_DISPATCH(pDcgmHandle, engine_group_destroy(engine, groupId),
+                 remote_group_destroy(conn, groupId));
 }
 
 dcgmReturn_t dcgmGroupGetInfo(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                               dcgmGroupInfo_t *pDcgmGroupInfo)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_get_info(engine, groupId, pDcgmGroupInfo));
+    API_DISPATCH(pDcgmHandle, engine_group_get_info(engine, groupId, pDcgmGroupInfo),
+                 remote_group_get_info(conn, groupId, pDcgmGroupInfo));
 }
 
 /* ---- field groups -------------------------------------------------------- */
@@ -424,22 +442,27 @@ dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t dcgmHandle, int numFieldIds,
                                   dcgmFieldGrp_t *dcgmFieldGroupId)
 {
     API_DISPATCH(dcgmHandle, engine_field_group_create(engine, OWNER, numFieldIds, fieldIds,
-                                                       fieldGroupName, dcgmFieldGroupId));
+                                                       fieldGroupName, dcgmFieldGroupId),
+                 remote_field_group_create(conn, numFieldIds, fieldIds, fieldGroupName,
+                                           dcgmFieldGroupId));
 }
 
 dcgmReturn_t dcgmFieldGroupDestroy(dcgmHandle_t dcgmHandle, dcgmFieldGrp_t dcgmFieldGroupId)
 {
-    API_DISPATCH(dcgmHandle, engine_field_group_destroy(engine, dcgmFieldGroupId));
+    API_DISPATCH(dcgmHandle, engine_field_group_destroy(engine, dcgmFieldGroupId),
+                 remote_field_group_destroy(conn, dcgmFieldGroupId));
 }
 
 dcgmReturn_t dcgmFieldGroupGetInfo(dcgmHandle_t dcgmHandle, dcgmFieldGroupInfo_t *fieldGroupInfo)
 {
-    API_DISPATCH(dcgmHandle, engine_field_group_get_info(engine, fieldGroupInfo));
+    API_DISPATCH(dcgmHandle, engine_field_group_get_info(engine, fieldGroupInfo),
+                 remote_field_group_get_info(conn, fieldGroupInfo));
 }
 
 dcgmReturn_t dcgmFieldGroupGetAll(dcgmHandle_t dcgmHandle, dcgmAllFieldGroup_t *allGroupInfo)
 {
-    API_DISPATCH(dcgmHandle, engine_field_group_get_all(engine, allGroupInfo));
+    API_DISPATCH(dcgmHandle, engine_field_group_get_all(engine, allGroupInfo),
+                 remote_field_group_get_all(conn, allGroupInfo));
 }
 
 /* ---- watches ------------------------------------------------------------- */
@@ -449,13 +472,16 @@ dcgmReturn_t dcgmWatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                              double maxKeepAge, int maxKeepSamples)
 {
     API_DISPATCH(pDcgmHandle, engine_watch_fields(engine, OWNER, groupId, fieldGroupId,
-                                                  updateFreq, maxKeepAge, maxKeepSamples));
+                                                  updateFreq, maxKeepAge, maxKeepSamples),
+                 remote_watch_fields(conn, groupId, fieldGroupId, updateFreq, maxKeepAge,
+                                     maxKeepSamples));
 }
 
 dcgmReturn_t dcgmUnwatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                dcgmFieldGrp_t fieldGroupId)
 {
-    API_DISPATCH(pDcgmHandle, engine_unwatch_fields(engine, OWNER, groupId, fieldGroupId));
+    API_DISPATCH(pDcgmHandle, engine_unwatch_fields(engine, OWNER, groupId, fieldGroupId),
+                 remote_unwatch_fields(conn, groupId, fieldGroupId));
 }
 
 dcgmReturn_t dcgmWatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned short fieldId,
@@ -465,7 +491,9 @@ dcgmReturn_t dcgmWatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned s
         return DCGM_ST_BADPARAM;
     API_DISPATCH(pDcgmHandle,
                  engine_watch_field_value(engine, OWNER, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
-                                          fieldId, updateFreq, maxKeepAge, maxKeepSamples));
+                                          fieldId, updateFreq, maxKeepAge, maxKeepSamples),
+                 remote_watch_field_value(conn, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fieldId,
+                                          updateFreq, maxKeepAge, maxKeepSamples));
 }
 
 dcgmReturn_t dcgmUnwatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned short fieldId,
@@ -475,18 +503,22 @@ dcgmReturn_t dcgmUnwatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned
         return DCGM_ST_BADPARAM;
     API_DISPATCH(pDcgmHandle,
                  engine_unwatch_field_value(engine, OWNER, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
-                                            fieldId, clearCache));
+                                            fieldId, clearCache),
+                 remote_unwatch_field_value(conn, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fieldId,
+                                            clearCache));
 }
 
 dcgmReturn_t dcgmUpdateAllFields(dcgmHandle_t pDcgmHandle, int waitForUpdate)
 {
-    API_DISPATCH(pDcgmHandle, engine_update_all_fields(engine, waitForUpdate));
+    API_DISPATCH(pDcgmHandle, engine_update_all_fields(engine, waitForUpdate),
+                 remote_update_all_fields(conn, waitForUpdate));
 }
 
 dcgmReturn_t dcgmInjectFieldValue(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                                   dcgmInjectFieldValue_t *dcgmInjectFieldValue)
 {
-    API_DISPATCH(pDcgmHandle, engine_inject(engine, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue));
+    API_DISPATCH(pDcgmHandle, engine_inject(engine, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue),
+                 remote_inject(conn, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue));
 }
 
 dcgmReturn_t dcgmInjectEntityFieldValue(dcgmHandle_t pDcgmHandle,
@@ -495,12 +527,14 @@ dcgmReturn_t dcgmInjectEntityFieldValue(dcgmHandle_t pDcgmHandle,
                                         dcgmInjectFieldValue_t *pDcgmInjectFieldValue)
 {
     API_DISPATCH(pDcgmHandle,
-                 engine_inject(engine, entityGroupId, entityId, pDcgmInjectFieldValue));
+                 engine_inject(engine, entityGroupId, entityId, pDcgmInjectFieldValue),
+                 remote_inject(conn, entityGroupId, entityId, pDcgmInjectFieldValue));
 }
 
 dcgmReturn_t dcgmEmptyCache(dcgmHandle_t pDcgmHandle)
 {
-    API_DISPATCH(pDcgmHandle, engine_empty_cache(engine));
+    API_DISPATCH(pDcgmHandle, engine_empty_cache(engine),
+                 remote_empty_cache(conn));
 }
 
 /* ---- reads --------------------------------------------------------------- */
@@ -539,7 +573,8 @@ dcgmReturn_t dcgmGetLatestValues_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t group
         return DCGM_ST_BADPARAM;
     entity_cb_ctx ctx = { enumCB, userData };
     API_DISPATCH(pDcgmHandle,
-                 engine_latest_values(engine, groupId, fieldGroupId, 0, emit_entity, &ctx));
+                 engine_latest_values(engine, groupId, fieldGroupId, 0, emit_entity, &ctx),
+                 remote_latest_values(conn, groupId, fieldGroupId, 0, emit_entity, &ctx));
 }
 
 dcgmReturn_t dcgmGetLatestValues(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -550,7 +585,8 @@ dcgmReturn_t dcgmGetLatestValues(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
         return DCGM_ST_BADPARAM;
     gpu_cb_ctx ctx = { enumCB, userData };
     API_DISPATCH(pDcgmHandle,
-                 engine_latest_values(engine, groupId, fieldGroupId, 1, emit_gpu, &ctx));
+                 engine_latest_values(engine, groupId, fieldGroupId, 1, emit_gpu, &ctx),
+                 remote_latest_values(conn, groupId, fieldGroupId, 1, emit_gpu, &ctx));
 }
 
 dcgmReturn_t dcgmEntityGetLatestValues(dcgmHandle_t pDcgmHandle,
@@ -562,7 +598,9 @@ dcgmReturn_t dcgmEntityGetLatestValues(dcgmHandle_t pDcgmHandle,
         return DCGM_ST_BADPARAM;
     API_DISPATCH(pDcgmHandle, engine_entity_latest(engine, entityGroup,
                                                    (dcgm_field_eid_t)entityId, fields, count,
-                                                   values));
+                                                   values),
+                 remote_entity_latest(conn, entityGroup, (dcgm_field_eid_t)entityId, fields, count,
+                                      values));
 }
 
 dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t pDcgmHandle, int gpuId,
@@ -572,7 +610,9 @@ dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t pDcgmHandle, int gpuId,
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
     API_DISPATCH(pDcgmHandle, engine_entity_latest(engine, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
-                                                   fields, count, values));
+                                                   fields, count, values),
+                 remote_entity_latest(conn, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fields, count,
+                                      values));
 }
 
 dcgmReturn_t dcgmEntitiesGetLatestValues(dcgmHandle_t pDcgmHandle,
@@ -582,7 +622,9 @@ dcgmReturn_t dcgmEntitiesGetLatestValues(dcgmHandle_t pDcgmHandle,
                                          dcgmFieldValue_v2 *values)
 {
     API_DISPATCH(pDcgmHandle, engine_entities_latest(engine, entities, entityCount, fields,
-                                                     fieldCount, flags, values));
+                                                     fieldCount, flags, values),
+                 remote_entities_latest(conn, entities, entityCount, fields, fieldCount, flags,
+                                        values));
 }
 
 dcgmReturn_t dcgmGetValuesSince_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -596,6 +638,8 @@ dcgmReturn_t dcgmGetValuesSince_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupI
     entity_cb_ctx ctx = { enumCB, userData };
     API_DISPATCH(pDcgmHandle,
                  engine_values_since(engine, groupId, fieldGroupId, sinceTimestamp,
+                                     nextSinceTimestamp, 0, emit_entity, &ctx),
+                 remote_values_since(conn, groupId, fieldGroupId, sinceTimestamp,
                                      nextSinceTimestamp, 0, emit_entity, &ctx));
 }
 
@@ -610,6 +654,8 @@ dcgmReturn_t dcgmGetValuesSince(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
     gpu_cb_ctx ctx = { enumCB, userData };
     API_DISPATCH(pDcgmHandle,
                  engine_values_since(engine, groupId, fieldGroupId, sinceTimestamp,
+                                     nextSinceTimestamp, 1, emit_gpu, &ctx),
+                 remote_values_since(conn, groupId, fieldGroupId, sinceTimestamp,
                                      nextSinceTimestamp, 1, emit_gpu, &ctx));
 }
 
@@ -622,7 +668,9 @@ dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
         return DCGM_ST_BADPARAM;
     API_DISPATCH(pDcgmHandle,
                  engine_multiple_values(engine, (unsigned int)gpuId, fieldId, count, startTs,
-                                        endTs, order, values));
+                                        endTs, order, values),
+                 remote_multiple_values(conn, (unsigned int)gpuId, fieldId, count, startTs, endTs,
+                                        order, values));
 }
 
 /* ---- health and profiling ------------------------------------------------ */
@@ -630,7 +678,8 @@ dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
 dcgmReturn_t dcgmHealthSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                            dcgmHealthSystems_t systems)
 {
-    API_DISPATCH(pDcgmHandle, engine_health_set(engine, groupId, (unsigned int)systems));
+    API_DISPATCH(pDcgmHandle, engine_health_set(engine, groupId, (unsigned int)systems),
+                 remote_health_set(conn, groupId, (unsigned int)systems));
 }
 
 dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *params)
@@ -640,7 +689,8 @@ dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *
     if (params->version != dcgmHealthSetParams_version2)
         return DCGM_ST_VER_MISMATCH;
     API_DISPATCH(pDcgmHandle,
-                 engine_health_set(engine, params->groupId, (unsigned int)params->systems));
+                 engine_health_set(engine, params->groupId, (unsigned int)params->systems),
+                 remote_health_set(conn, params->groupId, (unsigned int)params->systems));
 }
 
 static int health_get(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthSystems_t *systems)
@@ -652,24 +702,37 @@ static int health_get(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthSystems_
     return rc;
 }
 
+static int remote_health_get_systems(remote_conn *conn, dcgmGpuGrp_t group,
+                                     dcgmHealthSystems_t *systems)
+{
+    unsigned int bits = 0;
+    int rc = remote_health_get(conn, group, &bits);
+    if (rc == DCGM_ST_OK)
+        *systems = (dcgmHealthSystems_t)bits;
+    return rc;
+}
+
 dcgmReturn_t dcgmHealthGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                            dcgmHealthSystems_t *systems)
 {
     if (!systems)
         return DCGM_ST_BADPARAM;
-    API_DISPATCH(pDcgmHandle, health_get(engine, groupId, systems));
+    API_DISPATCH(pDcgmHandle, health_get(engine, groupId, systems),
+                 remote_health_get_systems(conn, groupId, systems));
 }
 
 dcgmReturn_t dcgmHealthCheck(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                              dcgmHealthResponse_t *results)
 {
-    API_DISPATCH(pDcgmHandle, engine_health_check(engine, groupId, results));
+    API_DISPATCH(pDcgmHandle, engine_health_check(engine, groupId, results),
+                 remote_health_check(conn, groupId, results));
 }
 
 dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
                                               dcgmProfGetMetricGroups_t *metricGroups)
 {
-    API_DISPATCH(pDcgmHandle, engine_prof_metric_groups(engine, metricGroups));
+    API_DISPATCH(pDcgmHandle, engine_prof_metric_groups(engine, metricGroups),
+                 remote_prof_metric_groups(conn, metricGroups));
 }
 
 /* ---- versions and liveness ----------------------------------------------- */
@@ -702,7 +765,8 @@ dcgmReturn_t dcgmVersionInfo(dcgmVersionInfo_t *pVersionInfo)
 
 dcgmReturn_t dcgmHostengineVersionInfo(dcgmHandle_t pDcgmHandle, dcgmVersionInfo_t *pVersionInfo)
 {
-    API_DISPATCH(pDcgmHandle, ((void)engine, fill_version(pVersionInfo)));
+    API_DISPATCH(pDcgmHandle, ((void)engine, fill_version(pVersionInfo)),
+                 remote_version_info(conn, pVersionInfo));
 }
 
 static int fill_health(dcgmHostengineHealth_t *health)
@@ -717,24 +781,42 @@ static int fill_health(dcgmHostengineHealth_t *health)
 
 dcgmReturn_t dcgmHostengineIsHealthy(dcgmHandle_t pDcgmHandle, dcgmHostengineHealth_t *heHealth)
 {
-    API_DISPATCH(pDcgmHandle, ((void)engine, fill_health(heHealth)));
+    API_DISPATCH(pDcgmHandle, ((void)engine, fill_health(heHealth)),
+                 remote_hostengine_health(conn, heHealth));
 }
 
 /* ---- simulator extensions ------------------------------------------------ */
+
+/* The embedded engine if there is one, else the oldest remote connection:
+ * a process that only talks to a hostengine asks about that one. */
+static dcgmHandle_t start_time_source(void)
+{
+    pthread_mutex_lock(&api.lock);
+    dcgmHandle_t h = api.embedded ? DCGM_EMBEDDED_HANDLE : 0;
+    for (size_t i = 0; !api.embedded && i < api.n_remotes; i++)
+        if (h == 0 || api.remotes[i]->handle < h)
+            h = api.remotes[i]->handle;
+    pthread_mutex_unlock(&api.lock);
+    return h;
+}
 
 dcgmReturn_t dcgmSimGetStartTime(long long *startUs)
 {
     if (!startUs)
         return DCGM_ST_BADPARAM;
-    API_DISPATCH(DCGM_EMBEDDED_HANDLE,
-                 (*startUs = (long long)engine_start_time_us(engine), DCGM_ST_OK));
+    dcgmHandle_t source = start_time_source();
+    if (source == 0)
+        return DCGM_ST_UNINITIALIZED;
+    API_DISPATCH(source, (*startUs = (long long)engine_start_time_us(engine), DCGM_ST_OK),
+                 remote_start_time(conn, startUs));
 }
 
 dcgmReturn_t dcgmSimGetValueAt(unsigned int gpuId, unsigned short fieldId, long long tRelUs,
                                dcgmFieldValue_v1 *value)
 {
     API_DISPATCH(DCGM_EMBEDDED_HANDLE,
-                 engine_sim_value_at(engine, gpuId, fieldId, (int64_t)tRelUs, value));
+                 engine_sim_value_at(engine, gpuId, fieldId, (int64_t)tRelUs, value),
+                 ((void)conn, DCGM_ST_UNINITIALIZED));
 }
 
 dcgmReturn_t dcgmSimCheckScenario(const char *spec, char *errorText, int errorTextLen)

@@ -1,13 +1,18 @@
 /*
- * remote.c -- connecting to a hostengine.  Requests over the connection
- * come with the simulated hostengine; until then a connected handle only
- * proves that something speaking the hello line listens there.
+ * remote.c -- the client's connection to a hostengine: addresses, connecting
+ * with retries, the hello line, and the transport every request uses (one
+ * request at a time per connection; no wait without a timeout; a connection
+ * that failed once stays failed, as DCGM's does).
  */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "remote.h"
+#include "remote_internal.h"
 
 #define RETRY_INTERVAL_MS 50
 #define HELLO_TIMEOUT_MS 1000
-
-struct remote_conn {
-    int fd;
-    remote_addr addr;
-};
 
 /* ---- parsing ------------------------------------------------------------- */
 
@@ -145,6 +145,7 @@ int remote_parse_v3(const char *uri, remote_addr *out)
     return DCGM_ST_BADPARAM;
 }
 
+
 /* ---- connecting ---------------------------------------------------------- */
 
 static int64_t monotonic_ms(void)
@@ -161,6 +162,7 @@ static void sleep_ms(int64_t ms)
         ;
 }
 
+/* 1 when fd is ready, 0 at the deadline, -1 on a poll error. */
 static int wait_fd(int fd, short events, int64_t deadline_ms)
 {
     for (;;) {
@@ -168,11 +170,11 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
         if (left <= 0)
             return 0;
         struct pollfd p = { fd, events, 0 };
-        int n = poll(&p, 1, (int)left);
+        int n = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
         if (n > 0)
             return 1;
         if (n < 0 && errno != EINTR)
-            return 0;
+            return -1;
     }
 }
 
@@ -184,7 +186,7 @@ static int try_connect(const struct sockaddr *sa, socklen_t len, int family, int
         return -1;
     if (connect(fd, sa, len) == 0)
         return fd;
-    if (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline_ms)) {
+    if (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline_ms) > 0) {
         int err = 0;
         socklen_t err_len = sizeof err;
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) == 0 && err == 0)
@@ -213,32 +215,52 @@ static int connect_unix_once(const char *path, int64_t deadline_ms)
     return try_connect((const struct sockaddr *)&sa, sizeof sa, AF_UNIX, deadline_ms);
 }
 
+/* 1 sent, 0 timed out, -1 failed.  flags: MSG_MORE when more follows at once. */
+static int send_all(int fd, const void *buf, size_t len, unsigned int timeout_ms, int flags)
+{
+    const unsigned char *p = buf;
+    while (len > 0) {
+        int ready = wait_fd(fd, POLLOUT, monotonic_ms() + timeout_ms);
+        if (ready <= 0)
+            return ready;
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | flags);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+        } else if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* 1 received, 0 timed out, -1 EOF or failed.  The timeout counts from the
+ * last byte received, so a slow but live peer is not cut off. */
+static int recv_all(int fd, void *buf, size_t len, unsigned int timeout_ms)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        int ready = wait_fd(fd, POLLIN, monotonic_ms() + timeout_ms);
+        if (ready <= 0)
+            return ready;
+        ssize_t n = recv(fd, p, len, 0);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+        } else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            return -1;
+        }
+    }
+    return 1;
+}
+
 static int exchange_hello(int fd)
 {
-    int64_t deadline = monotonic_ms() + HELLO_TIMEOUT_MS;
     const char *hello = REMOTE_HELLO;
-    size_t len = strlen(hello), sent = 0;
-    while (sent < len) {
-        if (!wait_fd(fd, POLLOUT, deadline))
-            return 0;
-        ssize_t n = send(fd, hello + sent, len - sent, MSG_NOSIGNAL);
-        if (n < 0 && errno != EINTR && errno != EAGAIN)
-            return 0;
-        if (n > 0)
-            sent += (size_t)n;
-    }
-    char reply[64];
-    size_t got = 0;
-    while (got < len) {
-        if (!wait_fd(fd, POLLIN, deadline))
-            return 0;
-        ssize_t n = recv(fd, reply + got, len - got, 0);
-        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
-            return 0;
-        if (n > 0)
-            got += (size_t)n;
-    }
-    return memcmp(reply, hello, len) == 0;
+    size_t len = strlen(hello);
+    char reply[sizeof REMOTE_HELLO];
+    return send_all(fd, hello, len, HELLO_TIMEOUT_MS, 0) > 0 &&
+           recv_all(fd, reply, len, HELLO_TIMEOUT_MS) > 0 && memcmp(reply, hello, len) == 0;
 }
 
 static int resolve(const remote_addr *addr, struct addrinfo **list)
@@ -254,16 +276,24 @@ static int resolve(const remote_addr *addr, struct addrinfo **list)
                                                            : DCGM_ST_CONNECTION_NOT_VALID;
 }
 
-int remote_open(const remote_addr *addr, unsigned int timeout_ms, remote_conn **out)
+static unsigned int request_timeout_ms(void)
 {
-    if (!addr || !out)
-        return DCGM_ST_BADPARAM;
-    *out = NULL;
-    if (addr->kind == REMOTE_VSOCK)
-        return DCGM_ST_CONNECTION_NOT_VALID; /* no vsock transport here */
+    const char *text = getenv(REMOTE_REQUEST_TIMEOUT_ENV);
+    if (!text || !*text)
+        return REMOTE_REQUEST_TIMEOUT_MS;
+    char *end = NULL;
+    errno = 0;
+    unsigned long value = strtoul(text, &end, 10);
+    if (errno || *end || value == 0 || value > REMOTE_REQUEST_TIMEOUT_MS * 10ul)
+        return REMOTE_REQUEST_TIMEOUT_MS;
+    return (unsigned int)value;
+}
+
+static int connect_with_retries(const remote_addr *addr, unsigned int timeout_ms)
+{
     struct addrinfo *list = NULL;
     if (addr->kind == REMOTE_TCP && resolve(addr, &list) != DCGM_ST_OK)
-        return DCGM_ST_CONNECTION_NOT_VALID;
+        return -1;
     int64_t deadline = monotonic_ms() + (timeout_ms ? timeout_ms : REMOTE_DEFAULT_TIMEOUT_MS);
     int fd = -1;
     for (;;) {
@@ -276,8 +306,45 @@ int remote_open(const remote_addr *addr, unsigned int timeout_ms, remote_conn **
     }
     if (list)
         freeaddrinfo(list);
+    return fd;
+}
+
+static void conn_free(remote_conn *conn)
+{
+    if (conn->fd >= 0)
+        close(conn->fd);
+    pthread_mutex_destroy(&conn->lock);
+    free(conn);
+}
+
+static int ask_persist(remote_conn *conn)
+{
+    wire_request req;
+    memset(&req, 0, sizeof req);
+    req.op = WIRE_OP_PERSIST;
+    req.u[0] = 1;
+    remote_reply reply;
+    memset(&reply, 0, sizeof reply);
+    int rc = remote_transact(conn, &req, NULL, 0, &reply);
+    remote_reply_free(&reply);
+    return rc == DCGM_ST_OK ? reply.final.status : rc;
+}
+
+int remote_open(const remote_addr *addr, unsigned int timeout_ms, int persist,
+                remote_conn **out)
+{
+    if (!addr || !out)
+        return DCGM_ST_BADPARAM;
+    *out = NULL;
+    if (addr->kind == REMOTE_VSOCK)
+        return DCGM_ST_CONNECTION_NOT_VALID; /* no vsock transport here */
+    int fd = connect_with_retries(addr, timeout_ms);
     if (fd < 0)
         return DCGM_ST_CONNECTION_NOT_VALID;
+    /* requests are small and answered at once: never wait for more to send */
+    int one = 1;
+    if (addr->kind == REMOTE_TCP)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     remote_conn *conn = calloc(1, sizeof *conn);
     if (!conn || !exchange_hello(fd)) {
         close(fd);
@@ -286,20 +353,160 @@ int remote_open(const remote_addr *addr, unsigned int timeout_ms, remote_conn **
     }
     conn->fd = fd;
     conn->addr = *addr;
+    conn->request_timeout_ms = request_timeout_ms();
+    pthread_mutex_init(&conn->lock, NULL);
+    atomic_init(&conn->dead, 0);
+    if (persist && ask_persist(conn) != DCGM_ST_OK) {
+        conn_free(conn);
+        return DCGM_ST_CONNECTION_NOT_VALID;
+    }
     *out = conn;
     return DCGM_ST_OK;
 }
 
-void remote_close(remote_conn *conn)
+void remote_interrupt(remote_conn *conn)
 {
     if (!conn)
         return;
-    close(conn->fd);
-    free(conn);
+    atomic_store(&conn->dead, 1);
+    shutdown(conn->fd, SHUT_RDWR);
 }
 
-int remote_unserved(const remote_conn *conn)
+void remote_close(remote_conn *conn)
 {
-    (void)conn;
-    return DCGM_ST_CONNECTION_NOT_VALID;
+    if (conn)
+        conn_free(conn);
+}
+
+/* ---- transport ------------------------------------------------------------ */
+
+size_t wire_value_len(const dcgmFieldValueUnion_t *value)
+{
+    const unsigned char *bytes = (const unsigned char *)value;
+    size_t len = WIRE_MAX_VALUE;
+    while (len > 0 && bytes[len - 1] == 0)
+        len--;
+    return len;
+}
+
+void remote_reply_free(remote_reply *reply)
+{
+    if (!reply)
+        return;
+    free(reply->records);
+    reply->records = NULL;
+    reply->records_len = reply->records_cap = reply->n_records = 0;
+}
+
+/* Counts the records of a chunk; 0 if any is malformed. */
+static int count_records(const unsigned char *chunk, size_t len, size_t *count)
+{
+    size_t pos = 0, n = 0;
+    while (pos < len) {
+        wire_record rec;
+        if (len - pos < sizeof rec)
+            return 0;
+        memcpy(&rec, chunk + pos, sizeof rec);
+        pos += sizeof rec;
+        if (rec.value_len > WIRE_MAX_VALUE || rec.value_len > len - pos)
+            return 0;
+        pos += rec.value_len;
+        n++;
+    }
+    *count += n;
+    return 1;
+}
+
+/* Makes room for len more record bytes; 0 when over the bound or out of memory. */
+static int reserve_records(remote_reply *reply, size_t len)
+{
+    if (len > WIRE_MAX_RECORD_BYTES - reply->records_len)
+        return 0;
+    if (reply->records_len + len <= reply->records_cap)
+        return 1;
+    size_t cap = reply->records_cap ? reply->records_cap : 64 * 1024;
+    while (cap < reply->records_len + len)
+        cap *= 2;
+    unsigned char *grown = realloc(reply->records, cap);
+    if (!grown)
+        return 0;
+    reply->records = grown;
+    reply->records_cap = cap;
+    return 1;
+}
+
+void remote_record_next(const remote_reply *reply, size_t *pos, wire_record *rec,
+                        dcgmFieldValueUnion_t *value)
+{
+    memcpy(rec, reply->records + *pos, sizeof *rec);
+    *pos += sizeof *rec;
+    memset(value, 0, WIRE_MAX_VALUE);
+    memcpy(value, reply->records + *pos, rec->value_len);
+    *pos += rec->value_len;
+}
+
+/* 1 when the whole reply arrived, else what recv_all said (0 / -1). */
+static int receive_reply(remote_conn *c, remote_reply *reply)
+{
+    for (;;) {
+        wire_reply head;
+        int got = recv_all(c->fd, &head, sizeof head, c->request_timeout_ms);
+        if (got <= 0)
+            return got;
+        if (head.magic != WIRE_REPLY_MAGIC || head.tail_len > WIRE_MAX_TAIL)
+            return -1;
+        if (head.kind == WIRE_FINAL) {
+            if (head.tail_len > reply->out_cap)
+                return -1;
+            if (head.tail_len &&
+                (got = recv_all(c->fd, reply->out, head.tail_len, c->request_timeout_ms)) <= 0)
+                return got;
+            reply->final = head;
+            reply->out_len = head.tail_len;
+            return 1;
+        }
+        if (head.kind != WIRE_RECORDS || !reserve_records(reply, head.tail_len))
+            return -1;
+        unsigned char *chunk = reply->records + reply->records_len;
+        if ((got = recv_all(c->fd, chunk, head.tail_len, c->request_timeout_ms)) <= 0)
+            return got;
+        if (!count_records(chunk, head.tail_len, &reply->n_records))
+            return -1;
+        reply->records_len += head.tail_len;
+    }
+}
+
+static int exchange(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
+                    remote_reply *reply)
+{
+    int ok = send_all(c->fd, req, sizeof *req, c->request_timeout_ms, tail_len ? MSG_MORE : 0);
+    if (ok > 0 && tail_len)
+        ok = send_all(c->fd, tail, tail_len, c->request_timeout_ms, 0);
+    if (ok > 0)
+        ok = receive_reply(c, reply);
+    if (ok > 0)
+        return DCGM_ST_OK;
+    /* a reply may still be on its way: the stream is out of step for good */
+    remote_interrupt(c);
+    return ok == 0 ? DCGM_ST_TIMEOUT : DCGM_ST_CONNECTION_NOT_VALID;
+}
+
+int remote_transact(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
+                    remote_reply *reply)
+{
+    if (!c)
+        return DCGM_ST_CONNECTION_NOT_VALID;
+    if (tail_len > WIRE_MAX_TAIL)
+        return DCGM_ST_BADPARAM;
+    req->magic = WIRE_REQUEST_MAGIC;
+    req->tail_len = (uint32_t)tail_len;
+    if (atomic_load(&c->dead))
+        return DCGM_ST_CONNECTION_NOT_VALID;
+    pthread_mutex_lock(&c->lock);
+    int rc = atomic_load(&c->dead) ? DCGM_ST_CONNECTION_NOT_VALID
+                                   : exchange(c, req, tail, tail_len, reply);
+    pthread_mutex_unlock(&c->lock);
+    if (rc != DCGM_ST_OK)
+        remote_reply_free(reply);
+    return rc;
 }

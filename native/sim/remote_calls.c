@@ -1,0 +1,587 @@
+/*
+ * remote_calls.c -- the client half of each request a remote handle sends:
+ * it checks what only the caller's process can check (pointers, array
+ * lengths), packs arguments, and unpacks the hostengine's answer into the
+ * caller's memory exactly where the embedded engine would have written.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remote_internal.h"
+
+/* Names travel bounded; one byte more than the engine keeps, so an
+ * over-long name is still refused as over-long. */
+typedef struct wire_name {
+    char text[DCGM_MAX_STR_LENGTH + 1];
+} wire_name;
+
+static void name_copy(wire_name *out, const char *name)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->text, sizeof out->text, "%s", name);
+}
+
+static void request_init(wire_request *req, wire_op op)
+{
+    memset(req, 0, sizeof *req);
+    req->op = op;
+}
+
+/* A request whose answer is a status, a few numbers and at most out_cap
+ * bytes written to out. */
+static int call(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
+                void *out, size_t out_cap, wire_reply *final)
+{
+    remote_reply reply;
+    memset(&reply, 0, sizeof reply);
+    reply.out = out;
+    reply.out_cap = out ? out_cap : 0;
+    int rc = remote_transact(c, req, tail, tail_len, &reply);
+    if (rc == DCGM_ST_OK) {
+        rc = reply.final.status;
+        if (final)
+            *final = reply.final;
+    }
+    remote_reply_free(&reply);
+    return rc;
+}
+
+/* A request carrying a struct the engine reads and writes in place. */
+static int call_inout(remote_conn *c, wire_request *req, void *inout, size_t size)
+{
+    return call(c, req, inout, size, inout, size, NULL);
+}
+
+/* A request answered by records, received whole before they are used. */
+static int call_records(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
+                        remote_reply *reply)
+{
+    memset(reply, 0, sizeof *reply);
+    int rc = remote_transact(c, req, tail, tail_len, reply);
+    return rc == DCGM_ST_OK ? reply->final.status : rc;
+}
+
+/* ---- entities ------------------------------------------------------------ */
+
+int remote_gpu_ids(remote_conn *c, int only_supported, unsigned int *ids, int *count)
+{
+    if (!ids || !count)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_GPU_IDS);
+    req.u[0] = only_supported != 0;
+    wire_reply final;
+    int rc = call(c, &req, NULL, 0, ids, DCGM_MAX_NUM_DEVICES * sizeof *ids, &final);
+    if (rc == DCGM_ST_OK)
+        *count = (int)final.u[0];
+    return rc;
+}
+
+int remote_gpu_status(remote_conn *c, unsigned int gpu, DcgmEntityStatus_t *status)
+{
+    if (!status)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_GPU_STATUS);
+    req.u[0] = gpu;
+    return call(c, &req, NULL, 0, status, sizeof *status, NULL);
+}
+
+int remote_entity_group_entities(remote_conn *c, dcgm_field_entity_group_t group,
+                                 dcgm_field_eid_t *entities, int *count, unsigned int flags)
+{
+    if (!entities || !count || *count < 0)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_ENTITY_GROUP_ENTITIES);
+    req.u[0] = (uint32_t)group;
+    req.u[1] = flags;
+    req.u[2] = (uint32_t)*count;
+    wire_reply final;
+    int rc = call(c, &req, NULL, 0, entities, (size_t)*count * sizeof *entities, &final);
+    if (rc == DCGM_ST_OK || rc == DCGM_ST_INSUFFICIENT_SIZE)
+        *count = (int)final.u[0];
+    return rc;
+}
+
+int remote_create_fake_entities(remote_conn *c, dcgmCreateFakeEntities_v2 *request)
+{
+    if (!request)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_CREATE_FAKE_ENTITIES);
+    return call_inout(c, &req, request, sizeof *request);
+}
+
+int remote_mig_hierarchy(remote_conn *c, dcgmMigHierarchy_v2 *hierarchy)
+{
+    if (!hierarchy)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_MIG_HIERARCHY);
+    return call_inout(c, &req, hierarchy, sizeof *hierarchy);
+}
+
+int remote_device_attributes(remote_conn *c, unsigned int gpu, dcgmDeviceAttributes_v3 *attr)
+{
+    if (!attr)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_DEVICE_ATTRIBUTES);
+    req.u[0] = gpu;
+    return call_inout(c, &req, attr, sizeof *attr);
+}
+
+/* ---- groups and field groups --------------------------------------------- */
+
+int remote_group_create(remote_conn *c, dcgmGroupType_t type, const char *name,
+                        dcgmGpuGrp_t *id)
+{
+    if (!name || !id)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_GROUP_CREATE);
+    req.u[0] = (uint32_t)type;
+    wire_name wire;
+    name_copy(&wire, name);
+    wire_reply final;
+    int rc = call(c, &req, &wire, sizeof wire, NULL, 0, &final);
+    if (rc == DCGM_ST_OK)
+        *id = (dcgmGpuGrp_t)final.i64;
+    return rc;
+}
+
+static int group_entity_op(remote_conn *c, wire_op op, dcgmGpuGrp_t id,
+                           dcgm_field_entity_group_t group, dcgm_field_eid_t entity)
+{
+    wire_request req;
+    request_init(&req, op);
+    req.id[0] = id;
+    req.u[0] = (uint32_t)group;
+    req.u[1] = entity;
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+int remote_group_add_entity(remote_conn *c, dcgmGpuGrp_t id, dcgm_field_entity_group_t group,
+                            dcgm_field_eid_t entity)
+{
+    return group_entity_op(c, WIRE_OP_GROUP_ADD_ENTITY, id, group, entity);
+}
+
+int remote_group_remove_entity(remote_conn *c, dcgmGpuGrp_t id,
+                               dcgm_field_entity_group_t group, dcgm_field_eid_t entity)
+{
+    return group_entity_op(c, WIRE_OP_GROUP_REMOVE_ENTITY, id, group, entity);
+}
+
+static int id_op(remote_conn *c, wire_op op, uint64_t id)
+{
+    wire_request req;
+    request_init(&req, op);
+    req.id[0] = id;
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+int remote_group_destroy(remote_conn *c, dcgmGpuGrp_t id)
+{
+    return id_op(c, WIRE_OP_GROUP_DESTROY, id);
+}
+
+int remote_group_get_info(remote_conn *c, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info)
+{
+    if (!info)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_GROUP_GET_INFO);
+    req.id[0] = id;
+    return call_inout(c, &req, info, sizeof *info);
+}
+
+typedef struct wire_field_group {
+    wire_name name;
+    unsigned short ids[DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP];
+} wire_field_group;
+
+int remote_field_group_create(remote_conn *c, int count, const unsigned short *field_ids,
+                              const char *name, dcgmFieldGrp_t *id)
+{
+    if (!field_ids || !name || !id || count < 1 || count > DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_FIELD_GROUP_CREATE);
+    req.u[0] = (uint32_t)count;
+    wire_field_group wire;
+    memset(&wire, 0, sizeof wire);
+    name_copy(&wire.name, name);
+    memcpy(wire.ids, field_ids, (size_t)count * sizeof *field_ids);
+    wire_reply final;
+    int rc = call(c, &req, &wire, sizeof wire, NULL, 0, &final);
+    if (rc == DCGM_ST_OK)
+        *id = (dcgmFieldGrp_t)final.i64;
+    return rc;
+}
+
+int remote_field_group_destroy(remote_conn *c, dcgmFieldGrp_t id)
+{
+    return id_op(c, WIRE_OP_FIELD_GROUP_DESTROY, id);
+}
+
+int remote_field_group_get_info(remote_conn *c, dcgmFieldGroupInfo_v1 *info)
+{
+    if (!info)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_FIELD_GROUP_GET_INFO);
+    return call_inout(c, &req, info, sizeof *info);
+}
+
+int remote_field_group_get_all(remote_conn *c, dcgmAllFieldGroup_v1 *all)
+{
+    if (!all)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_FIELD_GROUP_GET_ALL);
+    return call_inout(c, &req, all, sizeof *all);
+}
+
+/* ---- watches and the cache ----------------------------------------------- */
+
+int remote_watch_fields(remote_conn *c, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                        long long update_freq_us, double max_keep_age_s, int max_keep_samples)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_WATCH_FIELDS);
+    req.id[0] = group;
+    req.id[1] = field_group;
+    req.ts[0] = update_freq_us;
+    req.dbl = max_keep_age_s;
+    req.u[0] = (uint32_t)max_keep_samples;
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+int remote_unwatch_fields(remote_conn *c, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_UNWATCH_FIELDS);
+    req.id[0] = group;
+    req.id[1] = field_group;
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+int remote_watch_field_value(remote_conn *c, dcgm_field_entity_group_t group,
+                             dcgm_field_eid_t entity, unsigned short field_id,
+                             long long update_freq_us, double max_keep_age_s,
+                             int max_keep_samples)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_WATCH_FIELD_VALUE);
+    req.u[0] = (uint32_t)group;
+    req.u[1] = entity;
+    req.u[2] = field_id;
+    req.u[3] = (uint32_t)max_keep_samples;
+    req.ts[0] = update_freq_us;
+    req.dbl = max_keep_age_s;
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+int remote_unwatch_field_value(remote_conn *c, dcgm_field_entity_group_t group,
+                               dcgm_field_eid_t entity, unsigned short field_id,
+                               int clear_cache)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_UNWATCH_FIELD_VALUE);
+    req.u[0] = (uint32_t)group;
+    req.u[1] = entity;
+    req.u[2] = field_id;
+    req.u[3] = (uint32_t)clear_cache;
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+int remote_update_all_fields(remote_conn *c, int wait)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_UPDATE_ALL_FIELDS);
+    req.u[0] = (uint32_t)wait;
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+int remote_inject(remote_conn *c, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                  const dcgmFieldValue_v1 *value)
+{
+    if (!value)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_INJECT);
+    req.u[0] = (uint32_t)group;
+    req.u[1] = entity;
+    return call(c, &req, value, sizeof *value, NULL, 0, NULL);
+}
+
+int remote_empty_cache(remote_conn *c)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_EMPTY_CACHE);
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+/* ---- reads ---------------------------------------------------------------- */
+
+static void record_to_v1(const wire_record *rec, const dcgmFieldValueUnion_t *value,
+                         dcgmFieldValue_v1 *out)
+{
+    out->version = rec->version;
+    out->fieldId = rec->field_id;
+    out->fieldType = rec->field_type;
+    out->status = rec->status;
+    out->ts = rec->ts;
+    memcpy(&out->value, value, WIRE_MAX_VALUE);
+}
+
+/* Hands every record to emit until it asks to stop; 1 if it did. */
+static int replay(const remote_reply *reply, engine_emit_fn emit, void *ctx)
+{
+    dcgmFieldValue_v1 *scratch = calloc(1, sizeof *scratch);
+    dcgmFieldValueUnion_t *value = calloc(1, sizeof *value);
+    int stopped = 0;
+    size_t pos = 0;
+    for (size_t i = 0; scratch && value && i < reply->n_records && !stopped; i++) {
+        wire_record rec;
+        remote_record_next(reply, &pos, &rec, value);
+        record_to_v1(&rec, value, scratch);
+        stopped = emit(ctx, (dcgm_field_entity_group_t)rec.group, rec.entity, scratch) != 0;
+    }
+    int failed = !scratch || !value;
+    free(scratch);
+    free(value);
+    return failed ? -1 : stopped;
+}
+
+static void read_request(wire_request *req, wire_op op, dcgmGpuGrp_t group,
+                         dcgmFieldGrp_t field_group, int gpu_only)
+{
+    request_init(req, op);
+    req->id[0] = group;
+    req->id[1] = field_group;
+    req->u[0] = gpu_only != 0;
+}
+
+int remote_latest_values(remote_conn *c, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                         int gpu_only, engine_emit_fn emit, void *ctx)
+{
+    if (!emit)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    read_request(&req, WIRE_OP_LATEST_VALUES, group, field_group, gpu_only);
+    remote_reply reply;
+    int rc = call_records(c, &req, NULL, 0, &reply);
+    if (reply.n_records && replay(&reply, emit, ctx) < 0)
+        rc = DCGM_ST_MEMORY;
+    remote_reply_free(&reply);
+    return rc;
+}
+
+int remote_values_since(remote_conn *c, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                        long long since, long long *next_since, int gpu_only,
+                        engine_emit_fn emit, void *ctx)
+{
+    if (!emit || !next_since)
+        return DCGM_ST_BADPARAM;
+    *next_since = since;
+    wire_request req;
+    read_request(&req, WIRE_OP_VALUES_SINCE, group, field_group, gpu_only);
+    req.ts[0] = since;
+    remote_reply reply;
+    int rc = call_records(c, &req, NULL, 0, &reply);
+    int stopped = reply.n_records ? replay(&reply, emit, ctx) : 0;
+    if (stopped < 0)
+        rc = DCGM_ST_MEMORY;
+    else if (rc == DCGM_ST_OK && !stopped)
+        *next_since = reply.final.i64;
+    remote_reply_free(&reply);
+    return rc;
+}
+
+int remote_entity_latest(remote_conn *c, dcgm_field_entity_group_t group,
+                         dcgm_field_eid_t entity, const unsigned short *fields,
+                         unsigned int count, dcgmFieldValue_v1 *values)
+{
+    if (!fields || !values || count == 0 || count > DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_ENTITY_LATEST);
+    req.u[0] = (uint32_t)group;
+    req.u[1] = entity;
+    req.u[2] = count;
+    remote_reply reply;
+    int rc = call_records(c, &req, fields, count * sizeof *fields, &reply);
+    if (rc == DCGM_ST_OK && reply.n_records != count)
+        rc = DCGM_ST_GENERIC_ERROR;
+    dcgmFieldValueUnion_t value;
+    size_t pos = 0;
+    for (unsigned int i = 0; rc == DCGM_ST_OK && i < count; i++) {
+        wire_record rec;
+        remote_record_next(&reply, &pos, &rec, &value);
+        record_to_v1(&rec, &value, &values[i]);
+    }
+    remote_reply_free(&reply);
+    return rc;
+}
+
+int remote_entities_latest(remote_conn *c, const dcgmGroupEntityPair_t *entities,
+                           unsigned int entity_count, const unsigned short *fields,
+                           unsigned int field_count, unsigned int flags,
+                           dcgmFieldValue_v2 *values)
+{
+    if (!entities || !fields || !values || entity_count == 0 || field_count == 0 ||
+        entity_count > DCGM_GROUP_MAX_ENTITIES_V2 ||
+        field_count > DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP)
+        return DCGM_ST_BADPARAM;
+    size_t entities_len = entity_count * sizeof *entities;
+    size_t tail_len = entities_len + field_count * sizeof *fields;
+    unsigned char *tail = malloc(tail_len);
+    if (!tail)
+        return DCGM_ST_MEMORY;
+    memcpy(tail, entities, entities_len);
+    memcpy(tail + entities_len, fields, field_count * sizeof *fields);
+    wire_request req;
+    request_init(&req, WIRE_OP_ENTITIES_LATEST);
+    req.u[0] = entity_count;
+    req.u[1] = field_count;
+    req.u[2] = flags;
+    remote_reply reply;
+    int rc = call_records(c, &req, tail, tail_len, &reply);
+    free(tail);
+    size_t want = (size_t)entity_count * field_count;
+    if (rc == DCGM_ST_OK && reply.n_records != want)
+        rc = DCGM_ST_GENERIC_ERROR;
+    dcgmFieldValueUnion_t value;
+    size_t pos = 0;
+    for (size_t i = 0; rc == DCGM_ST_OK && i < want; i++) {
+        wire_record rec;
+        remote_record_next(&reply, &pos, &rec, &value);
+        dcgmFieldValue_v2 *out = &values[i];
+        out->version = rec.version;
+        out->entityGroupId = (dcgm_field_entity_group_t)rec.group;
+        out->entityId = rec.entity;
+        out->fieldId = rec.field_id;
+        out->fieldType = rec.field_type;
+        out->status = rec.status;
+        out->unused = 0;
+        out->ts = rec.ts;
+        memcpy(&out->value, &value, WIRE_MAX_VALUE);
+    }
+    remote_reply_free(&reply);
+    return rc;
+}
+
+int remote_multiple_values(remote_conn *c, unsigned int gpu, unsigned short field_id,
+                           int *count, long long start_ts, long long end_ts,
+                           dcgmOrder_t order, dcgmFieldValue_v1 *values)
+{
+    if (!count || !values || *count <= 0)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_MULTIPLE_VALUES);
+    req.u[0] = gpu;
+    req.u[1] = field_id;
+    req.u[2] = (uint32_t)*count;
+    req.u[3] = (uint32_t)order;
+    req.ts[0] = start_ts;
+    req.ts[1] = end_ts;
+    remote_reply reply;
+    int rc = call_records(c, &req, NULL, 0, &reply);
+    if (rc == DCGM_ST_OK && reply.n_records > (size_t)*count)
+        rc = DCGM_ST_GENERIC_ERROR;
+    dcgmFieldValueUnion_t value;
+    size_t pos = 0;
+    for (size_t i = 0; rc == DCGM_ST_OK && i < reply.n_records; i++) {
+        wire_record rec;
+        remote_record_next(&reply, &pos, &rec, &value);
+        record_to_v1(&rec, &value, &values[i]);
+    }
+    if (rc == DCGM_ST_OK)
+        *count = (int)reply.n_records;
+    remote_reply_free(&reply);
+    return rc;
+}
+
+/* ---- health, profiling, versions ----------------------------------------- */
+
+int remote_health_set(remote_conn *c, dcgmGpuGrp_t group, unsigned int systems)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_HEALTH_SET);
+    req.id[0] = group;
+    req.u[0] = systems;
+    return call(c, &req, NULL, 0, NULL, 0, NULL);
+}
+
+int remote_health_get(remote_conn *c, dcgmGpuGrp_t group, unsigned int *systems)
+{
+    if (!systems)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_HEALTH_GET);
+    req.id[0] = group;
+    wire_reply final;
+    int rc = call(c, &req, NULL, 0, NULL, 0, &final);
+    if (rc == DCGM_ST_OK)
+        *systems = final.u[0];
+    return rc;
+}
+
+int remote_health_check(remote_conn *c, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out)
+{
+    if (!out)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_HEALTH_CHECK);
+    req.id[0] = group;
+    /* only the head travels out; the answer is the head and the incidents
+     * the engine wrote, the rest of the caller's struct stays as it was */
+    return call(c, &req, out, offsetof(dcgmHealthResponse_v5, incidents), out, sizeof *out,
+                NULL);
+}
+
+int remote_prof_metric_groups(remote_conn *c, dcgmProfGetMetricGroups_v3 *groups)
+{
+    if (!groups)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_PROF_METRIC_GROUPS);
+    return call_inout(c, &req, groups, sizeof *groups);
+}
+
+int remote_version_info(remote_conn *c, dcgmVersionInfo_t *info)
+{
+    if (!info)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_VERSION_INFO);
+    return call_inout(c, &req, info, sizeof *info);
+}
+
+int remote_hostengine_health(remote_conn *c, dcgmHostengineHealth_t *health)
+{
+    if (!health)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_HOSTENGINE_HEALTH);
+    return call_inout(c, &req, health, sizeof *health);
+}
+
+int remote_start_time(remote_conn *c, long long *start_us)
+{
+    if (!start_us)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_START_TIME);
+    wire_reply final;
+    int rc = call(c, &req, NULL, 0, NULL, 0, &final);
+    if (rc == DCGM_ST_OK)
+        *start_us = final.i64;
+    return rc;
+}

@@ -1,0 +1,320 @@
+"""A collector against a real simulated nv-hostengine process that dies, restarts and changes.
+
+Both run as subprocesses (``python -m dcgm_collector.sim hostengine`` and
+``python -m dcgm_collector -r ...``), so a SIGKILL is a real event: the
+collector's connection breaks mid-read and DCGM answers
+CONNECTION_NOT_VALID.  The collector's threads and file descriptors are
+counted from /proc/<pid>.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+SERVING = re.compile(r"serving http://127\.0\.0\.1:(\d+)/metrics")
+LISTENING = re.compile(r"listening on (\S+)")
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+COUNTERS = "DCGM_FI_DEV_GPU_TEMP, gauge, temperature\nDCGM_FI_DEV_POWER_USAGE, gauge, power\n"
+FAST = ("-c", "200", "--watch-interval", "100", "-a", "127.0.0.1:0")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DCGM_EXPORTER_", "DCGM_COLLECTOR_", "DCGM_SIM_", "DCGM_REMOTE_"))}
+    env["DCGM_SIM_REQUEST_TIMEOUT_MS"] = "1000"   # a stalled hostengine times out in 1 s, not 60 s
+    env.update(extra)
+    return env
+
+
+def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    out = []
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            match = SAMPLE.match(line)
+            assert match, f"not a sample line: {line!r}"
+            out.append((match[1], dict(LABEL.findall(match[2] or "")), float(match[3])))
+    return out
+
+
+def value(text: str, name: str, **labels: str) -> float | None:
+    for n, found, v in samples(text):
+        if n == name and all(found.get(k) == w for k, w in labels.items()):
+            return v
+    return None
+
+
+def wait_for(predicate, timeout: float = 10.0, what: str = "condition", log=None):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}" + (f"\n{log()}" if log else ""))
+        time.sleep(0.05)
+
+
+class Proc:
+    """A subprocess writing to a log file; wait_log finds a pattern in it."""
+
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str], name: str) -> None:
+        self.log_path = cwd / f"{name}-{time.monotonic_ns()}.log"
+        with open(self.log_path, "wb") as out:
+            self.proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=out,
+                                         stderr=subprocess.STDOUT)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_log(self, pattern: re.Pattern, timeout: float = 15.0) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            match = pattern.search(self.log())
+            if match:
+                return match
+            if self.proc.poll() is not None:
+                pytest.fail(f"exited ({self.proc.returncode}) before {pattern.pattern!r}:\n{self.log()}")
+            time.sleep(0.02)
+        pytest.fail(f"no {pattern.pattern!r} within {timeout} s:\n{self.log()}")
+
+    def end(self, signum: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signum)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+class Hostengine(Proc):
+    def __init__(self, cwd: Path, scenario: str = "2", port: int = 0, unix: Path | None = None) -> None:
+        where = ["--unix", str(unix)] if unix is not None else ["--port", str(port)]
+        super().__init__(["-m", "dcgm_collector.sim", "hostengine", *where, "--scenario", scenario], cwd, _env(),
+                         "hostengine")
+        self.address = self.wait_log(LISTENING)[1]
+
+    @property
+    def port(self) -> int:
+        return int(self.address.rsplit(":", 1)[1])
+
+
+class Collector(Proc):
+    def __init__(self, cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        from dcgm_collector.sim import library_path
+
+        counters = cwd / "counters.csv"
+        counters.write_text(COUNTERS)
+        super().__init__(["-m", "dcgm_collector", "--dcgm-lib", str(library_path()), "-f", str(counters), *FAST,
+                          *args], cwd, env or _env(), "collector")
+        self.port = int(self.wait_log(SERVING)[1])
+
+    def get(self, path: str = "/metrics") -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def metrics(self) -> str:
+        status, body = self.get()
+        assert status == 200, body
+        return body
+
+    def counts(self) -> tuple[int, int]:
+        """(threads, open file descriptors) of the collector process."""
+        pid = self.proc.pid
+        return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
+
+    def settled_counts(self) -> tuple[int, int]:
+        """counts() once two readings 0.3 s apart agree (a request thread may still be ending)."""
+        previous = None
+        for _ in range(20):
+            now = self.counts()
+            if now == previous:
+                return now
+            previous = now
+            time.sleep(0.3)
+        return previous  # type: ignore[return-value]
+
+
+@contextmanager
+def running(*procs_factory):
+    started = []
+    try:
+        for factory in procs_factory:
+            started.append(factory())
+        yield started
+    finally:
+        for proc in reversed(started):
+            proc.end()
+
+
+def fresh(text: str, **labels: str) -> bool:
+    """up 1 and a sample younger than a second for the target of ``labels`` (none: the only target)."""
+    up = value(text, "dcgm_collector_up", **labels)
+    age = value(text, "dcgm_collector_last_sample_age_seconds", **labels)
+    return up == 1 and age is not None and age < 1.0
+
+
+def gpu_series(text: str, name: str = "DCGM_FI_DEV_GPU_TEMP") -> dict[tuple[str, str], float]:
+    return {(labels.get("hostname", ""), labels["gpu"]): v for n, labels, v in samples(text) if n == name}
+
+
+# ---- the issue's "done when" -----------------------------------------------------------------
+
+def test_sigkill_restart_fresh_again_with_the_same_threads_and_fds(tmp_path):
+    engine = Hostengine(tmp_path, "2")
+    collector = None
+    try:
+        collector = Collector(tmp_path, "-r", engine.address)
+        wait_for(lambda: fresh(collector.metrics()), what="fresh samples", log=collector.log)
+        time.sleep(0.5)
+        threads, fds = collector.settled_counts()
+        before = collector.metrics()
+        old = gpu_series(before)
+        assert set(old) == {("127.0.0.1", "0"), ("127.0.0.1", "1")}
+        samples_before = value(before, "dcgm_collector_samples_total")
+
+        engine.end(signal.SIGKILL)
+        killed_at = time.monotonic()
+        status, body = wait_for(lambda: (r := collector.get("/health"))[0] == 503 and r,
+                                what="/health 503", log=collector.log)
+        assert f"hostengine at {engine.address}" in body
+        # the old values are still served, flagged stale: up 0 and a growing age
+        stale = collector.metrics()
+        assert gpu_series(stale) == old
+        assert value(stale, "dcgm_collector_up") == 0
+        age = value(stale, "dcgm_collector_last_sample_age_seconds")
+        time.sleep(0.4)
+        later = collector.metrics()
+        assert value(later, "dcgm_collector_last_sample_age_seconds") > age
+        assert value(later, "dcgm_collector_reconnects_total") == 0
+        assert value(later, "dcgm_collector_dcgm_errors_total", code="-21") >= 1
+
+        engine = Hostengine(tmp_path, "2", port=engine.port)
+        restarted_at = time.monotonic()
+        text = wait_for(lambda: (t := collector.metrics()) and fresh(t) and t, what="fresh samples again",
+                        log=collector.log)
+        reconnect_s = time.monotonic() - restarted_at
+        assert reconnect_s < 5.0, f"fresh again {reconnect_s:.1f} s after the restart"
+        assert value(text, "dcgm_collector_reconnects_total") == 1
+        assert value(text, "dcgm_collector_samples_total") > samples_before
+        wait_for(lambda: collector.get("/health") == (200, "OK"), what="/health 200", log=collector.log)
+        time.sleep(0.5)
+        assert collector.settled_counts() == (threads, fds)
+        print(f"\nkill -> fresh: {time.monotonic() - killed_at:.2f} s; restart -> fresh: {reconnect_s:.2f} s; "
+              f"threads {threads}, fds {fds}")
+        assert collector.end() == 0
+        assert "Traceback" not in collector.log()
+    finally:
+        engine.end()
+        if collector is not None:
+            collector.end()
+
+
+def test_a_hostengine_restarted_with_more_gpus_is_rediscovered(tmp_path):
+    engine = Hostengine(tmp_path, "2")
+    collector = None
+    try:
+        collector = Collector(tmp_path, "-r", engine.address)
+        wait_for(lambda: fresh(collector.metrics()), what="fresh samples", log=collector.log)
+        assert {gpu for _, gpu in gpu_series(collector.metrics())} == {"0", "1"}
+        engine.end(signal.SIGKILL)
+        wait_for(lambda: collector.get("/health")[0] == 503, what="/health 503")
+        engine = Hostengine(tmp_path, "4", port=engine.port)
+        text = wait_for(lambda: (t := collector.metrics()) and fresh(t) and len(gpu_series(t)) == 4 and t,
+                        what="4 GPUs", log=collector.log)
+        assert {gpu for _, gpu in gpu_series(text)} == {"0", "1", "2", "3"}
+        assert "the GPUs changed (2 GPUs -> 4 GPUs)" in collector.log()
+    finally:
+        engine.end()
+        if collector is not None:
+            collector.end()
+
+
+def test_two_targets_one_killed_the_other_stays_fresh(tmp_path):
+    unix = tmp_path / "he.sock"
+    with running(lambda: Hostengine(tmp_path, "1"), lambda: Hostengine(tmp_path, "2", unix=unix)) as engines:
+        tcp, local = engines
+        collector = Collector(tmp_path, "-r", tcp.address, "-r", f"unix://{unix}", env=_env(NODE_NAME="node-u"))
+        try:
+            text = wait_for(lambda: (t := collector.metrics()) and fresh(t, hostname="127.0.0.1")
+                            and fresh(t, hostname="node-u") and t, what="both targets fresh", log=collector.log)
+            assert set(gpu_series(text)) == {("127.0.0.1", "0"), ("node-u", "0"), ("node-u", "1")}
+            assert text.count("# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n") == 1
+            assert text.count("# TYPE dcgm_collector_up gauge\n") == 1
+            tcp.end(signal.SIGKILL)
+            status, body = wait_for(lambda: (r := collector.get("/health"))[0] == 503 and r, what="/health 503")
+            assert "127.0.0.1: " in body and "node-u" not in body
+            time.sleep(1.0)
+            text = collector.metrics()
+            assert value(text, "dcgm_collector_up", hostname="127.0.0.1") == 0
+            assert fresh(text, hostname="node-u")
+            assert set(gpu_series(text)) == {("127.0.0.1", "0"), ("node-u", "0"), ("node-u", "1")}
+        finally:
+            collector.end()
+
+
+def test_an_unreachable_hostengine_at_start_is_not_fatal(tmp_path):
+    with socket.socket() as probe:   # a port nobody listens on (until the hostengine takes it)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    collector = Collector(tmp_path, "-r", f"127.0.0.1:{port}")
+    engine = None
+    try:
+        status, body = wait_for(lambda: (r := collector.get("/health"))[0] == 503 and "cannot reach" in r[1] and r,
+                                what="cannot reach", log=collector.log)
+        assert body.startswith(f"cannot reach hostengine at 127.0.0.1:{port}: DCGM_ST_CONNECTION_NOT_VALID")
+        text = collector.metrics()   # the collector's own metrics only
+        assert value(text, "dcgm_collector_up") == 0 and not gpu_series(text)
+        assert "dcgm_collector_build_info{" in text
+        engine = Hostengine(tmp_path, "1", port=port)
+        wait_for(lambda: fresh(collector.metrics()), what="connected", log=collector.log)
+        assert collector.get("/health") == (200, "OK")
+        assert value(collector.metrics(), "dcgm_collector_reconnects_total") == 0
+    finally:
+        if engine is not None:
+            engine.end()
+        collector.end()
+
+
+def test_a_stalled_hostengine_times_out_and_is_reconnected_once_it_runs_again(tmp_path):
+    engine = Hostengine(tmp_path, "1")
+    collector = None
+    try:
+        collector = Collector(tmp_path, "-r", engine.address)
+        wait_for(lambda: fresh(collector.metrics()), what="fresh samples", log=collector.log)
+        old = gpu_series(collector.metrics())
+        engine.proc.send_signal(signal.SIGSTOP)   # stalls longer than the collect interval and the request timeout
+        started = time.monotonic()
+        body = wait_for(lambda: (r := collector.get("/health"))[0] == 503 and "DCGM_ST_TIMEOUT" in r[1] and r[1],
+                        what="the read to time out", log=collector.log)
+        assert body.startswith(f"lost the connection to the hostengine at {engine.address}: DCGM_ST_TIMEOUT")
+        assert time.monotonic() - started < 5.0
+        text = collector.metrics()   # scrapes never wait for DCGM
+        assert gpu_series(text) == old and value(text, "dcgm_collector_up") == 0
+        assert value(text, "dcgm_collector_dcgm_errors_total", code="-11") >= 1
+        engine.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: fresh(collector.metrics()), what="fresh after SIGCONT", log=collector.log)
+        assert value(collector.metrics(), "dcgm_collector_reconnects_total") == 1
+    finally:
+        if engine.proc.poll() is None:
+            engine.proc.send_signal(signal.SIGCONT)
+        engine.end()
+        if collector is not None:
+            collector.end()
