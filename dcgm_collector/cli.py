@@ -49,6 +49,7 @@ log = logging.getLogger("dcgm_collector")
 
 PROG = "dcgm-collector"
 CHECK_COMMAND = "check-counters"
+DASHBOARD_COMMAND = "dashboard"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 DEFAULT_ADDRESS = ":9400"
@@ -340,6 +341,7 @@ def _unsupported_dest(item: Unsupported) -> str:
 EPILOG = f"""\
 commands:
   {PROG} {CHECK_COMMAND} FILE   validate a counters file and list what it exports
+  {PROG} {DASHBOARD_COMMAND} -f FILE   print a Grafana dashboard for that counters file
 
 environment:
   Every option has the environment variable shown in its help; a flag beats
@@ -410,7 +412,8 @@ def _option_help(option: Option) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        usage=f"%(prog)s [OPTIONS]\n       %(prog)s {CHECK_COMMAND} FILE",
+        usage=(f"%(prog)s [OPTIONS]\n       %(prog)s {CHECK_COMMAND} FILE\n"
+               f"       %(prog)s {DASHBOARD_COMMAND} [-f FILE]"),
         description="DCGM GPU telemetry for Prometheus: a drop-in for dcgm-exporter that keeps every\n"
                     "sample DCGM takes between scrapes and serves window aggregates beside the last value.",
         epilog=EPILOG, formatter_class=_HelpFormatter, allow_abbrev=False, add_help=False,
@@ -1057,6 +1060,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == CHECK_COMMAND:
         return check_counters(argv[1:])
+    if argv and argv[0] == DASHBOARD_COMMAND:
+        from dcgm_collector.dashboard import main as dashboard_main
+
+        return dashboard_main(argv[1:])
     parser = build_parser()
     try:
         config = parse_config(argv, os.environ, parser)

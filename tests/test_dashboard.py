@@ -478,3 +478,13 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
         for name, log in logs.items():
             log.close()
             print(f"--- {name}.log\n{(tmp_path / f'{name}.log').read_text(errors='replace')[-3000:]}")
+
+
+def test_the_collector_cli_prints_the_dashboard(capsys):
+    from dcgm_collector import cli
+    from dcgm_collector.counters import default_counters_path
+
+    assert cli.main(["dashboard", "-f", str(default_counters_path())]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["panels"]
+    assert any(v["name"] == "gpu" for v in printed["templating"]["list"])
