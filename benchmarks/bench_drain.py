@@ -142,7 +142,7 @@ class CtypesReader:
 
 
 def _record(benchmark, name: str, samples: int) -> None:
-    seconds = benchmark.stats.stats.mean
+    seconds = benchmark.stats.stats.median
     _timings[name] = seconds / samples
     benchmark.extra_info["samples_per_round"] = samples
     benchmark.extra_info["samples_per_second"] = round(samples / seconds)

@@ -97,19 +97,27 @@ class WindowStats:
 
     @classmethod
     def from_rows(cls, series: tuple[SeriesKey, ...], rows: RingRows, since_us: int, until_us: int) -> WindowStats:
+        """Statistics of rows copied out of a ring, whose cells are NaN exactly where they are not OK.
+
+        That invariant (the ring stores NaN for every cell that is not OK,
+        and a NaN reading as BLANK) lets min and max run as plain NaN-skipping
+        reductions: a scrape computes them for every series of every ring, and
+        masked (``where=``) reductions cost several times more.
+        """
         values, status = rows.values, rows.status
+        n_series = len(series)
         ok = status == SAMPLE_OK
-        count = np.count_nonzero(ok, axis=0)
-        empty = count == 0
-        low = np.fmin.reduce(values, axis=0, where=ok, initial=np.inf)
-        high = np.fmax.reduce(values, axis=0, where=ok, initial=-np.inf)
-        total = np.add.reduce(values, axis=0, where=ok, initial=0.0)
-        low[empty] = np.nan
-        high[empty] = np.nan
-        avg = np.divide(total, count, out=np.full(len(series), np.nan), where=~empty)
-        last, last_ts, last_status = _newest_present(rows, len(series))
-        return cls(series, len(rows.ts), since_us, until_us, last, last_ts, last_status, low, high, avg,
-                   count.astype(np.int64))
+        count = ok.sum(axis=0, dtype=np.int64)
+        if len(values):
+            low = np.fmin.reduce(values, axis=0)    # NaN only where the window holds no OK cell
+            high = np.fmax.reduce(values, axis=0)
+        else:
+            low, high = np.full(n_series, np.nan), np.full(n_series, np.nan)
+        total = np.add.reduce(np.where(ok, values, 0.0), axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            avg = total / count                     # 0 / 0: NaN where there is no OK cell
+        last, last_ts, last_status = _newest_present(rows, n_series)
+        return cls(series, len(rows.ts), since_us, until_us, last, last_ts, last_status, low, high, avg, count)
 
 
 def _newest_present(rows: RingRows, n_series: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
