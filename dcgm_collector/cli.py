@@ -42,6 +42,7 @@ from typing import Any
 from dcgm_collector import __version__
 from dcgm_collector.counters import AGGREGATIONS, CountersError, CounterSet, default_counters_path, load_counters
 from dcgm_collector.server import ListenError, MetricsServer, Unavailable, parse_listen_address
+from dcgm_collector.singleflight import SingleFlight
 
 __all__ = ["Config", "DeviceSelection", "main", "parse_bool", "parse_config", "parse_devices"]
 
@@ -764,13 +765,14 @@ class Collector:
         self.library = None
         self.targets: list[Any] = []
         self.exposition: Any = None     # MultiExposition over the targets, once they exist
+        self._renders: SingleFlight[bytes] = SingleFlight()
 
     # -- what the server calls (on request threads)
     def metrics(self, openmetrics: bool) -> bytes:
         exposition = self.exposition
         if exposition is None:
             raise Unavailable("starting: no sampler yet")
-        return exposition.render(openmetrics)
+        return self._renders.do((id(exposition), openmetrics), lambda: exposition.render(openmetrics))
 
     def health(self) -> tuple[bool, str]:
         exposition = self.exposition
