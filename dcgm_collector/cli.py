@@ -135,6 +135,18 @@ def _text(text: str) -> str:
     return text
 
 
+def _gpu_id_type(text: str) -> str:
+    value = text.strip()
+    if value not in ("uid", "device-name"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a GPU id type (use uid or device-name)")
+    return value
+
+
+def _name_list(text: str | None) -> tuple[str, ...]:
+    """A comma-separated list (flags given several times arrive joined by commas)."""
+    return tuple(name.strip() for name in (text or "").split(",") if name.strip())
+
+
 def _nonempty(what: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if not text.strip():
@@ -213,6 +225,7 @@ GROUPS = {
     "devices": "devices",
     "window": "window aggregates (beside the last value dcgm-exporter serves)",
     "simulator": "simulator",
+    "attribution": "Kubernetes and HPC job attribution",
     "web": "web",
     "logging": "logging",
 }
@@ -263,6 +276,24 @@ OPTIONS: tuple[Option, ...] = (
     Option("sim", ("--sim",), "DCGM_COLLECTOR_SIM", None, _nonempty("scenario"),
            "use the simulated libdcgm shipped with the package: N H100s, a scenario file, or the name of a "
            "shipped scenario (spikes, mixed, xid-burst, ...)", "simulator", "N|SCENARIO"),
+    Option("kubernetes", ("-k", "--kubernetes"), "DCGM_EXPORTER_KUBERNETES", False, parse_bool,
+           "label each GPU's series with the pod, namespace and container holding it, from the kubelet's "
+           "pod-resources API (refreshed every 10 s, not per scrape)", "attribution", "BOOL", True),
+    Option("kubernetes_gpu_id_type", ("--kubernetes-gpu-id-type",), "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "uid",
+           _gpu_id_type, "how the device plugin names GPUs: uid (GPU-<uuid>, NVIDIA's device plugin) or "
+           "device-name (nvidia<N>, GKE) [default: %(default)s]", "attribution", "TYPE"),
+    Option("pod_resources_kubelet_socket", ("--pod-resources-kubelet-socket",), "DCGM_POD_RESOURCES_KUBELET_SOCKET",
+           "/var/lib/kubelet/pod-resources/kubelet.sock", _nonempty("path"),
+           "the kubelet's pod-resources socket [default: %(default)s]", "attribution", "PATH"),
+    Option("nvidia_resource_names", ("--nvidia-resource-names",), "NVIDIA_RESOURCE_NAMES", None, _text,
+           "extended resources that are GPUs besides nvidia.com/gpu and nvidia.com/mig-* (comma-separated, "
+           "or give it several times), e.g. nvidia.com/a100", "attribution", "NAMES", repeatable=True),
+    Option("hpc_job_mapping_dir", ("--hpc-job-mapping-dir",), "DCGM_HPC_JOB_MAPPING_DIR", None, _nonempty("path"),
+           "directory of files named by GPU id, each listing the jobs on that GPU, one per line: every series "
+           "of the GPU is served once per job with an hpc_job label", "attribution", "DIR"),
+    Option("web_config_file", ("--web-config-file",), "DCGM_EXPORTER_WEB_CONFIG_FILE", None, _nonempty("path"),
+           "exporter-toolkit web config: TLS (tls_server_config), client certificates, basic auth "
+           "(basic_auth_users, bcrypt); checked at start", "web", "FILE"),
     Option("address", ("-a", "--address"), "DCGM_EXPORTER_LISTEN", DEFAULT_ADDRESS, _address,
            "listen address: :9400 (every interface, IPv6 and IPv4), 0.0.0.0:9400, 127.0.0.1:9400, [::1]:9400, "
            "localhost:9400 [default: %(default)s]", "web", "ADDRESS"),
@@ -286,24 +317,15 @@ class Unsupported:
 
 
 UNSUPPORTED: tuple[Unsupported, ...] = (
-    Unsupported(("-k", "--kubernetes"), "DCGM_EXPORTER_KUBERNETES", True, None,
-                "pod, namespace and container labels are not attached yet"),
-    Unsupported(("--kubernetes-gpu-id-type",), "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", False, "uid",
-                "pod labels are not attached yet"),
     Unsupported(("--kubernetes-enable-pod-labels",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", True, None,
                 "pod labels are not attached yet"),
     Unsupported(("--kubernetes-enable-pod-uid",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", True, None,
                 "pod labels are not attached yet"),
     Unsupported(("--kubernetes-pod-label-allowlist-regex",), "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
                 False, None, "pod labels are not attached yet"),
-    Unsupported(("--pod-resources-kubelet-socket",), "DCGM_POD_RESOURCES_KUBELET_SOCKET", False,
-                "/var/lib/kubelet/pod-resources/kubelet.sock", "pod labels are not attached yet"),
-    Unsupported(("--nvidia-resource-names",), "NVIDIA_RESOURCE_NAMES", False, None, "pod labels are not attached yet"),
     Unsupported(("--kubernetes-virtual-gpus",), "KUBERNETES_VIRTUAL_GPUS", True, None,
                 "per-pod copies of shared GPUs are not made yet"),
     Unsupported(("--kubernetes-enable-dra",), "KUBERNETES_ENABLE_DRA", True, None, "DRA labels are not attached yet"),
-    Unsupported(("--hpc-job-mapping-dir",), "DCGM_HPC_JOB_MAPPING_DIR", False, None,
-                "hpc_job labels are not attached yet"),
     Unsupported(("-s", "--switch-devices"), "DCGM_EXPORTER_OTHER_DEVICES_STR", False, "f",
                 "NvSwitch metrics are not collected yet"),
     Unsupported(("-p", "--cpu-devices"), "DCGM_EXPORTER_CPU_DEVICES_STR", False, "f",
@@ -324,8 +346,6 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(("--dump-retention",), "DCGM_EXPORTER_DUMP_RETENTION", False, "24", "debug dumps are not written"),
     Unsupported(("--dump-compression",), "DCGM_EXPORTER_DUMP_COMPRESSION", True, "true",
                 "debug dumps are not written"),
-    Unsupported(("--web-config-file",), "DCGM_EXPORTER_WEB_CONFIG_FILE", False, None,
-                "TLS and basic auth are not supported yet; serve behind a proxy that does them", refuse=True),
     Unsupported(("--web-systemd-socket",), "DCGM_EXPORTER_SYSTEMD_SOCKET", True, None,
                 "systemd socket activation is not supported yet; use -a", refuse=True),
     Unsupported(("-o", "--use-old-namespace"), "DCGM_EXPORTER_USE_OLD_NAMESPACE", True, None,
@@ -484,6 +504,12 @@ class Config:
     warnings: tuple[str, ...] = field(default=())
     remotes: tuple[str, ...] = ()          # -r addresses, one per target (remote: them joined by commas)
     target_names: tuple[str, ...] = ()     # each remote target's name: its hostname label, unique
+    kubernetes: bool = False
+    kubernetes_gpu_id_type: str = "uid"
+    pod_resources_kubelet_socket: str = "/var/lib/kubelet/pod-resources/kubelet.sock"
+    nvidia_resource_names: tuple[str, ...] = ()
+    hpc_job_mapping_dir: str | None = None
+    web_config_file: str | None = None
 
 
 class ConfigError(Exception):
@@ -515,6 +541,7 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     warnings = _unsupported_options(args, environ)
     remotes = parse_remotes(values["remote"], "-r" if args.remote is not None else "DCGM_REMOTE_HOSTENGINE_INFO")
     values["remote"] = ",".join(a.text for a in remotes) or None
+    values["nvidia_resource_names"] = _name_list(values["nvidia_resource_names"])
     if values["sim"] is not None and args.dcgm_lib is not None:
         raise ConfigError("give --sim or --dcgm-lib, not both")
     if values["watch_interval_ms"] is not None and values["watch_interval_ms"] > values["collect_interval_ms"]:
@@ -765,6 +792,8 @@ class Collector:
         self.library = None
         self.targets: list[Any] = []
         self.exposition: Any = None     # MultiExposition over the targets, once they exist
+        self.pods: Any = None           # PodMapper (-k)
+        self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
         self._renders: SingleFlight[bytes] = SingleFlight()
 
     # -- what the server calls (on request threads)
@@ -791,13 +820,16 @@ class Collector:
 
         config = self.config
         counters = self._read_counters()
-        self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape)
+        web = self._read_web_config()
+        self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape,
+                                    **(web.server_options() if web is not None else {}))
         try:
             self.server.start()
         except ListenError as error:
             self.server = None
             raise StartupError(str(error)) from None
         self.library = self._load_library()
+        self.attribution = self._start_attribution()
         self.targets = self._make_targets(counters)
         for target in self.targets:
             self._start_target(target)
@@ -809,7 +841,41 @@ class Collector:
             else:
                 log.info("collecting %d rows of %s on GPUs %s every %d ms", len(counters), counters.path,
                          ",".join(map(str, target.generation.sampler.gpu_ids)), config.collect_interval_ms)
-        log.info("serving %s", self.server.describe())
+        log.info("serving %s%s", self.server.describe(), f" with {web.describe()}" if web is not None else "")
+
+    def _read_web_config(self):
+        from dcgm_collector.webconfig import WebConfigError, load
+
+        path = self.config.web_config_file
+        if path is None:
+            return None
+        try:
+            return load(path)
+        except WebConfigError as error:
+            raise StartupError(str(error)) from None
+
+    def _start_attribution(self):
+        from dcgm_collector.attribution import GpuAttribution
+        from dcgm_collector.hpc import HpcJobMapper
+        from dcgm_collector.podresources import PodMapper
+
+        config = self.config
+        if len(config.remotes) > 1 and (config.kubernetes or config.hpc_job_mapping_dir):
+            # the kubelet and the job directory describe this node, not the others'
+            log.warning("-k and --hpc-job-mapping-dir describe this node only: ignored with several -r hostengines")
+            return None
+        jobs = HpcJobMapper(config.hpc_job_mapping_dir) if config.hpc_job_mapping_dir else None
+        if config.kubernetes:
+            self.pods = PodMapper(config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type,
+                                  config.nvidia_resource_names)
+            self.pods.start()
+            log.info("pod labels from the kubelet at %s (GPU ids: %s), refreshed every %g s",
+                     config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type, self.pods.refresh_s)
+        if jobs is not None:
+            log.info("hpc_job labels from %s, re-read every %g s", jobs.directory, jobs.refresh_s)
+        if self.pods is None and jobs is None:
+            return None
+        return GpuAttribution(self.pods, jobs)
 
     def _read_counters(self) -> CounterSet:
         path = self.config.collectors
@@ -907,6 +973,7 @@ class Collector:
             replace_blanks_in_model_name=config.replace_blanks_in_model_name,
             xid_count_window_ms=config.xid_count_window_ms,
             clock_events_count_window_ms=config.clock_events_count_window_ms,
+            attribution=self.attribution,
         )
         return Exposition(sampler, gpus, options, version=__version__)
 
@@ -933,6 +1000,9 @@ class Collector:
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if self.pods is not None:
+            self.pods.stop()
+            self.pods = None
         for target in self.targets:
             target.request_stop()   # all at once: a supervisor may be inside a connect attempt
         for target in reversed(self.targets):

@@ -54,6 +54,7 @@ from typing import Protocol
 import numpy as np
 
 from dcgm_collector._native import lib
+from dcgm_collector.attribution import NO_COPIES, AttributeCopies, GpuAttribution
 from dcgm_collector.counters import AGGREGATIONS, Counter
 from dcgm_collector.dcgm import DcgmError, EntityType, GpuInfo
 from dcgm_collector.errors import status_name
@@ -147,6 +148,8 @@ class ExpositionOptions:
     # samples older than this are stale (health, dcgm_collector_up, last values);
     # None: STALE_AFTER_INTERVALS collect intervals, at least MIN_STALE_AFTER_S
     stale_after_s: float | None = None
+    # pod labels and HPC job copies (-k, --hpc-job-mapping-dir); None: neither
+    attribution: GpuAttribution | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         _positive(self.window_s, "window_s (--window, seconds)")
@@ -214,29 +217,35 @@ class _Header:
 
 @dataclass(frozen=True)
 class _GpuLabels:
+    """One GPU's label text: one text per copy of its series (one copy unless HPC jobs share the GPU)."""
+
     gpu_id: int
     identity: tuple[tuple[str, str], ...]   # gpu, UUID, pci_bus_id, device, modelName, hostname
     labels: tuple[tuple[str, str], ...]     # label rows, sorted by key
-    common: str                             # identity + labels, rendered
+    copies: AttributeCopies                 # attributes (pod, namespace, container, hpc_job) of each copy
+    commons: tuple[str, ...]                # identity + labels + each copy's attributes, rendered
 
     @classmethod
-    def of(cls, info: GpuInfo, options: ExpositionOptions, labels: Mapping[str, str]) -> _GpuLabels:
+    def of(cls, info: GpuInfo, options: ExpositionOptions, labels: Mapping[str, str],
+           copies: AttributeCopies = NO_COPIES) -> _GpuLabels:
         model = info.name.replace(" ", "-") if options.replace_blanks_in_model_name else info.name
         identity = [("gpu", str(info.gpu_id)), ("UUID", info.uuid), ("pci_bus_id", info.pci_bus_id),
                     ("device", f"nvidia{info.gpu_id}"), ("modelName", model)]
         if options.hostname:
             identity.append(("hostname", options.hostname))
         rows = tuple(sorted(labels.items()))
-        return cls(info.gpu_id, tuple(identity), rows, _labels(identity + list(rows)))
+        commons = tuple(_labels(identity + list(rows) + list(attributes)) for attributes in copies)
+        return cls(info.gpu_id, tuple(identity), rows, copies, commons)
 
-    def render(self, extra: Mapping[str, str] | None = None, attributes: Mapping[str, str] | None = None) -> str:
-        """Label text with exporter labels merged into the sorted label rows, then attributes."""
+    def render(self, extra: Mapping[str, str] | None = None,
+               attributes: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """Label text of each copy: exporter labels merged into the sorted label rows, then all attributes sorted."""
         if not extra and not attributes:
-            return self.common
+            return self.commons
         merged = dict(self.labels)
         merged.update(extra or {})
-        pairs = list(self.identity) + sorted(merged.items()) + sorted((attributes or {}).items())
-        return _labels(pairs)
+        head = list(self.identity) + sorted(merged.items())
+        return tuple(_labels(head + sorted({**dict(copy), **(attributes or {})}.items())) for copy in self.copies)
 
 
 # ---- one scrape -----------------------------------------------------------------------
@@ -296,10 +305,10 @@ class _Family:
 class _FieldFamily(_Family):
     """A numeric field row: the last value of each GPU (or one window aggregate of it)."""
 
-    def __init__(self, name: str, header: _Header, ring: RingBuffer, columns: list[int], prefixes: list[str],
-                 fmt: str, aggregate: str | None = None) -> None:
+    def __init__(self, name: str, header: _Header, ring: RingBuffer, columns: list[int],
+                 prefixes: list[tuple[str, ...]], fmt: str, aggregate: str | None = None) -> None:
         self.name, self.header, self.ring = name, header, ring
-        self.series = list(zip(columns, prefixes))
+        self.series = [(column, prefix) for column, copies in zip(columns, prefixes) for prefix in copies]
         self.fmt = fmt + "\n"
         self.aggregate = aggregate
 
@@ -321,16 +330,16 @@ class _EventFamily(_Family):
         self.name, self.header, self.field_id = name, header, field_id
         self.gpus = {g.gpu_id: g for g in gpus}
         self.order = [g.gpu_id for g in gpus]
-        self._prefixes: dict[tuple[int, int], str] = {}
+        self._prefixes: dict[tuple[int, int], tuple[str, ...]] = {}
 
-    def prefix(self, gpu: int, value: int) -> str:
-        prefix = self._prefixes.get((gpu, value))
-        if prefix is None:
+    def prefix(self, gpu: int, value: int) -> tuple[str, ...]:
+        prefixes = self._prefixes.get((gpu, value))
+        if prefixes is None:
             attributes = {"err_code": str(value), "err_msg": xid_message(value)} \
                 if self.field_id == XID_ERRORS_FAMILY_FIELD else {}
-            prefix = f"{self.name}{{{self.gpus[gpu].render(attributes=attributes)}}} "
-            self._prefixes[(gpu, value)] = prefix
-        return prefix
+            prefixes = tuple(f"{self.name}{{{text}}} " for text in self.gpus[gpu].render(attributes=attributes))
+            self._prefixes[(gpu, value)] = prefixes
+        return prefixes
 
     def lines(self, scrape: _Scrape) -> list[str]:
         events = scrape.events()
@@ -345,7 +354,8 @@ class _EventFamily(_Family):
                 found[gpu] = int(values[i])
                 if len(found) == len(self.gpus):
                     break
-        return [f"{self.prefix(gpu, found[gpu])}{found[gpu]}\n" for gpu in self.order if gpu in found]
+        return [f"{prefix}{found[gpu]}\n" for gpu in self.order if gpu in found
+                for prefix in self.prefix(gpu, found[gpu])]
 
 
 class _XidCountFamily(_Family):
@@ -355,16 +365,17 @@ class _XidCountFamily(_Family):
         self.name, self.header, self.window_us = name, header, window_ms * 1000
         window = str(window_ms)
         self.gpus = list(gpus)
-        self.empty = {g.gpu_id: f"{name}{{{g.render({'window_size_in_ms': window})}}} 0\n" for g in gpus}
+        self.empty = {g.gpu_id: [f"{name}{{{text}}} 0\n" for text in g.render({'window_size_in_ms': window})]
+                      for g in gpus}
         self._window = window
-        self._prefixes: dict[tuple[int, int], str] = {}
+        self._prefixes: dict[tuple[int, int], tuple[str, ...]] = {}
 
-    def prefix(self, gpu: _GpuLabels, xid: int) -> str:
-        prefix = self._prefixes.get((gpu.gpu_id, xid))
-        if prefix is None:
-            labels = gpu.render({"window_size_in_ms": self._window, "xid": str(xid)})
-            prefix = self._prefixes[(gpu.gpu_id, xid)] = f"{self.name}{{{labels}}} "
-        return prefix
+    def prefix(self, gpu: _GpuLabels, xid: int) -> tuple[str, ...]:
+        prefixes = self._prefixes.get((gpu.gpu_id, xid))
+        if prefixes is None:
+            texts = gpu.render({"window_size_in_ms": self._window, "xid": str(xid)})
+            prefixes = self._prefixes[(gpu.gpu_id, xid)] = tuple(f"{self.name}{{{text}}} " for text in texts)
+        return prefixes
 
     def lines(self, scrape: _Scrape) -> list[str]:
         events = scrape.events()
@@ -380,9 +391,9 @@ class _XidCountFamily(_Family):
         for gpu in self.gpus:
             per_gpu = counts.get(gpu.gpu_id)
             if not per_gpu:
-                out.append(self.empty[gpu.gpu_id])
+                out.extend(self.empty[gpu.gpu_id])
                 continue
-            out.extend(f"{self.prefix(gpu, xid)}{n}\n" for xid, n in sorted(per_gpu.items()))
+            out.extend(f"{prefix}{n}\n" for xid, n in sorted(per_gpu.items()) for prefix in self.prefix(gpu, xid))
         return out
 
 
@@ -445,12 +456,14 @@ class _ClockEventsFamily(_Family):
                  gpus: Sequence[_GpuLabels]) -> None:
         self.name, self.header, self.counter = name, header, counter
         window = str(window_ms)
-        self.prefixes = [[f"{name}{{{g.render({'clock_event': event, 'window_size_in_ms': window})}}} "
+        self.prefixes = [[tuple(f"{name}{{{text}}} "
+                                for text in g.render({'clock_event': event, 'window_size_in_ms': window}))
                           for event, _ in CLOCK_EVENTS] for g in gpus]
 
     def lines(self, scrape: _Scrape) -> list[str]:
         counts = self.counter.counts(scrape.now_us)
-        return [f"{prefix}{n}\n" for prefixes, row in zip(self.prefixes, counts) for prefix, n in zip(prefixes, row)]
+        return [f"{prefix}{n}\n" for prefixes, row in zip(self.prefixes, counts)
+                for copies, n in zip(prefixes, row) for prefix in copies]
 
 
 class _HealthFamily(_Family):
@@ -463,15 +476,15 @@ class _HealthFamily(_Family):
 
     def __init__(self, name: str, header: _Header, sampler: Sampler, gpus: Sequence[_GpuLabels]) -> None:
         self.name, self.header, self.sampler, self.gpus = name, header, sampler, list(gpus)
-        self._prefixes: dict[tuple[int, str, str], str] = {}
+        self._prefixes: dict[tuple[int, str, str], tuple[str, ...]] = {}
 
-    def prefix(self, gpu: _GpuLabels, system: str, code_name: str) -> str:
+    def prefix(self, gpu: _GpuLabels, system: str, code_name: str) -> tuple[str, ...]:
         key = (gpu.gpu_id, system, code_name)
-        prefix = self._prefixes.get(key)
-        if prefix is None:
-            labels = gpu.render({"health_watch": system, "health_error_code": code_name})
-            prefix = self._prefixes[key] = f"{self.name}{{{labels}}} "
-        return prefix
+        prefixes = self._prefixes.get(key)
+        if prefixes is None:
+            texts = gpu.render({"health_watch": system, "health_error_code": code_name})
+            prefixes = self._prefixes[key] = tuple(f"{self.name}{{{text}}} " for text in texts)
+        return prefixes
 
     def lines(self, scrape: _Scrape) -> list[str]:
         state = self.sampler.health
@@ -489,7 +502,7 @@ class _HealthFamily(_Family):
         for gpu in self.gpus:
             for system, bit in HEALTH_SYSTEMS:
                 result, code = worst.get((gpu.gpu_id, bit), (0, 0))
-                out.append(f"{self.prefix(gpu, system, health_error_name(code))}{result}\n")
+                out.extend(f"{prefix}{result}\n" for prefix in self.prefix(gpu, system, health_error_name(code)))
         return out
 
 
@@ -522,6 +535,7 @@ class Exposition:
         self._clock = self._clock_counter()
         self._lock = threading.Lock()
         self._labels_seen: object = None
+        self._attribution_seen: object = None
         self._label_values: dict[tuple[int, int], dict[str, str]] | None = None
         self._families: tuple[_Family, ...] = ()
         self._events_cache: tuple[int, EventRows] | None = None
@@ -594,18 +608,23 @@ class Exposition:
         return _ClockEventCounter(found[0], found[1], self.options.clock_events_count_window_ms)
 
     def _refresh_families(self) -> None:
-        """Rebuild the families' label text when the label rows' values changed."""
+        """Rebuild the families' label text when the label rows' values or the attribution changed."""
         labels = self.sampler.labels
-        if labels is self._labels_seen:
+        attribution = self.options.attribution
+        generation = attribution.generation if attribution is not None else None
+        if labels is self._labels_seen and generation == self._attribution_seen:
             return
         values = {key: dict(names) for key, names in labels.items()}
         with self._lock:
-            if values != self._label_values:
-                gpus = [_GpuLabels.of(info, self.options, values.get((FE_GPU, info.gpu_id), {}))
+            if values != self._label_values or generation != self._attribution_seen:
+                gpus = [_GpuLabels.of(info, self.options, values.get((FE_GPU, info.gpu_id), {}),
+                                      attribution.copies(info.gpu_id, info.uuid) if attribution is not None
+                                      else NO_COPIES)
                         for info in self.gpus]
                 self._families = self._build_families(gpus)
                 self._label_values = values
             self._labels_seen = labels
+            self._attribution_seen = generation
 
     def _build_families(self, gpus: list[_GpuLabels]) -> tuple[_Family, ...]:
         families: list[_Family] = []
@@ -637,14 +656,16 @@ class Exposition:
         ring, columns = found
         fmt = "%d" if field.type == "i" else "%f"
         families: list[_Family] = [
-            _FieldFamily(name, header, ring, columns, [f"{name}{{{g.common}}} " for g in gpus], fmt)]
+            _FieldFamily(name, header, ring, columns, [tuple(f"{name}{{{t}}} " for t in g.commons) for g in gpus],
+                         fmt)]
         wanted = set(counter.aggregations) | set(self.options.aggregations)
         for aggregate in (a for a in AGGREGATIONS if a in wanted):
             window_name = f"{name}_{aggregate}"
             help_text = f"{counter.help} ({aggregate} over the last {self.options.window_s:g} s window)"
             families.append(_FieldFamily(
                 window_name, _Header.of(window_name, help_text, "gauge", "gauge"), ring, columns,
-                [f"{window_name}{{{g.common}}} " for g in gpus], "%f" if aggregate == "avg" else fmt, aggregate))
+                [tuple(f"{window_name}{{{t}}} " for t in g.commons) for g in gpus],
+                "%f" if aggregate == "avg" else fmt, aggregate))
         return families
 
     def _exporter_family(self, counter: Counter, gpus: list[_GpuLabels]) -> _Family | None:

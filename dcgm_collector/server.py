@@ -14,6 +14,16 @@ Hardening, since the port is often reachable from a whole cluster:
 * an exception while rendering is logged and answered with a one-line 500,
   and the server carries on.
 
+TLS, basic auth, extra response headers and a request rate limit are
+optional hooks (``ssl_context``, ``authenticate``, ``response_headers``,
+``allow_request``, ``verify_client``); dcgm_collector.webconfig makes them
+from an exporter-toolkit web config.  The TLS handshake runs on the
+connection's own thread under the request timeout, so a client that
+connects and stalls never holds up the accept loop; plain HTTP sent to a
+TLS port gets a plain-text 400, as Go's server answers it.  When
+``authenticate`` is given every path asks for credentials (401 with
+``WWW-Authenticate: Basic``), /health included, as exporter-toolkit does.
+
 Listen addresses are written as dcgm-exporter's (Go's) ``host:port``:
 ``:9400`` (every interface), ``0.0.0.0:9400``, ``127.0.0.1:9400``,
 ``[::]:9400``, ``[::1]:9400``, ``localhost:9400``.  ``:9400`` and
@@ -34,9 +44,10 @@ import os
 import selectors
 import socket
 import socketserver
+import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -72,6 +83,10 @@ GZIP_LEVEL = 1
 # still sends, so that closing it does not reset the error response away.
 DRAIN_S = 0.5
 DRAIN_BYTES = 256 * 1024
+TLS_HANDSHAKE_RECORD = 0x16   # the first byte a TLS client sends
+# Go's answer to plain HTTP on a TLS port, so clients see the same thing
+_PLAIN_HTTP_ON_TLS = (b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+                      b"\r\nClient sent an HTTP request to an HTTPS server.\n")
 
 
 class ListenError(Exception):
@@ -225,6 +240,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.timeout = self.server.request_timeout_s
         self._drain_on_close = False
         super().setup()
+        # headers and body go out in separate writes: without this, Nagle's algorithm holds a
+        # small body back until the client's delayed ACK (~40 ms per keep-alive scrape)
+        if self.connection.family in (socket.AF_INET, socket.AF_INET6):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def handle_one_request(self) -> None:
         try:
@@ -294,7 +313,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
+        configured = self.server.app.response_headers
+        if "X-Content-Type-Options" not in configured:
+            self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in configured.items():
+            self.send_header(name, value)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         if close:
@@ -311,12 +334,26 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.headers.get("Content-Length", "0").strip() not in ("", "0") or "Transfer-Encoding" in self.headers:
             self.close_connection = True  # a body we do not read would be taken for the next request
+        app = self.server.app
+        if app.allow_request is not None and not app.allow_request():
+            self._send(429, b"429 Too Many Requests\n", PLAIN_TYPE)
+            return
+        if app.authenticate is not None and not self._authenticated(app.authenticate):
+            self._send(401, b"401 Unauthorized\n", PLAIN_TYPE, headers={"WWW-Authenticate": "Basic"})
+            return
         path = urlsplit(self.path).path
         route = {"/metrics": self._metrics, "/health": self._health, "/": self._landing}.get(path)
         if route is None:
             self._send(404, b"404 Not Found: try /metrics, /health or /\n", PLAIN_TYPE)
             return
         route()
+
+    def _authenticated(self, authenticate: Callable[[str | None], bool]) -> bool:
+        try:
+            return bool(authenticate(self.headers.get("Authorization")))
+        except Exception:
+            log.exception("checking credentials failed")
+            return False
 
     def _metrics(self) -> None:
         started = time.perf_counter()
@@ -354,7 +391,7 @@ class _Handler(BaseHTTPRequestHandler):
         if ok:
             self._send(200, b"OK", PLAIN_TYPE)
         else:
-            self._send(503, _one_line(reason or "unhealthy"), PLAIN_TYPE)
+            self._send(503, _lines(reason or "unhealthy"), PLAIN_TYPE)
 
     def _landing(self) -> None:
         version = html.escape(__version__)
@@ -380,13 +417,25 @@ def _one_line(text: str) -> bytes:
     return " ".join(text.split()).encode("utf-8", "replace")
 
 
+def _lines(text: str) -> bytes:
+    """One line per reason (one per target), each with its whitespace folded."""
+    folded = (" ".join(line.split()) for line in text.splitlines())
+    return "\n".join(line for line in folded if line).encode("utf-8", "replace")
+
+
 # ---- the server -----------------------------------------------------------------------
 
 class _App:
-    def __init__(self, metrics, health, observe_scrape) -> None:
+    def __init__(self, metrics, health, observe_scrape, *, ssl_context=None, authenticate=None,
+                 response_headers=None, allow_request=None, verify_client=None) -> None:
         self.metrics = metrics
         self.health = health
         self.observe_scrape = observe_scrape
+        self.ssl_context = ssl_context
+        self.authenticate = authenticate
+        self.response_headers: dict[str, str] = dict(response_headers or {})
+        self.allow_request = allow_request
+        self.verify_client = verify_client
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -427,6 +476,51 @@ class _HTTPServer(ThreadingHTTPServer):
             self.open_connections.discard(request)
         super().shutdown_request(request)
 
+    def finish_request(self, request, client_address) -> None:
+        """On the connection's thread: the TLS handshake (when serving TLS), then the requests."""
+        if self.app.ssl_context is None:
+            super().finish_request(request, client_address)
+            return
+        connection = self._tls_handshake(request, client_address)
+        if connection is None:
+            return
+        try:
+            super().finish_request(connection, client_address)
+        finally:
+            self.shutdown_request(connection)
+
+    def _tls_handshake(self, request: socket.socket, client_address) -> ssl.SSLSocket | None:
+        """The connection wrapped in TLS, or None (answered or dropped) when that fails."""
+        peer = client_address[0] if client_address else "?"
+        request.settimeout(self.request_timeout_s)
+        try:
+            first = request.recv(1, socket.MSG_PEEK)
+            if not first:
+                return None
+            if first[0] != TLS_HANDSHAKE_RECORD:
+                if first.isalpha():
+                    request.sendall(_PLAIN_HTTP_ON_TLS)
+                log.debug("plain HTTP (or garbage) from %s on the TLS port", peer)
+                return None
+            provider = self.app.ssl_context
+            context = provider() if callable(provider) else provider
+            connection = context.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        except (OSError, ValueError) as error:
+            log.debug("connection from %s ended before TLS: %s", peer, error)
+            return None
+        with self.connections_lock:   # wrap_socket took over the descriptor: track the TLS socket
+            self.open_connections.discard(request)
+            self.open_connections.add(connection)
+        try:
+            connection.do_handshake()
+            if self.app.verify_client is not None and not self.app.verify_client(connection):
+                raise ssl.SSLError("the client certificate names no allowed SAN")
+        except (OSError, ValueError) as error:   # ssl.SSLError and timeouts are OSErrors
+            log.debug("TLS handshake with %s failed: %s", peer, error)
+            self.shutdown_request(connection)
+            return None
+        return connection
+
     def close_open_connections(self) -> None:
         with self.connections_lock:
             connections = list(self.open_connections)
@@ -459,6 +553,16 @@ class MetricsServer:
     ``metrics(openmetrics)`` returns the exposition body; ``health()`` returns
     (ok, reason); ``observe_scrape(seconds)`` hears how long each /metrics
     request took.  The callables are called on request threads, concurrently.
+
+    Optional hooks (all called on request threads):
+
+    * ``ssl_context``: an SSLContext, or a callable returning the one to use
+      for each new connection (so certificates can be rotated): serve TLS.
+    * ``authenticate(authorization_header_or_None) -> bool``: False gets 401.
+    * ``response_headers``: added to every response.
+    * ``allow_request() -> bool``: False gets 429 (a rate limit).
+    * ``verify_client(ssl_socket) -> bool``: after the handshake; False drops
+      the connection (a client certificate SAN allow-list).
     """
 
     def __init__(
@@ -470,10 +574,17 @@ class MetricsServer:
         *,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
+        authenticate: Callable[[str | None], bool] | None = None,
+        response_headers: Mapping[str, str] | None = None,
+        allow_request: Callable[[], bool] | None = None,
+        verify_client: Callable[[ssl.SSLSocket], bool] | None = None,
     ) -> None:
         self.address = address
         self.host, self._requested_port = parse_listen_address(address)
-        self._app = _App(metrics, health, observe_scrape)
+        self._app = _App(metrics, health, observe_scrape, ssl_context=ssl_context, authenticate=authenticate,
+                         response_headers=response_headers, allow_request=allow_request,
+                         verify_client=verify_client)
         self.request_timeout_s = float(request_timeout_s)
         self.max_connections = int(max_connections)
         self._httpd: _HTTPServer | None = None
@@ -526,10 +637,11 @@ class MetricsServer:
         httpd.server_close()
 
     def describe(self) -> str:
-        """Where the server listens, for the log: ``http://127.0.0.1:9400/metrics``, plus the interfaces."""
+        """Where the server listens, for the log: ``http(s)://127.0.0.1:9400/metrics``, plus the interfaces."""
         where = self._where or _display(self.host, self.port)
         host_port, _, note = where.partition(" ")
-        return f"http://{host_port}/metrics" + (f" {note}" if note else "")
+        scheme = "https" if self._app.ssl_context is not None else "http"
+        return f"{scheme}://{host_port}/metrics" + (f" {note}" if note else "")
 
     @property
     def port(self) -> int:

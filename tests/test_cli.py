@@ -229,10 +229,10 @@ def test_env_vars_change_what_is_served_and_flags_beat_them(tmp_path):
     assert {labels["window_size_in_ms"] for name, labels, _ in parsed if name == "DCGM_EXP_XID_ERRORS_COUNT"} == {"999"}
     assert {labels["window_size_in_ms"] for name, labels, _ in parsed
             if name == "DCGM_EXP_CLOCK_EVENTS_COUNT"} == {"888"}
-    # json log lines, the warning for DCGM_EXPORTER_KUBERNETES, a clean SIGINT
+    # json log lines, DCGM_EXPORTER_KUBERNETES turning pod attribution on, a clean SIGINT
     lines = [line for line in log.splitlines() if line.strip()]
     assert all(line.startswith("{") for line in lines), log
-    assert "DCGM_EXPORTER_KUBERNETES=true is not supported yet" in log
+    assert "pod labels from the kubelet at" in log
     assert "Traceback" not in log
 
 
@@ -455,6 +455,18 @@ FLAG_ENV_CASES = [
     (["--watch-interval", "50"], "DCGM_COLLECTOR_WATCH_INTERVAL", "100", "watch_interval_ms", 100.0, 50.0),
     (["--debug=false"], "DCGM_EXPORTER_DEBUG", "1", "debug", True, False),
     (["--log-format", "text"], "DCGM_EXPORTER_LOG_FORMAT", "json", "log_format", "json", "text"),
+    (["-k=false"], "DCGM_EXPORTER_KUBERNETES", "true", "kubernetes", True, False),
+    (["--kubernetes-gpu-id-type", "uid"], "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "device-name",
+     "kubernetes_gpu_id_type", "device-name", "uid"),
+    (["--pod-resources-kubelet-socket", "/a.sock"], "DCGM_POD_RESOURCES_KUBELET_SOCKET", "/b.sock",
+     "pod_resources_kubelet_socket", "/b.sock", "/a.sock"),
+    (["--nvidia-resource-names", "nvidia.com/a100", "--nvidia-resource-names", "nvidia.com/h100"],
+     "NVIDIA_RESOURCE_NAMES", "nvidia.com/x, nvidia.com/y", "nvidia_resource_names",
+     ("nvidia.com/x", "nvidia.com/y"), ("nvidia.com/a100", "nvidia.com/h100")),
+    (["--hpc-job-mapping-dir", "/run/jobs"], "DCGM_HPC_JOB_MAPPING_DIR", "/var/jobs", "hpc_job_mapping_dir",
+     "/var/jobs", "/run/jobs"),
+    (["--web-config-file", "w.yml"], "DCGM_EXPORTER_WEB_CONFIG_FILE", "/etc/w.yml", "web_config_file",
+     "/etc/w.yml", "w.yml"),
 ]
 
 
@@ -524,15 +536,13 @@ def test_go_style_spellings():
 
 def test_unsupported_options_warn_or_refuse():
     env = {"DCGM_EXPORTER_ENABLE_PPROF": "true", "DCGM_EXPORTER_DUMP_DIRECTORY": "/tmp/dcgm-exporter-debug"}
-    config = parse_config(["-k", "--dump-enabled", "-s", "f", "--kubernetes-gpu-id-type", "device-name"], env)
+    config = parse_config(["--kubernetes-enable-pod-uid", "--dump-enabled", "-s", "f"], env)
     text = "\n".join(config.warnings)
-    assert "-k/--kubernetes is not supported yet" in text
+    assert "--kubernetes-enable-pod-uid is not supported yet" in text
     assert "--dump-enabled is not supported yet" in text
-    assert "--kubernetes-gpu-id-type is not supported yet" in text
     assert "DCGM_EXPORTER_ENABLE_PPROF=true" in text
     assert "switch-devices" not in text and "DUMP_DIRECTORY" not in text   # dcgm-exporter's defaults: nothing to warn
-    refused = ((["--web-config-file", "w.yml"], {}), (["-o"], {}), (["-m", "ns:cm"], {}),
-               ([], {"DCGM_EXPORTER_WEB_CONFIG_FILE": "/etc/w.yml"}), ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}))
+    refused = ((["-o"], {}), (["-m", "ns:cm"], {}), ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}))
     for argv, env in refused:
         with pytest.raises(ConfigError, match="is not supported yet"):
             parse_config(argv, env)
@@ -700,3 +710,18 @@ def test_profiling_rows_the_gpus_lack_are_dropped_with_a_warning(handle, tmp_pat
     assert [c.name for c in kept] == ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
     assert any(f"{counters_file}:3: skipping DCGM_FI_PROF_NVDEC_UTIL_7_RATIO" in r.getMessage()
                for r in caplog.records)
+
+
+def test_kubernetes_gpu_id_type_is_checked():
+    with pytest.raises(ConfigError, match="not a GPU id type"):
+        parse_config([], {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "index"})
+
+
+def test_bad_web_config_file_stops_the_start_with_one_line(tmp_path):
+    web = tmp_path / "web.yml"
+    web.write_text("tls_server_config:\n  cert_file: /nonexistent/x.pem\n  key_file: /nonexistent/x.key\n")
+    collector = cli.Collector(parse_config(["--web-config-file", str(web), "-a", "127.0.0.1:0"], {}))
+    with pytest.raises(cli.StartupError) as info:
+        collector.start()
+    assert str(info.value) == f"{web}: tls_server_config.cert_file: no such file /nonexistent/x.pem"
+    assert collector.server is None

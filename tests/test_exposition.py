@@ -463,3 +463,57 @@ def test_stale_after_defaults_to_three_collect_intervals(golden):
 def test_bad_options_are_refused(kwargs):
     with pytest.raises((ValueError, TypeError)):
         ExpositionOptions(**kwargs)
+
+
+# ---- pod and HPC job attribution (-k, --hpc-job-mapping-dir) --------------------------------------
+
+class _Pods:
+    """A PodMapper stand-in: labels per GPU index, a generation bumped on change."""
+
+    def __init__(self, by_gpu: dict[int, dict[str, str]]) -> None:
+        self.by_gpu, self.generation = by_gpu, 1
+
+    def labels_for(self, gpu_index: int, uuid: str) -> dict[str, str]:
+        return dict(self.by_gpu.get(gpu_index, {}))
+
+
+def test_pod_labels_and_job_copies(golden, tmp_path):
+    from dcgm_collector.attribution import GpuAttribution
+    from dcgm_collector.hpc import HpcJobMapper
+
+    exposition, now = golden
+    jobs_dir = tmp_path / "jobs"
+    jobs_dir.mkdir()
+    (jobs_dir / "1").write_text("slurm-17\nslurm-18\n")
+    pods = _Pods({0: {"pod": "train-0", "namespace": "ml", "container": "main"}})
+    jobs = HpcJobMapper(jobs_dir, refresh_s=0)
+    options = ExpositionOptions(hostname="golden-host", attribution=GpuAttribution(pods, jobs))
+    other = Exposition(exposition.sampler, exposition.gpus, options, version="test")
+    text = other.render(now_us=now).decode()
+    gpu_labels = IDENTITY + ["hostname", "DCGM_FI_DRIVER_VERSION", "DCGM_FI_NVML_VERSION"]
+    # attributes come after the label rows, sorted together with err_code/err_msg
+    assert _label_keys(text, "DCGM_FI_DEV_GPU_TEMP") == [
+        gpu_labels + ["container", "namespace", "pod"], gpu_labels + ["hpc_job"], gpu_labels + ["hpc_job"]]
+    assert _label_keys(text, "DCGM_FI_DEV_XID_ERRORS") == [gpu_labels + ["err_code", "err_msg", "hpc_job"]] * 2
+    samples = _samples(text)
+    temps = [(labels["gpu"], labels.get("pod"), labels.get("hpc_job"), v)
+             for labels, v in samples["DCGM_FI_DEV_GPU_TEMP"]]
+    assert temps == [("0", "train-0", None, 62), ("1", None, "slurm-17", 46), ("1", None, "slurm-18", 46)]
+    assert len(samples["DCGM_EXP_GPU_HEALTH_STATUS"]) == 3 * len(HEALTH_SYSTEMS)
+    assert len(samples["DCGM_EXP_CLOCK_EVENTS_COUNT"]) == 3 * len(CLOCK_EVENTS)
+    counts = {(labels["gpu"], labels.get("xid"), labels.get("hpc_job")): v
+              for labels, v in samples["DCGM_EXP_XID_ERRORS_COUNT"]}
+    assert counts == {("0", None, None): 0, ("1", "13", "slurm-17"): 1, ("1", "13", "slurm-18"): 1,
+                      ("1", "48", "slurm-17"): 1, ("1", "48", "slurm-18"): 1}
+    # both formats still parse (no duplicate series)
+    list(parse_openmetrics(other.render(openmetrics=True, now_us=now).decode()))
+    # a change is picked up at the next scrape; nothing changes without one
+    families = other._families
+    other.render(now_us=now)
+    assert other._families is families
+    (jobs_dir / "1").unlink()
+    pods.by_gpu = {}
+    pods.generation += 1
+    text = other.render(now_us=now).decode()
+    assert _label_keys(text, "DCGM_FI_DEV_GPU_TEMP") == [gpu_labels] * 2
+    assert text == exposition.render(now_us=now).decode()   # back to the plain series

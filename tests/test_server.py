@@ -203,11 +203,11 @@ def test_health_ok(server):
     assert (response.status, body) == (200, b"OK")
 
 
-def test_health_503_with_the_reason(server, stand):
-    stand.health_answer = (False, "samples are stale: last one 12.0 s ago\n(sampler stopped)")
+def test_health_503_with_the_reason_one_line_per_target(server, stand):
+    stand.health_answer = (False, "gpu-a:  samples are stale: last one 12.0 s ago\n\ngpu-b: cannot reach\thostengine")
     response, body = request(server, path="/health")
     assert response.status == 503
-    assert body == b"samples are stale: last one 12.0 s ago (sampler stopped)"
+    assert body == b"gpu-a: samples are stale: last one 12.0 s ago\ngpu-b: cannot reach hostengine"
 
 
 def test_health_exception_is_503(server, stand, caplog):

@@ -1,0 +1,1 @@
+"""Generated protobuf modules (see tools/gen_podresources.py)."""
