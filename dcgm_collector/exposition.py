@@ -731,17 +731,38 @@ class MultiExposition:
         self._last_scrape_s: float | None = None
         self._plan_lock = threading.Lock()
         self._plan: tuple[tuple, list[tuple[str, _Header, list[tuple[int, _Family]]]]] | None = None
+        self._families_text: dict[bool, tuple[tuple, str]] = {}   # per format: (data version, text)
 
     def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
+        reuse = now_us is None
         now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
         expositions = [t.exposition for t in self.targets]
-        scrapes: list[_Scrape | None] = []
         for exposition in expositions:
-            if exposition is None:
-                scrapes.append(None)
-                continue
-            exposition._refresh_families()
-            scrapes.append(_Scrape(exposition, now_us))
+            if exposition is not None:
+                exposition._refresh_families()
+        # The rings change once per tick: between ticks every scrape would render the same
+        # DCGM families, so the text is kept per format until a target ticks again (the
+        # windows are then as of the scrape that rendered them, at most one tick earlier).
+        # Self-metrics (sample age, scrape duration) are always rendered afresh.
+        version = tuple((id(e), id(e._families) if e is not None else None, t.stats.ticks)
+                        for e, t in zip(expositions, self.targets))
+        cached = self._families_text.get(openmetrics)
+        if reuse and cached is not None and cached[0] == version:
+            parts = [cached[1]]
+        else:
+            parts = [self._render_families(expositions, openmetrics, now_us)]
+            if reuse:
+                self._families_text[openmetrics] = (version, parts[0])
+        now_s = now_us / 1e6
+        rows = [_SelfRow(labels, t.stats, t.health(now_s)[0], t.reconnects if t.remote else None)
+                for labels, t in zip(self._target_labels, self.targets)]
+        _self_metrics(parts, openmetrics, now_s, rows, self._last_scrape_s, self._build_info)
+        if openmetrics:
+            parts.append("# EOF\n")
+        return "".join(parts).encode()
+
+    def _render_families(self, expositions: Sequence[Exposition | None], openmetrics: bool, now_us: int) -> str:
+        scrapes = [_Scrape(e, now_us) if e is not None else None for e in expositions]
         parts: list[str] = []
         for _, header, members in self._family_plan(expositions):
             lines: list[str] = []
@@ -750,13 +771,7 @@ class MultiExposition:
             if lines:
                 parts.append(header.get(openmetrics))
                 parts.extend(lines)
-        now_s = now_us / 1e6
-        rows = [_SelfRow(labels, t.stats, t.health(now_s)[0], t.reconnects if t.remote else None)
-                for labels, t in zip(self._target_labels, self.targets)]
-        _self_metrics(parts, openmetrics, now_s, rows, self._last_scrape_s, self._build_info)
-        if openmetrics:
-            parts.append("# EOF\n")
-        return "".join(parts).encode()
+        return "".join(parts)
 
     def health(self) -> tuple[bool, str]:
         """OK when every target is up and fresh; else one line per target that is not."""

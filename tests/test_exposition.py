@@ -517,3 +517,34 @@ def test_pod_labels_and_job_copies(golden, tmp_path):
     text = other.render(now_us=now).decode()
     assert _label_keys(text, "DCGM_FI_DEV_GPU_TEMP") == [gpu_labels] * 2
     assert text == exposition.render(now_us=now).decode()   # back to the plain series
+
+
+def test_scrapes_between_two_ticks_reuse_the_families_text(monkeypatch):
+    from types import SimpleNamespace
+
+    from dcgm_collector.exposition import MultiExposition
+    from dcgm_collector.sampler import SamplerStats
+
+    target = SimpleNamespace(name="a", remote=False, stats=SamplerStats(), reconnects=0, exposition=None,
+                             health=lambda now_s=None: (True, "OK"))
+    exposition = MultiExposition([target], version="test")
+    renders = []
+    real = MultiExposition._render_families
+
+    def counting(self, expositions, openmetrics, now_us):
+        renders.append(openmetrics)
+        return real(self, expositions, openmetrics, now_us)
+
+    monkeypatch.setattr(MultiExposition, "_render_families", counting)
+    first = exposition.render()
+    exposition.observe_scrape(0.25)
+    second = exposition.render()
+    assert renders == [False]
+    # the self-metrics are not cached: the scrape duration just observed shows
+    assert b"dcgm_collector_scrape_duration_seconds 0.250000" in second and first != second
+    exposition.render(openmetrics=True)
+    target.stats.ticks += 1
+    exposition.render()
+    exposition.render(now_us=1_000_000)     # an explicit time always renders, and is not kept
+    exposition.render()
+    assert renders == [False, True, False, False]
