@@ -440,6 +440,9 @@ class _App:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 drops connects in a burst; each dropped one
+    # then waits for a 1 s SYN retry
+    request_queue_size = 128
 
     def __init__(self, sockaddr: tuple, family: int, dual_stack: bool, app: _App,
                  request_timeout_s: float, max_connections: int) -> None:
