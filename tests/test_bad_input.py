@@ -142,8 +142,8 @@ def test_bad_scenario_files_name_the_file_and_line_and_exit_1(tmp_path):
         assert code == 1, (name, err)
         assert err.count("\n") == 1, f"{name}: not one line: {err!r}"
         assert err.startswith(f"{ERROR_PREFIX}--sim {name}: "), err
-        # file:line from the simulator's schema check; tomllib's syntax errors say "(at line N, column M)"
-        assert re.search(rf"{re.escape(name)}:{line}: |{re.escape(name)}: .*\(at line {line}, column \d+\)", err), err
+        # file:line for syntax (tomllib) and schema (the simulator) errors alike
+        assert re.search(rf"{re.escape(name)}:{line}: ", err), err
         if what is not None:
             assert what in err, err
 

@@ -431,7 +431,7 @@ def test_sim_module_locates_the_library_and_checks_scenarios(tmp_path):
 
     broken = tmp_path / "broken.toml"
     broken.write_text('seed = 1\n[[gpu]]\nmodel = "H100\n')
-    with pytest.raises(ValueError, match=r"broken\.toml.*line 3"):
+    with pytest.raises(ValueError, match=r"broken\.toml:3: "):
         sim.check_scenario(broken)
     wrong = tmp_path / "wrong.toml"
     wrong.write_text('seed = 1\n[[gpu]]\nmodel = "NoSuchGPU"\ncount = 2\n')

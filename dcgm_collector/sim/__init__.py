@@ -11,6 +11,7 @@ or the path of a scenario file (see ``scenarios/README.md``).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 LIBRARY_NAME = "libdcgm.so.4"
@@ -56,6 +57,9 @@ def check_scenario(spec: str | os.PathLike[str]) -> None:
     _check_with_simulator(text)
 
 
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)$")
+
+
 def _check_toml_syntax(path: Path) -> None:
     try:
         data = path.read_bytes()
@@ -66,7 +70,12 @@ def _check_toml_syntax(path: Path) -> None:
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{path}: {e}") from None
+        # the same file:line form as the simulator's own schema errors
+        where = _TOML_POSITION.search(str(e))
+        if where is None:
+            raise ValueError(f"{path}: {e}") from None
+        message = str(e)[:where.start()].strip()
+        raise ValueError(f"{path}:{where[1]}: {message} (column {where[2]})") from None
 
 
 def _check_with_simulator(spec: str) -> None:
