@@ -13,25 +13,21 @@ import http.server
 import json
 import queue
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
+from support import PROMETHEUS, close_and_print_logs, free_port, is_ready, start_prometheus, stop_process, wait_until
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
 RULES = RULES_DIR / "gpu-alerts.yml"
 RULE_TESTS = RULES_DIR / "gpu-alerts.test.yml"
 
 PROMTOOL = shutil.which("promtool")
-PROMETHEUS = shutil.which("prometheus")
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian package 'prometheus')")
 
@@ -117,41 +113,6 @@ ALERT_DEADLINE_S = 60
 E2E_FOR = "3s"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (OSError, urllib.error.HTTPError):
-        return False
-
-
-def _wait_until(what: str, check, timeout: float, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{what}: process exited with {process.returncode}")
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not ready after {timeout} s")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 class _Webhook(http.server.BaseHTTPRequestHandler):
     """Alertmanager's webhook receiver: every JSON notice goes on the server's queue."""
 
@@ -190,7 +151,7 @@ def _temperature_rule_for_e2e(path: Path) -> str:
                     reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
 def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
     hook_url, notices = webhook
-    collector_port, prometheus_port, alertmanager_port = _free_port(), _free_port(), _free_port()
+    collector_port, prometheus_port, alertmanager_port = free_port(), free_port(), free_port()
     (tmp_path / "runaway.toml").write_text(RUNAWAY)
     expr = _temperature_rule_for_e2e(tmp_path / "rules.yml")
     assert "_max" in expr
@@ -217,8 +178,8 @@ def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
              f"--web.listen-address=127.0.0.1:{alertmanager_port}", "--cluster.listen-address=", "--log.level=warn"],
             cwd=tmp_path, stdout=logs["alertmanager"], stderr=subprocess.STDOUT)
         processes.append(alertmanager)
-        _wait_until("alertmanager ready", lambda: _ready(f"http://127.0.0.1:{alertmanager_port}/-/ready"),
-                    30, alertmanager)
+        wait_until("alertmanager ready", lambda: is_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready"),
+                   alertmanager, 30)
         # cwd=tmp_path: `python -m` puts the cwd on sys.path, and the checkout
         # may lack the compiled extension the installed package has
         collector = subprocess.Popen(
@@ -226,11 +187,8 @@ def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
              "-a", f"127.0.0.1:{collector_port}", "-c", "500"],
             cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
         processes.append(collector)
-        prometheus = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{prometheus_port}", "--rules.alert.resend-delay=1s",
-             "--log.level=warn"],
-            cwd=tmp_path, stdout=logs["prometheus"], stderr=subprocess.STDOUT)
+        prometheus = start_prometheus(tmp_path / "prometheus.yml", tmp_path, prometheus_port, logs["prometheus"],
+                                      "--rules.alert.resend-delay=1s")
         processes.append(prometheus)
 
         alert = _first_firing(notices, "GpuTemperatureHigh", started + ALERT_DEADLINE_S, processes)
@@ -250,10 +208,8 @@ def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
             assert all(a["labels"].get("gpu") != "0" for a in notice["alerts"]), notice
     finally:
         for process in reversed(processes):
-            _stop(process)
-        for name, log in logs.items():
-            log.close()
-            print(f"--- {name}.log\n{(tmp_path / f'{name}.log').read_text(errors='replace')[-3000:]}")
+            stop_process(process)
+        close_and_print_logs(tmp_path, logs)
 
 
 def _first_firing(notices: queue.Queue, alertname: str, deadline: float, processes: list[subprocess.Popen]) -> dict:

@@ -16,12 +16,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from support import http_get, stop_process, wait_for
 
 from dcgm_collector import __version__, cli
 from dcgm_collector.cli import (
@@ -96,11 +95,8 @@ class Running:
         pytest.fail(f"no {pattern!r} within {timeout} s:\n{self.log()}")
 
     def get(self, path: str = "/metrics") -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
+        status, body = http_get(f"http://127.0.0.1:{self.port}{path}", timeout=5)
+        return status, body.decode()
 
     def metrics(self) -> str:
         status, body = self.get()
@@ -123,29 +119,12 @@ def collector(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
         running.port = int(running.wait_log(SERVING.pattern)[1])   # logged once start-up is done
         yield running
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
 
 
 def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 30):
     return subprocess.run([sys.executable, "-m", "dcgm_collector", *args], cwd=tmp_path, capture_output=True,
                           text=True, env=env if env is not None else clean_env(), timeout=timeout)
-
-
-def wait_for(predicate, timeout: float = 5.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def sample_value(text: str, name: str) -> float:

@@ -7,9 +7,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +17,18 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+from support import (
+    PROMETHEUS,
+    close_and_print_logs,
+    free_port,
+    get_json,
+    is_ready,
+    prometheus_query,
+    start_prometheus,
+    stop_process,
+    wait_until,
+    write_scrape_config,
+)
 
 from dcgm_collector import dashboard_panels
 from dcgm_collector.counters import default_counters_path, load_counters, parse_counters
@@ -27,7 +36,6 @@ from dcgm_collector.dashboard import build_dashboard, dashboard_json, main
 
 REPO = Path(__file__).resolve().parent.parent
 DEPLOYED = REPO / "deploy" / "grafana" / "dcgm-collector-dashboard.json"
-PROMETHEUS = shutil.which("prometheus")
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 COLLECTOR_METRICS = {"dcgm_collector_up", "dcgm_collector_last_sample_age_seconds"}
 # a metric name right before its label matchers, e.g. DCGM_FI_DEV_GPU_TEMP{...}
@@ -356,48 +364,6 @@ def _default_rows() -> str:
                    if not line.startswith(NOT_ON_THE_SIMULATOR))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get_json(url: str) -> dict:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        raise AssertionError(f"{url}: HTTP {error.code}: {error.read()[:500]!r}") from None
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def _wait_for(what: str, check, process: subprocess.Popen, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"{what}: process exited with {process.returncode}"
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not ready after {timeout} s")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def _substitute(expr: str) -> str:
     expr = expr.replace('"$instance"', '".*"').replace('"$gpu"', '".*"')
     for macro, value in MACROS.items():
@@ -406,18 +372,12 @@ def _substitute(expr: str) -> str:
     return expr
 
 
-def _query(prometheus: str, expr: str) -> list[dict]:
-    answer = _get_json(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
-    assert answer["status"] == "success", answer
-    return answer["data"]["result"]
-
-
 def _label_values(prometheus: str, query: str) -> list[str]:
     """What Grafana's label_values(selector, label) asks Prometheus for."""
     found = re.fullmatch(r"label_values\((.+), (\w+)\)", query)
     assert found, query
     selector, label = _substitute(found.group(1)), found.group(2)
-    answer = _get_json(f"{prometheus}/api/v1/label/{label}/values?" + urllib.parse.urlencode({"match[]": selector}))
+    answer = get_json(f"{prometheus}/api/v1/label/{label}/values?" + urllib.parse.urlencode({"match[]": selector}))
     return answer["data"]
 
 
@@ -435,30 +395,24 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
 
     scenario = tmp_path / "scenario.toml"
     scenario.write_text(E2E_SCENARIO)
-    collector_port, prometheus_port = _free_port(), _free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                      "scrape_configs:\n  - job_name: dcgm\n"
-                      f"    static_configs:\n      - targets: ['127.0.0.1:{collector_port}']\n")
+    collector_port, prometheus_port = free_port(), free_port()
+    config = write_scrape_config(tmp_path / "prometheus.yml", f"127.0.0.1:{collector_port}")
     logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("collector", "prometheus")}  # noqa: SIM115
     collector = subprocess.Popen(
         [sys.executable, "-m", "dcgm_collector", "--sim", str(scenario), "-f", str(counters),
          "-a", f"127.0.0.1:{collector_port}", "-c", "1000", "--watch-interval", "100", "--window", "5",
          "--aggregations", "max"],
         cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
-    prometheus = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{prometheus_port}", "--log.level=warn"],
-        cwd=tmp_path, stdout=logs["prometheus"], stderr=subprocess.STDOUT)
+    prometheus = start_prometheus(config, tmp_path, prometheus_port, logs["prometheus"])
     url = f"http://127.0.0.1:{prometheus_port}"
     queries = [(p["title"], t) for p in _panels(dashboard) for t in p["targets"]]
     try:
-        _wait_for("collector", lambda: _ready(f"http://127.0.0.1:{collector_port}/health"), collector)
-        _wait_for("prometheus", lambda: _ready(f"{url}/-/ready"), prometheus)
+        wait_until("collector", lambda: is_ready(f"http://127.0.0.1:{collector_port}/health", timeout=1), collector)
+        wait_until("prometheus", lambda: is_ready(f"{url}/-/ready", timeout=1), prometheus)
         empty: list[str] = []
         deadline = time.monotonic() + 30
         while True:
-            results = {t["expr"]: _query(url, _substitute(t["expr"])) for _, t in queries}
+            results = {t["expr"]: prometheus_query(url, _substitute(t["expr"])) for _, t in queries}
             empty = [f"{title}: {t['expr']}" for title, t in queries if not results[t["expr"]]]
             if not empty or time.monotonic() > deadline:
                 break
@@ -473,11 +427,9 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
         assert _label_values(url, variables["instance"]) == [f"127.0.0.1:{collector_port}"]
         assert _label_values(url, variables["gpu"]) == ["0", "1"]
     finally:
-        _stop(prometheus)
-        _stop(collector)
-        for name, log in logs.items():
-            log.close()
-            print(f"--- {name}.log\n{(tmp_path / f'{name}.log').read_text(errors='replace')[-3000:]}")
+        stop_process(prometheus)
+        stop_process(collector)
+        close_and_print_logs(tmp_path, logs)
 
 
 def test_the_collector_cli_prints_the_dashboard(capsys):

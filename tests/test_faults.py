@@ -16,12 +16,13 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
+from support import http_get, stop_process
+from support import wait_for as support_wait_for
 
 SERVING = re.compile(r"serving http://127\.0\.0\.1:(\d+)/metrics")
 LISTENING = re.compile(r"listening on (\S+)")
@@ -56,15 +57,8 @@ def value(text: str, name: str, **labels: str) -> float | None:
     return None
 
 
-def wait_for(predicate, timeout: float = 10.0, what: str = "condition", log=None):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}" + (f"\n{log()}" if log else ""))
-        time.sleep(0.05)
+# the faults here take longer to show than the CLI's start-up
+wait_for = partial(support_wait_for, timeout=10.0)
 
 
 class Proc:
@@ -91,14 +85,7 @@ class Proc:
         pytest.fail(f"no {pattern.pattern!r} within {timeout} s:\n{self.log()}")
 
     def end(self, signum: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return stop_process(self.proc, signum)
 
 
 class Hostengine(Proc):
@@ -124,11 +111,8 @@ class Collector(Proc):
         self.port = int(self.wait_log(SERVING)[1])
 
     def get(self, path: str = "/metrics") -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
+        status, body = http_get(f"http://127.0.0.1:{self.port}{path}", timeout=5)
+        return status, body.decode()
 
     def metrics(self) -> str:
         status, body = self.get()

@@ -9,19 +9,23 @@ scrape of the `_max` window family.
 
 from __future__ import annotations
 
-import json
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 
 import pytest
+from support import (
+    PROMETHEUS,
+    close_and_print_logs,
+    free_port,
+    http_get,
+    prometheus_query,
+    start_prometheus,
+    stop_process,
+    wait_until,
+    write_scrape_config,
+)
 
-PROMETHEUS = shutil.which("prometheus")
 pytestmark = [
     pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')"),
     pytest.mark.slow,
@@ -42,48 +46,10 @@ spike_length = 0.3
 H100_FB_TOTAL_MIB = 81559
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
-def _wait_until(what: str, check, timeout: float, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{what}: process exited with {process.returncode}")
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not ready after {timeout} s")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     work = tmp_path_factory.mktemp("e2e")
-    collector_port, prometheus_port = _free_port(), _free_port()
+    collector_port, prometheus_port = free_port(), free_port()
     scenario = work / "spikes.toml"
     scenario.write_text(SPIKES)
     collector_log = open(work / "collector.log", "wb")  # noqa: SIM115 - closed below
@@ -93,47 +59,27 @@ def stack(tmp_path_factory):
         cwd=work, stdout=collector_log, stderr=subprocess.STDOUT,
     )
     collector_url = f"http://127.0.0.1:{collector_port}"
-    config = work / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-        "scrape_configs:\n  - job_name: dcgm\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{collector_port}']\n"
-    )
+    config = write_scrape_config(work / "prometheus.yml", f"127.0.0.1:{collector_port}")
     prometheus_log = open(work / "prometheus.log", "wb")  # noqa: SIM115 - closed below
-    prometheus = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={work / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{prometheus_port}", "--log.level=warn"],
-        cwd=work, stdout=prometheus_log, stderr=subprocess.STDOUT,
-    )
+    prometheus = start_prometheus(config, work, prometheus_port, prometheus_log)
     prometheus_url = f"http://127.0.0.1:{prometheus_port}"
     try:
-        _wait_until("collector /health", lambda: _get(f"{collector_url}/health")[0] == 200, 30, collector)
-        _wait_until("prometheus ready", lambda: _get(f"{prometheus_url}/-/ready")[0] == 200, 30, prometheus)
+        wait_until("collector /health", lambda: http_get(f"{collector_url}/health")[0] == 200, collector, 30)
+        wait_until("prometheus ready", lambda: http_get(f"{prometheus_url}/-/ready")[0] == 200, prometheus, 30)
         # 20 s of 1 s scrapes: several spikes (every 2 s) and a full 15 s window
         time.sleep(20)
         yield collector_url, prometheus_url
     finally:
-        _stop(prometheus)
-        _stop(collector)
-        collector_log.close()
-        prometheus_log.close()
-        for log in ("collector.log", "prometheus.log"):
-            print(f"--- {log}\n{(work / log).read_text(errors='replace')[-3000:]}")
-
-
-def _query(prometheus_url: str, promql: str) -> list[dict]:
-    status, body = _get(f"{prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql}))
-    assert status == 200, body
-    answer = json.loads(body)
-    assert answer["status"] == "success", answer
-    return answer["data"]["result"]
+        stop_process(prometheus)
+        stop_process(collector)
+        close_and_print_logs(work, {"collector": collector_log, "prometheus": prometheus_log})
 
 
 def test_prometheus_scrapes_every_gpu_with_dcgm_exporter_labels(stack):
     _, prometheus_url = stack
-    up = _query(prometheus_url, 'up{job="dcgm"}')
+    up = prometheus_query(prometheus_url, 'up{job="dcgm"}')
     assert [float(r["value"][1]) for r in up] == [1.0]
-    temps = _query(prometheus_url, "DCGM_FI_DEV_GPU_TEMP")
+    temps = prometheus_query(prometheus_url, "DCGM_FI_DEV_GPU_TEMP")
     assert sorted(r["metric"]["gpu"] for r in temps) == ["0", "1", "2", "3"]
     for r in temps:
         labels = r["metric"]
@@ -147,7 +93,7 @@ def test_prometheus_scrapes_every_gpu_with_dcgm_exporter_labels(stack):
 
 def test_promql_returns_the_simulated_framebuffer(stack):
     _, prometheus_url = stack
-    total = _query(prometheus_url,
+    total = prometheus_query(prometheus_url,
                    "DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_RESERVED")
     assert len(total) == 4
     assert {float(r["value"][1]) for r in total} == {H100_FB_TOTAL_MIB}
@@ -157,12 +103,12 @@ def test_promql_sees_the_same_values_the_collector_serves(stack):
     collector_url, prometheus_url = stack
     # energy only grows: what Prometheus stored last is at most what is served now
     served = {}
-    for line in _get(f"{collector_url}/metrics")[1].decode().splitlines():
+    for line in http_get(f"{collector_url}/metrics")[1].decode().splitlines():
         if line.startswith("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{"):
             gpu = line.split('gpu="')[1].split('"')[0]
             served[gpu] = float(line.rsplit(" ", 1)[1])
     stored = {r["metric"]["gpu"]: float(r["value"][1])
-              for r in _query(prometheus_url, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")}
+              for r in prometheus_query(prometheus_url, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")}
     assert stored.keys() == served.keys() == {"0", "1", "2", "3"}
     for gpu, value in stored.items():
         assert 0 < value <= served[gpu]
@@ -173,11 +119,11 @@ def test_promql_sees_the_same_values_the_collector_serves(stack):
 def test_a_sub_second_spike_the_last_value_misses_shows_in_max(stack):
     _, prometheus_url = stack
     # every scrape's 15 s _max window holds 100 % spikes (one every 2.7 s)...
-    spiky = _query(prometheus_url, "min_over_time(DCGM_FI_DEV_GPU_UTIL_max[12s])")
+    spiky = prometheus_query(prometheus_url, "min_over_time(DCGM_FI_DEV_GPU_UTIL_max[12s])")
     assert len(spiky) == 4
     assert {float(r["value"][1]) for r in spiky} == {100.0}
     # ...while the last value, scraped once a second, lands on one in about nine
     # scrapes: over 12 s (4+ spikes) it misses most of them
-    share = _query(prometheus_url, "avg_over_time((DCGM_FI_DEV_GPU_UTIL >= bool 95)[12s:1s])")
+    share = prometheus_query(prometheus_url, "avg_over_time((DCGM_FI_DEV_GPU_UTIL >= bool 95)[12s:1s])")
     assert len(share) == 4
     assert all(float(r["value"][1]) <= 0.34 for r in share), share

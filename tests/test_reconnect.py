@@ -15,9 +15,11 @@ import os
 import random
 import threading
 import time
+from functools import partial
 
 import numpy as np
 import pytest
+from support import wait_for as support_wait_for
 
 from dcgm_collector.counters import parse_counters
 from dcgm_collector.dcgm import DcgmError, Handle
@@ -98,15 +100,8 @@ def make_target(fake: FakeHostengine, backoff: Backoff | None = None) -> Target:
                   backoff=backoff or RecordingBackoff(first_s=0.02, cap_s=0.1))
 
 
-def wait_for(predicate, timeout: float = 5.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.01)
+# the fake hostengine answers at once: poll it more often than a subprocess
+wait_for = partial(support_wait_for, poll_s=0.01)
 
 
 def wait_up_with_samples(target: Target, since_ticks: int = 0) -> None:

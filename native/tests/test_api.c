@@ -18,73 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../dcgm_abi.h"
-
-#define DECLARE_POINTER(ret, name, params, args, missing) static ret(*p_##name) params;
-DCGM_FUNCTION_LIST(DECLARE_POINTER)
-#undef DECLARE_POINTER
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                 \
-    do {                                                                     \
-        int got_ = (int)(expr);                                              \
-        CHECK(got_ == (int)(want), "%s returned %d, want %d", #expr, got_,   \
-              (int)(want));                                                  \
-    } while (0)
-
-#define EMB ((dcgmHandle_t)DCGM_EMBEDDED_HANDLE)
-
-static void *load_library(const char *dir)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/libdcgm.so.4", dir);
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
-        exit(2);
-    }
-#define LOAD_POINTER(ret, name, params, args, missing)                       \
-    *(void **)(&p_##name) = dlsym(lib, #name);                               \
-    if (!p_##name) {                                                         \
-        fprintf(stderr, "missing symbol %s\n", #name);                       \
-        exit(2);                                                             \
-    }
-    DCGM_FUNCTION_LIST(LOAD_POINTER)
-#undef LOAD_POINTER
-    return lib;
-}
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
+#define CHECK_DLOPEN_DCGM
+#include "check.h"
 
 /* Starts a fresh embedded engine on the given scenario (NULL = default). */
 static dcgmHandle_t start_engine(const char *scenario, dcgmOperationMode_t mode)
@@ -1200,7 +1135,7 @@ int main(int argc, char **argv)
         return 2;
     }
     void *lib = load_library(argv[1]);
-    struct { const char *name; void (*run)(void); } tests[] = {
+    const check_test tests[] = {
         { "lifecycle", test_lifecycle }, { "devices", test_devices },
         { "groups", test_groups },       { "auto_sampling", test_auto_sampling },
         { "cache", test_cache },         { "manual", test_manual },
@@ -1212,14 +1147,7 @@ int main(int argc, char **argv)
     /* the lifecycle test starts from an uninitialised library */
     if (only && strcmp(only, "lifecycle") != 0 && p_dcgmInit() != DCGM_ST_OK)
         return 2;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (only && strcmp(only, tests[i].name) != 0)
-            continue;
-        int before = failures;
-        tests[i].run();
-        printf("%-16s %s\n", tests[i].name, failures == before ? "ok" : "FAILED");
-        fflush(stdout);
-    }
+    run_tests(tests, sizeof tests / sizeof tests[0], only);
     CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
     dlclose(lib);
     printf("%d checks, %d failures\n", checks, failures);

@@ -18,6 +18,10 @@
 #include "../loader.c"
 #include "../drain.c"
 
+/* atomic: the race tests check from several threads at once */
+#define CHECK_FROM_THREADS
+#include "check.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -42,32 +46,6 @@
 #define dcgmUpdateAllFields dcgmc_fwd_dcgmUpdateAllFields
 #define dcgmSimGetStartTime dcgmc_fwd_dcgmSimGetStartTime
 
-/* atomic: the race tests check from several threads at once */
-static atomic_int failures, checks;
-
-#define MAX_REPORTED 200
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            if (++failures > MAX_REPORTED)                                   \
-                break; /* a broken race test would fail millions of times */ \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                 \
-    do {                                                                     \
-        int got_ = (int)(expr);                                              \
-        CHECK(got_ == (int)(want), "%s returned %d, want %d", #expr, got_,   \
-              (int)(want));                                                  \
-    } while (0)
-
-#define EMB ((dcgmHandle_t)DCGM_EMBEDDED_HANDLE)
-
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
@@ -76,26 +54,6 @@ static void *xcalloc(size_t n, size_t size)
         exit(2);
     }
     return p;
-}
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
 }
 
 /* ---- a sample ring over caller-owned arrays, as ring.py makes one ---------- */

@@ -1,0 +1,134 @@
+/*
+ * check.h -- what the native test programs share: the CHECK macros and their
+ * counters, clocks, and (with CHECK_DLOPEN_DCGM) loading libdcgm.so.4 the
+ * way a third-party client does.  Header-only, because the Makefile builds
+ * each tests/ source as one program that links no other project code.
+ *
+ * Before including it, a test may define:
+ *   CHECK_FROM_THREADS  counters are atomic (checks run on several threads)
+ *                       and only the first CHECK_MAX_REPORTED failures are
+ *                       printed, so a broken race test cannot flood the log
+ *   CHECK_DLOPEN_DCGM   declares p_<name> for every DCGM entry point,
+ *                       load_library() to fill them, and run_tests()
+ * client_example.c must not include it: it shows a client that has only
+ * DCGM's own headers.
+ */
+#ifndef DCGM_TESTS_CHECK_H
+#define DCGM_TESTS_CHECK_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../dcgm_abi.h"
+
+#ifdef CHECK_FROM_THREADS
+#include <stdatomic.h>
+#define CHECK_MAX_REPORTED 200
+static atomic_int failures, checks;
+#define CHECK_COUNT_FAILURE_()                                               \
+    if (++failures > CHECK_MAX_REPORTED)                                     \
+        break
+#else
+static int failures, checks;
+#define CHECK_COUNT_FAILURE_() failures++
+#endif
+
+/* Counts a check; a failed one is printed with its place and a printf-style
+ * explanation, and the test carries on so that one run reports them all. */
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        checks++;                                                            \
+        if (!(cond)) {                                                       \
+            CHECK_COUNT_FAILURE_();                                          \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fputc('\n', stderr);                                             \
+        }                                                                    \
+    } while (0)
+
+#define CHECK_RC(expr, want)                                                 \
+    do {                                                                     \
+        int got_ = (int)(expr);                                              \
+        CHECK(got_ == (int)(want), "%s returned %d, want %d", #expr, got_,   \
+              (int)(want));                                                  \
+    } while (0)
+
+#define EMB ((dcgmHandle_t)DCGM_EMBEDDED_HANDLE)
+
+static inline int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static inline int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The whole interval even when a signal handler (test_remote's children
+ * have one) interrupts the sleep. */
+static inline void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+#ifdef CHECK_DLOPEN_DCGM
+#include <dlfcn.h>
+#include <string.h>
+
+#define DECLARE_POINTER(ret, name, params, args, missing) static ret(*p_##name) params;
+DCGM_FUNCTION_LIST(DECLARE_POINTER)
+#undef DECLARE_POINTER
+
+/* dlopen()s DIR/libdcgm.so.4 and resolves every entry point; a library that
+ * cannot be loaded or lacks one ends the program with status 2. */
+static void *load_library(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libdcgm.so.4", dir);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
+        exit(2);
+    }
+#define LOAD_POINTER(ret, name, params, args, missing)                       \
+    *(void **)(&p_##name) = dlsym(lib, #name);                               \
+    if (!p_##name) {                                                         \
+        fprintf(stderr, "missing symbol %s\n", #name);                       \
+        exit(2);                                                             \
+    }
+    DCGM_FUNCTION_LIST(LOAD_POINTER)
+#undef LOAD_POINTER
+    return lib;
+}
+
+typedef struct check_test {
+    const char *name;
+    void (*run)(void);
+} check_test;
+
+/* Runs each test (only the one named ONLY when that is not NULL) and prints
+ * one line per test. */
+static void run_tests(const check_test *tests, size_t n_tests, const char *only)
+{
+    for (size_t i = 0; i < n_tests; i++) {
+        if (only && strcmp(only, tests[i].name) != 0)
+            continue;
+        int before = failures;
+        tests[i].run();
+        printf("%-16s %s\n", tests[i].name, failures == before ? "ok" : "FAILED");
+        fflush(stdout);
+    }
+}
+#endif /* CHECK_DLOPEN_DCGM */
+
+#endif /* DCGM_TESTS_CHECK_H */

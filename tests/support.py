@@ -1,0 +1,127 @@
+"""Helpers the tests that run real processes share: loopback ports, HTTP GETs,
+waiting loops, stopping subprocesses, and Debian's Prometheus with its HTTP API.
+
+pytest puts tests/ on sys.path (no __init__.py, prepend import mode), so a
+test module imports these with ``from support import ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+PROMETHEUS = shutil.which("prometheus")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    """(status, body) of a GET; an HTTP error status is an answer, not an exception."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def is_ready(url: str, timeout: float = 2.0) -> bool:
+    """Whether a GET of ``url`` answers 200; a refused or broken connection is a no."""
+    try:
+        return http_get(url, timeout)[0] == 200
+    except OSError:
+        return False
+
+
+def get_json(url: str, timeout: float = 5.0) -> Any:
+    """The JSON body of a GET that must answer 200."""
+    status, body = http_get(url, timeout)
+    assert status == 200, f"{url}: HTTP {status}: {body[:500]!r}"
+    return json.loads(body)
+
+
+def wait_until(what: str, check: Callable[[], object], process: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Poll ``check`` until it is true; fail if ``process`` exits first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{what}: process exited with {process.returncode}")
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not ready after {timeout} s")
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, what: str = "condition",
+             log: Callable[[], str] | None = None, poll_s: float = 0.05) -> Any:
+    """The first true value of ``predicate``; the test fails (with ``log()`` if given) after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}" + (f"\n{log()}" if log else ""))
+        time.sleep(poll_s)
+
+
+def stop_process(process: subprocess.Popen, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int | None:
+    """Send ``signum`` to a running process, kill it if it outlives ``timeout``; its exit status."""
+    if process.poll() is None:
+        process.send_signal(signum)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+def close_and_print_logs(folder: Path, logs: Mapping[str, IO[bytes]]) -> None:
+    """Close each ``folder/<name>.log`` and print its tail, for the report of a failed test."""
+    for name, log in logs.items():
+        log.close()
+        print(f"--- {name}.log\n{(folder / f'{name}.log').read_text(errors='replace')[-3000:]}")
+
+
+def write_scrape_config(path: Path, target: str) -> Path:
+    """A Prometheus config that scrapes ``target`` (host:port) every second as job "dcgm"."""
+    path.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                    "scrape_configs:\n  - job_name: dcgm\n"
+                    f"    static_configs:\n      - targets: ['{target}']\n")
+    return path
+
+
+def start_prometheus(config: Path, workdir: Path, port: int, log: IO[bytes], *flags: str) -> subprocess.Popen:
+    """Debian's prometheus on 127.0.0.1:``port``, its TSDB under ``workdir``, its output in ``log``."""
+    assert PROMETHEUS is not None, "prometheus is not installed"
+    return subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}", *flags, "--log.level=warn"],
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+
+
+def prometheus_query(prometheus_url: str, promql: str) -> list[dict]:
+    """The result vector of an instant query through Prometheus's HTTP API."""
+    answer = get_json(f"{prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql}))
+    assert answer["status"] == "success", answer
+    return answer["data"]["result"]
