@@ -40,7 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from dcgm_collector import __version__
-from dcgm_collector.counters import AGGREGATIONS, CountersError, CounterSet, default_counters_path, load_counters
+from dcgm_collector.counters import (
+    CountersError,
+    CounterSet,
+    aggregations_argument,
+    default_counters_path,
+    load_counters,
+)
 from dcgm_collector.server import ListenError, MetricsServer, Unavailable, parse_listen_address
 from dcgm_collector.singleflight import SingleFlight
 
@@ -102,19 +108,6 @@ def _positive_float(what: str) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number of {what}")
         return value
     return parse
-
-
-def _aggregations(text: str) -> tuple[str, ...]:
-    chosen = []
-    for part in text.replace("|", ",").split(","):
-        name = part.strip().lower()
-        if not name:
-            continue
-        if name not in AGGREGATIONS:
-            raise argparse.ArgumentTypeError(
-                f"unknown aggregation {part.strip()!r}; choose from {', '.join(AGGREGATIONS)}")
-        chosen.append(name)
-    return tuple(a for a in AGGREGATIONS if a in chosen)
 
 
 def _address(text: str) -> str:
@@ -270,7 +263,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("window_s", ("--window",), "DCGM_COLLECTOR_WINDOW", DEFAULT_WINDOW_S, _positive_float("seconds"),
            "length of the trailing window of the _min/_max/_avg families, in s [default: %(default)g]",
            "window", "S"),
-    Option("aggregations", ("--aggregations",), "DCGM_COLLECTOR_AGGREGATIONS", (), _aggregations,
+    Option("aggregations", ("--aggregations",), "DCGM_COLLECTOR_AGGREGATIONS", (), aggregations_argument,
            "window families for every numeric row, e.g. max or min,max,avg, on top of each row's 4th column "
            "[default: none]", "window", "LIST"),
     Option("sim", ("--sim",), "DCGM_COLLECTOR_SIM", None, _nonempty("scenario"),
@@ -816,7 +809,7 @@ class Collector:
 
     # -- start-up
     def start(self) -> None:
-        from dcgm_collector.exposition import MultiExposition
+        from dcgm_collector.exposition import MultiExposition, library_version
 
         config = self.config
         counters = self._read_counters()
@@ -833,7 +826,8 @@ class Collector:
         self.targets = self._make_targets(counters)
         for target in self.targets:
             self._start_target(target)
-        self.exposition = MultiExposition(self.targets, version=__version__, library_version=self._library_version())
+        self.exposition = MultiExposition(self.targets, version=__version__,
+                                          library_version=library_version(self.library))
         for target in self.targets:
             if target.remote:
                 log.info("collecting %d rows of %s from the hostengine at %s every %d ms (hostname %s)",
@@ -905,14 +899,6 @@ class Collector:
         except (dcgm.DcgmError, FileNotFoundError, ValueError) as error:
             raise StartupError(f"cannot load libdcgm: {error}") from None
 
-    def _library_version(self) -> str:
-        from dcgm_collector.dcgm import DcgmError
-
-        try:
-            return self.library.version_info().get("version", "unknown")
-        except (DcgmError, AttributeError):
-            return "unknown"
-
     def _make_targets(self, counters: CounterSet) -> list:
         from dcgm_collector.dcgm import Handle
         from dcgm_collector.target import CONNECT_TIMEOUT_MS, Target
@@ -980,19 +966,14 @@ class Collector:
     # -- reload
     def reload(self) -> bool:
         """Re-read the counters file; on any problem the running configuration keeps serving."""
-        path = self.config.collectors
         try:
-            counters = load_counters(path)
-        except CountersError as error:
+            counters = self._read_counters()
+        except StartupError as error:
             log.error("reload failed, still serving the previous counters: %s", error)
-            return False
-        except OSError as error:
-            log.error("reload failed, still serving the previous counters: %s: cannot read counters file: %s",
-                      path, error.strerror or error)
             return False
         ok = all([target.reload(counters) for target in self.targets])
         if ok:
-            log.info("reloaded %d metrics from %s", len(counters), path)
+            log.info("reloaded %d metrics from %s", len(counters), self.config.collectors)
         return ok
 
     # -- shutdown

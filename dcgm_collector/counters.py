@@ -48,6 +48,7 @@ Typical use::
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ __all__ = [
     "AGGREGATIONS",
     "EXPORTER_COUNTERS",
     "PROM_TYPES",
+    "aggregations_argument",
     "Counter",
     "CounterSet",
     "CountersError",
@@ -83,6 +85,20 @@ COMMENT = "#"
 QUOTE = '"'
 SEPARATOR = ","
 AGGREGATION_SEPARATOR = "|"
+
+
+def aggregations_argument(text: str) -> tuple[str, ...]:
+    """A command line's aggregation list (``min,max`` or ``min|max``, any case) -> a subset of AGGREGATIONS."""
+    chosen = []
+    for part in text.replace("|", ",").split(","):
+        name = part.strip().lower()
+        if not name:
+            continue
+        if name not in AGGREGATIONS:
+            raise argparse.ArgumentTypeError(
+                f"unknown aggregation {part.strip()!r}; choose from {', '.join(AGGREGATIONS)}")
+        chosen.append(name)
+    return tuple(a for a in AGGREGATIONS if a in chosen)
 
 
 class CountersError(ValueError):

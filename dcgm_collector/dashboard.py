@@ -42,6 +42,7 @@ from dcgm_collector.counters import (
     Counter,
     CountersError,
     CounterSet,
+    aggregations_argument,
     default_counters_path,
     load_counters,
 )
@@ -496,25 +497,12 @@ def dashboard_json(dashboard: dict) -> str:
 
 # ---- command line --------------------------------------------------------------------------
 
-def _aggregations(text: str) -> tuple[str, ...]:
-    chosen = []
-    for part in text.replace("|", ",").split(","):
-        name = part.strip().lower()
-        if not name:
-            continue
-        if name not in AGGREGATIONS:
-            raise argparse.ArgumentTypeError(f"unknown aggregation {part.strip()!r}; choose from "
-                                             f"{', '.join(AGGREGATIONS)}")
-        chosen.append(name)
-    return tuple(a for a in AGGREGATIONS if a in chosen)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Write a Grafana dashboard (JSON) for the metrics a counters file exports.")
     parser.add_argument("-f", "--collectors", metavar="FILE",
                         help="counters file, as given to the collector (default: the shipped default-counters.csv)")
-    parser.add_argument("--aggregations", type=_aggregations, default=(), metavar="LIST",
+    parser.add_argument("--aggregations", type=aggregations_argument, default=(), metavar="LIST",
                         help="the collector's --aggregations (min,max,avg), if it runs with any")
     parser.add_argument("--title", default=DEFAULT_TITLE, help=f"dashboard title (default: {DEFAULT_TITLE})")
     parser.add_argument("--uid", default=DEFAULT_UID, help=f"dashboard uid (default: {DEFAULT_UID})")

@@ -50,6 +50,7 @@ from dcgm_collector.library import (  # noqa: F401 - re-exported: the loading AP
     LIBRARY_NAME,
     STANDARD_DIRS,
     Library,
+    _c_string,
     _parse_build_info,
     _require_library,
     load_library,
@@ -183,10 +184,6 @@ def _field_ids(values: Any) -> list[int]:
     if not ids:
         raise ValueError("no field ids given")
     return list(dict.fromkeys(ids))  # duplicates would only be read twice
-
-
-def _c_string(pointer: Any) -> str:
-    return ffi.string(pointer).decode("utf-8", "replace")
 
 
 # ---- field metadata and values -----------------------------------------------

@@ -65,23 +65,18 @@ from dcgm_collector.xid_errors import xid_message
 
 __all__ = [
     "CLOCK_EVENTS",
-    "CONTENT_TYPE_OPENMETRICS",
-    "CONTENT_TYPE_TEXT",
     "HEALTH_SYSTEMS",
     "Exposition",
     "ExpositionOptions",
     "MultiExposition",
     "health_error_name",
+    "library_version",
 ]
-
-CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-CONTENT_TYPE_OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 FE_GPU = int(EntityType.GPU)
 XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"
 CLOCK_EVENTS_COUNT = "DCGM_EXP_CLOCK_EVENTS_COUNT"
 HEALTH_STATUS = "DCGM_EXP_GPU_HEALTH_STATUS"
-XID_ERRORS_FAMILY_FIELD = XID_FIELD  # the field whose series get err_code / err_msg
 
 # DCGM_CLOCKS_EVENT_REASON_* bits of field 112, with dcgm-exporter's clock_event names.
 CLOCK_EVENTS: tuple[tuple[str, int], ...] = (
@@ -297,9 +292,19 @@ class _Family:
 
     name: str
     header: _Header
+    _prefixes: dict[tuple, tuple[str, ...]]   # label text of a labelled series, per key (GPU, label values)
 
     def lines(self, scrape: _Scrape) -> list[str]:
         raise NotImplementedError
+
+    def _cached_prefixes(self, key: tuple, gpu: _GpuLabels, extra: Mapping[str, str] | None = None,
+                         attributes: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """``name{labels} `` of each copy of one GPU's series, rendered once per key."""
+        prefixes = self._prefixes.get(key)
+        if prefixes is None:
+            texts = gpu.render(extra, attributes)
+            prefixes = self._prefixes[key] = tuple(f"{self.name}{{{text}}} " for text in texts)
+        return prefixes
 
 
 class _FieldFamily(_Family):
@@ -330,16 +335,11 @@ class _EventFamily(_Family):
         self.name, self.header, self.field_id = name, header, field_id
         self.gpus = {g.gpu_id: g for g in gpus}
         self.order = [g.gpu_id for g in gpus]
-        self._prefixes: dict[tuple[int, int], tuple[str, ...]] = {}
+        self._prefixes = {}
 
     def prefix(self, gpu: int, value: int) -> tuple[str, ...]:
-        prefixes = self._prefixes.get((gpu, value))
-        if prefixes is None:
-            attributes = {"err_code": str(value), "err_msg": xid_message(value)} \
-                if self.field_id == XID_ERRORS_FAMILY_FIELD else {}
-            prefixes = tuple(f"{self.name}{{{text}}} " for text in self.gpus[gpu].render(attributes=attributes))
-            self._prefixes[(gpu, value)] = prefixes
-        return prefixes
+        attributes = {"err_code": str(value), "err_msg": xid_message(value)} if self.field_id == XID_FIELD else {}
+        return self._cached_prefixes((gpu, value), self.gpus[gpu], attributes=attributes)
 
     def lines(self, scrape: _Scrape) -> list[str]:
         events = scrape.events()
@@ -368,14 +368,10 @@ class _XidCountFamily(_Family):
         self.empty = {g.gpu_id: [f"{name}{{{text}}} 0\n" for text in g.render({'window_size_in_ms': window})]
                       for g in gpus}
         self._window = window
-        self._prefixes: dict[tuple[int, int], tuple[str, ...]] = {}
+        self._prefixes = {}
 
     def prefix(self, gpu: _GpuLabels, xid: int) -> tuple[str, ...]:
-        prefixes = self._prefixes.get((gpu.gpu_id, xid))
-        if prefixes is None:
-            texts = gpu.render({"window_size_in_ms": self._window, "xid": str(xid)})
-            prefixes = self._prefixes[(gpu.gpu_id, xid)] = tuple(f"{self.name}{{{text}}} " for text in texts)
-        return prefixes
+        return self._cached_prefixes((gpu.gpu_id, xid), gpu, {"window_size_in_ms": self._window, "xid": str(xid)})
 
     def lines(self, scrape: _Scrape) -> list[str]:
         events = scrape.events()
@@ -476,15 +472,11 @@ class _HealthFamily(_Family):
 
     def __init__(self, name: str, header: _Header, sampler: Sampler, gpus: Sequence[_GpuLabels]) -> None:
         self.name, self.header, self.sampler, self.gpus = name, header, sampler, list(gpus)
-        self._prefixes: dict[tuple[int, str, str], tuple[str, ...]] = {}
+        self._prefixes = {}
 
     def prefix(self, gpu: _GpuLabels, system: str, code_name: str) -> tuple[str, ...]:
-        key = (gpu.gpu_id, system, code_name)
-        prefixes = self._prefixes.get(key)
-        if prefixes is None:
-            texts = gpu.render({"health_watch": system, "health_error_code": code_name})
-            prefixes = self._prefixes[key] = tuple(f"{self.name}{{{text}}} " for text in texts)
-        return prefixes
+        return self._cached_prefixes((gpu.gpu_id, system, code_name), gpu,
+                                     {"health_watch": system, "health_error_code": code_name})
 
     def lines(self, scrape: _Scrape) -> list[str]:
         state = self.sampler.health
@@ -540,7 +532,7 @@ class Exposition:
         self._families: tuple[_Family, ...] = ()
         self._events_cache: tuple[int, EventRows] | None = None
         self._last_scrape_s: float | None = None
-        self._build_info = _labels([("version", version), ("dcgm_library", _library_version(sampler))])
+        self._build_info = _labels([("version", version), ("dcgm_library", library_version(sampler.handle.library))])
         self._refresh_families()
 
     # -- public
@@ -828,32 +820,32 @@ def _series(name: str, labels: str, value: object) -> str:
 
 def _self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows: Sequence[_SelfRow],
                   scrape_s: float | None, build_info: str) -> None:
-    def family(name: str, kind: str, help_text: str, lines: list[str]) -> None:
+    def family(name: str, lines: list[str]) -> None:
         if lines:
-            parts.append(_SELF_HEADERS[(name, kind, help_text)].get(openmetrics))
+            parts.append(_SELF_HEADERS[name].get(openmetrics))
             parts.extend(lines)
 
-    family("dcgm_collector_up", "gauge", _UP_HELP, [_series("dcgm_collector_up", r.labels, int(r.up)) for r in rows])
-    family("dcgm_collector_last_sample_age_seconds", "gauge", _AGE_HELP, [
+    family("dcgm_collector_up", [_series("dcgm_collector_up", r.labels, int(r.up)) for r in rows])
+    family("dcgm_collector_last_sample_age_seconds", [
         _series("dcgm_collector_last_sample_age_seconds", r.labels,
                 f"{max(0.0, now_s - r.stats.last_sample_time):f}")
         for r in rows if r.stats.last_sample_time is not None])
-    family("dcgm_collector_samples_total", "counter", _SAMPLES_HELP,
+    family("dcgm_collector_samples_total",
            [_series("dcgm_collector_samples_total", r.labels, r.stats.samples) for r in rows])
-    family("dcgm_collector_ticks_total", "counter", _TICKS_HELP,
+    family("dcgm_collector_ticks_total",
            [_series("dcgm_collector_ticks_total", r.labels, r.stats.ticks) for r in rows])
-    family("dcgm_collector_skipped_ticks_total", "counter", _SKIPPED_HELP,
+    family("dcgm_collector_skipped_ticks_total",
            [_series("dcgm_collector_skipped_ticks_total", r.labels, r.stats.skipped_ticks) for r in rows])
-    family("dcgm_collector_dcgm_errors_total", "counter", _ERRORS_HELP, [
+    family("dcgm_collector_dcgm_errors_total", [
         _series("dcgm_collector_dcgm_errors_total", ",".join(filter(None, (
             r.labels, f'code="{code}",name="{status_name(code)}"'))), n)
         for r in rows for code, n in sorted(r.stats.errors_by_code.items())])
-    family("dcgm_collector_reconnects_total", "counter", _RECONNECTS_HELP, [
+    family("dcgm_collector_reconnects_total", [
         _series("dcgm_collector_reconnects_total", r.labels, r.reconnects) for r in rows if r.reconnects is not None])
     if scrape_s is not None:
-        family("dcgm_collector_scrape_duration_seconds", "gauge", _SCRAPE_HELP,
+        family("dcgm_collector_scrape_duration_seconds",
                [f"dcgm_collector_scrape_duration_seconds {scrape_s:f}\n"])
-    family("dcgm_collector_build_info", "gauge", _BUILD_HELP, [f"dcgm_collector_build_info{{{build_info}}} 1\n"])
+    family("dcgm_collector_build_info", [f"dcgm_collector_build_info{{{build_info}}} 1\n"])
 
 
 _UP_HELP = "1 when the last read from DCGM succeeded and the newest sample is fresh, else 0."
@@ -867,7 +859,7 @@ _SCRAPE_HELP = "How long the previous scrape of this endpoint took to render and
 _BUILD_HELP = "Version of dcgm-collector and of the DCGM library it loaded; always 1."
 
 
-def _self_headers() -> dict[tuple[str, str, str], _Header]:
+def _self_headers() -> dict[str, _Header]:
     specs = (
         ("dcgm_collector_up", "gauge", _UP_HELP),
         ("dcgm_collector_last_sample_age_seconds", "gauge", _AGE_HELP),
@@ -879,15 +871,16 @@ def _self_headers() -> dict[tuple[str, str, str], _Header]:
         ("dcgm_collector_scrape_duration_seconds", "gauge", _SCRAPE_HELP),
         ("dcgm_collector_build_info", "gauge", _BUILD_HELP),
     )
-    return {(name, kind, text): _Header.of(name, text, *_types(kind, name)) for name, kind, text in specs}
+    return {name: _Header.of(name, text, *_types(kind, name)) for name, kind, text in specs}
 
 
 _SELF_HEADERS = _self_headers()
 
 
-def _library_version(sampler: Sampler) -> str:
+def library_version(library: object) -> str:
+    """The version a loaded DCGM library reports, for dcgm_collector_build_info; "unknown" when it cannot say."""
     try:
-        return sampler.handle.library.version_info().get("version", "unknown")
-    except DcgmError:
+        return library.version_info().get("version", "unknown")  # type: ignore[attr-defined]
+    except (DcgmError, AttributeError):
         return "unknown"
 

@@ -92,6 +92,9 @@ class SamplerStats:
     def errors(self) -> int:
         return sum(self.errors_by_code.values())
 
+    def count_error(self, code: int) -> None:
+        self.errors_by_code = {**self.errors_by_code, code: self.errors_by_code.get(code, 0) + 1}
+
 
 @dataclass(frozen=True)
 class HealthState:
@@ -505,8 +508,7 @@ class Sampler:
         return True
 
     def _count(self, code: int) -> None:
-        counts = self.stats.errors_by_code
-        self.stats.errors_by_code = {**counts, code: counts.get(code, 0) + 1}
+        self.stats.count_error(code)
         if code in CONNECTION_CODES and self.connection_lost is None:
             self.connection_lost = code
 

@@ -366,8 +366,7 @@ class Target:
 
     def _count(self, error: BaseException) -> None:
         if isinstance(error, DcgmError):
-            counts = self.stats.errors_by_code
-            self.stats.errors_by_code = {**counts, error.code: counts.get(error.code, 0) + 1}
+            self.stats.count_error(error.code)
 
 
 def _describe(topology: Topology) -> str:

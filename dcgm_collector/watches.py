@@ -127,15 +127,16 @@ def plan_watches(
     collects.  A slower watch interval than the collect interval would make
     every other collect see nothing new, and is refused.
     """
-    collect_ms = _interval(collect_interval_ms, "collect interval")
-    watch_ms = collect_ms if watch_interval_ms is None else _interval(watch_interval_ms, "watch interval")
+    collect_ms = _positive(collect_interval_ms, "collect interval", "milliseconds")
+    watch_ms = collect_ms if watch_interval_ms is None else \
+        _positive(watch_interval_ms, "watch interval", "milliseconds")
     if watch_ms > collect_ms:
         raise ValueError(
             f"the watch interval ({_ms(watch_ms)} ms, --watch-interval) must not be longer than the "
             f"collect interval ({_ms(collect_ms)} ms, -c/--collect-interval): every collect would find "
             "nothing new; use a watch interval of at most the collect interval"
         )
-    retention = _retention(retention_s)
+    retention = _positive(retention_s, "retention", "seconds")
     update_freq_us = max(1, round(watch_ms * 1000))
     collect_us = max(1, round(collect_ms * 1000))
     return WatchPlan(
@@ -198,19 +199,11 @@ def _split(kind: str, fields: Iterable[Field]) -> list[WatchGroup]:
     ]
 
 
-def _interval(value: object, what: str) -> float:
+def _positive(value: object, what: str, unit: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of milliseconds, not {type(value).__name__}")
+        raise TypeError(f"{what} must be a number of {unit}, not {type(value).__name__}")
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{what} must be a positive number of milliseconds, not {value}")
-    return float(value)
-
-
-def _retention(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"retention must be a number of seconds, not {type(value).__name__}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"retention must be a positive number of seconds, not {value}")
+        raise ValueError(f"{what} must be a positive number of {unit}, not {value}")
     return float(value)
 
 
