@@ -339,6 +339,18 @@ int engine_entity_group_entities(sim_engine *e, dcgm_field_entity_group_t group,
     return n > capacity ? DCGM_ST_INSUFFICIENT_SIZE : DCGM_ST_OK;
 }
 
+/* The lowest instance index of group still free on a GPU;
+ * DCGM_MAX_INSTANCES_PER_GPU when every one is taken. */
+static unsigned int free_instance_index(const sim_engine *e, dcgm_field_entity_group_t group,
+                                        unsigned int gpu_id)
+{
+    unsigned int index = 0;
+    while (index < DCGM_MAX_INSTANCES_PER_GPU &&
+           engine_find_entity_locked(e, group, gpu_id * DCGM_MAX_INSTANCES_PER_GPU + index))
+        index++;
+    return index;
+}
+
 static int create_one_fake(sim_engine *e, dcgmMigHierarchyInfo_t *item)
 {
     engine_entity ent = { item->entity.entityGroupId, 0, DCGM_FE_NONE, 0, 1, ENGINE_NO_GPU, 0 };
@@ -354,11 +366,7 @@ static int create_one_fake(sim_engine *e, dcgmMigHierarchyInfo_t *item)
         const engine_entity *gpu = engine_find_entity_locked(e, DCGM_FE_GPU, item->parent.entityId);
         if (item->parent.entityGroupId != DCGM_FE_GPU || !gpu)
             return DCGM_ST_BADPARAM;
-        unsigned int index = 0;
-        while (index < DCGM_MAX_INSTANCES_PER_GPU &&
-               engine_find_entity_locked(e, DCGM_FE_GPU_I,
-                                         gpu->id * DCGM_MAX_INSTANCES_PER_GPU + index))
-            index++;
+        unsigned int index = free_instance_index(e, DCGM_FE_GPU_I, gpu->id);
         if (index >= DCGM_MAX_INSTANCES_PER_GPU)
             return DCGM_ST_MAX_LIMIT;
         ent.id = gpu->id * DCGM_MAX_INSTANCES_PER_GPU + index;
@@ -372,11 +380,8 @@ static int create_one_fake(sim_engine *e, dcgmMigHierarchyInfo_t *item)
         const engine_entity *gi = engine_find_entity_locked(e, DCGM_FE_GPU_I, item->parent.entityId);
         if (item->parent.entityGroupId != DCGM_FE_GPU_I || !gi)
             return DCGM_ST_BADPARAM;
-        unsigned int gpu_id = gi->parent_id, index = 0;
-        while (index < DCGM_MAX_INSTANCES_PER_GPU &&
-               engine_find_entity_locked(e, DCGM_FE_GPU_CI,
-                                         gpu_id * DCGM_MAX_INSTANCES_PER_GPU + index))
-            index++;
+        unsigned int gpu_id = gi->parent_id;
+        unsigned int index = free_instance_index(e, DCGM_FE_GPU_CI, gpu_id);
         if (index >= DCGM_MAX_INSTANCES_PER_GPU)
             return DCGM_ST_MAX_LIMIT;
         ent.id = gpu_id * DCGM_MAX_INSTANCES_PER_GPU + index;

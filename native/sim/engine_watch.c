@@ -261,6 +261,17 @@ static void after_new_watches_locked(sim_engine *e)
         engine_kick_locked(e);
 }
 
+/* The series a group member's field is kept in, if there is one. */
+static engine_series *member_series_locked(const sim_engine *e,
+                                           const dcgmGroupEntityPair_t *member,
+                                           unsigned short field_id)
+{
+    dcgm_field_entity_group_t g = member->entityGroupId;
+    dcgm_field_eid_t id = member->entityId;
+    engine_storage_key(sim_field_meta(field_id), &g, &id);
+    return engine_series_find_locked(e, g, id, field_id);
+}
+
 static int watch_pairs_locked(sim_engine *e, engine_owner owner,
                               const dcgmGroupEntityPair_t *entities, unsigned int n_entities,
                               const engine_field_group *fg, int64_t freq_us, int64_t keep_us)
@@ -275,10 +286,7 @@ static int watch_pairs_locked(sim_engine *e, engine_owner owner,
                                          &created);
             if (rc == DCGM_ST_OK && created) {
                 any_new = 1;
-                dcgm_field_entity_group_t g = entities[i].entityGroupId;
-                dcgm_field_eid_t id = entities[i].entityId;
-                engine_storage_key(sim_field_meta(fg->ids[f]), &g, &id);
-                rc = remember(&added, engine_series_find_locked(e, g, id, fg->ids[f]));
+                rc = remember(&added, member_series_locked(e, &entities[i], fg->ids[f]));
             }
         }
     if (rc != DCGM_ST_OK) {
@@ -290,6 +298,19 @@ static int watch_pairs_locked(sim_engine *e, engine_owner owner,
         after_new_watches_locked(e);
     }
     free(added.items);
+    return rc;
+}
+
+/* The members of a group and a field group: what every group-wide watch
+ * request names.  entities holds DCGM_GROUP_MAX_ENTITIES_V2. */
+static int resolve_locked(sim_engine *e, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                          dcgmGroupEntityPair_t *entities, unsigned int *n,
+                          const engine_field_group **fg)
+{
+    int rc = engine_group_entities_locked(e, group, entities, n);
+    *fg = engine_field_group_locked(e, field_group);
+    if (rc == DCGM_ST_OK && !*fg)
+        rc = DCGM_ST_NOT_CONFIGURED;
     return rc;
 }
 
@@ -306,10 +327,8 @@ int engine_watch_fields(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group,
     int64_t keep_us = engine_retention_us(freq_us, max_keep_age_s, max_keep_samples);
     pthread_mutex_lock(&e->lock);
     unsigned int n = 0;
-    int rc = engine_group_entities_locked(e, group, entities, &n);
-    const engine_field_group *fg = engine_field_group_locked(e, field_group);
-    if (rc == DCGM_ST_OK && !fg)
-        rc = DCGM_ST_NOT_CONFIGURED;
+    const engine_field_group *fg = NULL;
+    int rc = resolve_locked(e, group, field_group, entities, &n, &fg);
     if (rc == DCGM_ST_OK)
         rc = watch_pairs_locked(e, owner, entities, n, fg, freq_us, keep_us);
     pthread_mutex_unlock(&e->lock);
@@ -327,16 +346,11 @@ int engine_unwatch_fields(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group,
         return DCGM_ST_MEMORY;
     pthread_mutex_lock(&e->lock);
     unsigned int n = 0;
-    int rc = engine_group_entities_locked(e, group, entities, &n);
-    const engine_field_group *fg = engine_field_group_locked(e, field_group);
-    if (rc == DCGM_ST_OK && !fg)
-        rc = DCGM_ST_NOT_CONFIGURED;
+    const engine_field_group *fg = NULL;
+    int rc = resolve_locked(e, group, field_group, entities, &n, &fg);
     for (unsigned int i = 0; rc == DCGM_ST_OK && i < n; i++)
         for (unsigned int f = 0; f < fg->count; f++) {
-            dcgm_field_entity_group_t g = entities[i].entityGroupId;
-            dcgm_field_eid_t id = entities[i].entityId;
-            engine_storage_key(sim_field_meta(fg->ids[f]), &g, &id);
-            engine_series *s = engine_series_find_locked(e, g, id, fg->ids[f]);
+            engine_series *s = member_series_locked(e, &entities[i], fg->ids[f]);
             if (s)
                 engine_unwatch_one_locked(e, owner, s);
         }

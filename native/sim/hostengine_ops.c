@@ -45,13 +45,15 @@ static void *struct_from_tail(const wire_request *req, const unsigned char *tail
 
 /* ---- structs the engine reads and writes in place -------------------------- */
 
-static int fill_version(sim_engine *e, void *p)
+/* Each fill may read the request's numbers (a GPU, a group id) besides the
+ * struct it is handed. */
+static int fill_version(sim_engine *e, const wire_request *req, void *p)
 {
     (void)e;
     return dcgmVersionInfo(p);
 }
 
-static int fill_health(sim_engine *e, void *p)
+static int fill_health(sim_engine *e, const wire_request *req, void *p)
 {
     (void)e;
     dcgmHostengineHealth_t *health = p;
@@ -61,15 +63,44 @@ static int fill_health(sim_engine *e, void *p)
     return DCGM_ST_OK;
 }
 
-static int fill_fake(sim_engine *e, void *p) { return engine_create_fake_entities(e, p); }
-static int fill_mig(sim_engine *e, void *p) { return engine_mig_hierarchy(e, p); }
-static int fill_fg_info(sim_engine *e, void *p) { return engine_field_group_get_info(e, p); }
-static int fill_fg_all(sim_engine *e, void *p) { return engine_field_group_get_all(e, p); }
-static int fill_prof(sim_engine *e, void *p) { return engine_prof_metric_groups(e, p); }
+static int fill_fake(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_create_fake_entities(e, p);
+}
+
+static int fill_mig(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_mig_hierarchy(e, p);
+}
+
+static int fill_fg_info(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_field_group_get_info(e, p);
+}
+
+static int fill_fg_all(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_field_group_get_all(e, p);
+}
+
+static int fill_prof(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_prof_metric_groups(e, p);
+}
+
+static int fill_attributes(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_device_attributes(e, req->u[0], p);
+}
+
+static int fill_group_info(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_group_get_info(e, req->id[0], p);
+}
 
 typedef struct inout_op {
     size_t size;
-    int (*fill)(sim_engine *e, void *p);
+    int (*fill)(sim_engine *e, const wire_request *req, void *p);
 } inout_op;
 
 static void serve_inout(he_session *s, const wire_request *req, const unsigned char *tail,
@@ -80,34 +111,9 @@ static void serve_inout(he_session *s, const wire_request *req, const unsigned c
         reply_status(s, DCGM_ST_BADPARAM);
         return;
     }
-    int rc = op->fill(s->engine, p);
+    int rc = op->fill(s->engine, req, p);
     he_reply(s, rc, 0, 0, 0, p, op->size);
     free(p);
-}
-
-static void serve_device_attributes(he_session *s, const wire_request *req,
-                                    const unsigned char *tail)
-{
-    dcgmDeviceAttributes_v3 *attr = struct_from_tail(req, tail, sizeof *attr);
-    if (!attr) {
-        reply_status(s, DCGM_ST_BADPARAM);
-        return;
-    }
-    int rc = engine_device_attributes(s->engine, req->u[0], attr);
-    he_reply(s, rc, 0, 0, 0, attr, sizeof *attr);
-    free(attr);
-}
-
-static void serve_group_info(he_session *s, const wire_request *req, const unsigned char *tail)
-{
-    dcgmGroupInfo_v3 *info = struct_from_tail(req, tail, sizeof *info);
-    if (!info) {
-        reply_status(s, DCGM_ST_BADPARAM);
-        return;
-    }
-    int rc = engine_group_get_info(s->engine, req->id[0], info);
-    he_reply(s, rc, 0, 0, 0, info, sizeof *info);
-    free(info);
 }
 
 static void serve_health_check(he_session *s, const wire_request *req,
@@ -368,6 +374,8 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op prof = { sizeof(dcgmProfGetMetricGroups_v3), fill_prof };
     static const inout_op version = { sizeof(dcgmVersionInfo_t), fill_version };
     static const inout_op health = { sizeof(dcgmHostengineHealth_t), fill_health };
+    static const inout_op attributes = { sizeof(dcgmDeviceAttributes_v3), fill_attributes };
+    static const inout_op group_info = { sizeof(dcgmGroupInfo_v3), fill_group_info };
     switch (op) {
     case WIRE_OP_CREATE_FAKE_ENTITIES: return &fake;
     case WIRE_OP_MIG_HIERARCHY: return &mig;
@@ -376,6 +384,8 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_PROF_METRIC_GROUPS: return &prof;
     case WIRE_OP_VERSION_INFO: return &version;
     case WIRE_OP_HOSTENGINE_HEALTH: return &health;
+    case WIRE_OP_DEVICE_ATTRIBUTES: return &attributes;
+    case WIRE_OP_GROUP_GET_INFO: return &group_info;
     default: return NULL;
     }
 }
@@ -388,8 +398,6 @@ static int serve_structs(he_session *s, const wire_request *req, const unsigned 
         return 1;
     }
     switch (req->op) {
-    case WIRE_OP_DEVICE_ATTRIBUTES: serve_device_attributes(s, req, tail); return 1;
-    case WIRE_OP_GROUP_GET_INFO: serve_group_info(s, req, tail); return 1;
     case WIRE_OP_HEALTH_CHECK: serve_health_check(s, req, tail); return 1;
     case WIRE_OP_GPU_IDS: serve_gpu_ids(s, req); return 1;
     case WIRE_OP_GPU_STATUS: serve_gpu_status(s, req); return 1;

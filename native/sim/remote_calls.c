@@ -49,10 +49,26 @@ static int call(remote_conn *c, wire_request *req, const void *tail, size_t tail
     return rc;
 }
 
+/* A request answered by a status alone. */
+static int call_status(remote_conn *c, wire_request *req)
+{
+    return call(c, req, NULL, 0, NULL, 0, NULL);
+}
+
 /* A request carrying a struct the engine reads and writes in place. */
 static int call_inout(remote_conn *c, wire_request *req, void *inout, size_t size)
 {
     return call(c, req, inout, size, inout, size, NULL);
+}
+
+/* A request whose only argument is that in-place struct. */
+static int call_struct(remote_conn *c, wire_op op, void *inout, size_t size)
+{
+    if (!inout)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, op);
+    return call_inout(c, &req, inout, size);
 }
 
 /* A request answered by records, received whole before they are used. */
@@ -109,20 +125,12 @@ int remote_entity_group_entities(remote_conn *c, dcgm_field_entity_group_t group
 
 int remote_create_fake_entities(remote_conn *c, dcgmCreateFakeEntities_v2 *request)
 {
-    if (!request)
-        return DCGM_ST_BADPARAM;
-    wire_request req;
-    request_init(&req, WIRE_OP_CREATE_FAKE_ENTITIES);
-    return call_inout(c, &req, request, sizeof *request);
+    return call_struct(c, WIRE_OP_CREATE_FAKE_ENTITIES, request, sizeof *request);
 }
 
 int remote_mig_hierarchy(remote_conn *c, dcgmMigHierarchy_v2 *hierarchy)
 {
-    if (!hierarchy)
-        return DCGM_ST_BADPARAM;
-    wire_request req;
-    request_init(&req, WIRE_OP_MIG_HIERARCHY);
-    return call_inout(c, &req, hierarchy, sizeof *hierarchy);
+    return call_struct(c, WIRE_OP_MIG_HIERARCHY, hierarchy, sizeof *hierarchy);
 }
 
 int remote_device_attributes(remote_conn *c, unsigned int gpu, dcgmDeviceAttributes_v3 *attr)
@@ -162,7 +170,7 @@ static int group_entity_op(remote_conn *c, wire_op op, dcgmGpuGrp_t id,
     req.id[0] = id;
     req.u[0] = (uint32_t)group;
     req.u[1] = entity;
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 int remote_group_add_entity(remote_conn *c, dcgmGpuGrp_t id, dcgm_field_entity_group_t group,
@@ -182,7 +190,7 @@ static int id_op(remote_conn *c, wire_op op, uint64_t id)
     wire_request req;
     request_init(&req, op);
     req.id[0] = id;
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 int remote_group_destroy(remote_conn *c, dcgmGpuGrp_t id)
@@ -231,20 +239,12 @@ int remote_field_group_destroy(remote_conn *c, dcgmFieldGrp_t id)
 
 int remote_field_group_get_info(remote_conn *c, dcgmFieldGroupInfo_v1 *info)
 {
-    if (!info)
-        return DCGM_ST_BADPARAM;
-    wire_request req;
-    request_init(&req, WIRE_OP_FIELD_GROUP_GET_INFO);
-    return call_inout(c, &req, info, sizeof *info);
+    return call_struct(c, WIRE_OP_FIELD_GROUP_GET_INFO, info, sizeof *info);
 }
 
 int remote_field_group_get_all(remote_conn *c, dcgmAllFieldGroup_v1 *all)
 {
-    if (!all)
-        return DCGM_ST_BADPARAM;
-    wire_request req;
-    request_init(&req, WIRE_OP_FIELD_GROUP_GET_ALL);
-    return call_inout(c, &req, all, sizeof *all);
+    return call_struct(c, WIRE_OP_FIELD_GROUP_GET_ALL, all, sizeof *all);
 }
 
 /* ---- watches and the cache ----------------------------------------------- */
@@ -259,7 +259,7 @@ int remote_watch_fields(remote_conn *c, dcgmGpuGrp_t group, dcgmFieldGrp_t field
     req.ts[0] = update_freq_us;
     req.dbl = max_keep_age_s;
     req.u[0] = (uint32_t)max_keep_samples;
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 int remote_unwatch_fields(remote_conn *c, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group)
@@ -268,7 +268,7 @@ int remote_unwatch_fields(remote_conn *c, dcgmGpuGrp_t group, dcgmFieldGrp_t fie
     request_init(&req, WIRE_OP_UNWATCH_FIELDS);
     req.id[0] = group;
     req.id[1] = field_group;
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 int remote_watch_field_value(remote_conn *c, dcgm_field_entity_group_t group,
@@ -284,7 +284,7 @@ int remote_watch_field_value(remote_conn *c, dcgm_field_entity_group_t group,
     req.u[3] = (uint32_t)max_keep_samples;
     req.ts[0] = update_freq_us;
     req.dbl = max_keep_age_s;
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 int remote_unwatch_field_value(remote_conn *c, dcgm_field_entity_group_t group,
@@ -297,7 +297,7 @@ int remote_unwatch_field_value(remote_conn *c, dcgm_field_entity_group_t group,
     req.u[1] = entity;
     req.u[2] = field_id;
     req.u[3] = (uint32_t)clear_cache;
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 int remote_update_all_fields(remote_conn *c, int wait)
@@ -305,7 +305,7 @@ int remote_update_all_fields(remote_conn *c, int wait)
     wire_request req;
     request_init(&req, WIRE_OP_UPDATE_ALL_FIELDS);
     req.u[0] = (uint32_t)wait;
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 int remote_inject(remote_conn *c, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
@@ -324,7 +324,7 @@ int remote_empty_cache(remote_conn *c)
 {
     wire_request req;
     request_init(&req, WIRE_OP_EMPTY_CACHE);
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 /* ---- reads ---------------------------------------------------------------- */
@@ -338,6 +338,18 @@ static void record_to_v1(const wire_record *rec, const dcgmFieldValueUnion_t *va
     out->status = rec->status;
     out->ts = rec->ts;
     memcpy(&out->value, value, WIRE_MAX_VALUE);
+}
+
+/* Unpacks the first n records of a reply into consecutive v1 values. */
+static void unpack_v1(const remote_reply *reply, size_t n, dcgmFieldValue_v1 *values)
+{
+    dcgmFieldValueUnion_t value;
+    size_t pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        wire_record rec;
+        remote_record_next(reply, &pos, &rec, &value);
+        record_to_v1(&rec, &value, &values[i]);
+    }
 }
 
 /* Hands every record to emit until it asks to stop; 1 if it did. */
@@ -419,13 +431,8 @@ int remote_entity_latest(remote_conn *c, dcgm_field_entity_group_t group,
     int rc = call_records(c, &req, fields, count * sizeof *fields, &reply);
     if (rc == DCGM_ST_OK && reply.n_records != count)
         rc = DCGM_ST_GENERIC_ERROR;
-    dcgmFieldValueUnion_t value;
-    size_t pos = 0;
-    for (unsigned int i = 0; rc == DCGM_ST_OK && i < count; i++) {
-        wire_record rec;
-        remote_record_next(&reply, &pos, &rec, &value);
-        record_to_v1(&rec, &value, &values[i]);
-    }
+    if (rc == DCGM_ST_OK)
+        unpack_v1(&reply, count, values);
     remote_reply_free(&reply);
     return rc;
 }
@@ -495,15 +502,10 @@ int remote_multiple_values(remote_conn *c, unsigned int gpu, unsigned short fiel
     int rc = call_records(c, &req, NULL, 0, &reply);
     if (rc == DCGM_ST_OK && reply.n_records > (size_t)*count)
         rc = DCGM_ST_GENERIC_ERROR;
-    dcgmFieldValueUnion_t value;
-    size_t pos = 0;
-    for (size_t i = 0; rc == DCGM_ST_OK && i < reply.n_records; i++) {
-        wire_record rec;
-        remote_record_next(&reply, &pos, &rec, &value);
-        record_to_v1(&rec, &value, &values[i]);
-    }
-    if (rc == DCGM_ST_OK)
+    if (rc == DCGM_ST_OK) {
+        unpack_v1(&reply, reply.n_records, values);
         *count = (int)reply.n_records;
+    }
     remote_reply_free(&reply);
     return rc;
 }
@@ -516,7 +518,7 @@ int remote_health_set(remote_conn *c, dcgmGpuGrp_t group, unsigned int systems)
     request_init(&req, WIRE_OP_HEALTH_SET);
     req.id[0] = group;
     req.u[0] = systems;
-    return call(c, &req, NULL, 0, NULL, 0, NULL);
+    return call_status(c, &req);
 }
 
 int remote_health_get(remote_conn *c, dcgmGpuGrp_t group, unsigned int *systems)
@@ -548,29 +550,17 @@ int remote_health_check(remote_conn *c, dcgmGpuGrp_t group, dcgmHealthResponse_v
 
 int remote_prof_metric_groups(remote_conn *c, dcgmProfGetMetricGroups_v3 *groups)
 {
-    if (!groups)
-        return DCGM_ST_BADPARAM;
-    wire_request req;
-    request_init(&req, WIRE_OP_PROF_METRIC_GROUPS);
-    return call_inout(c, &req, groups, sizeof *groups);
+    return call_struct(c, WIRE_OP_PROF_METRIC_GROUPS, groups, sizeof *groups);
 }
 
 int remote_version_info(remote_conn *c, dcgmVersionInfo_t *info)
 {
-    if (!info)
-        return DCGM_ST_BADPARAM;
-    wire_request req;
-    request_init(&req, WIRE_OP_VERSION_INFO);
-    return call_inout(c, &req, info, sizeof *info);
+    return call_struct(c, WIRE_OP_VERSION_INFO, info, sizeof *info);
 }
 
 int remote_hostengine_health(remote_conn *c, dcgmHostengineHealth_t *health)
 {
-    if (!health)
-        return DCGM_ST_BADPARAM;
-    wire_request req;
-    request_init(&req, WIRE_OP_HOSTENGINE_HEALTH);
-    return call_inout(c, &req, health, sizeof *health);
+    return call_struct(c, WIRE_OP_HOSTENGINE_HEALTH, health, sizeof *health);
 }
 
 int remote_start_time(remote_conn *c, long long *start_us)
