@@ -8,6 +8,7 @@ tools are used to measure a process: /proc/<pid>/stat (utime + stime),
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import platform
@@ -34,6 +35,18 @@ READY_TIMEOUT_S = 30.0
 
 _ROW = re.compile(r"^(?:# )?(DCGM_[A-Z0-9_]+)\s*,")
 _PROFILING_ROW = re.compile(r"^(?:# )?DCGM_FI_PROF_[A-Z0-9_]+\s*,")
+
+
+
+# DCGM's dcgmFieldValue_v1, for benchmarks that call the simulated libdcgm through ctypes
+class FieldValueUnion(ctypes.Union):
+    _fields_ = [("i64", ctypes.c_int64), ("dbl", ctypes.c_double), ("str", ctypes.c_char * 256),
+                ("blob", ctypes.c_byte * 4096)]
+
+
+class FieldValueV1(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("fieldId", ctypes.c_ushort), ("fieldType", ctypes.c_ushort),
+                ("status", ctypes.c_int), ("ts", ctypes.c_int64), ("value", FieldValueUnion)]
 
 
 # ---- the workload ------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import os
 import time
 from collections import defaultdict
 
+import _workload as w
 import pytest
 from dcgm_collector._native import ffi, lib
 
@@ -42,17 +43,7 @@ DCGM_FT_INT64, DCGM_FT_DOUBLE, DCGM_INT64_BLANK, DCGM_FP64_BLANK = ord("i"), ord
 _timings: dict[str, float] = {}
 
 
-class _Value(ctypes.Union):
-    _fields_ = [("i64", ctypes.c_int64), ("dbl", ctypes.c_double), ("str", ctypes.c_char * 256),
-                ("blob", ctypes.c_byte * 4096)]
-
-
-class _FieldValueV1(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint), ("fieldId", ctypes.c_ushort), ("fieldType", ctypes.c_ushort),
-                ("status", ctypes.c_int), ("ts", ctypes.c_int64), ("value", _Value)]
-
-
-_ENUM_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(_FieldValueV1),
+_ENUM_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(w.FieldValueV1),
                             ctypes.c_int, ctypes.c_void_p)
 
 

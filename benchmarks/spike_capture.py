@@ -57,16 +57,6 @@ MODEL_STEP_US = 10_000
 GPUS = 8
 
 
-class _Value(ctypes.Union):
-    _fields_ = [("i64", ctypes.c_int64), ("dbl", ctypes.c_double), ("str", ctypes.c_char * 256),
-                ("blob", ctypes.c_byte * 4096)]
-
-
-class _FieldValueV1(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint), ("fieldId", ctypes.c_ushort), ("fieldType", ctypes.c_ushort),
-                ("status", ctypes.c_int), ("ts", ctypes.c_int64), ("value", _Value)]
-
-
 class Model:
     """The simulator's own value of a field at a time (the library this process already loaded)."""
 
@@ -77,10 +67,10 @@ class Model:
             raise RuntimeError("dcgmSimGetStartTime failed")
         self.start_us = start.value
         self.library.dcgmSimGetValueAt.argtypes = [ctypes.c_uint, ctypes.c_ushort, ctypes.c_longlong,
-                                                   ctypes.POINTER(_FieldValueV1)]
+                                                   ctypes.POINTER(w.FieldValueV1)]
 
     def value(self, gpu: int, field: int, t_us: int) -> float:
-        out = _FieldValueV1()
+        out = w.FieldValueV1()
         if self.library.dcgmSimGetValueAt(gpu, field, t_us - self.start_us, ctypes.byref(out)) != 0:
             raise RuntimeError("dcgmSimGetValueAt failed")
         return float(out.value.i64) if out.fieldType == ord("i") else out.value.dbl

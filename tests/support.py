@@ -1,5 +1,5 @@
 """Helpers the tests that run real processes share: loopback ports, HTTP GETs,
-waiting loops, stopping subprocesses, and Debian's Prometheus with its HTTP API.
+waiting loops, stopping subprocesses, reading the collector's output, and Debian's Prometheus with its HTTP API.
 
 pytest puts tests/ on sys.path (no __init__.py, prepend import mode), so a
 test module imports these with ``from support import ...``.
@@ -8,6 +8,7 @@ test module imports these with ``from support import ...``.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import socket
@@ -23,6 +24,11 @@ from typing import IO, Any
 import pytest
 
 PROMETHEUS = shutil.which("prometheus")
+
+# the line the collector logs once it serves, with the port it bound
+SERVING = re.compile(r"serving http://127\.0\.0\.1:(\d+)/metrics")
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 def free_port() -> int:
@@ -82,6 +88,17 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, what: str = "co
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}" + (f"\n{log()}" if log else ""))
         time.sleep(poll_s)
+
+
+def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """(name, labels, value) of each sample line of a text exposition."""
+    out = []
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            match = SAMPLE.match(line)
+            assert match, f"not a sample line: {line!r}"
+            out.append((match[1], dict(LABEL.findall(match[2] or "")), float(match[3])))
+    return out
 
 
 def stop_process(process: subprocess.Popen, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int | None:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support import http_get, stop_process, wait_for
+from support import SERVING, http_get, samples, stop_process, wait_for
 
 from dcgm_collector import __version__, cli
 from dcgm_collector.cli import (
@@ -34,10 +34,6 @@ from dcgm_collector.cli import (
     remote_host,
 )
 from dcgm_collector.counters import default_counters_path
-
-SERVING = re.compile(r"serving http://127\.0\.0\.1:(\d+)/metrics")
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 # Every variable the CLI reads, so the caller's environment cannot leak into a test.
 CLI_ENV = [o.env for o in cli.OPTIONS if o.env] + [u.env for u in cli.UNSUPPORTED if u.env] + [
@@ -57,17 +53,6 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in CLI_ENV}
     env.update(extra)
     return env
-
-
-def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = SAMPLE.match(line)
-        assert match, f"not a sample line: {line!r}"
-        out.append((match[1], dict(LABEL.findall(match[2] or "")), float(match[3])))
-    return out
 
 
 def help_line(text: str, family: str) -> str:

@@ -18,8 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_faults import SERVING, Hostengine, Proc, _env, fresh, gpu_series, samples, value, wait_for
+from support import SERVING, samples
 from test_faults import Collector as _FaultsCollector
+from test_faults import Hostengine, Proc, _env, fresh, gpu_series, value, wait_for
 
 pytestmark = pytest.mark.slow
 

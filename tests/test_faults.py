@@ -21,13 +21,10 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from support import http_get, stop_process
+from support import SERVING, http_get, samples, stop_process
 from support import wait_for as support_wait_for
 
-SERVING = re.compile(r"serving http://127\.0\.0\.1:(\d+)/metrics")
 LISTENING = re.compile(r"listening on (\S+)")
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 COUNTERS = "DCGM_FI_DEV_GPU_TEMP, gauge, temperature\nDCGM_FI_DEV_POWER_USAGE, gauge, power\n"
 FAST = ("-c", "200", "--watch-interval", "100", "-a", "127.0.0.1:0")
 
@@ -38,16 +35,6 @@ def _env(**extra: str) -> dict[str, str]:
     env["DCGM_SIM_REQUEST_TIMEOUT_MS"] = "1000"   # a stalled hostengine times out in 1 s, not 60 s
     env.update(extra)
     return env
-
-
-def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
-    out = []
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            match = SAMPLE.match(line)
-            assert match, f"not a sample line: {line!r}"
-            out.append((match[1], dict(LABEL.findall(match[2] or "")), float(match[3])))
-    return out
 
 
 def value(text: str, name: str, **labels: str) -> float | None:

@@ -16,12 +16,13 @@ directory; explicit paths are taken as given.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from _gen import GenerationError, check_outputs, read_tsv, resolve, write_outputs
+from _gen import command_line as regenerate_command
+
 DEFAULT_FIELDS = "../shared/dcgm/fields.tsv"
 DEFAULT_OUTPUT = "native/sim/field_table.c"
 
@@ -58,10 +59,6 @@ REQUIRED_COLUMNS = frozenset((
     "name", "field_id", "kind", "field_type", "field_type_char", "entity_level", "scope",
     "size_bytes", "tag", "nvml_field_id", "dmon_short_name", "dmon_unit", "in_meta_table",
 ))
-
-
-class GenerationError(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -138,16 +135,11 @@ def row_to_meta(row: dict, line: int) -> FieldMeta:
 
 
 def read_fields(path: Path) -> list[FieldMeta]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        missing = sorted(REQUIRED_COLUMNS - set(reader.fieldnames or ()))
-        if missing:
-            raise GenerationError(f"{path}: missing columns {', '.join(missing)}")
-        metas = [
-            row_to_meta(row, reader.line_num)
-            for row in reader
-            if row["in_meta_table"] == "yes" and row["kind"] in TABLE_KINDS
-        ]
+    metas = [
+        row_to_meta(row, line)
+        for line, row in read_tsv(path, REQUIRED_COLUMNS)
+        if row["in_meta_table"] == "yes" and row["kind"] in TABLE_KINDS
+    ]
     return validated(sorted(metas, key=lambda meta: meta.field_id))
 
 
@@ -169,10 +161,7 @@ def validated(metas: list[FieldMeta]) -> list[FieldMeta]:
 
 
 def command_line(fields_arg: str) -> str:
-    command = "python3 tools/gen_field_table.py"
-    if fields_arg != DEFAULT_FIELDS:
-        command += f" --fields {fields_arg}"
-    return command
+    return regenerate_command("gen_field_table.py", ("--fields", fields_arg, DEFAULT_FIELDS))
 
 
 def render(metas: list[FieldMeta], fields_arg: str) -> str:
@@ -232,10 +221,6 @@ def render(metas: list[FieldMeta], fields_arg: str) -> str:
     return "\n".join(lines)
 
 
-def resolve(arg: str, default: str) -> Path:
-    return REPO_ROOT / default if arg == default else Path(arg)
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fields", default=DEFAULT_FIELDS,
@@ -253,12 +238,8 @@ def main(argv: list[str]) -> int:
     text = render(metas, args.fields)
     output = resolve(args.output, DEFAULT_OUTPUT)
     if args.check:
-        current = output.read_text(encoding="utf-8") if output.exists() else None
-        if current != text:
-            print(f"gen_field_table: {output} is stale; rerun {command_line(args.fields)}", file=sys.stderr)
-            return 1
-        return 0
-    output.write_text(text, encoding="utf-8")
+        return check_outputs("gen_field_table", {output: text}, command_line(args.fields))
+    write_outputs({output: text})
     print(f"gen_field_table: wrote {len(metas)} fields to {output}")
     return 0
 

@@ -36,14 +36,15 @@ each watch tick (api-facts section 4.3): XID errors and NVLink errors.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from _gen import GenerationError, check_outputs, read_tsv, resolve, write_outputs
+from _gen import command_line as regenerate_command
+
 DEFAULT_FIELDS = "../shared/dcgm/fields.tsv"
 DEFAULT_LEGACY = "../shared/dcgm/legacy-names.tsv"
 DEFAULT_OUTPUT = "dcgm_collector/data/fields.json"
@@ -75,10 +76,6 @@ REQUIRED_COLUMNS = frozenset((
     "dmon_unit", "name_unit_tokens", "unit_from_comment", "in_meta_table", "description",
     "exporter_help",
 ))
-
-
-class GenerationError(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -156,15 +153,6 @@ def row_to_field(row: dict, where: str) -> FieldRow:
     )
 
 
-def read_tsv(path: Path, required: frozenset[str]) -> list[tuple[int, dict]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        missing = sorted(required - set(reader.fieldnames or ()))
-        if missing:
-            raise GenerationError(f"{path}: missing columns {', '.join(missing)}")
-        return [(reader.line_num, row) for row in reader]
-
-
 class TableBuilder:
     """Collects fields and names, refusing any name bound to two ids."""
 
@@ -231,12 +219,8 @@ def build_table(fields_path: Path, legacy_path: Path) -> TableBuilder:
 
 
 def command_line(fields_arg: str, legacy_arg: str) -> str:
-    command = "python3 tools/gen_fields_data.py"
-    if fields_arg != DEFAULT_FIELDS:
-        command += f" --fields {fields_arg}"
-    if legacy_arg != DEFAULT_LEGACY:
-        command += f" --legacy {legacy_arg}"
-    return command
+    return regenerate_command("gen_fields_data.py", ("--fields", fields_arg, DEFAULT_FIELDS),
+                              ("--legacy", legacy_arg, DEFAULT_LEGACY))
 
 
 def json_line(value: object) -> str:
@@ -265,10 +249,6 @@ def render(builder: TableBuilder, command: str) -> str:
     return "\n".join(lines)
 
 
-def resolve(arg: str, default: str) -> Path:
-    return REPO_ROOT / default if arg == default else Path(arg)
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fields", default=DEFAULT_FIELDS,
@@ -289,13 +269,8 @@ def main(argv: list[str]) -> int:
     text = render(builder, command)
     output = resolve(args.output, DEFAULT_OUTPUT)
     if args.check:
-        current = output.read_text(encoding="utf-8") if output.exists() else None
-        if current != text:
-            print(f"gen_fields_data: {output} is stale; rerun {command}", file=sys.stderr)
-            return 1
-        return 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+        return check_outputs("gen_fields_data", {output: text}, command)
+    write_outputs({output: text})
     print(f"gen_fields_data: wrote {len(builder.fields)} fields and {len(builder.aliases())} aliases to {output}")
     return 0
 

@@ -23,14 +23,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from _gen import REPO_ROOT, GenerationError
+
 PROTO_DIR = REPO_ROOT / "dcgm_collector" / "proto"
 PROTO_NAME = "podresources_v1.proto"
 MODULE_NAME = "podresources_v1_pb2.py"
-
-
-class GenerationError(Exception):
-    pass
 
 
 def run_protoc(out_dir: Path) -> Path:

@@ -22,7 +22,9 @@ import re
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from _gen import GenerationError, check_outputs, resolve, write_outputs
+from _gen import command_line as regenerate_command
+
 DEFAULT_SYMBOLS = "../shared/dcgm/exported-symbols.txt"
 DEFAULT_FUNCTIONS = "native/dcgm_functions.h"
 DEFAULT_STUBS = "native/sim/unsupported.c"
@@ -40,10 +42,6 @@ NON_STATUS_STUBS = {
     "dcgmErrorGetFormatMsgByCode": ("const char *", "NULL"),     # NULL: unknown code
     "dcgmGetErrorMeta": ("const void *", "NULL"),                # NULL: unknown error
 }
-
-
-class GenerationError(Exception):
-    pass
 
 
 def read_exported_symbols(path: Path) -> list[str]:
@@ -84,12 +82,8 @@ def check_function_list(functions: list[str], exported: list[str]) -> None:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    command = "python3 tools/gen_unsupported.py"
-    if args.symbols != DEFAULT_SYMBOLS:
-        command += f" --symbols {args.symbols}"
-    if args.functions != DEFAULT_FUNCTIONS:
-        command += f" --functions {args.functions}"
-    return command
+    return regenerate_command("gen_unsupported.py", ("--symbols", args.symbols, DEFAULT_SYMBOLS),
+                              ("--functions", args.functions, DEFAULT_FUNCTIONS))
 
 
 def stub_definition(name: str) -> str:
@@ -151,10 +145,6 @@ def render_map(exported: list[str], extensions: list[str], command: str) -> str:
     return "\n".join(lines)
 
 
-def resolve(arg: str, default: str) -> Path:
-    return REPO_ROOT / default if arg == default else Path(arg)
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--symbols", default=DEFAULT_SYMBOLS, help="exported-symbols.txt (default: %(default)s)")
@@ -183,14 +173,9 @@ def main(argv: list[str]) -> int:
         resolve(args.stubs, DEFAULT_STUBS): render_stubs(stubs, command),
         resolve(args.map, DEFAULT_MAP): render_map(exported, extensions, command),
     }
-    stale = [path for path, text in outputs.items()
-             if not path.exists() or path.read_text(encoding="utf-8") != text]
     if args.check:
-        for path in stale:
-            print(f"gen_unsupported: {path} is stale; rerun {command}", file=sys.stderr)
-        return 1 if stale else 0
-    for path, text in outputs.items():
-        path.write_text(text, encoding="utf-8")
+        return check_outputs("gen_unsupported", outputs, command)
+    write_outputs(outputs)
     print(f"gen_unsupported: {len(stubs)} stubs, {len(exported) + len(extensions)} exports")
     return 0
 

@@ -9,7 +9,8 @@
  *                       and only the first CHECK_MAX_REPORTED failures are
  *                       printed, so a broken race test cannot flood the log
  *   CHECK_DLOPEN_DCGM   declares p_<name> for every DCGM entry point,
- *                       load_library() to fill them, and run_tests()
+ *                       load_library() to fill them, run_tests(), and the
+ *                       recs collector for value callbacks
  * client_example.c must not include it: it shows a client that has only
  * DCGM's own headers.
  */
@@ -128,6 +129,55 @@ static void run_tests(const check_test *tests, size_t n_tests, const char *only)
         printf("%-16s %s\n", tests[i].name, failures == before ? "ok" : "FAILED");
         fflush(stdout);
     }
+}
+/* The records a test reads through DCGM's per-entity value callbacks, in
+ * the order they arrive; each test's callback adds its own re-entry policy. */
+typedef struct rec {
+    dcgm_field_entity_group_t group;
+    dcgm_field_eid_t entity;
+    dcgmFieldValue_v1 v;
+} rec;
+
+typedef struct recs {
+    rec *items;
+    int count;
+    int capacity;        /* records past it are dropped, so count stops there */
+    int stop_after;      /* the callback returns non-zero after this many, 0 = never */
+    dcgmHandle_t reenter; /* the callback calls back into this handle, 0 = never */
+} recs;
+
+static recs *recs_new(int capacity)
+{
+    recs *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->items = calloc((size_t)capacity, sizeof *r->items);
+    r->capacity = r->items ? capacity : 0;
+    return r;
+}
+
+static void recs_free(recs *r)
+{
+    if (!r)
+        return;
+    free(r->items);
+    free(r);
+}
+
+static void recs_append(recs *r, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                        const dcgmFieldValue_v1 *values, int n)
+{
+    for (int i = 0; i < n && r->count < r->capacity; i++) {
+        r->items[r->count].group = group;
+        r->items[r->count].entity = entity;
+        r->items[r->count].v = values[i];
+        r->count++;
+    }
+}
+
+static int recs_should_stop(const recs *r)
+{
+    return r->stop_after && r->count >= r->stop_after;
 }
 #endif /* CHECK_DLOPEN_DCGM */
 

@@ -64,47 +64,16 @@ static char *write_scenario(const char *tag, const char *text)
 
 #define MAX_RECS 4000
 
-typedef struct rec {
-    dcgm_field_entity_group_t group;
-    dcgm_field_eid_t entity;
-    dcgmFieldValue_v1 v;
-} rec;
-
-typedef struct recs {
-    rec *items;
-    int count;
-    int stop_after;      /* return non-zero after this many, 0 = never */
-    int reenter;         /* call back into the library from the callback */
-} recs;
-
-static recs *recs_new(void)
-{
-    recs *r = calloc(1, sizeof *r);
-    r->items = calloc(MAX_RECS, sizeof *r->items);
-    return r;
-}
-
-static void recs_free(recs *r)
-{
-    free(r->items);
-    free(r);
-}
-
 static int collect_entity(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
                           dcgmFieldValue_v1 *values, int n, void *user)
 {
     recs *r = user;
-    for (int i = 0; i < n && r->count < MAX_RECS; i++) {
-        r->items[r->count].group = group;
-        r->items[r->count].entity = entity;
-        r->items[r->count].v = values[i];
-        r->count++;
-    }
+    recs_append(r, group, entity, values, n);
     if (r->reenter) {
         DcgmEntityStatus_t st;
-        p_dcgmGetGpuStatus(EMB, 0, &st);
+        p_dcgmGetGpuStatus(r->reenter, 0, &st);
     }
-    return r->stop_after && r->count >= r->stop_after;
+    return recs_should_stop(r);
 }
 
 static int collect_gpu(unsigned int gpu, dcgmFieldValue_v1 *values, int n, void *user)
@@ -433,7 +402,7 @@ static void test_auto_sampling(void)
     series_check sc;
     memset(&sc, 0, sizeof sc);
     sc.min_gap_us = 1 << 30;
-    recs *r = recs_new();
+    recs *r = recs_new(MAX_RECS);
     long long cursor = 0, next = 0;
     int64_t begin = mono_ms();
     int pages = 0;
@@ -499,7 +468,7 @@ static void test_auto_sampling(void)
     CHECK(r->count == 3 && next == 0, "stopped read gave %d records, cursor %lld", r->count,
           next);
     r->stop_after = 0;
-    r->reenter = 1;
+    r->reenter = EMB;
     r->count = 0;
     CHECK_RC(p_dcgmGetLatestValues_v2(EMB, DCGM_GROUP_ALL_GPUS, read_fg, collect_entity, r),
              DCGM_ST_OK);
@@ -692,7 +661,7 @@ static void test_manual(void)
     dcgmFieldGrp_t fg = make_field_group("m", fields, 2);
     CHECK_RC(p_dcgmWatchFields(EMB, DCGM_GROUP_ALL_GPUS, fg, 100000, 60.0, 0), DCGM_ST_OK);
     sleep_ms(300);
-    recs *r = recs_new();
+    recs *r = recs_new(MAX_RECS);
     CHECK_RC(p_dcgmGetLatestValues_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, collect_entity, r),
              DCGM_ST_OK);
     CHECK(r->count == 4, "records %d", r->count);
@@ -767,7 +736,7 @@ static void test_xid_and_health(void)
     CHECK(hr->overallHealth == DCGM_HEALTH_RESULT_PASS && hr->incidentCount == 0,
           "priming check %d/%u", hr->overallHealth, hr->incidentCount);
 
-    recs *r = recs_new();
+    recs *r = recs_new(MAX_RECS);
     long long next = 0;
     int64_t early = wall_us() - t0;
     CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, 0, &next, collect_entity, r),
@@ -846,7 +815,7 @@ static void test_lost_gpu(void)
     CHECK_RC(p_dcgmGetAllSupportedDevices(EMB, ids, &count), DCGM_ST_OK);
     CHECK(count == 1 && ids[0] == 0, "supported devices %d", count);
 
-    recs *r = recs_new();
+    recs *r = recs_new(MAX_RECS);
     long long next = 0;
     CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, 0, &next, collect_entity, r),
              DCGM_ST_OK);
@@ -935,7 +904,7 @@ static void test_mig(void)
     unsigned short temp = F_TEMP;
     dcgmFieldGrp_t fg = make_field_group("mig-temp", &temp, 1);
     CHECK_RC(p_dcgmWatchFields(EMB, g, fg, 100000, 10.0, 0), DCGM_ST_OK);
-    recs *r = recs_new();
+    recs *r = recs_new(MAX_RECS);
     CHECK_RC(p_dcgmGetLatestValues(EMB, g, fg, collect_gpu, r), DCGM_ST_OK);
     CHECK(r->count == 1 && r->items[0].entity == 1, "v1 latest gave %d records", r->count);
     r->count = 0;
@@ -960,7 +929,7 @@ typedef struct reader_arg {
 static void *reader_main(void *arg)
 {
     reader_arg *a = arg;
-    recs *r = recs_new();
+    recs *r = recs_new(MAX_RECS);
     long long cursor = 0, next = 0;
     while (!atomic_load(a->stop)) {
         r->count = 0;

@@ -143,47 +143,16 @@ static dcgmHandle_t connect_to(const char *address, unsigned int timeout_ms, int
 
 #define MAX_RECS 20000
 
-typedef struct rec {
-    dcgm_field_entity_group_t group;
-    dcgm_field_eid_t entity;
-    dcgmFieldValue_v1 v;
-} rec;
-
-typedef struct recs {
-    rec *items;
-    int count;
-    int stop_after;
-    dcgmHandle_t reenter;        /* call back into this handle from the callback */
-} recs;
-
-static recs *recs_new(void)
-{
-    recs *r = calloc(1, sizeof *r);
-    r->items = calloc(MAX_RECS, sizeof *r->items);
-    return r;
-}
-
-static void recs_free(recs *r)
-{
-    free(r->items);
-    free(r);
-}
-
 static int collect(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
                    dcgmFieldValue_v1 *values, int n, void *user)
 {
     recs *r = user;
-    for (int i = 0; i < n && r->count < MAX_RECS; i++) {
-        r->items[r->count].group = group;
-        r->items[r->count].entity = entity;
-        r->items[r->count].v = values[i];
-        r->count++;
-    }
+    recs_append(r, group, entity, values, n);
     if (r->reenter) {
         DcgmEntityStatus_t st;
         CHECK_RC(p_dcgmGetGpuStatus(r->reenter, 0, &st), DCGM_ST_OK);
     }
-    return r->stop_after && r->count >= r->stop_after;
+    return recs_should_stop(r);
 }
 
 static int collect_gpu(unsigned int gpu, dcgmFieldValue_v1 *values, int n, void *user)
@@ -250,7 +219,7 @@ static void same_script(dcgmHandle_t h, const char *tag)
 
     /* never watched: values-since aborts, latest values say so per record */
     long long next = 0;
-    recs *r = recs_new();
+    recs *r = recs_new(MAX_RECS);
     CHECK_RC(p_dcgmGetValuesSince_v2(h, group, fg, 0, &next, collect, r), DCGM_ST_NOT_WATCHED);
     CHECK(next == 0, "%s: cursor moved to %lld", tag, next);
     r->count = 0;
@@ -357,7 +326,7 @@ static void check_model_values(dcgmHandle_t h, long long start_us)
     CHECK_RC(p_dcgmFieldGroupCreate(h, 3, fields, "model-check", &fg), DCGM_ST_OK);
     CHECK_RC(p_dcgmWatchFields(h, group, fg, 100000, 10.0, 0), DCGM_ST_OK);
     sleep_ms(350);
-    recs *r = recs_new();
+    recs *r = recs_new(MAX_RECS);
     long long next = 0;
     CHECK_RC(p_dcgmGetValuesSince_v2(h, group, fg, 0, &next, collect, r), DCGM_ST_OK);
     CHECK(r->count >= 4 * 3 * 2, "model records %d", r->count);
