@@ -73,7 +73,11 @@ def _int(value: Any, what: str, high: int) -> int:
     return value
 
 
-def _result(rc: int, stats: Any) -> DrainResult:
+def _drain(drain: Any, native: Any, handle: int, group_id: int, field_group_id: int, cursor: int) -> DrainResult:
+    """One native drain call (``lib.dcgmc_drain`` or ``lib.dcgmc_drain_events``) and what it did."""
+    stats = ffi.new("dcgmc_drain_stats *")
+    rc = drain(native, _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
+               _int(field_group_id, "field group id", _HANDLE_MAX), _int(cursor, "cursor", _INT64_MAX), stats)
     return DrainResult(rc, *_STATS.unpack(ffi.buffer(stats)))
 
 
@@ -85,10 +89,7 @@ def drain_into(ring: RingBuffer, handle: int, group_id: int, field_group_id: int
     """
     if not isinstance(ring, RingBuffer):
         raise TypeError(f"ring must be a RingBuffer, not {type(ring).__name__}")
-    stats = ffi.new("dcgmc_drain_stats *")
-    rc = lib.dcgmc_drain(ring._native, _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
-                         _int(field_group_id, "field group id", _HANDLE_MAX), _int(cursor, "cursor", _INT64_MAX), stats)
-    return _result(rc, stats)
+    return _drain(lib.dcgmc_drain, ring._native, handle, group_id, field_group_id, cursor)
 
 
 def drain_events_into(
@@ -97,9 +98,4 @@ def drain_events_into(
     """Every event record (OK, not blank) of (group, field group) since ``cursor`` into ``events``."""
     if not isinstance(events, EventRing):
         raise TypeError(f"events must be an EventRing, not {type(events).__name__}")
-    stats = ffi.new("dcgmc_drain_stats *")
-    rc = lib.dcgmc_drain_events(
-        events._native, _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
-        _int(field_group_id, "field group id", _HANDLE_MAX), _int(cursor, "cursor", _INT64_MAX), stats,
-    )
-    return _result(rc, stats)
+    return _drain(lib.dcgmc_drain_events, events._native, handle, group_id, field_group_id, cursor)

@@ -23,7 +23,7 @@ rows committed before it from reads that start after its time.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -166,6 +166,27 @@ def _pointer(kind: str, array: np.ndarray) -> Any:
     return ffi.from_buffer(kind, array, require_writable=True)
 
 
+def _copy_since(native: Any, since_us: int, find: Any, copy: Any,
+                columns: Callable[[int], Any], kinds: tuple[str, ...]) -> tuple[Any, int]:
+    """The newest rows with ts >= since_us, copied into ``columns(n)`` less the torn ones, and how many were torn.
+
+    ``find`` and ``copy`` are one ring kind's ``*_find_since`` and ``*_copy``;
+    ``kinds`` gives the C type of each column.
+    """
+    since_us = _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX)
+    first = ffi.new("int64_t *")
+    head = find(native, since_us, first)
+    out = columns(head - first[0])
+    if head == first[0]:
+        return out, 0
+    skipped = ffi.new("int64_t *")
+    pointers = (_pointer(kind, column) for kind, column in zip(kinds, out, strict=True))
+    if copy(native, first[0], head, *pointers, skipped) < 0:
+        raise RuntimeError("ring copy refused its arguments")
+    torn = skipped[0]
+    return (type(out)(*(column[torn:] for column in out)) if torn else out), torn
+
+
 class RingBuffer:
     """Rows of samples sharing one DCGM timestamp; one writer, many readers.
 
@@ -258,26 +279,14 @@ class RingBuffer:
 
     def rows_since(self, since_us: int) -> RingRows:
         """A consistent copy of the newest rows with ts >= since_us (since_us <= 0: all held), oldest first."""
-        since_us = _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX)
-        first = ffi.new("int64_t *")
-        head = lib.dcgmc_ring_find_since(self._native, since_us, first)
-        n = head - first[0]
-        ts = np.empty(n, dtype=np.int64)
-        values = np.empty((n, self.n_series))
-        status = np.empty((n, self.n_series), dtype=np.int8)
-        if n == 0:
-            return RingRows(ts, values, status)
-        skipped = ffi.new("int64_t *")
-        valid = lib.dcgmc_ring_copy(
-            self._native, first[0], head, _pointer("int64_t[]", ts), _pointer("double[]", values),
-            _pointer("int8_t[]", status), skipped,
-        )
-        if valid < 0:
-            raise RuntimeError("ring copy refused its arguments")
-        k = skipped[0]
-        if k:
-            self.torn_rows_dropped += k
-        return RingRows(ts[k:], values[k:], status[k:])
+        rows, torn = _copy_since(self._native, since_us, lib.dcgmc_ring_find_since, lib.dcgmc_ring_copy,
+                                 self._empty_rows, ("int64_t[]", "double[]", "int8_t[]"))
+        self.torn_rows_dropped += torn
+        return rows
+
+    def _empty_rows(self, n: int) -> RingRows:
+        return RingRows(np.empty(n, dtype=np.int64), np.empty((n, self.n_series)),
+                        np.empty((n, self.n_series), dtype=np.int8))
 
     def window(self, window_us: int, now_us: int | None = None) -> WindowStats:
         """Statistics of every series over the rows with ts in [now_us - window_us, now_us].
@@ -314,6 +323,11 @@ class EventRows(NamedTuple):
     entity_id: np.ndarray
     field_id: np.ndarray
     value: np.ndarray
+
+
+def _empty_events(n: int) -> EventRows:
+    return EventRows(np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.uint32), np.empty(n, np.uint16),
+                     np.empty(n, np.int64))
 
 
 class EventRing:
@@ -367,24 +381,9 @@ class EventRing:
 
     def since(self, since_us: int) -> EventRows:
         """A consistent copy of the newest events with ts >= since_us (<= 0: all held), oldest first."""
-        since_us = _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX)
-        first = ffi.new("int64_t *")
-        head = lib.dcgmc_events_find_since(self._native, since_us, first)
-        n = head - first[0]
-        out = EventRows(np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.uint32),
-                        np.empty(n, np.uint16), np.empty(n, np.int64))
-        if n == 0:
-            return out
-        skipped = ffi.new("int64_t *")
-        valid = lib.dcgmc_events_copy(
-            self._native, first[0], head, _pointer("int64_t[]", out.ts), _pointer("int32_t[]", out.entity_group),
-            _pointer("uint32_t[]", out.entity_id), _pointer("uint16_t[]", out.field_id),
-            _pointer("int64_t[]", out.value), skipped,
-        )
-        if valid < 0:
-            raise RuntimeError("event ring copy refused its arguments")
-        k = skipped[0]
-        return EventRows(*(column[k:] for column in out))
+        events, _ = _copy_since(self._native, since_us, lib.dcgmc_events_find_since, lib.dcgmc_events_copy,
+                                _empty_events, ("int64_t[]", "int32_t[]", "uint32_t[]", "uint16_t[]", "int64_t[]"))
+        return events
 
     def __repr__(self) -> str:
         return f"EventRing({self.capacity} entries, {self.rows_written} written)"

@@ -106,25 +106,12 @@ static void clear_stats(dcgmc_drain_stats *stats, long long cursor)
 
 /* ---- growable scratch ---------------------------------------------------- */
 
-/* A block of at least needed items in *out (items itself, or items moved by
- * realloc); 0 when it cannot grow, leaving items as it was. */
-static int grow_block(void *items, size_t *capacity, size_t needed, size_t item_size, void **out)
+/* Staging starts this large: a drain of a few GPUs stages about this many records. */
+#define STAGING_FIRST 1024
+
+static int grow_staging(void *items, size_t *capacity, size_t needed, size_t item_size, void **out)
 {
-    *out = items;
-    if (needed <= *capacity)
-        return 1;
-    size_t wanted = *capacity ? *capacity : 1024;
-    while (wanted < needed) {
-        if (wanted > SIZE_MAX / 2 / item_size)
-            return 0;
-        wanted *= 2;
-    }
-    void *grown = realloc(items, wanted * item_size);
-    if (grown == NULL)
-        return 0;
-    *out = grown;
-    *capacity = wanted;
-    return 1;
+    return dcgmc_grow_block(items, capacity, needed, item_size, STAGING_FIRST, out);
 }
 
 /* items cut back to STAGING_KEEP entries (or left as they are if realloc fails). */
@@ -389,6 +376,18 @@ int64_t dcgmc_ring_copy(const dcgmc_ring *ring, int64_t first, int64_t end, int6
 
 /* -- draining: staging records -- */
 
+/* 1 when DCGM gave the record a value; otherwise counts it as NO_DATA or an error. */
+static int record_has_value(const dcgmFieldValue_v1 *record, dcgmc_drain_stats *stats)
+{
+    if (record->status == DCGM_ST_OK)
+        return 1;
+    if (record->status == DCGM_ST_NO_DATA)
+        stats->no_data++;
+    else
+        stats->errors++;
+    return 0;
+}
+
 typedef struct ring_drain {
     dcgmc_ring *ring;
     dcgmc_drain_stats *stats;
@@ -449,10 +448,12 @@ static int32_t drain_series(ring_drain *d, dcgm_field_entity_group_t group,
 static int stage_cell(dcgmc_ring *ring, int64_t ts, double value, int32_t series, int8_t status)
 {
     void *cells;
-    if (!grow_block(ring->cells, &ring->cells_capacity, ring->n_cells + 1, sizeof *ring->cells,
-                    &cells))
-        return 0;
-    ring->cells = cells;
+    if (ring->n_cells == ring->cells_capacity) {
+        if (!grow_staging(ring->cells, &ring->cells_capacity, ring->n_cells + 1, sizeof *ring->cells,
+                          &cells))
+            return 0;
+        ring->cells = cells;
+    }
     ring->cells[ring->n_cells++] = (staged_cell){ ts, value, series, status };
     return 1;
 }
@@ -466,14 +467,8 @@ static int ring_on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t enti
         return 0;
     for (int i = 0; i < numValues; i++) {
         const dcgmFieldValue_v1 *record = &values[i];
-        if (record->status == DCGM_ST_NO_DATA) {
-            d->stats->no_data++;
+        if (!record_has_value(record, d->stats))
             continue;
-        }
-        if (record->status != DCGM_ST_OK) {
-            d->stats->errors++;
-            continue;
-        }
         double value;
         int8_t status;
         int32_t series = drain_series(d, group, entity, record->fieldId);
@@ -615,10 +610,10 @@ static int reserve_times(dcgmc_ring *ring)
 {
     size_t times = ring->times_capacity, merged = ring->times_capacity;
     void *block;
-    if (!grow_block(ring->times, &times, ring->n_cells, sizeof *ring->times, &block))
+    if (!grow_staging(ring->times, &times, ring->n_cells, sizeof *ring->times, &block))
         return 0;
     ring->times = block;
-    if (!grow_block(ring->merged, &merged, ring->n_cells, sizeof *ring->merged, &block))
+    if (!grow_staging(ring->merged, &merged, ring->n_cells, sizeof *ring->merged, &block))
         return 0;
     ring->merged = block;
     ring->times_capacity = times < merged ? times : merged;
@@ -813,10 +808,12 @@ typedef struct events_drain {
 static int stage_event(dcgmc_events *events, const staged_event *e)
 {
     void *staged;
-    if (!grow_block(events->staged, &events->staged_capacity, events->n_staged + 1,
-                    sizeof *events->staged, &staged))
-        return 0;
-    events->staged = staged;
+    if (events->n_staged == events->staged_capacity) {
+        if (!grow_staging(events->staged, &events->staged_capacity, events->n_staged + 1,
+                          sizeof *events->staged, &staged))
+            return 0;
+        events->staged = staged;
+    }
     events->staged[events->n_staged++] = *e;
     return 1;
 }
@@ -829,11 +826,9 @@ static int events_on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t en
         return 0;
     for (int i = 0; i < numValues; i++) {
         const dcgmFieldValue_v1 *record = &values[i];
-        if (record->status == DCGM_ST_NO_DATA) {
-            d->stats->no_data++;
-        } else if (record->status != DCGM_ST_OK) {
-            d->stats->errors++;
-        } else if (record->fieldType != DCGM_FT_INT64 && record->fieldType != DCGM_FT_TIMESTAMP) {
+        if (!record_has_value(record, d->stats))
+            continue;
+        if (record->fieldType != DCGM_FT_INT64 && record->fieldType != DCGM_FT_TIMESTAMP) {
             d->stats->unmapped++;
         } else if (record->value.i64 >= DCGM_INT64_BLANK) {
             d->stats->blanks++;

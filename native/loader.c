@@ -167,21 +167,33 @@ const char *dcgmc_loaded_path(void)
 
 /* ---- gathering field values without a Python callback per value -------- */
 
+int dcgmc_grow_block(void *items, size_t *capacity, size_t needed, size_t item_size,
+                     size_t first_capacity, void **out)
+{
+    *out = items;
+    if (needed <= *capacity)
+        return 1;
+    size_t wanted = *capacity ? *capacity : first_capacity;
+    while (wanted < needed) {
+        if (wanted > SIZE_MAX / 2 / item_size)
+            return 0;
+        wanted *= 2;
+    }
+    void *grown = realloc(items, wanted * item_size);
+    if (grown == NULL)
+        return 0;
+    *out = grown;
+    *capacity = wanted;
+    return 1;
+}
+
 static int dcgmc_reserve_one(dcgmc_records *records)
 {
-    if (records->count < records->capacity)
-        return 1;
-    size_t capacity = records->capacity != 0 ? records->capacity : 64;
-    if (records->capacity != 0) {
-        if (capacity > SIZE_MAX / 2 / sizeof(dcgmc_record))
-            return 0;
-        capacity *= 2;
-    }
-    dcgmc_record *items = realloc(records->items, capacity * sizeof(dcgmc_record));
-    if (items == NULL)
+    void *items;
+    if (!dcgmc_grow_block(records->items, &records->capacity, records->count + 1,
+                          sizeof *records->items, 64, &items))
         return 0;
     records->items = items;
-    records->capacity = capacity;
     return 1;
 }
 

@@ -76,6 +76,15 @@ void dcgmc_records_free(dcgmc_records *records);
 
 /* CDEF-END */
 
+/*
+ * The growable arrays of the extension (records here, drain staging): a block
+ * of at least needed items in *out -- items itself, or items moved by realloc,
+ * starting at first_capacity and doubling.  0 when it cannot grow, leaving
+ * items and *capacity as they were.
+ */
+int dcgmc_grow_block(void *items, size_t *capacity, size_t needed, size_t item_size,
+                     size_t first_capacity, void **out);
+
 #define DCGMC_DECLARE_FORWARDER(ret, name, params, args, missing) ret dcgmc_fwd_##name params;
 DCGM_FUNCTION_LIST(DCGMC_DECLARE_FORWARDER)
 #undef DCGMC_DECLARE_FORWARDER
