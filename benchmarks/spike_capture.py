@@ -52,6 +52,7 @@ from dcgm_collector.sampler import Sampler
 GPU_UTIL = 203
 THRESHOLD = 50.0
 SCRAPE_S = 15.0
+MIN_SECONDS = 20.0
 GRID_STEP_S = 0.5
 MODEL_STEP_US = 10_000
 GPUS = 8
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=45.0, help="real time the sampler runs")
     args = parser.parse_args(argv)
+    if args.seconds < MIN_SECONDS:
+        parser.error(f"--seconds must be at least {MIN_SECONDS:g}: shorter runs hold no complete {SCRAPE_S:g} s scrape")
     w.print_machine()
     run(args.seconds)
     return 0
