@@ -1,10 +1,10 @@
 """Build steps pyproject.toml cannot express.
 
-1. The cffi extension ``dcgm_collector._native`` (API mode), from
-   ``dcgm_collector/_build_native.py``.
+1. The cffi extension ``dcgm_collector.dcgm._native`` (API mode), from
+   ``dcgm_collector/dcgm/_build.py``.
 2. The simulated ``libdcgm.so.4`` from ``native/sim/*.c``: a plain shared
    library (not a Python extension) installed as
-   ``dcgm_collector/sim/lib/libdcgm.so.4``, so that ``--sim`` and any DCGM
+   ``dcgm_collector/engine/lib/libdcgm.so.4``, so that ``--sim`` and any DCGM
    client can dlopen it.  Built with the same compiler setuptools uses for
    the extension, with the flags of ``native/Makefile``.
 """
@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 SIM_SOURCES = "native/sim"
 SIM_MAP = "native/sim/libdcgm.map"
 SIM_LIBRARY = "libdcgm.so.4"
-SIM_PACKAGE = "dcgm_collector.sim"
+SIM_PACKAGE = "dcgm_collector.engine"
 
 
 class build_ext_with_simulator(build_ext):
@@ -93,6 +93,6 @@ def _up_to_date(output: str, inputs: list[str]) -> bool:
 
 
 setup(
-    cffi_modules=["dcgm_collector/_build_native.py:ffibuilder"],
+    cffi_modules=["dcgm_collector/dcgm/_build.py:ffibuilder"],
     cmdclass={"build_ext": build_ext_with_simulator},
 )

@@ -25,7 +25,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from dcgm_collector.counters import default_counters_path
+from dcgm_collector.collect.counters import default_counters_path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -280,7 +280,7 @@ def start_collector(port: int, *args: str, sim: str | None = "8", env: dict[str,
     """``dcgm-collector -a 127.0.0.1:PORT --sim SIM ARGS`` as a child process; with ``sim=None`` the
     simulator's library is given with --dcgm-lib instead (for -r: a client of a hostengine, no engine
     in the collector's process)."""
-    from dcgm_collector.sim import library_path
+    from dcgm_collector.engine import library_path
 
     chosen = ["--sim", sim] if sim else ["--dcgm-lib", str(library_path())]
     command = collector_command("-a", f"127.0.0.1:{port}", *chosen, *args)
@@ -288,14 +288,14 @@ def start_collector(port: int, *args: str, sim: str | None = "8", env: dict[str,
 
 
 def hostengine_available() -> bool:
-    """Whether this package's simulator can run as a hostengine (``python -m dcgm_collector.sim hostengine``)."""
-    probe = subprocess.run([sys.executable, "-m", "dcgm_collector.sim", "hostengine", "--help"],
+    """Whether this package's simulator can run as a hostengine (``python -m dcgm_collector.engine hostengine``)."""
+    probe = subprocess.run([sys.executable, "-m", "dcgm_collector.engine", "hostengine", "--help"],
                            capture_output=True, cwd=tempfile.gettempdir())
     return probe.returncode == 0
 
 
 def start_hostengine(port: int, scenario: str = "8") -> Process:
-    return Process([sys.executable, "-m", "dcgm_collector.sim", "hostengine", "--port", str(port),
+    return Process([sys.executable, "-m", "dcgm_collector.engine", "hostengine", "--port", str(port),
                     "--scenario", scenario])
 
 

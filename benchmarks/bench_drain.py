@@ -27,11 +27,11 @@ from collections import defaultdict
 
 import _workload as w
 import pytest
-from dcgm_collector._native import ffi, lib
+from dcgm_collector.dcgm._native import ffi, lib
 
-from dcgm_collector import dcgm, sim
-from dcgm_collector.drain import drain_into
-from dcgm_collector.ring import RingBuffer, SeriesKey
+from dcgm_collector import dcgm, engine
+from dcgm_collector.collect.drain import drain_into
+from dcgm_collector.collect.ring import RingBuffer, SeriesKey
 
 VALUE_FIELDS = (100, 101, 140, 150, 155, 156, 202, 203, 204, 206, 207, 251, 252, 253, 393, 394, 395)
 PROFILING_FIELDS = (1001, 1004, 1005, 1009, 1010)
@@ -67,7 +67,7 @@ class Node:
 def node():
     previous = os.environ.pop(SCENARIO_ENV, None)  # the default node: 8 x H100
     try:
-        with dcgm.Handle.embedded("manual", library=sim.library_path()) as handle:
+        with dcgm.Handle.embedded("manual", library=engine.library_path()) as handle:
             yield Node(handle)
     finally:
         if previous is not None:
@@ -97,7 +97,7 @@ class CtypesReader:
 
     def __init__(self, node: Node) -> None:
         self.node = node
-        self.library = ctypes.CDLL(str(sim.library_path()))
+        self.library = ctypes.CDLL(str(engine.library_path()))
         self.library.dcgmGetValuesSince_v2.argtypes = [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
             ctypes.POINTER(ctypes.c_longlong), _ENUM_CB, ctypes.c_void_p,

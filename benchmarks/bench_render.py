@@ -35,10 +35,11 @@ import numpy as np
 import pytest
 from prometheus_client import generate_latest
 
-from dcgm_collector import dcgm, sim
-from dcgm_collector.counters import load_counters
-from dcgm_collector.exposition import Exposition, ExpositionOptions
-from dcgm_collector.sampler import Sampler
+from dcgm_collector import dcgm, engine
+from dcgm_collector.collect.counters import load_counters
+from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 
 WINDOW_ROWS = 150          # 15 s at 100 ms
 STEP_US = 100_000
@@ -53,7 +54,8 @@ class RenderNode:
         counters = load_counters(counters_path)
         gpu = handle.gpu_ids()[0]
         counters = counters.without_unsupported_profiling(handle.supported_profiling_fields(gpu), lambda _: None)
-        self.sampler = Sampler(handle, counters, collect_interval_ms=100, watch_interval_ms=100, retention_s=900)
+        self.sampler = Sampler(handle, counters,
+                               SamplingOptions(collect_interval_ms=100, watch_interval_ms=100, retention_s=900))
         self.sampler.start(thread=False)
         handle.update_all_fields()
         self.sampler.tick_once()
@@ -83,15 +85,15 @@ def counters_dir():
 
 
 def _open(counters_dir: str, kind: str, gpus: int):
-    previous = os.environ.get(sim.SCENARIO_ENV)
-    os.environ[sim.SCENARIO_ENV] = str(gpus)
+    previous = os.environ.get(engine.SCENARIO_ENV)
+    os.environ[engine.SCENARIO_ENV] = str(gpus)
     try:
-        handle = dcgm.Handle.embedded("manual", library=sim.library_path())
+        handle = dcgm.Handle.embedded("manual", library=engine.library_path())
     finally:
         if previous is None:
-            os.environ.pop(sim.SCENARIO_ENV, None)
+            os.environ.pop(engine.SCENARIO_ENV, None)
         else:
-            os.environ[sim.SCENARIO_ENV] = previous
+            os.environ[engine.SCENARIO_ENV] = previous
     path = os.path.join(counters_dir, "workload-full.csv" if kind == "full" else "workload.csv")
     return handle, RenderNode(handle, path, ALL_AGGREGATIONS if kind == "full" else ())
 

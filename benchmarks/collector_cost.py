@@ -13,7 +13,7 @@ Configurations:
   (as with ``dcgm-collector --sim``), so the figure includes the simulator's
   own sampling work, which on a real node nv-hostengine does;
 - ``remote``: the simulator runs as a hostengine in another process
-  (``python -m dcgm_collector.sim hostengine``) and the collector connects
+  (``python -m dcgm_collector.engine hostengine``) and the collector connects
   with ``-r``: the figure comparable to a real node.  The hostengine's own
   CPU is reported beside it.  Skipped when this package has no hostengine
   command yet.
@@ -34,15 +34,16 @@ import time
 
 import _workload as w
 
-from dcgm_collector.counters import load_counters
-from dcgm_collector.ring import RingBuffer
-from dcgm_collector.watches import plan_watches
+from dcgm_collector.collect.counters import load_counters
+from dcgm_collector.collect.ring import RingBuffer
+from dcgm_collector.collect.watches import plan_watches
 
 SETTLE_S = 3.0
 SCRAPE_EVERY_S = 15.0
 GPUS = 8
-IDLE_IMPORTS = ("import time, numpy, dcgm_collector.cli, dcgm_collector.sampler, dcgm_collector.exposition, "
-                "dcgm_collector.server; print('ready', flush=True); time.sleep(3600)")
+IDLE_IMPORTS = ("import time, numpy, dcgm_collector.cli, dcgm_collector.collect.sampler, "
+                "dcgm_collector.expose.exposition, dcgm_collector.serve.server; print('ready', flush=True); "
+                "time.sleep(3600)")
 TARGETS = {"1000": 0.5, "100": 3.0}    # % of one core, by collect interval (ms)
 
 
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         modes = [args.only] if args.only else ["embedded", "remote"]
         for mode in modes:
             if mode == "remote" and not w.hostengine_available():
-                print("remote: skipped: `python -m dcgm_collector.sim hostengine` is not available yet")
+                print("remote: skipped: `python -m dcgm_collector.engine hostengine` is not available yet")
                 continue
             for collect_ms in intervals:
                 rings = ring_bytes(counters, GPUS, collect_ms, collect_ms, 900.0)

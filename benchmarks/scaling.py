@@ -10,7 +10,7 @@ connection.  Per GPU figures divide by the GPU count.
 
 - ``embedded N``: ``--sim N`` (simulator inside the collector process);
 - ``remote xK``: K simulated hostengines of 8 H100s each (``python -m
-  dcgm_collector.sim hostengine``), one collector with
+  dcgm_collector.engine hostengine``), one collector with
   ``-r host:p1,host:p2,...``; the hostengines' own CPU is not included.
   Skipped when the hostengine command or several -r targets are not there.
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         for gpus in (int(g) for g in args.gpus.split(",") if g):
             show("embedded", measure(args, counters, gpus, str(gpus), []))
         if not w.hostengine_available():
-            print("remote: skipped: `python -m dcgm_collector.sim hostengine` is not available yet")
+            print("remote: skipped: `python -m dcgm_collector.engine hostengine` is not available yet")
             return 0
         for count in (int(k) for k in args.engines.split(",") if k):
             with contextlib.ExitStack() as stack:

@@ -1,6 +1,6 @@
 """Soak: many hostengine kills and restarts under steady scraping; does the collector grow?
 
-Runs a simulated nv-hostengine (``python -m dcgm_collector.sim hostengine``)
+Runs a simulated nv-hostengine (``python -m dcgm_collector.engine hostengine``)
 and a collector (``python -m dcgm_collector -r``) as subprocesses.  While
 scraper threads GET /metrics and /health in a loop, the hostengine is killed
 with SIGKILL and restarted on the same port, ``--reconnects`` times; each
@@ -88,7 +88,7 @@ def child_env() -> dict[str, str]:
 
 def start_hostengine(cwd: Path, port: int, scenario: str) -> tuple[Child, int]:
     mark = len((cwd / "hostengine.log").read_text(errors="replace")) if (cwd / "hostengine.log").exists() else 0
-    engine = Child(["-m", "dcgm_collector.sim", "hostengine", "--address", "127.0.0.1", "--port", str(port),
+    engine = Child(["-m", "dcgm_collector.engine", "hostengine", "--address", "127.0.0.1", "--port", str(port),
                     "--scenario", scenario], cwd, child_env(), "hostengine")
     try:
         return engine, int(engine.wait_log(LISTENING, mark)[1])
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collect-ms", type=int, default=200, help="the collector's -c [%(default)s]")
     args = parser.parse_args(argv)
 
-    from dcgm_collector.sim import library_path
+    from dcgm_collector.engine import library_path
 
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         cwd = Path(tmp)

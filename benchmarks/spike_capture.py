@@ -43,11 +43,12 @@ import time
 import _workload as w
 import numpy as np
 
-from dcgm_collector import dcgm, sim
-from dcgm_collector.counters import load_counters
-from dcgm_collector.exposition import Exposition, ExpositionOptions
-from dcgm_collector.ring import SAMPLE_OK
-from dcgm_collector.sampler import Sampler
+from dcgm_collector import dcgm, engine
+from dcgm_collector.collect.counters import load_counters
+from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.ring import SAMPLE_OK
+from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 
 GPU_UTIL = 203
 THRESHOLD = 50.0
@@ -62,7 +63,7 @@ class Model:
     """The simulator's own value of a field at a time (the library this process already loaded)."""
 
     def __init__(self) -> None:
-        self.library = ctypes.CDLL(str(sim.library_path()))
+        self.library = ctypes.CDLL(str(engine.library_path()))
         start = ctypes.c_longlong()
         if self.library.dcgmSimGetStartTime(ctypes.byref(start)) != 0:
             raise RuntimeError("dcgmSimGetStartTime failed")
@@ -124,11 +125,12 @@ def run(seconds: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         counters = load_counters(w.write_counters(tmp))
         scenario = str(w.spikes_scenario(tmp, GPUS))
-        os.environ[sim.SCENARIO_ENV] = scenario
-        with dcgm.Handle.embedded(library=sim.library_path()) as handle:
+        os.environ[engine.SCENARIO_ENV] = scenario
+        with dcgm.Handle.embedded(library=engine.library_path()) as handle:
             gpu0 = handle.gpu_ids()[0]
             counters = counters.without_unsupported_profiling(handle.supported_profiling_fields(gpu0), lambda _: 0)
-            sampler = Sampler(handle, counters, collect_interval_ms=1000, watch_interval_ms=100, retention_s=900)
+            sampler = Sampler(handle, counters,
+                              SamplingOptions(collect_interval_ms=1000, watch_interval_ms=100, retention_s=900))
             with sampler:
                 begin_us = time.time_ns() // 1000
                 time.sleep(seconds)

@@ -19,7 +19,7 @@ SCENARIO_ENV = "DCGM_SIM_SCENARIO"
 
 @pytest.fixture(scope="session")
 def sim_lib() -> Path:
-    from dcgm_collector.sim import library_path
+    from dcgm_collector.engine import library_path
 
     return library_path()
 

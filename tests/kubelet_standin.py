@@ -27,7 +27,7 @@ from pathlib import Path
 
 import grpc
 
-from dcgm_collector.proto import podresources_v1_pb2 as pb
+from dcgm_collector.attribution.proto import podresources_v1_pb2 as pb
 
 SERVICE = "v1.PodResourcesLister"
 

@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -24,6 +25,11 @@ from typing import IO, Any
 import pytest
 
 PROMETHEUS = shutil.which("prometheus")
+
+# What the tests run as processes, each as `python -m MODULE` with this interpreter.
+COLLECTOR = "dcgm_collector"
+ENGINE = "dcgm_collector.engine"
+DASHBOARD = "dcgm_collector.dashboard"
 
 # the line the collector logs once it serves, with the port it bound
 SERVING = re.compile(r"serving http://127\.0\.0\.1:(\d+)/metrics")
@@ -142,3 +148,20 @@ def prometheus_query(prometheus_url: str, promql: str) -> list[dict]:
     answer = get_json(f"{prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql}))
     assert answer["status"] == "success", answer
     return answer["data"]["result"]
+
+
+def command(module: str, *args: str) -> list[str]:
+    """``python -m MODULE ARGS`` with this interpreter: how every test runs the collector, engine or dashboard.
+
+    Run it from a folder outside the checkout (a tmp_path): ``python -m`` puts the
+    working folder first on sys.path, and the source folder may lack the compiled
+    extension the installed package has.
+    """
+    return [sys.executable, "-m", module, *args]
+
+
+def launch(module: str, *args: str, cwd: Path, env: Mapping[str, str] | None = None, stdout: Any = None,
+           stderr: Any = None, text: bool = False) -> subprocess.Popen:
+    """Start ``python -m MODULE ARGS`` in ``cwd``; the caller stops it (stop_process)."""
+    return subprocess.Popen(command(module, *args), cwd=cwd, env=None if env is None else dict(env), stdout=stdout,
+                            stderr=stderr, text=text)

@@ -147,7 +147,7 @@ def test_all_version_stamps_and_return_codes_are_checked(probe):
 
 
 def test_cffi_extension_sees_the_same_layouts():
-    native = pytest.importorskip("dcgm_collector._native")
+    native = pytest.importorskip("dcgm_collector.dcgm._native")
     ffi = native.ffi
     for row in _layout_rows():
         if row[0] == "S" and row[1] in REQUIRED_STRUCTS:

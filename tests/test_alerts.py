@@ -14,14 +14,23 @@ import json
 import queue
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from support import PROMETHEUS, close_and_print_logs, free_port, is_ready, start_prometheus, stop_process, wait_until
+from support import (
+    COLLECTOR,
+    PROMETHEUS,
+    close_and_print_logs,
+    free_port,
+    is_ready,
+    launch,
+    start_prometheus,
+    stop_process,
+    wait_until,
+)
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
 RULES = RULES_DIR / "gpu-alerts.yml"
@@ -182,10 +191,8 @@ def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
                    alertmanager, 30)
         # cwd=tmp_path: `python -m` puts the cwd on sys.path, and the checkout
         # may lack the compiled extension the installed package has
-        collector = subprocess.Popen(
-            [sys.executable, "-m", "dcgm_collector", "--sim", str(tmp_path / "runaway.toml"),
-             "-a", f"127.0.0.1:{collector_port}", "-c", "500"],
-            cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
+        collector = launch(COLLECTOR, "--sim", str(tmp_path / "runaway.toml"), "-a", f"127.0.0.1:{collector_port}",
+                           "-c", "500", cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
         processes.append(collector)
         prometheus = start_prometheus(tmp_path / "prometheus.yml", tmp_path, prometheus_port, logs["prometheus"],
                                       "--rules.alert.resend-delay=1s")

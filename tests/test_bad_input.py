@@ -15,11 +15,11 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from support import COLLECTOR, launch
 from test_faults import SERVING, Hostengine, Proc, _env, fresh, gpu_series, value, wait_for
 from test_faults import Collector as _FaultsCollector
 
@@ -36,9 +36,9 @@ class Collector(_FaultsCollector):
         self.counters.write_text(COUNTERS)
         flags = ["-a", "127.0.0.1:0", "-c", "200", "--watch-interval", "100", "-f", str(self.counters)]
         if "--sim" not in args:
-            from dcgm_collector.sim import library_path
+            from dcgm_collector.engine import library_path
             flags += ["--dcgm-lib", str(library_path())]
-        Proc.__init__(self, ["-m", "dcgm_collector", *flags, *args], cwd, env or _env(), "collector")
+        Proc.__init__(self, COLLECTOR, [*flags, *args], cwd, env or _env(), "collector")
         self.port = int(self.wait_log(SERVING)[1])
 
     def families(self) -> set[str]:
@@ -64,8 +64,8 @@ class Collector(_FaultsCollector):
 
 
 def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "dcgm_collector", "-a", "127.0.0.1:0", *args], cwd=cwd,
-                            env=env or _env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return launch(COLLECTOR, "-a", "127.0.0.1:0", *args, cwd=cwd, env=env or _env(), stdout=subprocess.PIPE,
+                  stderr=subprocess.PIPE, text=True)
 
 
 def finished(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:

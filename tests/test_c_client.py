@@ -47,7 +47,7 @@ def client_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def sim_library_dir() -> Path:
-    from dcgm_collector.sim import library_dir
+    from dcgm_collector.engine import library_dir
 
     directory = Path(library_dir())
     assert (directory / "libdcgm.so.4").is_file(), f"no libdcgm.so.4 in {directory}"

@@ -14,18 +14,24 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support import SERVING, http_get, samples, stop_process, wait_for
+from support import COLLECTOR, SERVING, command, http_get, launch, samples, stop_process, wait_for
 
-from dcgm_collector import __version__, cli
-from dcgm_collector.cli import (
+from dcgm_collector import __version__, app, cli, logs
+from dcgm_collector.collect import discovery
+from dcgm_collector.collect.counters import default_counters_path
+from dcgm_collector.config import (
+    OPTIONS,
+    REMOTE_FORMS,
+    UNSUPPORTED,
+    AddressError,
     ConfigError,
     DeviceSelection,
+    build_parser,
     go_style_argv,
     hostname_label,
     parse_bool,
@@ -33,10 +39,9 @@ from dcgm_collector.cli import (
     parse_devices,
     remote_host,
 )
-from dcgm_collector.counters import default_counters_path
 
 # Every variable the CLI reads, so the caller's environment cannot leak into a test.
-CLI_ENV = [o.env for o in cli.OPTIONS if o.env] + [u.env for u in cli.UNSUPPORTED if u.env] + [
+CLI_ENV = [o.env for o in OPTIONS if o.env] + [u.env for u in UNSUPPORTED if u.env] + [
     "NODE_NAME", "DCGM_SIM_SCENARIO"]
 
 CUSTOM_COUNTERS = """\
@@ -97,8 +102,8 @@ class Running:
 def collector(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
     log = tmp_path / f"collector-{time.monotonic_ns()}.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "dcgm_collector", *args], cwd=tmp_path,
-                                env=env if env is not None else clean_env(), stdout=out, stderr=subprocess.STDOUT)
+        proc = launch(COLLECTOR, *args, cwd=tmp_path, env=env if env is not None else clean_env(), stdout=out,
+                      stderr=subprocess.STDOUT)
     running = Running(proc, log)
     try:
         running.port = int(running.wait_log(SERVING.pattern)[1])   # logged once start-up is done
@@ -108,7 +113,7 @@ def collector(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
 
 
 def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 30):
-    return subprocess.run([sys.executable, "-m", "dcgm_collector", *args], cwd=tmp_path, capture_output=True,
+    return subprocess.run(command(COLLECTOR, *args), cwd=tmp_path, capture_output=True,
                           text=True, env=env if env is not None else clean_env(), timeout=timeout)
 
 
@@ -442,7 +447,7 @@ def test_env_var_and_flag_beats_it(flags, env, value, attribute, from_env, from_
 
 
 def test_every_option_is_covered_by_the_table():
-    assert {case[1] for case in FLAG_ENV_CASES} == {o.env for o in cli.OPTIONS if o.env}
+    assert {case[1] for case in FLAG_ENV_CASES} == {o.env for o in OPTIONS if o.env}
 
 
 def test_empty_env_value_counts_as_unset():
@@ -491,7 +496,7 @@ def test_inconsistent_options(argv, message):
 
 
 def test_go_style_spellings():
-    parser = cli.build_parser()
+    parser = build_parser()
     assert go_style_argv(["-collectors", "x", "--f=y", "-rbmn", "--n", "--", "-collectors"], parser) == [
         "--collectors", "x", "-f=y", "-rbmn", "-n", "--", "-collectors"]
     config = parse_config(["-collect-interval", "300", "--d", "g:1", "-no-hostname"], {})
@@ -519,11 +524,13 @@ def test_debug_and_log_format_set_up_logging():
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:
-        cli._setup_logging(parse_config(["--debug"], {}))
+        debug = parse_config(["--debug"], {})
+        logs.setup_logging(debug.log_format, debug.debug)
         assert root.level == logging.DEBUG
-        cli._setup_logging(parse_config([], {"DCGM_EXPORTER_LOG_FORMAT": "json"}))
+        json_logs = parse_config([], {"DCGM_EXPORTER_LOG_FORMAT": "json"})
+        logs.setup_logging(json_logs.log_format, json_logs.debug)
         assert root.level == logging.INFO
-        assert isinstance(root.handlers[0].formatter, cli._JsonFormatter)
+        assert isinstance(root.handlers[0].formatter, logs.JsonFormatter)
         record = logging.LogRecord("x", logging.WARNING, __file__, 1, "hello %s", ("there",), None)
         assert '"msg": "hello there"' in root.handlers[0].format(record)
     finally:
@@ -566,11 +573,11 @@ def test_remote_host(address, host):
     ("a b:5555", "'a b' is not a host name"),
 ])
 def test_malformed_remote_addresses(value, why):
-    with pytest.raises(cli.AddressError) as info:
+    with pytest.raises(AddressError) as info:
         parse_config(["-r", value], {})
     message = str(info.value)
     assert message.startswith(f"-r: bad hostengine address {value!r}: {why}")
-    assert message.endswith(f"; expected {cli.REMOTE_FORMS}") and "\n" not in message
+    assert message.endswith(f"; expected {REMOTE_FORMS}") and "\n" not in message
 
 
 def test_malformed_remote_address_exits_1_in_one_line(tmp_path):
@@ -597,22 +604,22 @@ def test_several_remotes_each_named_by_its_host():
     assert parse_config(["-r", "node:1", "-r", "node:2"], env).target_names == ("node:1", "node:2")
     assert parse_config(["-r", "::1"], env).target_names == ("::1",)
     assert parse_config(["-r", "tcp://node9:7"], env).target_names == ("node9",)
-    with pytest.raises(cli.AddressError, match="hostengine address 'a:1' is given twice"):
+    with pytest.raises(AddressError, match="hostengine address 'a:1' is given twice"):
         parse_config(["-r", "a:1", "-r", "a:1"], env)
 
 
 def test_sim_takes_shipped_scenario_names():
-    assert cli._scenario_spec("4") == "4"
-    spikes = Path(cli._scenario_spec("spikes"))
+    assert app._scenario_spec("4") == "4"
+    spikes = Path(app._scenario_spec("spikes"))
     assert spikes.name == "spikes.toml" and spikes.is_file()
-    assert cli._scenario_spec("no-such-scenario") == "no-such-scenario"
+    assert app._scenario_spec("no-such-scenario") == "no-such-scenario"
 
 
 # ---- the collector object in-process (the test process's simulator) ---------------------------
 
 def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
     from dcgm_collector import dcgm
-    from dcgm_collector.counters import parse_counters
+    from dcgm_collector.collect.counters import parse_counters
 
     calls = []
 
@@ -621,7 +628,7 @@ def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
         raise dcgm.DcgmError(-21, where=f"dcgmConnect_v2({address})")
 
     monkeypatch.setattr(dcgm.Handle, "connect", staticmethod(fake_connect))
-    collector = cli.Collector(parse_config(["-r", "node7:5555"], {}))
+    collector = app.Collector(parse_config(["-r", "node7:5555"], {}))
     [target] = collector._make_targets(parse_counters("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n"))
     assert (target.name, target.address, target.remote) == ("node7", "node7:5555", True)
     target.start()   # not fatal: the supervisor keeps trying
@@ -636,16 +643,16 @@ def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
 
 
 def test_mig_instances_on_a_node_without_mig(handle):
-    from dcgm_collector.target import TargetError
+    from dcgm_collector.collect.target import TargetError
 
     with pytest.raises(TargetError, match=r"-d i:0: no GPU has MIG instances on this node"):
-        cli.select_gpus(handle, parse_devices("i:0"))
+        discovery.select_gpus(handle, parse_devices("i:0"))
 
 
 def test_intervals_and_retention_reach_the_sampler(handle, tmp_path):
     counters_file = tmp_path / "c.csv"
     counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n")
-    collector = cli.Collector(parse_config(["-c", "400", "--watch-interval", "100", "--retention", "30",
+    collector = app.Collector(parse_config(["-c", "400", "--watch-interval", "100", "--retention", "30",
                                             "-d", "g:1", "-f", str(counters_file)], {}))
     collector._open_embedded = lambda library: handle
     [target] = collector._make_targets(collector._read_counters())
@@ -668,9 +675,9 @@ def test_profiling_rows_the_gpus_lack_are_dropped_with_a_warning(handle, tmp_pat
     counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n"
                              "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, graphics engine active\n"
                              "DCGM_FI_PROF_NVDEC_UTIL_7_RATIO, gauge, NVDEC 7\n")
-    collector = cli.Collector(parse_config(["-f", str(counters_file)], {}))
+    collector = app.Collector(parse_config(["-f", str(counters_file)], {}))
     with caplog.at_level("WARNING"):
-        kept = cli.drop_unsupported_profiling(handle, collector._read_counters(), None)
+        kept = discovery.drop_unsupported_profiling(handle, collector._read_counters(), None)
     assert [c.name for c in kept] == ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
     assert any(f"{counters_file}:3: skipping DCGM_FI_PROF_NVDEC_UTIL_7_RATIO" in r.getMessage()
                for r in caplog.records)
@@ -684,8 +691,8 @@ def test_kubernetes_gpu_id_type_is_checked():
 def test_bad_web_config_file_stops_the_start_with_one_line(tmp_path):
     web = tmp_path / "web.yml"
     web.write_text("tls_server_config:\n  cert_file: /nonexistent/x.pem\n  key_file: /nonexistent/x.key\n")
-    collector = cli.Collector(parse_config(["--web-config-file", str(web), "-a", "127.0.0.1:0"], {}))
-    with pytest.raises(cli.StartupError) as info:
+    collector = app.Collector(parse_config(["--web-config-file", str(web), "-a", "127.0.0.1:0"], {}))
+    with pytest.raises(app.StartupError) as info:
         collector.start()
     assert str(info.value) == f"{web}: tls_server_config.cert_file: no such file /nonexistent/x.pem"
     assert collector.server is None

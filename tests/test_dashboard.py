@@ -8,7 +8,6 @@ import io
 import json
 import re
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -18,11 +17,15 @@ from pathlib import Path
 
 import pytest
 from support import (
+    COLLECTOR,
+    DASHBOARD,
     PROMETHEUS,
     close_and_print_logs,
+    command,
     free_port,
     get_json,
     is_ready,
+    launch,
     prometheus_query,
     start_prometheus,
     stop_process,
@@ -30,9 +33,9 @@ from support import (
     write_scrape_config,
 )
 
-from dcgm_collector import dashboard_panels
-from dcgm_collector.counters import default_counters_path, load_counters, parse_counters
+from dcgm_collector.collect.counters import default_counters_path, load_counters, parse_counters
 from dcgm_collector.dashboard import build_dashboard, dashboard_json, main
+from dcgm_collector.dashboard import panels as dashboard_panels
 
 REPO = Path(__file__).resolve().parent.parent
 DEPLOYED = REPO / "deploy" / "grafana" / "dcgm-collector-dashboard.json"
@@ -253,13 +256,13 @@ def test_unknown_aggregation_is_refused():
 
 
 def test_clock_reasons_and_health_values_match_the_exposition():
-    from dcgm_collector import exposition
-    bits = dict(exposition.CLOCK_EVENTS)
+    from dcgm_collector.expose import clock_events, health_status
+    bits = dict(clock_events.CLOCK_EVENTS)
     wanted = {"power cap": "power_cap", "HW slowdown": "hw_slowdown", "SW thermal": "sw_thermal",
               "HW thermal": "hw_thermal", "power brake": "hw_power_brake"}
     assert {reason: bit for reason, bit in dashboard_panels.CLOCK_EVENT_REASONS} == {
         reason: bits[name] for reason, name in wanted.items()}
-    assert {text.upper(): value for value, text, _ in dashboard_panels.HEALTH_RESULTS} == exposition.HEALTH_VALUES
+    assert {text.upper(): value for value, text, _ in dashboard_panels.HEALTH_RESULTS} == health_status.HEALTH_VALUES
 
 
 # ---- the command line and the shipped example -------------------------------------------------
@@ -305,7 +308,7 @@ def test_shipped_dashboard_is_up_to_date():
 
 
 def test_module_runs_as_a_command():
-    result = subprocess.run([sys.executable, "-m", "dcgm_collector.dashboard"], capture_output=True, text=True,
+    result = subprocess.run(command(DASHBOARD), capture_output=True, text=True,
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout == DEPLOYED.read_text()
@@ -398,11 +401,9 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
     collector_port, prometheus_port = free_port(), free_port()
     config = write_scrape_config(tmp_path / "prometheus.yml", f"127.0.0.1:{collector_port}")
     logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("collector", "prometheus")}  # noqa: SIM115
-    collector = subprocess.Popen(
-        [sys.executable, "-m", "dcgm_collector", "--sim", str(scenario), "-f", str(counters),
-         "-a", f"127.0.0.1:{collector_port}", "-c", "1000", "--watch-interval", "100", "--window", "5",
-         "--aggregations", "max"],
-        cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
+    collector = launch(COLLECTOR, "--sim", str(scenario), "-f", str(counters), "-a", f"127.0.0.1:{collector_port}",
+                       "-c", "1000", "--watch-interval", "100", "--window", "5", "--aggregations", "max",
+                       cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
     prometheus = start_prometheus(config, tmp_path, prometheus_port, logs["prometheus"])
     url = f"http://127.0.0.1:{prometheus_port}"
     queries = [(p["title"], t) for p in _panels(dashboard) for t in p["targets"]]
@@ -434,7 +435,7 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
 
 def test_the_collector_cli_prints_the_dashboard(capsys):
     from dcgm_collector import cli
-    from dcgm_collector.counters import default_counters_path
+    from dcgm_collector.collect.counters import default_counters_path
 
     assert cli.main(["dashboard", "-f", str(default_counters_path())]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from dcgm_collector._native import ffi, lib
+from dcgm_collector.dcgm._native import ffi, lib
+from support import ENGINE, command
 
-from dcgm_collector import sim
-from dcgm_collector.dcgm import (
+from dcgm_collector import engine
+from dcgm_collector.dcgm.handle import (
     Cursor,
     DcgmError,
     DcgmNotWatchedError,
@@ -409,38 +409,38 @@ def test_blank_values_are_recognised():
 
 def _sim_cli(*args: str) -> subprocess.CompletedProcess:
     """The CLI of the same package this process imported (not a checkout in the working directory)."""
-    package_parent = Path(sim.__file__).resolve().parents[2]
+    package_parent = Path(engine.__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(package_parent)}
-    return subprocess.run([sys.executable, "-m", "dcgm_collector.sim", *args], cwd=package_parent,
+    return subprocess.run(command(ENGINE, *args), cwd=package_parent,
                           capture_output=True, text=True, check=False, env=env, timeout=60)
 
 
 def test_sim_module_locates_the_library_and_checks_scenarios(tmp_path):
     libdir = _sim_cli("libdir").stdout
-    assert libdir == f"{sim.library_dir()}\n"
+    assert libdir == f"{engine.library_dir()}\n"
     assert Path(libdir.strip(), "libdcgm.so.4").is_file()
     help_text = _sim_cli("--help").stdout
     assert "libdir" in help_text and "check" in help_text and "DCGM_SIM_SCENARIO" in help_text
 
-    shipped = sorted((Path(sim.__file__).parent / "scenarios").glob("*.toml"))
+    shipped = sorted((Path(engine.__file__).parent / "scenarios").glob("*.toml"))
     assert shipped, "no shipped scenarios"
     for path in shipped:
-        sim.check_scenario(path)
-    sim.check_scenario("4")
-    sim.check_scenario("")
+        engine.check_scenario(path)
+    engine.check_scenario("4")
+    engine.check_scenario("")
 
     broken = tmp_path / "broken.toml"
     broken.write_text('seed = 1\n[[gpu]]\nmodel = "H100\n')
     with pytest.raises(ValueError, match=r"broken\.toml:3: "):
-        sim.check_scenario(broken)
+        engine.check_scenario(broken)
     wrong = tmp_path / "wrong.toml"
     wrong.write_text('seed = 1\n[[gpu]]\nmodel = "NoSuchGPU"\ncount = 2\n')
     with pytest.raises(ValueError, match="NoSuchGPU"):
-        sim.check_scenario(wrong)
+        engine.check_scenario(wrong)
     with pytest.raises(ValueError):
-        sim.check_scenario(tmp_path / "missing.toml")
+        engine.check_scenario(tmp_path / "missing.toml")
     with pytest.raises(TypeError):
-        sim.check_scenario(3)
+        engine.check_scenario(3)
 
     result = _sim_cli("check", str(shipped[0]), str(wrong))
     assert result.returncode == 1

@@ -17,11 +17,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from support import COLLECTOR, command
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -264,7 +264,7 @@ def test_unit_restarts_on_failure_and_reads_an_environment_file():
 
 
 def test_environment_file_names_only_variables_the_collector_reads():
-    help_text = subprocess.run([sys.executable, "-m", "dcgm_collector", "--help"], cwd=ROOT / "deploy",
+    help_text = subprocess.run(command(COLLECTOR, "--help"), cwd=ROOT / "deploy",
                                capture_output=True, text=True, timeout=60).stdout
     assert "DCGM_EXPORTER_LISTEN" in help_text
     names = re.findall(r"^#?([A-Z][A-Z0-9_]+)=", ENV_FILE.read_text(), flags=re.MULTILINE)

@@ -9,11 +9,10 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from dcgm_collector._native import ffi, lib
+from dcgm_collector.dcgm._native import ffi, lib
 
-from dcgm_collector.dcgm import EntityType
-from dcgm_collector.drain import DrainResult, drain_events_into, drain_into
-from dcgm_collector.ring import (
+from dcgm_collector.collect.drain import DrainResult, drain_events_into, drain_into
+from dcgm_collector.collect.ring import (
     SAMPLE_ABSENT,
     SAMPLE_BLANK,
     SAMPLE_NOT_SUPPORTED,
@@ -22,6 +21,7 @@ from dcgm_collector.ring import (
     RingBuffer,
     SeriesKey,
 )
+from dcgm_collector.dcgm import EntityType
 
 FE_GPU = int(EntityType.GPU)
 MEM_TEMP, GPU_TEMP, POWER, ENERGY, GPU_UTIL, XID, FB_USED, UUID = 140, 150, 155, 156, 203, 230, 252, 54
@@ -157,9 +157,9 @@ def test_records_of_other_series_and_string_fields_are_counted_not_stored(handle
 
 def test_a_300ms_spike_shows_in_the_window_max_at_a_100ms_watch_and_1s_ticks(open_node):
     # dcgm_collector/sim/scenarios/spikes.toml: 300 ms at 100 % every 2 s over a 5 % floor
-    from dcgm_collector import sim
+    from dcgm_collector import engine
 
-    handle = open_node(str(sim.library_dir().parent / "scenarios" / "spikes.toml"))
+    handle = open_node(str(engine.library_dir().parent / "scenarios" / "spikes.toml"))
     group, fields = _watched(handle, [GPU_UTIL], "spikes")
     gpus = handle.gpu_ids()
     ring = _ring(gpus, [GPU_UTIL])

@@ -18,26 +18,23 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from dcgm_collector._native import lib
+from dcgm_collector.dcgm._native import lib
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-import dcgm_collector.sim
-from dcgm_collector.counters import default_counters_path, parse_counters
+import dcgm_collector.engine
+from dcgm_collector.collect.counters import default_counters_path, parse_counters
+from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.dcgm import EntityType, GpuInfo
-from dcgm_collector.exposition import (
-    CLOCK_EVENTS,
-    HEALTH_SYSTEMS,
-    Exposition,
-    ExpositionOptions,
-    health_error_name,
-)
-from dcgm_collector.sampler import Sampler
-from dcgm_collector.xid_errors import xid_message
+from dcgm_collector.expose.clock_events import CLOCK_EVENTS
+from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
+from dcgm_collector.expose.health_status import HEALTH_SYSTEMS, health_error_name
+from dcgm_collector.expose.xid_messages import xid_message
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("UPDATE_GOLDEN") == "1"
-SCENARIOS = Path(dcgm_collector.sim.__file__).parent / "scenarios"
+SCENARIOS = Path(dcgm_collector.engine.__file__).parent / "scenarios"
 FE_GPU = int(EntityType.GPU)
 TEMP, MEM_TEMP, POWER, ENERGY, CUDA_VERSION, CLOCKS, XID = 150, 140, 155, 156, 5, 112, 230
 INT64_NOT_SUPPORTED = int(lib.DCGM_INT64_BLANK) + 2
@@ -79,7 +76,7 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
 
 def _manual_sampler(open_node, tmp_path, counters_text: str, node: str = H100_T4) -> tuple:
     handle = open_node(_write(tmp_path, "node.toml", node), mode="manual")
-    sampler = Sampler(handle, parse_counters(counters_text), collect_interval_ms=1000)
+    sampler = Sampler(handle, parse_counters(counters_text), SamplingOptions(collect_interval_ms=1000))
     sampler.start(thread=False)
     return handle, sampler
 
@@ -105,7 +102,8 @@ def golden(open_node, tmp_path):
     try:
         t0 = _inject_golden(handle)
         sampler.tick_once()
-        exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(hostname="golden-host"), version="test")
+        exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(hostname="golden-host"), version="test",
+                                library_version=handle.library.version_info()["version"])
         yield exposition, t0 - 500_000
     finally:
         sampler.stop()
@@ -241,7 +239,8 @@ def test_label_names_and_order(golden):
 def test_no_hostname_and_blanks_in_model_name(golden):
     exposition, now = golden
     options = ExpositionOptions(hostname=None, replace_blanks_in_model_name=True)
-    other = Exposition(exposition.sampler, exposition.gpus, options, version="test")
+    other = Exposition(exposition.sampler, exposition.gpus, options, version="test",
+                       library_version=exposition.library_version)
     text = other.render(now_us=now).decode()
     assert "hostname=" not in text
     assert _label_keys(text, "DCGM_FI_DEV_GPU_TEMP")[0] == IDENTITY + ["DCGM_FI_DRIVER_VERSION", "DCGM_FI_NVML_VERSION"]
@@ -277,7 +276,7 @@ def test_default_counters_on_eight_gpus_parse_in_both_formats(handle):
     text = open(default_counters_path()).read()
     text += "DCGM_EXP_XID_ERRORS_COUNT, gauge, x\nDCGM_EXP_CLOCK_EVENTS_COUNT, gauge, c\n" \
             "DCGM_EXP_GPU_HEALTH_STATUS, gauge, h\n"
-    with Sampler(handle, parse_counters(text), collect_interval_ms=100) as sampler:
+    with Sampler(handle, parse_counters(text), SamplingOptions(collect_interval_ms=100)) as sampler:
         deadline = time.monotonic() + 5
         while sampler.stats.ticks < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -302,7 +301,7 @@ def test_default_counters_on_eight_gpus_parse_in_both_formats(handle):
 def test_not_supported_and_blank_values_are_dropped_live(open_node, tmp_path):
     handle = open_node(_write(tmp_path, "node.toml", H100_T4))
     counters = "DCGM_FI_DEV_MEMORY_TEMP, gauge, m, max\nDCGM_FI_DEV_GPU_TEMP, gauge, t\n"
-    with Sampler(handle, parse_counters(counters), collect_interval_ms=100) as sampler:
+    with Sampler(handle, parse_counters(counters), SamplingOptions(collect_interval_ms=100)) as sampler:
         deadline = time.monotonic() + 5
         while sampler.stats.rows < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -316,7 +315,7 @@ def test_not_supported_and_blank_values_are_dropped_live(open_node, tmp_path):
 def test_window_max_catches_a_spike_the_last_value_misses(open_node):
     handle = open_node(str(SCENARIOS / "spikes.toml"))
     counters = parse_counters("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %)., max\n")
-    with Sampler(handle, counters, collect_interval_ms=1000, watch_interval_ms=100) as sampler:
+    with Sampler(handle, counters, SamplingOptions(collect_interval_ms=1000, watch_interval_ms=100)) as sampler:
         ring = next(iter(sampler.rings.values()))
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline:
@@ -374,7 +373,7 @@ def test_health_status_shows_an_incident(open_node, tmp_path):
     handle = open_node(_write(tmp_path, "node.toml", node))
     counters = parse_counters("DCGM_EXP_GPU_HEALTH_STATUS, gauge, health\nDCGM_EXP_XID_ERRORS_COUNT, gauge, x\n")
     owned_before = dict(handle._owned)
-    sampler = Sampler(handle, counters, collect_interval_ms=100)
+    sampler = Sampler(handle, counters, SamplingOptions(collect_interval_ms=100))
     sampler.health_interval_s = 0.2
     with sampler:
         deadline = time.monotonic() + 5
@@ -478,8 +477,8 @@ class _Pods:
 
 
 def test_pod_labels_and_job_copies(golden, tmp_path):
-    from dcgm_collector.attribution import GpuAttribution
-    from dcgm_collector.hpc import HpcJobMapper
+    from dcgm_collector.attribution.copies import GpuAttribution
+    from dcgm_collector.attribution.hpc import HpcJobMapper
 
     exposition, now = golden
     jobs_dir = tmp_path / "jobs"
@@ -488,7 +487,8 @@ def test_pod_labels_and_job_copies(golden, tmp_path):
     pods = _Pods({0: {"pod": "train-0", "namespace": "ml", "container": "main"}})
     jobs = HpcJobMapper(jobs_dir, refresh_s=0)
     options = ExpositionOptions(hostname="golden-host", attribution=GpuAttribution(pods, jobs))
-    other = Exposition(exposition.sampler, exposition.gpus, options, version="test")
+    other = Exposition(exposition.sampler, exposition.gpus, options, version="test",
+                       library_version=exposition.library_version)
     text = other.render(now_us=now).decode()
     gpu_labels = IDENTITY + ["hostname", "DCGM_FI_DRIVER_VERSION", "DCGM_FI_NVML_VERSION"]
     # attributes come after the label rows, sorted together with err_code/err_msg
@@ -522,8 +522,8 @@ def test_pod_labels_and_job_copies(golden, tmp_path):
 def test_scrapes_between_two_ticks_reuse_the_families_text(monkeypatch):
     from types import SimpleNamespace
 
-    from dcgm_collector.exposition import MultiExposition
-    from dcgm_collector.sampler import SamplerStats
+    from dcgm_collector.collect.sampler import SamplerStats
+    from dcgm_collector.expose.multi import MultiExposition
 
     target = SimpleNamespace(name="a", remote=False, stats=SamplerStats(), reconnects=0, exposition=None,
                              health=lambda now_s=None: (True, "OK"))

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import SERVING, samples
+from support import COLLECTOR, SERVING, samples
 from test_faults import Collector as _FaultsCollector
 from test_faults import Hostengine, Proc, _env, fresh, gpu_series, value, wait_for
 
@@ -93,9 +93,9 @@ class Collector(_FaultsCollector):
             path.write_text(counters)
             flags += ["-f", str(path)]
         if not any(a == "--sim" for a in args):
-            from dcgm_collector.sim import library_path
+            from dcgm_collector.engine import library_path
             flags += ["--dcgm-lib", str(library_path())]
-        Proc.__init__(self, ["-m", "dcgm_collector", *flags, *args], cwd, env or _env(), "collector")
+        Proc.__init__(self, COLLECTOR, [*flags, *args], cwd, env or _env(), "collector")
         self.port = int(self.wait_log(SERVING)[1])
 
     def timed_get(self, path: str = "/metrics") -> tuple[float, int, str]:

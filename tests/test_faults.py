@@ -1,6 +1,6 @@
 """A collector against a real simulated nv-hostengine process that dies, restarts and changes.
 
-Both run as subprocesses (``python -m dcgm_collector.sim hostengine`` and
+Both run as subprocesses (``python -m dcgm_collector.engine hostengine`` and
 ``python -m dcgm_collector -r ...``), so a SIGKILL is a real event: the
 collector's connection breaks mid-read and DCGM answers
 CONNECTION_NOT_VALID.  The collector's threads and file descriptors are
@@ -14,14 +14,13 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
 import pytest
-from support import SERVING, http_get, samples, stop_process
+from support import COLLECTOR, ENGINE, SERVING, http_get, launch, samples, stop_process
 from support import wait_for as support_wait_for
 
 LISTENING = re.compile(r"listening on (\S+)")
@@ -51,11 +50,10 @@ wait_for = partial(support_wait_for, timeout=10.0)
 class Proc:
     """A subprocess writing to a log file; wait_log finds a pattern in it."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str], name: str) -> None:
+    def __init__(self, module: str, args: list[str], cwd: Path, env: dict[str, str], name: str) -> None:
         self.log_path = cwd / f"{name}-{time.monotonic_ns()}.log"
         with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=out,
-                                         stderr=subprocess.STDOUT)
+            self.proc = launch(module, *args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -78,7 +76,7 @@ class Proc:
 class Hostengine(Proc):
     def __init__(self, cwd: Path, scenario: str = "2", port: int = 0, unix: Path | None = None) -> None:
         where = ["--unix", str(unix)] if unix is not None else ["--port", str(port)]
-        super().__init__(["-m", "dcgm_collector.sim", "hostengine", *where, "--scenario", scenario], cwd, _env(),
+        super().__init__(ENGINE, ["hostengine", *where, "--scenario", scenario], cwd, _env(),
                          "hostengine")
         self.address = self.wait_log(LISTENING)[1]
 
@@ -89,11 +87,11 @@ class Hostengine(Proc):
 
 class Collector(Proc):
     def __init__(self, cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
-        from dcgm_collector.sim import library_path
+        from dcgm_collector.engine import library_path
 
         counters = cwd / "counters.csv"
         counters.write_text(COUNTERS)
-        super().__init__(["-m", "dcgm_collector", "--dcgm-lib", str(library_path()), "-f", str(counters), *FAST,
+        super().__init__(COLLECTOR, ["--dcgm-lib", str(library_path()), "-f", str(counters), *FAST,
                           *args], cwd, env or _env(), "collector")
         self.port = int(self.wait_log(SERVING)[1])
 

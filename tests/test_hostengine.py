@@ -1,4 +1,4 @@
-"""The simulated nv-hostengine (``python -m dcgm_collector.sim hostengine``) through the binding.
+"""The simulated nv-hostengine (``python -m dcgm_collector.engine hostengine``) through the binding.
 
 A separate process owns the simulated GPUs; this process reaches it with
 Handle.connect over TCP or a unix socket and must see what DCGM's clients
@@ -14,13 +14,13 @@ import re
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from dcgm_collector._native import ffi, lib
+from dcgm_collector.dcgm._native import ffi, lib
+from support import ENGINE, command, launch
 
 from dcgm_collector.dcgm import DcgmConnectionError, DcgmError, DcgmTimeoutError, Handle
 
@@ -49,11 +49,8 @@ class Hostengine:
 def _start(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Hostengine:
     # cwd outside the checkout: `python -m` puts the cwd first on sys.path, and the
     # source folder has no compiled extension
-    process = subprocess.Popen(
-        [sys.executable, "-m", "dcgm_collector.sim", "hostengine", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-        env=dict(os.environ, **(env or {})),
-    )
+    process = launch(ENGINE, "hostengine", *args, cwd=cwd, env=dict(os.environ, **(env or {})),
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ)
     ready = selector.select(timeout=30)
@@ -150,14 +147,15 @@ def test_values_since_delivers_one_no_data_record_for_an_empty_series(hostengine
 
 
 def test_the_sampler_drains_a_remote_node_into_its_rings_exactly_once(hostengine, library):
-    from dcgm_collector.counters import parse_counters
-    from dcgm_collector.ring import SAMPLE_ABSENT, SAMPLE_OK
-    from dcgm_collector.sampler import Sampler
+    from dcgm_collector.collect.counters import parse_counters
+    from dcgm_collector.collect.options import SamplingOptions
+    from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_OK
+    from dcgm_collector.collect.sampler import Sampler
 
     he = hostengine("--port", "0", "--scenario", "3")
     counters = parse_counters("DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n")
     with _connect(he.address, library) as h, Sampler(
-        h, counters, collect_interval_ms=200, watch_interval_ms=100, retention_s=60
+        h, counters, SamplingOptions(collect_interval_ms=200, watch_interval_ms=100, retention_s=60)
     ) as sampler:
         deadline = time.monotonic() + 10
         while sampler.stats.ticks < 6:
@@ -268,7 +266,7 @@ def test_a_bad_scenario_is_one_line_on_stderr_and_exit_1(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[[gpu]]\nmodel = \"H100\"\ncount = 0\n")
     done = subprocess.run(
-        [sys.executable, "-m", "dcgm_collector.sim", "hostengine", "--port", "0", "--scenario", str(bad)],
+        command(ENGINE, "hostengine", "--port", "0", "--scenario", str(bad)),
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )
     assert done.returncode == 1
@@ -280,7 +278,7 @@ def test_a_bad_scenario_is_one_line_on_stderr_and_exit_1(tmp_path):
 def test_a_port_in_use_is_one_line_on_stderr_and_exit_1(hostengine, tmp_path):
     he = hostengine("--port", "0", "--scenario", "1")
     done = subprocess.run(
-        [sys.executable, "-m", "dcgm_collector.sim", "hostengine", "--port", str(he.port)],
+        command(ENGINE, "hostengine", "--port", str(he.port)),
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )
     assert done.returncode == 1

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from dcgm_collector.hpc import MAX_JOBS_PER_GPU, HpcJobMapper, parse_jobs
+from dcgm_collector.attribution.hpc import MAX_JOBS_PER_GPU, HpcJobMapper, parse_jobs
 
 
 class Clock:
@@ -153,7 +153,7 @@ def test_reads_between_refreshes_do_not_list_the_directory(tmp_path, clock, monk
 def test_missing_directory_is_logged_once_and_recovers(tmp_path, clock, caplog):
     directory = tmp_path / "jobs"
     mapper = HpcJobMapper(directory, refresh_s=1, clock=clock)
-    with caplog.at_level(logging.INFO, logger="dcgm_collector.hpc"):
+    with caplog.at_level(logging.INFO, logger="dcgm_collector.attribution.hpc"):
         for _ in range(3):
             assert mapper.jobs_for(0) == []
             clock.now += 2
@@ -172,7 +172,7 @@ def test_unreadable_file_is_logged_once_and_counts_as_empty(tmp_path, clock, cap
     write(tmp_path / "1", "fine\n")
     path.chmod(0)
     mapper = HpcJobMapper(tmp_path, refresh_s=1, clock=clock)
-    with caplog.at_level(logging.WARNING, logger="dcgm_collector.hpc"):
+    with caplog.at_level(logging.WARNING, logger="dcgm_collector.attribution.hpc"):
         for _ in range(3):
             assert mapper.jobs_for(0) == [] and mapper.jobs_for(1) == ["fine"]
             clock.now += 2
@@ -195,7 +195,7 @@ def test_read_error_is_logged_once_and_counts_as_empty(tmp_path, clock, caplog, 
 
     monkeypatch.setattr("builtins.open", failing_open)
     mapper = HpcJobMapper(tmp_path, refresh_s=1, clock=clock)
-    with caplog.at_level(logging.WARNING, logger="dcgm_collector.hpc"):
+    with caplog.at_level(logging.WARNING, logger="dcgm_collector.attribution.hpc"):
         for _ in range(3):
             assert mapper.jobs_for(0) == [] and mapper.jobs_for(1) == ["fine"]
             clock.now += 2
@@ -210,7 +210,7 @@ def test_read_error_is_logged_once_and_counts_as_empty(tmp_path, clock, caplog, 
 
 def test_too_many_jobs_are_capped(tmp_path, caplog):
     write(tmp_path / "0", "".join(f"job{i}\n" for i in range(MAX_JOBS_PER_GPU + 10)))
-    with caplog.at_level(logging.WARNING, logger="dcgm_collector.hpc"):
+    with caplog.at_level(logging.WARNING, logger="dcgm_collector.attribution.hpc"):
         jobs = HpcJobMapper(tmp_path).jobs_for(0)
     assert jobs == [f"job{i}" for i in range(MAX_JOBS_PER_GPU)]
     assert any("more than" in r.getMessage() for r in caplog.records)
@@ -233,7 +233,7 @@ def test_bad_arguments(kwargs, message):
 
 
 def test_attribution_copies_pods_and_jobs(tmp_path):
-    from dcgm_collector.attribution import NO_COPIES, GpuAttribution
+    from dcgm_collector.attribution.copies import NO_COPIES, GpuAttribution
 
     class Pods:
         generation = 3

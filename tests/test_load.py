@@ -24,6 +24,7 @@ import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from support import COLLECTOR
 from test_faults import SERVING, Proc, _env, fresh, wait_for
 from test_faults import Collector as _FaultsCollector
 
@@ -41,7 +42,7 @@ SELF = re.compile(rb"^dcgm_collector_(up|samples_total) (\d+)$", re.M)
 class Collector(_FaultsCollector):
     def __init__(self, cwd, *args: str) -> None:
         # the package's default counters file: what a node runs out of the box
-        Proc.__init__(self, ["-m", "dcgm_collector", "-a", "127.0.0.1:0", "--sim", str(GPUS), "-c", "500", *args],
+        Proc.__init__(self, COLLECTOR, ["-a", "127.0.0.1:0", "--sim", str(GPUS), "-c", "500", *args],
                       cwd, _env(), "collector")
         self.port = int(self.wait_log(SERVING)[1])
 

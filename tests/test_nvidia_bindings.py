@@ -100,7 +100,7 @@ def _plausible(field_id: int, value: float) -> bool:
 
 @pytest.fixture(scope="module")
 def sim_library_dir() -> Path:
-    from dcgm_collector.sim import library_dir
+    from dcgm_collector.engine import library_dir
 
     directory = Path(library_dir())
     assert (directory / "libdcgm.so.4").is_file(), f"no libdcgm.so.4 in {directory}"

@@ -14,14 +14,14 @@ import grpc
 import pytest
 from kubelet_standin import Container, KubeletStandIn, Pod
 
-from dcgm_collector.podresources import (
+from dcgm_collector.attribution.podresources import (
     PodInfo,
     PodMapper,
     accepted_resource,
     device_keys,
     mapping_from_response,
 )
-from dcgm_collector.proto import podresources_v1_pb2 as pb
+from dcgm_collector.attribution.proto import podresources_v1_pb2 as pb
 
 UUID0 = "GPU-11111111-2222-3333-4444-555555555555"
 UUID1 = "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa"
@@ -208,7 +208,7 @@ def test_generation_stays_when_nothing_changed(kubelet):
 
 def test_kubelet_absent_gives_no_labels_and_one_warning(sock_dir, caplog):
     mapper = PodMapper(str(sock_dir / "kubelet.sock"), refresh_s=0.02)
-    with caplog.at_level(logging.WARNING, logger="dcgm_collector.podresources"):
+    with caplog.at_level(logging.WARNING, logger="dcgm_collector.attribution.podresources"):
         with mapper:
             wait_for(lambda: mapper.failures >= 5)
     assert mapper.labels_for(0, UUID0) == {}
@@ -223,7 +223,7 @@ def test_kubelet_going_away_keeps_the_last_mapping_and_recovers(sock_dir, caplog
     try:
         assert mapper.refresh()
         kubelet.stop()
-        with caplog.at_level(logging.INFO, logger="dcgm_collector.podresources"):
+        with caplog.at_level(logging.INFO, logger="dcgm_collector.attribution.podresources"):
             assert not mapper.refresh()
             assert not mapper.refresh()
             assert mapper.labels_for(0, UUID0)["pod"] == "p"       # last mapping kept

@@ -10,15 +10,16 @@ scrape of the `_max` window family.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 
 import pytest
 from support import (
+    COLLECTOR,
     PROMETHEUS,
     close_and_print_logs,
     free_port,
     http_get,
+    launch,
     prometheus_query,
     start_prometheus,
     stop_process,
@@ -53,11 +54,9 @@ def stack(tmp_path_factory):
     scenario = work / "spikes.toml"
     scenario.write_text(SPIKES)
     collector_log = open(work / "collector.log", "wb")  # noqa: SIM115 - closed below
-    collector = subprocess.Popen(
-        [sys.executable, "-m", "dcgm_collector", "--sim", str(scenario), "-a", f"127.0.0.1:{collector_port}",
-         "-c", "1000", "--watch-interval", "100", "--window", "15", "--aggregations", "max"],
-        cwd=work, stdout=collector_log, stderr=subprocess.STDOUT,
-    )
+    collector = launch(COLLECTOR, "--sim", str(scenario), "-a", f"127.0.0.1:{collector_port}", "-c", "1000",
+                       "--watch-interval", "100", "--window", "15", "--aggregations", "max",
+                       cwd=work, stdout=collector_log, stderr=subprocess.STDOUT)
     collector_url = f"http://127.0.0.1:{collector_port}"
     config = write_scrape_config(work / "prometheus.yml", f"127.0.0.1:{collector_port}")
     prometheus_log = open(work / "prometheus.log", "wb")  # noqa: SIM115 - closed below

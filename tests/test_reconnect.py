@@ -21,10 +21,12 @@ import numpy as np
 import pytest
 from support import wait_for as support_wait_for
 
-from dcgm_collector.counters import parse_counters
+from dcgm_collector.collect.counters import parse_counters
+from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.target import Backoff, State, Target
 from dcgm_collector.dcgm import DcgmError, Handle
-from dcgm_collector.exposition import Exposition, ExpositionOptions, MultiExposition
-from dcgm_collector.target import Backoff, State, Target, Topology
+from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
+from dcgm_collector.expose.multi import MultiExposition
 
 COUNTERS = "DCGM_FI_DEV_GPU_TEMP, gauge, temperature\nDCGM_FI_DEV_POWER_USAGE, gauge, power\n"
 CONNECTION_NOT_VALID = -21
@@ -84,19 +86,13 @@ class RecordingBackoff(Backoff):
         return delay
 
 
-def _discover(handle: Handle, counters) -> Topology:
-    ids = handle.gpu_ids()
-    by_id = {gpu.gpu_id: gpu for gpu in handle.gpus()}
-    return Topology(tuple(ids), tuple(by_id[i] for i in ids), counters)
-
-
 def _expose(sampler, gpus) -> Exposition:
     return Exposition(sampler, gpus, ExpositionOptions(hostname="fake"), version="test")
 
 
 def make_target(fake: FakeHostengine, backoff: Backoff | None = None) -> Target:
-    return Target("fake", parse_counters(COUNTERS), connect=fake.connect, discover=_discover, expose=_expose,
-                  sampler_options={"collect_interval_ms": 100}, address="fake:5555",
+    return Target("fake", parse_counters(COUNTERS), connect=fake.connect, expose=_expose,
+                  sampling=SamplingOptions(collect_interval_ms=100), address="fake:5555",
                   backoff=backoff or RecordingBackoff(first_s=0.02, cap_s=0.1))
 
 
@@ -273,8 +269,8 @@ def test_two_targets_one_exposition_and_one_failure(library, monkeypatch):
     for name, fake in zip("ab", fakes):
         def expose(sampler, gpus, name=name):
             return Exposition(sampler, gpus, ExpositionOptions(hostname=name), version="test")
-        targets.append(Target(name, parse_counters(COUNTERS), connect=fake.connect, discover=_discover,
-                              expose=expose, sampler_options={"collect_interval_ms": 100},
+        targets.append(Target(name, parse_counters(COUNTERS), connect=fake.connect,
+                              expose=expose, sampling=SamplingOptions(collect_interval_ms=100),
                               address=f"{name}:5555", backoff=Backoff(first_s=0.02, cap_s=0.1)))
     exposition = MultiExposition(targets, version="test", library_version="4.6.0")
     try:

@@ -14,19 +14,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dcgm_collector._native import ffi, lib
+from dcgm_collector.dcgm._native import ffi, lib
 
-import dcgm_collector.sim
-from dcgm_collector import drain
-from dcgm_collector.counters import parse_counters
+import dcgm_collector.engine
+from dcgm_collector.collect import drain
+from dcgm_collector.collect.counters import parse_counters
+from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
+from dcgm_collector.collect.sampler import THREAD_NAME, Sampler
 from dcgm_collector.dcgm import DcgmError, EntityType
-from dcgm_collector.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
-from dcgm_collector.sampler import THREAD_NAME, Sampler
 
 FE_GPU = int(EntityType.GPU)
 TEMP, POWER, UTIL, FB_USED, FAN, SM_ACTIVE, XID = 150, 155, 203, 252, 191, 1002, 230
 NOT_WATCHED, GPU_IS_LOST = -16, -18
-SCENARIOS = Path(dcgm_collector.sim.__file__).parent / "scenarios"
+SCENARIOS = Path(dcgm_collector.engine.__file__).parent / "scenarios"
 
 BASIC = """\
 DCGM_FI_DEV_GPU_TEMP, gauge, temperature
@@ -95,8 +96,8 @@ def _dcgm_cells(values, until_us: int) -> list[tuple]:
 
 def test_every_sample_arrives_in_the_rings_exactly_once(open_node):
     handle = open_node("3")
-    with Sampler(handle, parse_counters(BASIC), collect_interval_ms=300, watch_interval_ms=100,
-                 retention_s=60) as sampler:
+    with Sampler(handle, parse_counters(BASIC),
+                 SamplingOptions(collect_interval_ms=300, watch_interval_ms=100, retention_s=60)) as sampler:
         _wait_for(lambda: sampler.stats.ticks >= 7)
         assert len(sampler.rings) == 2  # values and profiling
         for watch, ring in sampler.rings.items():
@@ -125,7 +126,7 @@ def test_every_sample_arrives_in_the_rings_exactly_once(open_node):
 def test_a_300_ms_spike_shows_in_the_window_max_at_a_1_s_collect(open_node):
     handle = open_node(str(SCENARIOS / "spikes.toml"))
     counters = parse_counters("DCGM_FI_DEV_GPU_UTIL, gauge, utilisation\n")
-    with Sampler(handle, counters, collect_interval_ms=1000, watch_interval_ms=100) as sampler:
+    with Sampler(handle, counters, SamplingOptions(collect_interval_ms=1000, watch_interval_ms=100)) as sampler:
         ring = next(iter(sampler.rings.values()))
         # spikes come every 2 s on every GPU; 2.4 s of samples hold at least one per GPU
         _wait_for(lambda: ring.rows_written and np.ptp(ring.rows_since(0).ts) >= 2_400_000, timeout=6)
@@ -142,8 +143,8 @@ def test_a_300_ms_spike_shows_in_the_window_max_at_a_1_s_collect(open_node):
 
 def test_wrap_around_keeps_the_newest_samples(open_node):
     handle = open_node("2")
-    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=200, watch_interval_ms=100,
-                 retention_s=0.5) as sampler:
+    with Sampler(handle, parse_counters(ONE_GROUP),
+                 SamplingOptions(collect_interval_ms=200, watch_interval_ms=100, retention_s=0.5)) as sampler:
         ring = next(iter(sampler.rings.values()))
         capacity = ring.capacity
         assert capacity < 10
@@ -163,7 +164,8 @@ def test_a_lost_gpu_stops_its_series_without_disturbing_the_others(open_node, tm
                                            '[[event]]\nat = 0.6\ngpu = 1\nkind = "lost"\n'))
     lost_at = _node_start_us() + 600_000
     counters = parse_counters(ONE_GROUP + "DCGM_EXP_XID_ERRORS_COUNT, gauge, XIDs\n")
-    with Sampler(handle, counters, collect_interval_ms=200, watch_interval_ms=100, retention_s=30) as sampler:
+    with Sampler(handle, counters,
+                 SamplingOptions(collect_interval_ms=200, watch_interval_ms=100, retention_s=30)) as sampler:
         ring = next(iter(sampler.rings.values()))
         _wait_for(lambda: ring.rows_written and ring.rows_since(0).ts[-1] > lost_at + 800_000)
     rows = ring.rows_since(0)
@@ -184,7 +186,7 @@ def test_a_lost_gpu_stops_its_series_without_disturbing_the_others(open_node, tm
 def test_a_gpu_lost_before_the_first_read_is_taken_out_of_the_group(open_node, tmp_path):
     handle = open_node(_scenario(tmp_path, 'seed = 6\n[[gpu]]\nmodel = "H100"\ncount = 3\n'
                                            '[[event]]\nat = 0.0\ngpu = 1\nkind = "lost"\nxid = 0\n'))
-    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=200, watch_interval_ms=100,
+    with Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=200, watch_interval_ms=100),
                  gpu_ids=[0, 1, 2]) as sampler:
         ring = next(iter(sampler.rings.values()))
         _wait_for(lambda: ring.rows_written >= 5)
@@ -199,7 +201,7 @@ def test_a_gpu_lost_before_the_first_read_is_taken_out_of_the_group(open_node, t
 
 def test_ticking_by_hand_drains_each_manual_update_once(open_node):
     handle = open_node("2", mode="manual")
-    sampler = Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=100)
+    sampler = Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=100))
     sampler.start(thread=False)
     try:
         assert not sampler.running and not _sampler_threads()
@@ -231,7 +233,7 @@ def test_ticks_keep_to_the_schedule_without_drift(open_node, monkeypatch):
 
     monkeypatch.setattr(drain, "drain_into", recording)
     interval = 0.1
-    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=100) as sampler:
+    with Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=100)) as sampler:
         time.sleep(1.5)
         elapsed = time.monotonic() - sampler.tick_origin
         stats = sampler.stats
@@ -257,7 +259,7 @@ def test_a_slow_tick_skips_the_ticks_it_overran(open_node, monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(drain, "drain_into", slow_once)
-    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=200) as sampler:
+    with Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=200)) as sampler:
         _wait_for(lambda: len(starts) >= 7, timeout=5)
         origin = sampler.tick_origin
         stats = sampler.stats
@@ -273,7 +275,7 @@ def test_a_slow_tick_skips_the_ticks_it_overran(open_node, monkeypatch):
 def test_stop_is_prompt_and_leaves_nothing_behind(open_node):
     handle = open_node("2")
     owned_before = dict(handle._owned)
-    sampler = Sampler(handle, parse_counters(BASIC), collect_interval_ms=5000)
+    sampler = Sampler(handle, parse_counters(BASIC), SamplingOptions(collect_interval_ms=5000))
     sampler.start()
     assert sampler.running
     assert len(_sampler_threads()) == 1 and _sampler_threads()[0].daemon
@@ -290,7 +292,8 @@ def test_stop_is_prompt_and_leaves_nothing_behind(open_node):
 
 def test_dcgm_errors_are_counted_by_code_and_the_watch_is_restored(open_node):
     handle = open_node("2")
-    with Sampler(handle, parse_counters(ONE_GROUP), collect_interval_ms=100, watch_interval_ms=100) as sampler:
+    with Sampler(handle, parse_counters(ONE_GROUP),
+                 SamplingOptions(collect_interval_ms=100, watch_interval_ms=100)) as sampler:
         watch, ring = next(iter(sampler.rings.items()))
         _wait_for(lambda: sampler.stats.ticks >= 2)
         handle.unwatch(sampler.group, sampler.field_groups[watch])  # behind the sampler's back
@@ -311,7 +314,7 @@ def test_a_refused_profiling_watch_is_dropped_and_the_rest_go_on(open_node, monk
         return real_watch(group, field_group, *args, **kwargs)
 
     monkeypatch.setattr(handle, "watch", watch)
-    with Sampler(handle, parse_counters(BASIC), collect_interval_ms=100) as sampler:
+    with Sampler(handle, parse_counters(BASIC), SamplingOptions(collect_interval_ms=100)) as sampler:
         assert [w.kind for w in sampler.rings] == ["values"]
         ring = next(iter(sampler.rings.values()))
         _wait_for(lambda: ring.rows_written >= 2)
@@ -323,7 +326,7 @@ def test_a_refused_profiling_watch_is_dropped_and_the_rest_go_on(open_node, monk
 def test_bad_arguments_are_refused_before_anything_is_created(handle):
     counters = parse_counters(ONE_GROUP)
     with pytest.raises(ValueError, match="watch interval"):
-        Sampler(handle, counters, collect_interval_ms=100, watch_interval_ms=200)
+        Sampler(handle, counters, SamplingOptions(collect_interval_ms=100, watch_interval_ms=200))
     with pytest.raises(TypeError):
         Sampler("not a handle", counters)
     with pytest.raises(ValueError):
@@ -338,7 +341,7 @@ def test_bad_arguments_are_refused_before_anything_is_created(handle):
 def test_fields_of_entities_other_than_gpus_are_skipped_with_a_warning(handle, caplog):
     counters = parse_counters(ONE_GROUP + "DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT, gauge, switch voltage\n"
                                           "DCGM_FI_DEV_CPU_TEMP_CELSIUS, gauge, CPU temperature\n")
-    with Sampler(handle, counters, collect_interval_ms=100) as sampler:
+    with Sampler(handle, counters, SamplingOptions(collect_interval_ms=100)) as sampler:
         assert [(w.kind, w.entity_level) for w in sampler.rings] == [("values", "GPU")]
     assert sampler.stats.dropped_groups == 2
     assert "SWITCH" in caplog.text and "CPU" in caplog.text

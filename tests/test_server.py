@@ -12,7 +12,7 @@ import time
 import pytest
 
 from dcgm_collector import __version__
-from dcgm_collector.server import (
+from dcgm_collector.serve.server import (
     CONTENT_TYPE_OPENMETRICS,
     CONTENT_TYPE_TEXT,
     ListenError,
@@ -180,7 +180,7 @@ def test_query_string_is_ignored(server):
 
 def test_render_exception_gives_500_and_the_server_carries_on(server, stand, caplog):
     stand.fail = RuntimeError("boom")
-    with caplog.at_level(logging.ERROR, logger="dcgm_collector.server"):
+    with caplog.at_level(logging.ERROR, logger="dcgm_collector.serve.server"):
         response, body = request(server)
     assert response.status == 500
     assert body.count(b"\n") == 1 and b"Traceback" not in body and b"boom" not in body
@@ -212,7 +212,7 @@ def test_health_503_with_the_reason_one_line_per_target(server, stand):
 
 def test_health_exception_is_503(server, stand, caplog):
     stand.health_answer = RuntimeError("bad")
-    with caplog.at_level(logging.ERROR, logger="dcgm_collector.server"):
+    with caplog.at_level(logging.ERROR, logger="dcgm_collector.serve.server"):
         response, body = request(server, path="/health")
     assert response.status == 503 and b"RuntimeError" in body
 

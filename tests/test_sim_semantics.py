@@ -16,9 +16,9 @@ import time
 from collections import defaultdict
 
 import pytest
-from dcgm_collector._native import ffi, lib
+from dcgm_collector.dcgm._native import ffi, lib
 
-from dcgm_collector import sim
+from dcgm_collector import engine
 from dcgm_collector.dcgm import DcgmNotWatchedError, EntityType
 
 GPU_TEMP, MEM_TEMP, POWER, ENERGY, GPU_UTIL, XID, FB_USED = 150, 140, 155, 156, 203, 230, 252
@@ -42,9 +42,9 @@ def _series(values):
 
 _VALUES_AT = """
 import json, sys
-from dcgm_collector import dcgm, sim
-from dcgm_collector._native import ffi, lib
-with dcgm.Handle.embedded(library=sim.library_path()):
+from dcgm_collector import dcgm, engine
+from dcgm_collector.dcgm._native import ffi, lib
+with dcgm.Handle.embedded(library=engine.library_path()):
     out = []
     record = ffi.new("dcgmFieldValue_v1 *")
     for gpu in range(4):
@@ -227,4 +227,4 @@ def test_manual_mode_samples_only_when_asked(open_node):
 def test_scenario_errors_name_the_file_and_line(tmp_path):
     bad = _scenario(tmp_path, 'seed = 1\n[[gpu]]\nmodel = "V100"\n', "bad.toml")
     with pytest.raises(ValueError, match=r"bad\.toml:3: unknown model \"V100\""):
-        sim.check_scenario(bad)
+        engine.check_scenario(bad)

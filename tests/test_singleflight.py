@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from dcgm_collector.singleflight import SingleFlight
+from dcgm_collector.serve.singleflight import SingleFlight
 
 
 def test_concurrent_calls_with_one_key_run_once():

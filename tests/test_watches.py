@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from dcgm_collector.counters import load_counters, parse_counters
-from dcgm_collector.fields import field_table
-from dcgm_collector.watches import (
+from dcgm_collector.collect.counters import load_counters, parse_counters
+from dcgm_collector.collect.fields import field_table
+from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.watches import (
     EVENT_CAPACITY,
     MIN_KEEP_AGE_S,
     WatchGroup,
@@ -36,7 +37,7 @@ DCGM_FI_DEV_GPU_UTIL, gauge, utilisation
 
 
 def _plan(text: str = MIXED, **kwargs):
-    return plan_watches(parse_counters(text), **kwargs)
+    return plan_watches(parse_counters(text), SamplingOptions(**kwargs))
 
 
 def _kinds(plan) -> dict[tuple[str, str], tuple[int, ...]]:
@@ -188,7 +189,7 @@ def test_instance_and_vgpu_fields_are_watched_on_gpus():
 
 
 def test_the_shipped_counters_files_make_a_valid_plan():
-    from dcgm_collector.counters import default_counters_path
+    from dcgm_collector.collect.counters import default_counters_path
 
     for name in ("default-counters.csv", "dcp-metrics.csv"):
         counters = load_counters(default_counters_path(name))

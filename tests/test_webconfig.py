@@ -25,9 +25,9 @@ from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from cryptography.x509.oid import NameOID  # noqa: E402
 
-from dcgm_collector import webconfig  # noqa: E402
-from dcgm_collector.server import MetricsServer  # noqa: E402
-from dcgm_collector.webconfig import WebConfigError, load  # noqa: E402
+from dcgm_collector.serve import webconfig  # noqa: E402
+from dcgm_collector.serve.server import MetricsServer  # noqa: E402
+from dcgm_collector.serve.webconfig import WebConfigError, load  # noqa: E402
 
 BODY = b"# HELP up test\n# TYPE up gauge\nup 1\n"
 PASSWORD = b"s3cret-scrape"

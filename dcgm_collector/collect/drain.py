@@ -20,8 +20,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from dcgm_collector._native import ffi, lib
-from dcgm_collector.ring import EventRing, RingBuffer
+from dcgm_collector.collect.ring import EventRing, RingBuffer
+from dcgm_collector.dcgm._native import ffi, lib
 
 __all__ = ["DrainResult", "drain_events_into", "drain_into"]
 

@@ -4,7 +4,7 @@ DCGM samples inside the hostengine at the watch interval; every collect
 interval the sampler makes one GetValuesSince call per field group, carrying
 DCGM's cursor from call to call, so every sample DCGM took arrives in the
 rings exactly once however far apart the ticks are.  The values go from the
-enumeration callback straight into the ring arrays in C (dcgm_collector.drain);
+enumeration callback straight into the ring arrays in C (dcgm_collector.collect.drain);
 no Python object is made per sample.
 
 Ticks run on a fixed monotonic grid (tick k is due at origin + k * interval):
@@ -25,7 +25,7 @@ someone unwatched behind the sampler's back is watched again.
 A lost or timed-out hostengine connection cannot be repaired on the same
 handle (DCGM does not reconnect by itself).  A sampler given
 ``on_connection_lost`` then stops ticking and reports the status once; its
-owner (dcgm_collector.target) reconnects and starts a new sampler that
+owner (dcgm_collector.collect.target) reconnects and starts a new sampler that
 ``resume``s this one: same GPUs and counters, so it keeps the rings and
 carries on from the cursors, and nothing is read twice or skipped.
 """
@@ -40,12 +40,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from dcgm_collector import drain
-from dcgm_collector._native import lib
-from dcgm_collector.counters import CounterSet
-from dcgm_collector.dcgm import DcgmError, EntityGroup, EntityType, FieldGroup, Handle, HealthIncident, HealthReport
-from dcgm_collector.ring import EventRing, RingBuffer, SeriesKey
-from dcgm_collector.watches import DEFAULT_RETENTION_S, WatchGroup, WatchPlan, plan_watches
+from dcgm_collector.collect import drain
+from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.ring import EventRing, RingBuffer, SeriesKey
+from dcgm_collector.collect.watches import WatchGroup, WatchPlan, plan_watches
+from dcgm_collector.dcgm import (
+    DcgmError,
+    EntityGroup,
+    EntityType,
+    FieldGroup,
+    Handle,
+    HealthIncident,
+    HealthReport,
+    status_name,
+)
+from dcgm_collector.dcgm._native import lib
 
 __all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 
@@ -92,6 +102,11 @@ class SamplerStats:
     def errors(self) -> int:
         return sum(self.errors_by_code.values())
 
+    @property
+    def error_names(self) -> dict[int, str]:
+        """The DCGM_ST_* name of each code in errors_by_code, for readers that do not use the binding."""
+        return {code: status_name(code) for code in self.errors_by_code}
+
     def count_error(self, code: int) -> None:
         self.errors_by_code = {**self.errors_by_code, code: self.errors_by_code.get(code, 0) + 1}
 
@@ -137,10 +152,8 @@ class Sampler:
         self,
         handle: Handle,
         counters: CounterSet,
+        options: SamplingOptions | None = None,
         *,
-        collect_interval_ms: float = 1000,
-        watch_interval_ms: float | None = None,
-        retention_s: float = DEFAULT_RETENTION_S,
         gpu_ids: Sequence[int] | None = None,
         stats: SamplerStats | None = None,
         resume: Sampler | None = None,
@@ -150,10 +163,10 @@ class Sampler:
             raise TypeError(f"handle must be a Handle, not {type(handle).__name__}")
         self.handle = handle
         self.counters = counters
-        self.plan: WatchPlan = plan_watches(
-            counters, collect_interval_ms=collect_interval_ms, watch_interval_ms=watch_interval_ms,
-            retention_s=retention_s,
-        )
+        if options is not None and not isinstance(options, SamplingOptions):
+            raise TypeError(f"options must be SamplingOptions, not {type(options).__name__}")
+        self.options = options if options is not None else SamplingOptions()
+        self.plan: WatchPlan = plan_watches(counters, self.options)
         self._requested_gpus = None if gpu_ids is None else _gpu_list(gpu_ids)
         self.interval_s = self.plan.collect_interval_us / 1e6
         self.stats = stats if stats is not None else SamplerStats()
@@ -211,6 +224,11 @@ class Sampler:
             if thread.is_alive():
                 log.warning("sampler thread did not stop within %.1f s (a DCGM call is stuck)", timeout)
         self._teardown()
+
+    @property
+    def connected(self) -> bool:
+        """False once the handle is closed or its connection was lost: no more samples will come."""
+        return not self.handle.closed and self.connection_lost is None
 
     @property
     def running(self) -> bool:

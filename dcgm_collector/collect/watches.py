@@ -28,12 +28,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dcgm_collector.counters import CounterSet
+from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.collect.fields import Field, field_table
+from dcgm_collector.collect.options import DEFAULT_RETENTION_S, SamplingOptions
 from dcgm_collector.dcgm import MAX_FIELDS_PER_FIELD_GROUP
-from dcgm_collector.fields import Field, field_table
 
 __all__ = [
-    "DEFAULT_RETENTION_S",
     "EVENT_CAPACITY",
     "KINDS",
     "MIN_KEEP_AGE_S",
@@ -44,7 +44,6 @@ __all__ = [
 ]
 
 KINDS = ("values", "profiling", "events", "labels")
-DEFAULT_RETENTION_S = 900.0
 
 # DCGM's own cache only has to bridge the gap between two drains; a few
 # collect intervals survive a stalled or skipped tick without losing samples,
@@ -113,39 +112,23 @@ def watch_level(field: Field) -> str:
     return _WATCHED_ON.get(field.entity_level, field.entity_level)
 
 
-def plan_watches(
-    counters: CounterSet,
-    *,
-    collect_interval_ms: float = 1000,
-    watch_interval_ms: float | None = None,
-    retention_s: float = DEFAULT_RETENTION_S,
-) -> WatchPlan:
+def plan_watches(counters: CounterSet, options: SamplingOptions | None = None) -> WatchPlan:
     """Field groups and watch parameters for the fields ``counters`` needs.
 
     The watch interval defaults to the collect interval; a faster one (e.g.
     100 ms watch, 1 s collect) lets the rings see what happens between two
-    collects.  A slower watch interval than the collect interval would make
-    every other collect see nothing new, and is refused.
+    collects (SamplingOptions refuses a slower one).
     """
-    collect_ms = _positive(collect_interval_ms, "collect interval", "milliseconds")
-    watch_ms = collect_ms if watch_interval_ms is None else \
-        _positive(watch_interval_ms, "watch interval", "milliseconds")
-    if watch_ms > collect_ms:
-        raise ValueError(
-            f"the watch interval ({_ms(watch_ms)} ms, --watch-interval) must not be longer than the "
-            f"collect interval ({_ms(collect_ms)} ms, -c/--collect-interval): every collect would find "
-            "nothing new; use a watch interval of at most the collect interval"
-        )
-    retention = _positive(retention_s, "retention", "seconds")
-    update_freq_us = max(1, round(watch_ms * 1000))
-    collect_us = max(1, round(collect_ms * 1000))
+    options = options if options is not None else SamplingOptions()
+    update_freq_us = options.update_freq_us
+    collect_us = options.collect_interval_us
     return WatchPlan(
         groups=_groups(counters),
         update_freq_us=update_freq_us,
         max_keep_age_s=max(MIN_KEEP_AGE_S, KEEP_AGE_INTERVALS * collect_us / 1e6),
-        ring_capacity=ring_capacity(retention, update_freq_us),
+        ring_capacity=ring_capacity(options.retention_s, update_freq_us),
         collect_interval_us=collect_us,
-        retention_s=retention,
+        retention_s=float(options.retention_s),
     )
 
 
@@ -197,15 +180,3 @@ def _split(kind: str, fields: Iterable[Field]) -> list[WatchGroup]:
         for level, ids in by_level.items()
         for i in range(0, len(ids), step)
     ]
-
-
-def _positive(value: object, what: str, unit: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of {unit}, not {type(value).__name__}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{what} must be a positive number of {unit}, not {value}")
-    return float(value)
-
-
-def _ms(value: float) -> str:
-    return str(int(value)) if value == int(value) else str(value)

@@ -1,4 +1,4 @@
-"""python -m dcgm_collector.sim: locate the simulated libdcgm.so.4, check scenarios, read it, serve it."""
+"""python -m dcgm_collector.engine: locate the simulated libdcgm.so.4, check scenarios, read it, serve it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from dcgm_collector import sim
+from dcgm_collector import engine
 
 # (field id, column title, format) of the table `read` prints
 _READ_COLUMNS = ((203, "util %", "{:>6}"), (155, "power W", "{:>8.1f}"), (150, "temp C", "{:>6}"),
@@ -16,18 +16,18 @@ _READ_COLUMNS = ((203, "util %", "{:>6}"), (155, "power W", "{:>8.1f}"), (150, "
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m dcgm_collector.sim",
+        prog="python -m dcgm_collector.engine",
         description="The simulated libdcgm.so.4 shipped with dcgm-collector.",
         epilog=(
             "Run any DCGM client against the simulator with\n"
-            "  LD_LIBRARY_PATH=$(python -m dcgm_collector.sim libdir) CLIENT\n"
-            f"and choose the simulated node with {sim.SCENARIO_ENV}=N (N GPUs) or =FILE."
+            "  LD_LIBRARY_PATH=$(python -m dcgm_collector.engine libdir) CLIENT\n"
+            f"and choose the simulated node with {engine.SCENARIO_ENV}=N (N GPUs) or =FILE."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    commands.add_parser("libdir", help=f"print the directory holding {sim.LIBRARY_NAME}")
-    commands.add_parser("libpath", help=f"print the full path of {sim.LIBRARY_NAME}")
+    commands.add_parser("libdir", help=f"print the directory holding {engine.LIBRARY_NAME}")
+    commands.add_parser("libpath", help=f"print the full path of {engine.LIBRARY_NAME}")
     check = commands.add_parser("check", help="validate scenario files (exit 1 on the first bad one)")
     check.add_argument("files", nargs="+", metavar="FILE", help="scenario file (TOML)")
     read = commands.add_parser(
@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     hostengine.add_argument("--address", default="127.0.0.1", metavar="HOST",
                             help="TCP address to listen on (default 127.0.0.1)")
     hostengine.add_argument("--scenario", default=None, metavar="N|SCENARIO",
-                            help=f"GPU count or scenario file (default: ${sim.SCENARIO_ENV}, "
+                            help=f"GPU count or scenario file (default: ${engine.SCENARIO_ENV}, "
                                  "else 8 H100s training)")
     return parser
 
@@ -59,10 +59,10 @@ def _read(spec: str, seconds: int) -> None:
     from dcgm_collector import dcgm
 
     if spec:
-        sim.check_scenario(spec)
-        os.environ[sim.SCENARIO_ENV] = spec
+        engine.check_scenario(spec)
+        os.environ[engine.SCENARIO_ENV] = spec
     field_ids = [column[0] for column in _READ_COLUMNS]
-    with dcgm.Handle.embedded(library=sim.library_path()) as handle:
+    with dcgm.Handle.embedded(library=engine.library_path()) as handle:
         names = {gpu.gpu_id: gpu.name for gpu in handle.gpus()}
         group = handle.all_gpus()
         field_groups = handle.create_field_groups(field_ids, "sim-read")
@@ -84,13 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "libdir":
-            print(sim.library_dir())
+            print(engine.library_dir())
         elif args.command == "libpath":
-            print(sim.library_path())
+            print(engine.library_path())
         elif args.command == "read":
             _read(args.sim, args.seconds)
         elif args.command == "hostengine":
-            from dcgm_collector.sim import hostengine
+            from dcgm_collector.engine import hostengine
 
             if args.unix is not None and args.address != "127.0.0.1":
                 raise ValueError("--address applies to --port, not --unix")
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                              scenario=args.scenario)
         else:
             for path in args.files:
-                sim.check_scenario(path)
+                engine.check_scenario(path)
                 print(f"{path}: ok")
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -7,7 +7,7 @@ NaN unless the sample is OK) and ``status[capacity, n_series]`` (int8, one of
 the ``SAMPLE_*`` codes).  A series is one (entity group, entity id, field id).
 
 All memory is allocated when the ring is made.  Rows are written by the
-native drain (:mod:`dcgm_collector.drain`) or :meth:`RingBuffer.append`, one
+native drain (:mod:`dcgm_collector.collect.drain`) or :meth:`RingBuffer.append`, one
 writer at a time, and copied out by any number of readers with the
 publication protocol of ``native/drain.h``: a reader never sees a row that
 is being written, and takes no lock.  Reads go through C only; never read the
@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dcgm_collector._native import ffi, lib
+from dcgm_collector.dcgm._native import ffi, lib
 
 __all__ = [
     "SAMPLE_ABSENT",

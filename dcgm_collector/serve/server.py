@@ -16,7 +16,7 @@ Hardening, since the port is often reachable from a whole cluster:
 
 TLS, basic auth, extra response headers and a request rate limit are
 optional hooks (``ssl_context``, ``authenticate``, ``response_headers``,
-``allow_request``, ``verify_client``); dcgm_collector.webconfig makes them
+``allow_request``, ``verify_client``); dcgm_collector.serve.webconfig makes them
 from an exporter-toolkit web config.  The TLS handshake runs on the
 connection's own thread under the request timeout, so a client that
 connects and stalls never holds up the accept loop; plain HTTP sent to a

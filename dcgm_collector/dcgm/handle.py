@@ -1,7 +1,7 @@
 """A Pythonic DCGM binding over the cffi extension.
 
 The extension dlopen's a libdcgm.so.4 at run time (the real one, or the
-simulator in :mod:`dcgm_collector.sim`), so this module imports on any
+simulator in :mod:`dcgm_collector.engine`), so this module imports on any
 machine; :func:`load_library` is where a missing DCGM is reported.
 
 Typical use::
@@ -21,7 +21,6 @@ code, its name and DCGM's own text) for what the library refuses.
 
 from __future__ import annotations
 
-import enum
 import itertools
 import os
 import re
@@ -31,8 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dcgm_collector._native import ffi, lib
-from dcgm_collector.errors import (
+from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.dcgm.errors import (
     DCGM_ST_OK,
     DcgmConnectionError,
     DcgmError,
@@ -44,11 +43,7 @@ from dcgm_collector.errors import (
     check,
     status_name,
 )
-from dcgm_collector.library import (  # noqa: F401 - re-exported: the loading API lives in library.py
-    HOW_TO_FIX,
-    LIBRARY_ENV,
-    LIBRARY_NAME,
-    STANDARD_DIRS,
+from dcgm_collector.dcgm.library import (
     Library,
     _c_string,
     _parse_build_info,
@@ -56,6 +51,7 @@ from dcgm_collector.library import (  # noqa: F401 - re-exported: the loading AP
     load_library,
     loaded_library,
 )
+from dcgm_collector.model import EntityType, GpuInfo, HealthIncident, HealthReport
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -92,12 +88,6 @@ GROUP_ALL_GPUS: int = lib.DCGM_GROUP_ALL_GPUS
 MAX_FIELDS_PER_FIELD_GROUP: int = lib.DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP - 1  # api-facts §1: 127
 DEFAULT_CONNECT_TIMEOUT_MS = 5000
 
-EntityType = enum.IntEnum(  # type: ignore[misc]
-    "EntityType",
-    {name[len("DCGM_FE_"):]: getattr(lib, name) for name in dir(lib)
-     if name.startswith("DCGM_FE_") and name != "DCGM_FE_COUNT"},
-)
-EntityType.__doc__ = "DCGM entity groups (DCGM_FE_*): GPU, GPU_I, GPU_CI, SWITCH, LINK, CPU, ..."
 
 _ENTITY_STATUS = {
     getattr(lib, name): name[len("DcgmEntityStatus"):]
@@ -278,20 +268,6 @@ def _values_from_records(records: Any) -> list[FieldValue]:
 
 # ---- result types --------------------------------------------------------------
 @dataclass(frozen=True)
-class GpuInfo:
-    """Identity of one GPU, as dcgm-exporter labels it."""
-
-    gpu_id: int
-    name: str
-    uuid: str
-    pci_bus_id: str
-    serial: str
-    driver_version: str
-    brand: str
-    status: str          # DcgmEntityStatus name: "Ok", "Lost", "Fake", ...
-
-
-@dataclass(frozen=True)
 class GpuAttributes:
     """``dcgmGetDeviceAttributes``; numbers DCGM could not read are None."""
 
@@ -335,22 +311,6 @@ class MigEntity:
     nvml_compute_instance_id: int
     nvml_profile_id: int
     nvml_profile_slices: int
-
-
-@dataclass(frozen=True)
-class HealthIncident:
-    system: int          # DCGM_HEALTH_WATCH_* bit
-    health: str          # "WARN" or "FAIL"
-    message: str
-    code: int            # dcgmError_t
-    entity_group: int
-    entity_id: int
-
-
-@dataclass(frozen=True)
-class HealthReport:
-    overall: str         # "PASS", "WARN" or "FAIL"
-    incidents: tuple[HealthIncident, ...]
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from dcgm_collector.counters import (
+from dcgm_collector.collect.counters import (
     AGGREGATIONS,
     Counter,
     CountersError,
@@ -46,7 +46,8 @@ from dcgm_collector.counters import (
     default_counters_path,
     load_counters,
 )
-from dcgm_collector.dashboard_panels import (
+from dcgm_collector.collect.fields import FieldTable, field_table
+from dcgm_collector.dashboard.panels import (
     CLOCK_EVENT_REASONS,
     COLLECTOR,
     FRAMEBUFFER,
@@ -60,7 +61,6 @@ from dcgm_collector.dashboard_panels import (
     Style,
     grafana_unit,
 )
-from dcgm_collector.fields import FieldTable, field_table
 
 __all__ = ["DEFAULT_TITLE", "DEFAULT_UID", "SCHEMA_VERSION", "build_dashboard", "dashboard_json", "main"]
 
@@ -549,6 +549,3 @@ def _check(path: str, text: str) -> int:
         return EXIT_ERROR
     return EXIT_OK
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The simulated libdcgm.so.4 that ships inside this package.
 
 The library is a plain C shared library exporting DCGM's C ABI; any DCGM
-client can use it, e.g. ``LD_LIBRARY_PATH=$(python -m dcgm_collector.sim
+client can use it, e.g. ``LD_LIBRARY_PATH=$(python -m dcgm_collector.engine
 libdir) some-dcgm-client``.  Which node it simulates is read from the
 environment variable ``DCGM_SIM_SCENARIO`` when the embedded engine starts:
 empty for the default node (8 H100s training), a number for that many GPUs,

@@ -38,14 +38,17 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dcgm_collector.counters import CounterSet
+from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.collect.discovery import DiscoveryError, Topology, discover
+from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.sampler import Sampler, SamplerStats
 from dcgm_collector.dcgm import DcgmError, GpuInfo, Handle
-from dcgm_collector.errors import status_name
-from dcgm_collector.sampler import Sampler, SamplerStats
+from dcgm_collector.dcgm.errors import status_name
+from dcgm_collector.model import DeviceSelection
 
 __all__ = ["Backoff", "Generation", "State", "Target", "TargetError", "Topology"]
 
@@ -64,22 +67,8 @@ class State(enum.Enum):
     DOWN = "down"
 
 
-class TargetError(Exception):
-    """A target cannot be set up on what its DCGM offers (a -d GPU it lacks, ...); str() is one line."""
-
-
-@dataclass(frozen=True)
-class Topology:
-    """What one connection found: the GPUs to sample and the counters they support."""
-
-    gpu_ids: tuple[int, ...]
-    gpus: tuple[GpuInfo, ...]          # GpuInfo of gpu_ids, in that order
-    counters: CounterSet
-
-    @property
-    def identity(self) -> tuple[tuple[int, str], ...]:
-        """Same identity, same rings: GPU ids with their UUIDs."""
-        return tuple((gpu.gpu_id, gpu.uuid) for gpu in self.gpus)
+ALL_DEVICES = DeviceSelection("f")
+TargetError = DiscoveryError   # what a target raises when its node lacks what -d asks for
 
 
 @dataclass(frozen=True)
@@ -123,31 +112,31 @@ class _Failed(Exception):
 
 
 Connect = Callable[[], Handle]
-Discover = Callable[[Handle, CounterSet], Topology]
 Expose = Callable[[Sampler, tuple[GpuInfo, ...]], Any]
 
 
 class Target:
     """One DCGM source: its handle, sampler, GPUs and name, kept collecting across reconnects.
 
-    ``connect()`` opens a handle; ``discover(handle, counters)`` picks the
-    GPUs and the counters they support (TargetError or DcgmError when it
-    cannot); ``expose(sampler, gpus)`` makes the exposition of one sampler.
-    ``sampler_options`` go to every Sampler (intervals, retention).
+    ``connect()`` opens a handle; on each connection the target discovers the
+    GPUs ``devices`` selects and the counters they support (TargetError or
+    DcgmError when it cannot); ``expose(sampler, gpus)`` makes the exposition
+    of one sampler.  ``sampling`` goes to every Sampler (intervals, retention).
     ``address`` is None for the embedded engine, which is not supervised.
     """
 
-    def __init__(self, name: str, counters: CounterSet, *, connect: Connect, discover: Discover, expose: Expose,
-                 sampler_options: Mapping[str, Any] | None = None, address: str | None = None,
+    def __init__(self, name: str, counters: CounterSet, *, connect: Connect, expose: Expose,
+                 devices: DeviceSelection = ALL_DEVICES, sampling: SamplingOptions | None = None,
+                 address: str | None = None,
                  backoff: Backoff | None = None) -> None:
         self.name = name
         self.address = address
         self.remote = address is not None
         self.counters = counters
         self._connect = connect
-        self._discover = discover
+        self.devices = devices
         self._expose = expose
-        self._sampler_options = dict(sampler_options or {})
+        self.sampling = sampling if sampling is not None else SamplingOptions()
         self.backoff = backoff or Backoff()
         self.stats = SamplerStats()        # shared by every sampler of this target: counts go on
         self.reconnects = 0                # connections made after a lost one
@@ -259,7 +248,7 @@ class Target:
         ``stop_first`` (the running sampler of the same handle) is stopped before the new
         one watches: DCGM keys watches by connection, so its unwatch would remove the new ones.
         """
-        topology = self._discover(handle, counters)
+        topology = discover(handle, counters, self.devices)
         previous = self.generation
         resume = None
         if previous is not None and previous.topology.identity == topology.identity:
@@ -267,8 +256,8 @@ class Target:
         elif previous is not None:
             log.warning("%sthe GPUs changed (%s -> %s): new series for the new GPUs", self._prefix(),
                         _describe(previous.topology), _describe(topology))
-        sampler = Sampler(handle, topology.counters, gpu_ids=topology.gpu_ids, stats=self.stats, resume=resume,
-                          on_connection_lost=self._lost if self.remote else None, **self._sampler_options)
+        sampler = Sampler(handle, topology.counters, self.sampling, gpu_ids=topology.gpu_ids, stats=self.stats,
+                          resume=resume, on_connection_lost=self._lost if self.remote else None)
         if stop_first is not None:
             stop_first.stop()
         sampler.start()

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from dcgm_collector.proto import podresources_v1_pb2 as pb
+from dcgm_collector.attribution.proto import podresources_v1_pb2 as pb
 
 __all__ = [
     "DEFAULT_KUBELET_SOCKET",

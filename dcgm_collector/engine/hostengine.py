@@ -1,6 +1,6 @@
 """A simulated nv-hostengine: one simulated node served to remote DCGM clients.
 
-``python -m dcgm_collector.sim hostengine --port N`` (or ``--unix PATH``)
+``python -m dcgm_collector.engine hostengine --port N`` (or ``--unix PATH``)
 owns the simulated GPUs; any client of the simulated libdcgm.so.4 reaches it
 with ``dcgmConnect_v2("127.0.0.1:N")``, ``-r 127.0.0.1:N`` in the collector,
 or ``unix:///PATH``.  The server itself is C inside the library
@@ -15,7 +15,7 @@ import signal
 import sys
 from typing import TextIO
 
-from dcgm_collector import sim
+from dcgm_collector import engine
 
 __all__ = ["serve"]
 
@@ -43,16 +43,16 @@ def serve(
         raise ValueError("give exactly one of port and unix_path")
     if port is not None and not 0 <= port <= 65535:
         raise ValueError(f"port must be 0..65535, not {port}")
-    spec = os.environ.get(sim.SCENARIO_ENV, "") if scenario is None else scenario
+    spec = os.environ.get(engine.SCENARIO_ENV, "") if scenario is None else scenario
     if spec:
-        sim.check_scenario(spec)
+        engine.check_scenario(spec)
     stream = sys.stdout if ready is None else ready
     stream.flush()
     import cffi
 
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
-    library = ffi.dlopen(str(sim.library_path()))
+    library = ffi.dlopen(str(engine.library_path()))
     stop_read, stop_write = os.pipe()
     previous = _route_signals(stop_write)
     try:

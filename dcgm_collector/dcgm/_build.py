@@ -1,4 +1,4 @@
-"""cffi builder (API mode) for ``dcgm_collector._native``.
+"""cffi builder (API mode) for ``dcgm_collector.dcgm._native``.
 
 The declarations are read from the project's C headers rather than retyped:
 the ``CDEF-BEGIN``/``CDEF-END`` regions of ``native/dcgm_abi.h``,
@@ -7,7 +7,7 @@ row of ``native/dcgm_functions.h``.  The module source maps each DCGM name onto 
 loader's forwarder, so Python calls ``lib.dcgmInit()`` and reaches whichever
 libdcgm.so.4 was dlopen'd at run time.
 
-Run directly (``python dcgm_collector/_build_native.py [DIR]``) to build the
+Run directly (``python dcgm_collector/dcgm/_build.py [DIR]``) to build the
 extension into DIR without installing, e.g. while working on the loader.
 """
 
@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from cffi import FFI
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 CDEF_REGION = re.compile(r"/\* CDEF-BEGIN \*/(.*?)/\* CDEF-END \*/", re.DOTALL)
 
@@ -100,7 +100,7 @@ def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
     ffi = FFI()
     ffi.cdef(cdef)
     ffi.set_source(
-        "dcgm_collector._native",
+        "dcgm_collector.dcgm._native",
         f'#include "loader.h"\n#include "drain.h"\n{redirects}\n',
         sources=[where(native / "loader.c"), where(native / "drain.c")],
         include_dirs=[where(native)],

@@ -1,0 +1,286 @@
+"""The running collector: counters file, HTTP listener, DCGM library, targets, signals.
+
+Start-up order: counters file -> HTTP listener -> libdcgm -> targets.  A
+target (dcgm_collector.collect.target) is the embedded engine or one -r
+hostengine: handle -> GPUs -> profiling support -> sampler -> exposition.
+The listener comes early so that a busy port fails before DCGM is touched;
+until the targets exist /metrics and /health answer 503.  The embedded engine
+failing to start is fatal, as it is for dcgm-exporter; a hostengine that
+cannot be reached is not: its target keeps trying (and reconnects whenever a
+connection is lost) while /health says why.
+
+SIGTERM / SIGINT stop everything and exit 0.  SIGHUP re-reads the counters
+file: a bad file is logged in one line and the running configuration keeps
+serving; a good one gets a new sampler and exposition, swapped in at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from dcgm_collector import __version__, dcgm, engine
+from dcgm_collector.attribution.copies import GpuAttribution
+from dcgm_collector.attribution.hpc import HpcJobMapper
+from dcgm_collector.attribution.podresources import PodMapper
+from dcgm_collector.collect.counters import CountersError, CounterSet, load_counters
+from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, Target, TargetError
+from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_label
+from dcgm_collector.dcgm import DcgmError, Handle, Library
+from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
+from dcgm_collector.expose.multi import MultiExposition
+from dcgm_collector.model import GpuInfo
+from dcgm_collector.serve.server import ListenError, MetricsServer, Unavailable
+from dcgm_collector.serve.singleflight import SingleFlight
+from dcgm_collector.serve.webconfig import WebConfig, WebConfigError, load
+
+__all__ = ["Collector", "StartupError", "library_version", "serve"]
+
+log = logging.getLogger("dcgm_collector")
+
+
+class StartupError(Exception):
+    """Start-up cannot go on; str() is the one line the user sees."""
+
+
+class Collector:
+    """Owns the server and the targets (the embedded engine, or one per -r hostengine)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.server: MetricsServer | None = None
+        self.library: Library | None = None
+        self.library_version = "unknown"
+        self.targets: list[Any] = []
+        self.exposition: Any = None     # MultiExposition over the targets, once they exist
+        self.pods: Any = None           # PodMapper (-k)
+        self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
+        self._renders: SingleFlight[bytes] = SingleFlight()
+
+    # -- what the server calls (on request threads)
+    def metrics(self, openmetrics: bool) -> bytes:
+        exposition = self.exposition
+        if exposition is None:
+            raise Unavailable("starting: no sampler yet")
+        return self._renders.do((id(exposition), openmetrics), lambda: exposition.render(openmetrics))
+
+    def health(self) -> tuple[bool, str]:
+        exposition = self.exposition
+        if exposition is None:
+            return False, "starting: no sampler yet"
+        return exposition.health()
+
+    def observe_scrape(self, seconds: float) -> None:
+        exposition = self.exposition
+        if exposition is not None:
+            exposition.observe_scrape(seconds)
+
+    # -- start-up
+    def start(self) -> None:
+        config = self.config
+        counters = self._read_counters()
+        web = self._read_web_config()
+        self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape,
+                                    **(web.server_options() if web is not None else {}))
+        try:
+            self.server.start()
+        except ListenError as error:
+            self.server = None
+            raise StartupError(str(error)) from None
+        self.library = self._load_library()
+        self.library_version = library_version(self.library)
+        self.attribution = self._start_attribution()
+        self.targets = self._make_targets(counters)
+        for target in self.targets:
+            self._start_target(target)
+        self.exposition = MultiExposition(self.targets, version=__version__, library_version=self.library_version)
+        for target in self.targets:
+            if target.remote:
+                log.info("collecting %d rows of %s from the hostengine at %s every %d ms (hostname %s)",
+                         len(counters), counters.path, target.address, config.collect_interval_ms, target.name)
+            else:
+                log.info("collecting %d rows of %s on GPUs %s every %d ms", len(counters), counters.path,
+                         ",".join(map(str, target.generation.sampler.gpu_ids)), config.collect_interval_ms)
+        log.info("serving %s%s", self.server.describe(), f" with {web.describe()}" if web is not None else "")
+
+    def _read_web_config(self) -> WebConfig | None:
+        path = self.config.web_config_file
+        if path is None:
+            return None
+        try:
+            return load(path)
+        except WebConfigError as error:
+            raise StartupError(str(error)) from None
+
+    def _start_attribution(self) -> GpuAttribution | None:
+        config = self.config
+        if len(config.remotes) > 1 and (config.kubernetes or config.hpc_job_mapping_dir):
+            # the kubelet and the job directory describe this node, not the others'
+            log.warning("-k and --hpc-job-mapping-dir describe this node only: ignored with several -r hostengines")
+            return None
+        jobs = HpcJobMapper(config.hpc_job_mapping_dir) if config.hpc_job_mapping_dir else None
+        if config.kubernetes:
+            self.pods = PodMapper(config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type,
+                                  config.nvidia_resource_names)
+            self.pods.start()
+            log.info("pod labels from the kubelet at %s (GPU ids: %s), refreshed every %g s",
+                     config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type, self.pods.refresh_s)
+        if jobs is not None:
+            log.info("hpc_job labels from %s, re-read every %g s", jobs.directory, jobs.refresh_s)
+        if self.pods is None and jobs is None:
+            return None
+        return GpuAttribution(self.pods, jobs)
+
+    def _read_counters(self) -> CounterSet:
+        path = self.config.collectors
+        try:
+            return load_counters(path)
+        except CountersError as error:
+            raise StartupError(str(error)) from None
+        except OSError as error:
+            raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
+
+    def _load_library(self) -> Library:
+        config = self.config
+        try:
+            if config.sim is not None:
+                spec = _scenario_spec(config.sim)
+                try:
+                    engine.check_scenario(spec)
+                except ValueError as error:
+                    raise StartupError(f"--sim {config.sim}: {error}") from None
+                os.environ[engine.SCENARIO_ENV] = spec
+                return dcgm.load_library(engine.library_path())
+            return dcgm.load_library(config.dcgm_lib)
+        except dcgm.LibraryNotFoundError as error:
+            raise StartupError(error.message) from None
+        except (dcgm.DcgmError, FileNotFoundError, ValueError) as error:
+            raise StartupError(f"cannot load libdcgm: {error}") from None
+
+    def _make_targets(self, counters: CounterSet) -> list[Target]:
+        config, library = self.config, self.library
+
+        def make(name: str, address: str | None, connect) -> Target:
+            hostname = None if config.no_hostname else name
+            return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,
+                          expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname), address=address)
+
+        if not config.remotes:
+            name = config.hostname or hostname_label(None, os.environ)
+            return [make(name, None, lambda: self._open_embedded(library))]
+        return [make(name, address, lambda address=address: Handle.connect(
+                    address, timeout_ms=CONNECT_TIMEOUT_MS, library=library))
+                for address, name in zip(config.remotes, config.target_names)]
+
+    def _start_target(self, target: Target) -> None:
+        try:
+            target.start()
+        except TargetError as error:
+            raise StartupError(str(error)) from None
+        except (DcgmError, RuntimeError, ValueError) as error:
+            raise StartupError(f"cannot start sampling: {error}") from None
+
+    @staticmethod
+    def _open_embedded(library: Library) -> Handle:
+        try:
+            return dcgm.Handle.embedded(library=library)
+        except (dcgm.DcgmError, ValueError) as error:
+            raise StartupError(f"cannot start DCGM embedded: {error}") from None
+
+    def _expose(self, sampler: Sampler, gpus: tuple[GpuInfo, ...], hostname: str | None) -> Exposition:
+        config = self.config
+        options = ExpositionOptions(
+            window_s=config.window_s, aggregations=config.aggregations, hostname=hostname,
+            replace_blanks_in_model_name=config.replace_blanks_in_model_name,
+            xid_count_window_ms=config.xid_count_window_ms,
+            clock_events_count_window_ms=config.clock_events_count_window_ms,
+            attribution=self.attribution,
+        )
+        return Exposition(sampler, gpus, options, version=__version__, library_version=self.library_version)
+
+    # -- reload
+    def reload(self) -> bool:
+        """Re-read the counters file; on any problem the running configuration keeps serving."""
+        try:
+            counters = self._read_counters()
+        except StartupError as error:
+            log.error("reload failed, still serving the previous counters: %s", error)
+            return False
+        ok = all([target.reload(counters) for target in self.targets])
+        if ok:
+            log.info("reloaded %d metrics from %s", len(counters), self.config.collectors)
+        return ok
+
+    # -- shutdown
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+        if self.pods is not None:
+            self.pods.stop()
+            self.pods = None
+        for target in self.targets:
+            target.request_stop()   # all at once: a supervisor may be inside a connect attempt
+        for target in reversed(self.targets):
+            target.stop()
+
+
+def _scenario_spec(spec: str) -> str:
+    """A GPU count or a scenario file as given; a bare name picks a scenario shipped with the package."""
+    if spec.isdigit() or os.path.exists(spec) or "/" in spec:
+        return spec
+    name = spec if spec.endswith(".toml") else f"{spec}.toml"
+    shipped = Path(engine.__file__).resolve().parent / "scenarios" / name
+    return str(shipped) if shipped.is_file() else spec
+
+
+# ---- signals and the main loop -----------------------------------------------------------
+
+def _install_signals(events: queue.SimpleQueue) -> None:
+    def handler(signum: int, _frame: Any) -> None:
+        events.put(signum)   # SimpleQueue.put is safe in a signal handler; the main loop does the work
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, handler)
+
+
+def serve(config: Config) -> int:
+    events: queue.SimpleQueue = queue.SimpleQueue()
+    _install_signals(events)
+    collector = Collector(config)
+    try:
+        try:
+            collector.start()
+        except StartupError as error:
+            print(f"{PROG}: error: {error}", file=sys.stderr)
+            return EXIT_ERROR
+        except Exception as error:
+            log.debug("start-up failed", exc_info=True)
+            print(f"{PROG}: error: start-up failed: {type(error).__name__}: {error}", file=sys.stderr)
+            return EXIT_ERROR
+        while True:
+            try:
+                signum = events.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            if signum == signal.SIGHUP:
+                collector.reload()
+                continue
+            log.info("%s: shutting down", signal.Signals(signum).name)
+            return EXIT_OK
+    finally:
+        collector.stop()
+
+
+def library_version(library: Library) -> str:
+    """The version a loaded DCGM library reports, for dcgm_collector_build_info; "unknown" when it cannot say."""
+    try:
+        return library.version_info().get("version", "unknown")
+    except (DcgmError, AttributeError):
+        return "unknown"

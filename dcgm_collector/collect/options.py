@@ -1,0 +1,63 @@
+"""How the sampler collects: the collect interval, the watch interval and the retention, checked once.
+
+Every default lives here; the command line (dcgm_collector.config) shows
+them in its help and the watch plan, the sampler and the targets take one
+:class:`SamplingOptions` rather than loose numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_COLLECT_INTERVAL_MS", "DEFAULT_RETENTION_S", "SamplingOptions"]
+
+DEFAULT_COLLECT_INTERVAL_MS = 1000     # dcgm-exporter: 30000 (see the help's epilog)
+DEFAULT_RETENTION_S = 900.0            # 15 minutes of every sample
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    """-c/--collect-interval, --watch-interval and --retention, in the units of their flags."""
+
+    collect_interval_ms: float = DEFAULT_COLLECT_INTERVAL_MS
+    watch_interval_ms: float | None = None     # None: the collect interval
+    retention_s: float = DEFAULT_RETENTION_S
+
+    def __post_init__(self) -> None:
+        _positive(self.collect_interval_ms, "collect interval (-c/--collect-interval)", "milliseconds")
+        if self.watch_interval_ms is not None:
+            _positive(self.watch_interval_ms, "watch interval (--watch-interval)", "milliseconds")
+        _positive(self.retention_s, "retention (--retention)", "seconds")
+        if self.watch_ms > self.collect_interval_ms:
+            # every other collect would find nothing new
+            raise ValueError(
+                f"--watch-interval {self.watch_ms:g} ms must not be longer than -c/--collect-interval "
+                f"{self.collect_interval_ms:g} ms: a collect would find nothing new; use a watch interval "
+                "of at most the collect interval")
+
+    @property
+    def watch_ms(self) -> float:
+        """The watch interval in ms (the collect interval unless a faster one was given)."""
+        return self.collect_interval_ms if self.watch_interval_ms is None else self.watch_interval_ms
+
+    @property
+    def collect_interval_us(self) -> int:
+        return max(1, round(self.collect_interval_ms * 1000))
+
+    @property
+    def update_freq_us(self) -> int:
+        """DCGM's updateFreq of the value watches: the watch interval in µs."""
+        return max(1, round(self.watch_ms * 1000))
+
+    @property
+    def interval_s(self) -> float:
+        return self.collect_interval_us / 1e6
+
+
+def _positive(value: object, what: str, unit: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"the {what} must be a number of {unit}, not {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"the {what} must be a positive number of {unit}, not {value}")
+    return float(value)

@@ -1,0 +1,669 @@
+"""The command line's flags and environment variables, turned into one typed :class:`Config`.
+
+A node running ``dcgm-exporter -f FILE -a :9400 ...`` runs ``dcgm-collector``
+with the same flags and environment.  Flags beat environment variables,
+which beat defaults; an empty environment variable counts as unset.  Boolean
+values follow Go's strconv.ParseBool (1 t T TRUE true True / 0 f F FALSE false
+False), and, as with Go's flag package, any option may be written with one or
+two dashes (``-collectors``, ``--f``) and a value after ``=`` or as the next
+argument.
+
+One table (:data:`OPTIONS`) gives each option its flags, variable, default,
+parser and help; the defaults of the sampling and window options come from
+the modules that use them (collect.options, expose.options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import math
+import os
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dcgm_collector import __version__
+from dcgm_collector.collect.counters import aggregations_argument, default_counters_path
+from dcgm_collector.collect.options import DEFAULT_COLLECT_INTERVAL_MS, DEFAULT_RETENTION_S, SamplingOptions
+from dcgm_collector.expose.options import DEFAULT_COUNT_WINDOW_MS, DEFAULT_WINDOW_S
+from dcgm_collector.model import DeviceSelection
+from dcgm_collector.serve.server import parse_listen_address
+
+__all__ = ["Config", "ConfigError", "DeviceSelection", "build_parser", "parse_bool", "parse_config", "parse_devices"]
+
+PROG = "dcgm-collector"
+CHECK_COMMAND = "check-counters"
+DASHBOARD_COMMAND = "dashboard"
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+DEFAULT_ADDRESS = ":9400"
+DEFAULT_REMOTE = "localhost:5555"
+EXPORTER_COUNTERS_PATH = "/etc/dcgm-exporter/default-counters.csv"
+
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+# ---- value parsers (shared by flags and environment variables) ------------------------------
+
+def parse_bool(text: str) -> bool:
+    """Go's strconv.ParseBool."""
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (use true or false, 1 or 0)")
+
+
+def _positive_int(what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {what}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0 {what}")
+        return value
+    return parse
+
+
+def _positive_float(what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number of {what}")
+        return value
+    return parse
+
+
+def _address(text: str) -> str:
+    try:
+        parse_listen_address(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text.strip()
+
+
+def _log_format(text: str) -> str:
+    if text not in ("text", "json"):
+        raise argparse.ArgumentTypeError(f"{text!r}: choose text or json")
+    return text
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _gpu_id_type(text: str) -> str:
+    value = text.strip()
+    if value not in ("uid", "device-name"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a GPU id type (use uid or device-name)")
+    return value
+
+
+def _name_list(text: str | None) -> tuple[str, ...]:
+    """A comma-separated list (flags given several times arrive joined by commas)."""
+    return tuple(name.strip() for name in (text or "").split(",") if name.strip())
+
+
+def _nonempty(what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"empty {what}")
+        return text.strip()
+    return parse
+
+
+# ---- -d/--devices ------------------------------------------------------------------------------
+
+def parse_devices(text: str) -> DeviceSelection:
+    """dcgm-exporter's device grammar: ``f``, ``g``, ``g:0,1``, ``g:0-3``, ``g:0,2-4``, ``i``, ``i:...``."""
+    spec = text.strip()
+    letter, colon, ranges = spec.partition(":")
+    if ":" in ranges:
+        raise argparse.ArgumentTypeError(f"{text!r}: only one ':<range>' is allowed")
+    if letter == "f":
+        if colon:
+            raise argparse.ArgumentTypeError(f"{text!r}: the flex option 'f' takes no range")
+        return DeviceSelection("f")
+    if letter not in ("g", "i"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected f, g, g:<range>, i or i:<range> (a range is N, N-M or a comma list of them; "
+            "g and i cannot be combined)")
+    if not colon:
+        return DeviceSelection(letter)
+    ids: list[int] = []
+    for item in ranges.split(","):
+        ids.extend(_range_item(text, item))
+    return DeviceSelection(letter, tuple(dict.fromkeys(ids)))
+
+
+def _range_item(text: str, item: str) -> range:
+    start, dash, end = item.strip().partition("-")
+    if not start.isdigit() or (dash and not end.isdigit()):
+        what = "an empty item" if not item.strip() else repr(item)
+        raise argparse.ArgumentTypeError(f"{text!r}: {what} is not N or N-M")
+    first, last = int(start), int(end) if dash else int(start)
+    if last < first:
+        raise argparse.ArgumentTypeError(f"{text!r}: range {item.strip()!r} runs backwards")
+    return range(first, last + 1)
+
+
+# ---- the option table ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Option:
+    dest: str
+    flags: tuple[str, ...]
+    env: str | None
+    default: Any
+    parse: Callable[[str], Any]
+    help: str
+    group: str
+    metavar: str | None = None
+    boolean: bool = False
+    repeatable: bool = False     # may be given several times (argparse collects a list)
+
+
+GROUPS = {
+    "collection": "collection",
+    "connection": "connection to DCGM",
+    "devices": "devices",
+    "window": "window aggregates (beside the last value dcgm-exporter serves)",
+    "simulator": "simulator",
+    "attribution": "Kubernetes and HPC job attribution",
+    "web": "web",
+    "logging": "logging",
+}
+
+OPTIONS: tuple[Option, ...] = (
+    Option("collectors", ("-f", "--collectors"), "DCGM_EXPORTER_COLLECTORS", None, _nonempty("path"),
+           "counters file (dcgm-exporter's counters.csv grammar, plus an optional 4th column "
+           "min|max|avg) [default: the file shipped with the package]", "collection", "FILE"),
+    Option("collect_interval_ms", ("-c", "--collect-interval"), "DCGM_EXPORTER_INTERVAL", DEFAULT_COLLECT_INTERVAL_MS,
+           _positive_int("milliseconds"), "how often the sampler drains DCGM, in ms [default: %(default)s]",
+           "collection", "MS"),
+    Option("watch_interval_ms", ("--watch-interval",), "DCGM_COLLECTOR_WATCH_INTERVAL", None,
+           _positive_float("milliseconds"),
+           "how often DCGM samples each field, in ms; at most the collect interval "
+           "[default: the collect interval]", "collection", "MS"),
+    Option("retention_s", ("--retention",), "DCGM_COLLECTOR_RETENTION", DEFAULT_RETENTION_S,
+           _positive_float("seconds"), "how much history the ring buffers keep, in s [default: %(default)g]",
+           "collection", "S"),
+    Option("xid_count_window_ms", ("-x", "--xid-count-window-size"), "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE",
+           DEFAULT_COUNT_WINDOW_MS, _positive_int("milliseconds"),
+           "window of DCGM_EXP_XID_ERRORS_COUNT, in ms [default: %(default)s]", "collection", "MS"),
+    Option("clock_events_count_window_ms", ("--clock-events-count-window-size",),
+           "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", DEFAULT_COUNT_WINDOW_MS, _positive_int("milliseconds"),
+           "window of DCGM_EXP_CLOCK_EVENTS_COUNT, in ms [default: %(default)s]", "collection", "MS"),
+    Option("no_hostname", ("-n", "--no-hostname"), "DCGM_EXPORTER_NO_HOSTNAME", False, parse_bool,
+           "leave the hostname label out (it is $NODE_NAME, else the host's name)", "collection", "BOOL", True),
+    Option("replace_blanks_in_model_name", ("-rbmn", "--replace-blanks-in-model-name"),
+           "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", False, parse_bool,
+           "write modelName with '-' for blanks (NVIDIA-H100-80GB-HBM3)", "collection", "BOOL", True),
+    Option("remote", ("-r", "--remote-hostengine-info"), "DCGM_REMOTE_HOSTENGINE_INFO", None, _text,
+           f"connect to an nv-hostengine (HOST:PORT, [IPv6]:PORT, /path/to.sock or unix:///path) instead of "
+           f"running DCGM embedded; used only when given.  Give it several times (or a comma-separated list) "
+           f"to collect from several hostengines, each labelled with its own hostname "
+           f"[dcgm-exporter's nominal default: {DEFAULT_REMOTE}]",
+           "connection", "ADDRESS", repeatable=True),
+    Option("dcgm_lib", ("--dcgm-lib",), "DCGM_COLLECTOR_LIBDCGM", None, _nonempty("path"),
+           "libdcgm.so.4 to load (a file or its directory) [default: the dynamic linker's search, then "
+           "DCGM's install directories]", "connection", "PATH"),
+    Option("devices", ("-d", "--devices"), "DCGM_EXPORTER_DEVICES_STR", DeviceSelection("f"), parse_devices,
+           "GPUs to sample: f (all), g (all GPUs), g:0,1 or g:0-3 (those GPUs), i or i:0,2-4 (the GPUs holding "
+           "those MIG instances; per-instance series come later) [default: f]", "devices", "SPEC"),
+    Option("window_s", ("--window",), "DCGM_COLLECTOR_WINDOW", DEFAULT_WINDOW_S, _positive_float("seconds"),
+           "length of the trailing window of the _min/_max/_avg families, in s [default: %(default)g]",
+           "window", "S"),
+    Option("aggregations", ("--aggregations",), "DCGM_COLLECTOR_AGGREGATIONS", (), aggregations_argument,
+           "window families for every numeric row, e.g. max or min,max,avg, on top of each row's 4th column "
+           "[default: none]", "window", "LIST"),
+    Option("sim", ("--sim",), "DCGM_COLLECTOR_SIM", None, _nonempty("scenario"),
+           "use the simulated libdcgm shipped with the package: N H100s, a scenario file, or the name of a "
+           "shipped scenario (spikes, mixed, xid-burst, ...)", "simulator", "N|SCENARIO"),
+    Option("kubernetes", ("-k", "--kubernetes"), "DCGM_EXPORTER_KUBERNETES", False, parse_bool,
+           "label each GPU's series with the pod, namespace and container holding it, from the kubelet's "
+           "pod-resources API (refreshed every 10 s, not per scrape)", "attribution", "BOOL", True),
+    Option("kubernetes_gpu_id_type", ("--kubernetes-gpu-id-type",), "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "uid",
+           _gpu_id_type, "how the device plugin names GPUs: uid (GPU-<uuid>, NVIDIA's device plugin) or "
+           "device-name (nvidia<N>, GKE) [default: %(default)s]", "attribution", "TYPE"),
+    Option("pod_resources_kubelet_socket", ("--pod-resources-kubelet-socket",), "DCGM_POD_RESOURCES_KUBELET_SOCKET",
+           "/var/lib/kubelet/pod-resources/kubelet.sock", _nonempty("path"),
+           "the kubelet's pod-resources socket [default: %(default)s]", "attribution", "PATH"),
+    Option("nvidia_resource_names", ("--nvidia-resource-names",), "NVIDIA_RESOURCE_NAMES", None, _text,
+           "extended resources that are GPUs besides nvidia.com/gpu and nvidia.com/mig-* (comma-separated, "
+           "or give it several times), e.g. nvidia.com/a100", "attribution", "NAMES", repeatable=True),
+    Option("hpc_job_mapping_dir", ("--hpc-job-mapping-dir",), "DCGM_HPC_JOB_MAPPING_DIR", None, _nonempty("path"),
+           "directory of files named by GPU id, each listing the jobs on that GPU, one per line: every series "
+           "of the GPU is served once per job with an hpc_job label", "attribution", "DIR"),
+    Option("web_config_file", ("--web-config-file",), "DCGM_EXPORTER_WEB_CONFIG_FILE", None, _nonempty("path"),
+           "exporter-toolkit web config: TLS (tls_server_config), client certificates, basic auth "
+           "(basic_auth_users, bcrypt); checked at start", "web", "FILE"),
+    Option("address", ("-a", "--address"), "DCGM_EXPORTER_LISTEN", DEFAULT_ADDRESS, _address,
+           "listen address: :9400 (every interface, IPv6 and IPv4), 0.0.0.0:9400, 127.0.0.1:9400, [::1]:9400, "
+           "localhost:9400 [default: %(default)s]", "web", "ADDRESS"),
+    Option("debug", ("--debug",), "DCGM_EXPORTER_DEBUG", False, parse_bool, "log at debug level",
+           "logging", "BOOL", True),
+    Option("log_format", ("--log-format",), "DCGM_EXPORTER_LOG_FORMAT", "text", _log_format,
+           "text or json [default: %(default)s]", "logging", "FORMAT"),
+)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A dcgm-exporter option this collector does not implement yet."""
+
+    flags: tuple[str, ...]
+    env: str | None
+    boolean: bool
+    default: str | None          # dcgm-exporter's default: giving it changes nothing, so no warning
+    why: str
+    refuse: bool = False         # True: serving without it would be wrong, not merely less
+
+
+UNSUPPORTED: tuple[Unsupported, ...] = (
+    Unsupported(("--kubernetes-enable-pod-labels",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", True, None,
+                "pod labels are not attached yet"),
+    Unsupported(("--kubernetes-enable-pod-uid",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", True, None,
+                "pod labels are not attached yet"),
+    Unsupported(("--kubernetes-pod-label-allowlist-regex",), "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
+                False, None, "pod labels are not attached yet"),
+    Unsupported(("--kubernetes-virtual-gpus",), "KUBERNETES_VIRTUAL_GPUS", True, None,
+                "per-pod copies of shared GPUs are not made yet"),
+    Unsupported(("--kubernetes-enable-dra",), "KUBERNETES_ENABLE_DRA", True, None, "DRA labels are not attached yet"),
+    Unsupported(("-s", "--switch-devices"), "DCGM_EXPORTER_OTHER_DEVICES_STR", False, "f",
+                "NvSwitch metrics are not collected yet"),
+    Unsupported(("-p", "--cpu-devices"), "DCGM_EXPORTER_CPU_DEVICES_STR", False, "f",
+                "CPU metrics are not collected yet"),
+    Unsupported(("--fake-gpus",), "DCGM_EXPORTER_USE_FAKE_GPUS", True, None, "fake GPUs are not made"),
+    Unsupported(("--enable-dcgm-log",), "DCGM_EXPORTER_ENABLE_DCGM_LOG", True, None, "DCGM's own log is not relayed"),
+    Unsupported(("--dcgm-log-level",), "DCGM_EXPORTER_DCGM_LOG_LEVEL", False, "NONE", "DCGM's own log is not relayed"),
+    Unsupported(("--disable-startup-validate",), "DISABLE_STARTUP_VALIDATE", True, None,
+                "there is no separate start-up validation to skip"),
+    Unsupported(("--enable-gpu-bind-unbind-watch",), "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", True, None,
+                "bind/unbind events are not watched yet"),
+    Unsupported(("--gpu-bind-unbind-poll-interval",), "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL", False, "1s",
+                "bind/unbind events are not watched yet"),
+    Unsupported(("--enable-pprof",), "DCGM_EXPORTER_ENABLE_PPROF", True, None, "there is no pprof endpoint"),
+    Unsupported(("--dump-enabled",), "DCGM_EXPORTER_DUMP_ENABLED", True, None, "debug dumps are not written"),
+    Unsupported(("--dump-directory",), "DCGM_EXPORTER_DUMP_DIRECTORY", False, "/tmp/dcgm-exporter-debug",
+                "debug dumps are not written"),
+    Unsupported(("--dump-retention",), "DCGM_EXPORTER_DUMP_RETENTION", False, "24", "debug dumps are not written"),
+    Unsupported(("--dump-compression",), "DCGM_EXPORTER_DUMP_COMPRESSION", True, "true",
+                "debug dumps are not written"),
+    Unsupported(("--web-systemd-socket",), "DCGM_EXPORTER_SYSTEMD_SOCKET", True, None,
+                "systemd socket activation is not supported yet; use -a", refuse=True),
+    Unsupported(("-o", "--use-old-namespace"), "DCGM_EXPORTER_USE_OLD_NAMESPACE", True, None,
+                "the old label names (uuid, pod_name, ...) are not written yet", refuse=True),
+    Unsupported(("-m", "--configmap-data"), "DCGM_EXPORTER_CONFIGMAP_DATA", False, "none",
+                "counters are not read from a ConfigMap yet; mount it as a file and use -f", refuse=True),
+)
+
+
+def _unsupported_dest(item: Unsupported) -> str:
+    return "unsupported_" + item.flags[-1].lstrip("-").replace("-", "_")
+
+
+EPILOG = f"""\
+commands:
+  {PROG} {CHECK_COMMAND} FILE   validate a counters file and list what it exports
+  {PROG} {DASHBOARD_COMMAND} -f FILE   print a Grafana dashboard for that counters file
+
+environment:
+  Every option has the environment variable shown in its help; a flag beats
+  its variable, and an empty variable counts as unset.  Boolean options take
+  no value, or =true / =false (Go's spellings: 1, t, T, TRUE, true, True and
+  0, f, F, FALSE, false, False).  Options may be written with one dash or two,
+  as Go's flags (-collectors, --f).  NODE_NAME sets the hostname label (else
+  the host's name; with -r, the hostengine's host, as dcgm-exporter does).
+
+signals:
+  SIGHUP re-reads the counters file (a bad file keeps the running one);
+  SIGTERM and SIGINT stop cleanly (exit 0).
+
+differences from dcgm-exporter:
+  -c defaults to 1000 ms (dcgm-exporter: 30000): the sampler keeps every sample
+     DCGM takes, so a short interval costs little and feeds the window families.
+  -f defaults to the counters file shipped with this package, not
+     {EXPORTER_COUNTERS_PATH}; pass -f to use that one.
+  -n works (dcgm-exporter 4.8 parses it but still writes the label).
+  -d i selects the GPUs that hold the listed MIG instances.
+  -r may be given several times (or as a comma-separated list): one collector
+     for several hostengines, each target's series labelled hostname=its host
+     (its address where two targets share a host), dcgm_collector_* series too.
+  A hostengine that goes away is reconnected with capped backoff while the
+     collected samples are still served (dcgm_collector_up 0); dcgm-exporter
+     exits.  An unreachable hostengine at start-up is retried, not fatal.
+
+dcgm-exporter options not implemented yet:
+  Accepted with a warning (the output only lacks what they add):
+    -k/--kubernetes and the --kubernetes-*, --pod-resources-kubelet-socket,
+    --nvidia-resource-names, --hpc-job-mapping-dir options; -s, -p,
+    --fake-gpus, --enable-dcgm-log, --dcgm-log-level, --disable-startup-validate,
+    --enable-gpu-bind-unbind-watch, --gpu-bind-unbind-poll-interval,
+    --enable-pprof, --dump-*.
+  Refused (serving without them would be wrong): --web-config-file (TLS, basic
+    auth), --web-systemd-socket, -o/--use-old-namespace, -m/--configmap-data.
+"""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=36, width=min(100, _terminal_width()))
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if action.nargs == "?" and action.const is True:   # a boolean: -n, or -n=false
+            return ", ".join(action.option_strings)
+        return super()._format_action_invocation(action)
+
+
+def _terminal_width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return 100
+
+
+def _option_help(option: Option) -> str:
+    """The help line with the real default and the env var (argparse would show None: flags default to None
+    so that an unset flag can fall back to its env var)."""
+    default = option.default
+    text = option.help.replace("%(default)g", f"{default:g}" if isinstance(default, float) else str(default))
+    text = text.replace("%(default)s", str(default))
+    if option.env:
+        text += f" (env {option.env})"
+    return text.replace("%", "%%")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        usage=(f"%(prog)s [OPTIONS]\n       %(prog)s {CHECK_COMMAND} FILE\n"
+               f"       %(prog)s {DASHBOARD_COMMAND} [-f FILE]"),
+        description="DCGM GPU telemetry for Prometheus: a drop-in for dcgm-exporter that keeps every\n"
+                    "sample DCGM takes between scrapes and serves window aggregates beside the last value.",
+        epilog=EPILOG, formatter_class=_HelpFormatter, allow_abbrev=False, add_help=False,
+    )
+    general = parser.add_argument_group("general")
+    general.add_argument("-h", "--help", action="help", help="show this help and exit")
+    general.add_argument("-v", "--version", action="version", version=f"{PROG} {__version__}",
+                         help="show the version and exit")
+    groups = {key: parser.add_argument_group(title) for key, title in GROUPS.items()}
+    for option in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": option.dest, "default": None, "help": _option_help(option),
+                                  "type": option.parse, "metavar": option.metavar}
+        if option.boolean:
+            kwargs.update(nargs="?", const=True, metavar="true|false")
+        if option.repeatable:
+            kwargs.update(action="append")
+        groups[option.group].add_argument(*option.flags, **kwargs)
+    hidden = parser.add_argument_group("not implemented")
+    for item in UNSUPPORTED:
+        kwargs = {"dest": _unsupported_dest(item), "default": None, "help": argparse.SUPPRESS}
+        if item.boolean:
+            kwargs.update(nargs="?", const=True, type=parse_bool)
+        hidden.add_argument(*item.flags, **kwargs)
+    return parser
+
+
+def go_style_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[str]:
+    """Go's flag package takes -name and --name alike; argparse needs the declared spelling."""
+    known = set(parser._option_string_actions)
+    out = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + list(argv[i:])
+        name, eq, value = arg.partition("=")
+        if name.startswith("-") and name not in known and len(name) > 1:
+            bare = name.lstrip("-")
+            for candidate in (f"--{bare}", f"-{bare}"):
+                if candidate in known:
+                    arg = candidate + eq + value
+                    break
+        out.append(arg)
+    return out
+
+
+# ---- configuration ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Config:
+    collectors: str
+    collect_interval_ms: int
+    watch_interval_ms: float | None
+    retention_s: float
+    xid_count_window_ms: int
+    clock_events_count_window_ms: int
+    no_hostname: bool
+    replace_blanks_in_model_name: bool
+    remote: str | None
+    dcgm_lib: str | None
+    devices: DeviceSelection
+    window_s: float
+    aggregations: tuple[str, ...]
+    sim: str | None
+    address: str
+    debug: bool
+    log_format: str
+    hostname: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+    remotes: tuple[str, ...] = ()          # -r addresses, one per target (remote: them joined by commas)
+    target_names: tuple[str, ...] = ()     # each remote target's name: its hostname label, unique
+    kubernetes: bool = False
+    kubernetes_gpu_id_type: str = "uid"
+    pod_resources_kubelet_socket: str = "/var/lib/kubelet/pod-resources/kubelet.sock"
+    nvidia_resource_names: tuple[str, ...] = ()
+    hpc_job_mapping_dir: str | None = None
+    web_config_file: str | None = None
+
+    @property
+    def sampling(self) -> SamplingOptions:
+        return SamplingOptions(self.collect_interval_ms, self.watch_interval_ms, self.retention_s)
+
+
+class ConfigError(Exception):
+    """A bad flag or environment value; str() is one line."""
+
+    exit_code = EXIT_USAGE
+
+
+class AddressError(ConfigError):
+    """A malformed -r / DCGM_REMOTE_HOSTENGINE_INFO address."""
+
+    exit_code = EXIT_ERROR
+
+
+def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
+                 parser: argparse.ArgumentParser | None = None) -> Config:
+    """Flags, then environment, then defaults.  argparse exits on bad flags; ConfigError on bad env values."""
+    environ = os.environ if environ is None else environ
+    parser = parser or build_parser()
+    args = parser.parse_args(go_style_argv(argv, parser))
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        value = getattr(args, option.dest)
+        if option.repeatable and value is not None:
+            value = ",".join(value)
+        if value is None:
+            value = _from_env(option.env, option.parse, environ, option.default)
+        values[option.dest] = value
+    warnings = _unsupported_options(args, environ)
+    remotes = parse_remotes(values["remote"], "-r" if args.remote is not None else "DCGM_REMOTE_HOSTENGINE_INFO")
+    values["remote"] = ",".join(a.text for a in remotes) or None
+    values["nvidia_resource_names"] = _name_list(values["nvidia_resource_names"])
+    if values["sim"] is not None and args.dcgm_lib is not None:
+        raise ConfigError("give --sim or --dcgm-lib, not both")
+    try:
+        SamplingOptions(values["collect_interval_ms"], values["watch_interval_ms"], values["retention_s"])
+    except (TypeError, ValueError) as error:
+        raise ConfigError(str(error)) from None
+    if values["window_s"] > values["retention_s"]:
+        raise ConfigError(f"--window {values['window_s']:g} s is longer than --retention {values['retention_s']:g} s: "
+                          "the rings would not hold a whole window")
+    if args.dcgm_lib is None:
+        # dcgm.load_library reads DCGM_COLLECTOR_LIBDCGM itself, and its error then names the variable
+        values["dcgm_lib"] = None
+    if values["collectors"] is None:
+        values["collectors"] = default_counters_path()
+    names = target_names(remotes, environ)
+    values["hostname"] = None if values["no_hostname"] else (names[0] if names else hostname_label(None, environ))
+    return Config(**values, warnings=tuple(warnings), remotes=tuple(a.text for a in remotes),
+                  target_names=tuple(names))
+
+
+def _from_env(name: str | None, parse: Callable[[str], Any], environ: Mapping[str, str], default: Any) -> Any:
+    if not name:
+        return default
+    raw = environ.get(name, "")
+    if raw == "":
+        return default
+    try:
+        return parse(raw)
+    except (argparse.ArgumentTypeError, ValueError) as error:
+        raise ConfigError(f"environment variable {name}: {error}") from None
+
+
+def _unsupported_options(args: argparse.Namespace, environ: Mapping[str, str]) -> list[str]:
+    warnings = []
+    for item in UNSUPPORTED:
+        value = getattr(args, _unsupported_dest(item))
+        given_by = "/".join(item.flags)
+        if value is None and item.env:
+            raw = environ.get(item.env, "")
+            if raw:
+                value = parse_bool(raw) if item.boolean else raw
+                given_by = f"{item.env}={raw}"
+        if value is None or value is False or (item.default is not None and str(value).lower() == item.default.lower()):
+            continue
+        message = f"{given_by} is not supported yet: {item.why}"
+        if item.refuse:
+            raise ConfigError(message)
+        warnings.append(f"ignoring {message}")
+    return warnings
+
+
+REMOTE_FORMS = "HOST, HOST:PORT, [IPv6]:PORT, tcp://HOST:PORT, /path/to.sock or unix:///path/to.sock"
+
+
+@dataclass(frozen=True)
+class RemoteAddress:
+    text: str               # as given, stripped: what dcgmConnect gets
+    host: str | None        # None for a unix socket
+
+
+def parse_remotes(text: str | None, given_by: str) -> list[RemoteAddress]:
+    """The comma-separated -r addresses; AddressError naming the bad one and the accepted forms."""
+    if text is None:
+        return []
+    addresses = [parse_remote(part, given_by) for part in text.split(",")]
+    seen: set[str] = set()
+    for address in addresses:
+        if address.text in seen:
+            raise AddressError(f"{given_by}: hostengine address {address.text!r} is given twice")
+        seen.add(address.text)
+    return addresses
+
+
+def parse_remote(text: str, given_by: str = "-r") -> RemoteAddress:
+    """One hostengine address, in the forms dcgm-exporter (DCGM) accepts."""
+    value = text.strip()
+
+    def bad(why: str) -> AddressError:
+        return AddressError(f"{given_by}: bad hostengine address {text!r}: {why}; expected {REMOTE_FORMS}")
+
+    if not value:
+        raise bad("empty")
+    scheme, sep, rest = value.partition("://")
+    if sep:
+        if scheme.lower() == "unix":
+            if not rest:
+                raise bad("no socket path after unix://")
+            return RemoteAddress(value, None)
+        if scheme.lower() != "tcp":
+            raise bad(f"unknown scheme {scheme}://")
+        if not rest:
+            raise bad("no host after tcp://")
+        return RemoteAddress(value, _host_of(rest, bad))
+    if value.startswith("/"):
+        return RemoteAddress(value, None)
+    return RemoteAddress(value, _host_of(value, bad))
+
+
+def _host_of(text: str, bad: Callable[[str], AddressError]) -> str:
+    """The host of HOST, HOST:PORT, [IPv6], [IPv6]:PORT or a bare IPv6 address."""
+    port: str | None = None
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0:
+            raise bad("no closing ']'")
+        host, rest = text[1:close], text[close + 1:]
+        if not _is_ipv6(host):
+            raise bad(f"{host!r} is not an IPv6 address")
+        if rest:
+            if not rest.startswith(":"):
+                raise bad(f"{rest!r} after ']' (write [IPv6]:PORT)")
+            port = rest[1:]
+    elif text.count(":") >= 2:
+        if not _is_ipv6(text):
+            raise bad("an IPv6 address with a port is written [ADDRESS]:PORT")
+        host = text
+    else:
+        host, colon, rest = text.partition(":")
+        port = rest if colon else None
+        if not host:
+            raise bad("no host")
+        if any(c.isspace() or c in "/[]@" for c in host):
+            raise bad(f"{host!r} is not a host name")
+    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise bad(f"port {port!r} is not a number from 1 to 65535")
+    return host
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def target_names(remotes: Sequence[RemoteAddress], environ: Mapping[str, str]) -> list[str]:
+    """Each target's hostname label: its host (unix sockets: this host); the address where two would clash."""
+    local = environ.get("NODE_NAME") or socket.gethostname()
+    names = [address.host or local for address in remotes]
+    return [address.text if names.count(name) > 1 else name for address, name in zip(remotes, names)]
+
+
+def hostname_label(remote: str | None, environ: Mapping[str, str]) -> str:
+    """The hostname label as dcgm-exporter picks it: -r's host in remote mode, else $NODE_NAME, else the host name."""
+    if remote:
+        host = remote_host(remote)
+        if host:
+            return host
+    return environ.get("NODE_NAME") or socket.gethostname()
+
+
+def remote_host(remote: str) -> str | None:
+    """The host part of a -r address; None for a unix socket."""
+    text = remote.strip()
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        if scheme.lower() == "unix":
+            return None
+        text = rest
+    if text.startswith("/"):
+        return None
+    if text.startswith("["):
+        close = text.find("]")
+        return text[1:close] if close > 0 else None
+    host, _, _ = text.partition(":") if text.count(":") == 1 else (text, "", "")
+    return host or None
+
+

@@ -1,0 +1,16 @@
+"""The DCGM binding: loading libdcgm.so.4, the handle and its calls, DCGM's errors.
+
+``from dcgm_collector import dcgm`` gives the public API of the submodules:
+:mod:`.library` (finding and loading the library), :mod:`.handle` (the
+Pythonic calls) and :mod:`.errors` (status codes as exceptions).  The cffi
+extension ``dcgm_collector.dcgm._native`` is built from ``_build.py``.
+"""
+
+from dcgm_collector.dcgm.errors import status_name, status_text
+from dcgm_collector.dcgm.handle import *  # noqa: F403 - the handle module's __all__ is the binding's API
+from dcgm_collector.dcgm.handle import MAX_FIELDS_PER_FIELD_GROUP
+from dcgm_collector.dcgm.handle import __all__ as _handle_all
+from dcgm_collector.dcgm.library import HOW_TO_FIX, LIBRARY_ENV, LIBRARY_NAME, STANDARD_DIRS
+
+__all__ = [*_handle_all, "HOW_TO_FIX", "LIBRARY_ENV", "LIBRARY_NAME", "MAX_FIELDS_PER_FIELD_GROUP", "STANDARD_DIRS",
+           "status_name", "status_text"]

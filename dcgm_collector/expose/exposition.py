@@ -1,0 +1,257 @@
+"""The /metrics text: the sampler's rings rendered as dcgm-exporter 4.8 writes them.
+
+A scrape never calls DCGM.  It reads the rings (one window read per ring),
+the event ring, and what the sampler thread refreshed (labels, health).
+
+Compatibility with dcgm-exporter 4.8 (reference §2.2-2.6):
+
+* Metric names are the counters file's first column as written; families
+  come in counters-file order, the series of a family in GPU order.
+* GPU labels, in this order: ``gpu, UUID, pci_bus_id, device, modelName,
+  hostname`` (hostname left out with -n), then the values of the file's
+  ``label`` rows keyed by the row's name together with the DCGM_EXP_*
+  counters' own labels, sorted by key, then ``err_code, err_msg`` on
+  DCGM_FI_DEV_XID_ERRORS.  Global (node-wide) fields are served on every GPU.
+* Integer fields print as ``%d``, doubles as ``%f``; blank and
+  not-supported values are left out, and so is a family with no series.
+* The family of a field row carries the last value (within the trailing
+  ``max(window, stale_after)``, so a GPU that stopped reporting drops out).
+
+Differences, on purpose:
+
+* Label values and HELP are escaped as the text format requires; HELP and
+  TYPE come once per family.
+* Rows typed histogram or summary are typed ``untyped`` (``unknown`` in
+  OpenMetrics): one plain sample is neither.  DCGM_EXP_* rows whose type is
+  not gauge or counter are gauges (their values are windowed counts).
+* OpenMetrics: a counter family whose name ends in ``_total`` is declared
+  without that suffix, as the format wants; any other counter is declared
+  ``unknown`` so its series keeps the name it has in the text format
+  (Prometheus prefers OpenMetrics, and a renamed series would break queries).
+* Extra families: ``<name>_min``, ``_max``, ``_avg`` (gauges) over the
+  trailing window for rows that ask (4th column or --aggregations), and the
+  collector's own ``dcgm_collector_*`` metrics.
+* DCGM_EXP_P2P_STATUS is not served yet.
+
+Several targets (one collector, several hostengines): :class:`MultiExposition`
+writes each family's HELP and TYPE once, then the series of every target, in
+target order and GPU order within a target (each target's series carry its
+own ``hostname``).  The collector's per-target metrics (up, sample age,
+samples, ticks, errors, reconnects) are then labelled ``hostname`` with the
+target's name; with a single target they stay unlabelled, as before.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from dcgm_collector.attribution.copies import NO_COPIES
+from dcgm_collector.collect.counters import AGGREGATIONS, Counter
+from dcgm_collector.collect.ring import EventRows, RingBuffer
+from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.watches import CLOCK_EVENT_REASONS
+from dcgm_collector.expose.clock_events import CLOCK_EVENTS_COUNT, ClockEventCounter, ClockEventsFamily
+from dcgm_collector.expose.families import EventFamily, Family, FieldFamily
+from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
+from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels
+from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
+from dcgm_collector.expose.scrape import Scrape
+from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
+from dcgm_collector.expose.text import Header, family_types, label_text
+from dcgm_collector.expose.xid_count import XID_COUNT, XidCountFamily
+from dcgm_collector.model import EntityType, GpuInfo
+
+__all__ = ["Exposition", "ExpositionOptions"]
+
+
+class Exposition:
+    """Renders a started sampler's state as the Prometheus text format (or OpenMetrics).
+
+    Safe to call from several server threads at once.  Built once per
+    sampler (a reload makes a new one); label text is rebuilt only when the
+    values of the label rows change.
+    """
+
+    def __init__(self, sampler: Sampler, gpus: Sequence[GpuInfo], options: ExpositionOptions | None = None,
+                 *, version: str, library_version: str = "unknown") -> None:
+        if not isinstance(sampler, Sampler):
+            raise TypeError(f"sampler must be a Sampler, not {type(sampler).__name__}")
+        self.sampler = sampler
+        self.options = options = options if options is not None else ExpositionOptions()
+        self.version = version
+        self.library_version = library_version
+        by_id = {g.gpu_id: g for g in gpus}
+        self.gpus = tuple(by_id.get(i) or GpuInfo(i, "", "", "", "", "", "", "Unknown") for i in sampler.gpu_ids)
+        # the entities whose series this exposition serves, in series order
+        self.entities: tuple[EntityKey, ...] = tuple((int(EntityType.GPU), g.gpu_id) for g in self.gpus)
+        self.window_us = round(options.window_s * 1e6)
+        stale = options.stale_after_s
+        if stale is None:
+            stale = max(MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS * sampler.interval_s)
+        self.stale_after_s = float(stale)
+        self.lookback_us = max(self.window_us, round(self.stale_after_s * 1e6))
+        self._columns = self._index_columns()
+        self._clock = self._clock_counter()
+        self._lock = threading.Lock()
+        self._labels_seen: object = None
+        self._attribution_seen: object = None
+        self._label_values: dict[tuple[int, int], dict[str, str]] | None = None
+        self._families: tuple[Family, ...] = ()
+        self._events_cache: tuple[int, EventRows] | None = None
+        self._last_scrape_s: float | None = None
+        self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
+        self._refresh_families()
+
+    # -- public
+    def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
+        """The whole /metrics body; ``now_us`` (µs since the epoch) defaults to now."""
+        now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
+        self._refresh_families()
+        scrape = Scrape(self, now_us)
+        parts: list[str] = []
+        for family in self._families:
+            lines = family.lines(scrape)
+            if lines:
+                parts.append(family.header.get(openmetrics))
+                parts.extend(lines)
+        self._self_metrics(parts, openmetrics, now_us / 1e6)
+        if openmetrics:
+            parts.append("# EOF\n")
+        return "".join(parts).encode()
+
+    def health(self, now_s: float | None = None) -> tuple[bool, str]:
+        """(ok, reason): ok only while DCGM answers and the newest sample is fresh."""
+        return self._state(time.time() if now_s is None else now_s)
+
+    def observe_scrape(self, seconds: float) -> None:
+        """How long the previous scrape took (served as dcgm_collector_scrape_duration_seconds)."""
+        self._last_scrape_s = float(seconds)
+
+    # -- health / up
+    def _state(self, now_s: float) -> tuple[bool, str]:
+        sampler, stats = self.sampler, self.sampler.stats
+        if not sampler.connected:
+            return False, "the DCGM handle is closed"
+        if stats.last_sample_time is None:
+            return False, "no sample from DCGM yet"
+        age = max(0.0, now_s - stats.last_sample_time)
+        if age > self.stale_after_s:
+            return False, f"no sample for {age:.1f} s (stale after {self.stale_after_s:g} s)"
+        if not stats.last_tick_ok:
+            names = stats.error_names
+            errors = ", ".join(f"{names.get(code, code)} x{n}" for code, n in sorted(stats.errors_by_code.items()))
+            return False, f"the last read from DCGM failed (errors so far: {errors or 'none counted'})"
+        return True, "OK"
+
+    # -- set-up
+    def _index_columns(self) -> dict[int, tuple[RingBuffer, list[int]]]:
+        """Field id -> (ring, column of each entity in entity order), for fields every entity has in one ring."""
+        where: dict[tuple[EntityKey, int], tuple[RingBuffer, int]] = {}
+        for ring in self.sampler.rings.values():
+            for column, key in enumerate(ring.series):
+                where[((key.entity_group, key.entity_id), key.field_id)] = (ring, column)
+        columns: dict[int, tuple[RingBuffer, list[int]]] = {}
+        for field_id in {key[1] for key in where}:
+            cells = [where.get((entity, field_id)) for entity in self.entities]
+            rings = {id(c[0]) for c in cells if c is not None}
+            if len(rings) == 1 and all(c is not None for c in cells):
+                columns[field_id] = (cells[0][0], [c[1] for c in cells])  # type: ignore[index]
+        return columns
+
+    def _clock_counter(self) -> ClockEventCounter | None:
+        if not any(c.exporter == CLOCK_EVENTS_COUNT for c in self.sampler.counters):
+            return None
+        found = self._columns.get(CLOCK_EVENT_REASONS)
+        if found is None:
+            return None
+        return ClockEventCounter(found[0], found[1], self.options.clock_events_count_window_ms)
+
+    def _refresh_families(self) -> None:
+        """Rebuild the families' label text when the label rows' values or the attribution changed."""
+        labels = self.sampler.labels
+        attribution = self.options.attribution
+        generation = attribution.generation if attribution is not None else None
+        if labels is self._labels_seen and generation == self._attribution_seen:
+            return
+        values = {key: dict(names) for key, names in labels.items()}
+        with self._lock:
+            if values != self._label_values or generation != self._attribution_seen:
+                labeller = LABELLERS[EntityType.GPU]
+                entities = [EntityLabels.of(entity, labeller.identity(info, self.options), values.get(entity, {}),
+                                            attribution.copies(info.gpu_id, info.uuid) if attribution is not None
+                                            else NO_COPIES)
+                            for entity, info in zip(self.entities, self.gpus)]
+                self._families = self._build_families(entities)
+                self._label_values = values
+            self._labels_seen = labels
+            self._attribution_seen = generation
+
+    def _build_families(self, entities: list[EntityLabels]) -> tuple[Family, ...]:
+        families: list[Family] = []
+        names: set[str] = set()
+
+        def add(family: Family | None) -> None:
+            if family is not None and family.name not in names:
+                names.add(family.name)
+                families.append(family)
+
+        for counter in self.sampler.counters:
+            if counter.exporter is not None:
+                add(self._exporter_family(counter, entities))
+            elif counter.field is not None and counter.prom_type != "label" and counter.field.is_numeric:
+                for family in self._field_families(counter, entities):
+                    add(family)
+        return tuple(families)
+
+    def _field_families(self, counter: Counter, entities: list[EntityLabels]) -> list[Family]:
+        field = counter.field
+        assert field is not None
+        name = counter.name
+        header = Header.of(name, counter.help, *family_types(counter.prom_type, name))
+        if field.is_event:
+            return [EventFamily(name, header, field.id, entities)]
+        found = self._columns.get(field.id)
+        if found is None:
+            return []  # not sampled (a refused profiling watch, an entity level not sampled)
+        ring, columns = found
+        fmt = "%d" if field.type == "i" else "%f"
+        families: list[Family] = [
+            FieldFamily(name, header, ring, columns, [tuple(f"{name}{{{t}}} " for t in e.commons) for e in entities],
+                         fmt)]
+        wanted = set(counter.aggregations) | set(self.options.aggregations)
+        for aggregate in (a for a in AGGREGATIONS if a in wanted):
+            window_name = f"{name}_{aggregate}"
+            help_text = f"{counter.help} ({aggregate} over the last {self.options.window_s:g} s window)"
+            families.append(FieldFamily(
+                window_name, Header.of(window_name, help_text, "gauge", "gauge"), ring, columns,
+                [tuple(f"{window_name}{{{t}}} " for t in e.commons) for e in entities],
+                "%f" if aggregate == "avg" else fmt, aggregate))
+        return families
+
+    def _exporter_family(self, counter: Counter, entities: list[EntityLabels]) -> Family | None:
+        name = counter.name
+        header = Header.of(name, counter.help, *family_types(counter.prom_type, name, exporter=True))
+        if counter.exporter == XID_COUNT:
+            return XidCountFamily(name, header, self.options.xid_count_window_ms, entities)
+        if counter.exporter == CLOCK_EVENTS_COUNT and self._clock is not None:
+            return ClockEventsFamily(name, header, self._clock, self.options.clock_events_count_window_ms, entities)
+        if counter.exporter == HEALTH_STATUS:
+            return HealthFamily(name, header, self.sampler, entities)
+        return None
+
+    # -- per scrape
+    def _event_rows(self) -> EventRows:
+        """Every event the ring holds; copied again only when new ones arrived."""
+        events = self.sampler.events
+        written = events.rows_written
+        cached = self._events_cache
+        if cached is None or cached[0] != written:
+            cached = self._events_cache = (written, events.since(0))
+        return cached[1]
+
+    def _self_metrics(self, parts: list[str], openmetrics: bool, now_s: float) -> None:
+        up, _ = self._state(now_s)
+        render_self_metrics(parts, openmetrics, now_s, [SelfRow("", self.sampler.stats, up)], self._last_scrape_s,
+                            self._build_info)

@@ -1,0 +1,74 @@
+"""Label text per entity level: one labeller per level, one :class:`EntityLabels` per entity.
+
+Families key their series by entity, ``(entity group, entity id)``, and take
+the label text from here, so a new entity level (MIG instances, NvLink,
+NvSwitch, CPU) is one labeller in :data:`LABELLERS`, not an edit in every family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from dcgm_collector.attribution.copies import NO_COPIES, AttributeCopies
+from dcgm_collector.expose.options import ExpositionOptions
+from dcgm_collector.expose.text import label_text
+from dcgm_collector.model import EntityType, GpuInfo
+
+__all__ = ["LABELLERS", "EntityKey", "EntityLabels", "GpuLabeller", "Labeller"]
+
+EntityKey = tuple[int, int]     # (DCGM entity group, entity id)
+
+
+@dataclass(frozen=True)
+class EntityLabels:
+    """One entity's label text: one text per copy of its series (one copy unless HPC jobs share a GPU)."""
+
+    entity: EntityKey
+    identity: tuple[tuple[str, str], ...]   # the level's identity labels (GPU: gpu, UUID, ..., hostname)
+    labels: tuple[tuple[str, str], ...]     # label rows, sorted by key
+    copies: AttributeCopies                 # attributes (pod, namespace, container, hpc_job) of each copy
+    commons: tuple[str, ...]                # identity + labels + each copy's attributes, rendered
+
+    @classmethod
+    def of(cls, entity: EntityKey, identity: list[tuple[str, str]], labels: Mapping[str, str],
+           copies: AttributeCopies = NO_COPIES) -> EntityLabels:
+        rows = tuple(sorted(labels.items()))
+        commons = tuple(label_text(identity + list(rows) + list(attributes)) for attributes in copies)
+        return cls(entity, tuple(identity), rows, copies, commons)
+
+    def render(self, extra: Mapping[str, str] | None = None,
+               attributes: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """Label text of each copy: exporter labels merged into the sorted label rows, then all attributes sorted."""
+        if not extra and not attributes:
+            return self.commons
+        merged = dict(self.labels)
+        merged.update(extra or {})
+        head = list(self.identity) + sorted(merged.items())
+        return tuple(label_text(head + sorted({**dict(copy), **(attributes or {})}.items())) for copy in self.copies)
+
+
+class Labeller(Protocol):
+    """The identity labels of one entity level, in dcgm-exporter's order."""
+
+    level: EntityType
+
+    def identity(self, info: GpuInfo, options: ExpositionOptions) -> list[tuple[str, str]]: ...
+
+
+class GpuLabeller:
+    """GPUs: ``gpu, UUID, pci_bus_id, device, modelName, hostname`` (hostname left out with -n)."""
+
+    level = EntityType.GPU
+
+    def identity(self, info: GpuInfo, options: ExpositionOptions) -> list[tuple[str, str]]:
+        model = info.name.replace(" ", "-") if options.replace_blanks_in_model_name else info.name
+        identity = [("gpu", str(info.gpu_id)), ("UUID", info.uuid), ("pci_bus_id", info.pci_bus_id),
+                    ("device", f"nvidia{info.gpu_id}"), ("modelName", model)]
+        if options.hostname:
+            identity.append(("hostname", options.hostname))
+        return identity
+
+
+LABELLERS: Mapping[EntityType, Labeller] = {EntityType.GPU: GpuLabeller()}

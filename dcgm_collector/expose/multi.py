@@ -1,0 +1,132 @@
+"""Several targets (one collector, several hostengines) in one /metrics body and one /health answer."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from dcgm_collector.collect.sampler import SamplerStats
+from dcgm_collector.expose.exposition import Exposition
+from dcgm_collector.expose.families import Family
+from dcgm_collector.expose.scrape import Scrape
+from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
+from dcgm_collector.expose.text import Header, label_text
+
+__all__ = ["MultiExposition", "TargetView"]
+
+
+class TargetView(Protocol):
+    """What MultiExposition reads of a target (dcgm_collector.collect.target.Target)."""
+
+    name: str
+    remote: bool
+    stats: SamplerStats
+    reconnects: int
+
+    @property
+    def exposition(self) -> Exposition | None: ...
+
+    def health(self, now_s: float | None = None) -> tuple[bool, str]: ...
+
+
+class MultiExposition:
+    """The /metrics body and /health of one collector and its targets (one or several).
+
+    Reads each target's current exposition at every scrape, so a target
+    that reconnects or changes its GPUs shows up without a rebuild here.  A
+    target that never connected contributes its own metrics only.
+    """
+
+    def __init__(self, targets: Sequence[TargetView], *, version: str, library_version: str = "unknown",
+                 labelled: bool | None = None) -> None:
+        if not targets:
+            raise ValueError("no targets")
+        self.targets = tuple(targets)
+        # with one target the collector's own series keep the names they always had
+        self.labelled = len(self.targets) > 1 if labelled is None else labelled
+        self._target_labels = [label_text([("hostname", t.name)]) if self.labelled else "" for t in self.targets]
+        self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
+        self._last_scrape_s: float | None = None
+        self._plan_lock = threading.Lock()
+        self._plan: tuple[tuple, list[tuple[str, Header, list[tuple[int, Family]]]]] | None = None
+        self._families_text: dict[bool, tuple[tuple, str]] = {}   # per format: (data version, text)
+
+    def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
+        reuse = now_us is None
+        now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
+        expositions = [t.exposition for t in self.targets]
+        for exposition in expositions:
+            if exposition is not None:
+                exposition._refresh_families()
+        # The rings change once per tick: between ticks every scrape would render the same
+        # DCGM families, so the text is kept per format until a target ticks again (the
+        # windows are then as of the scrape that rendered them, at most one tick earlier).
+        # Self-metrics (sample age, scrape duration) are always rendered afresh.
+        version = tuple((id(e), id(e._families) if e is not None else None, t.stats.ticks)
+                        for e, t in zip(expositions, self.targets))
+        cached = self._families_text.get(openmetrics)
+        if reuse and cached is not None and cached[0] == version:
+            parts = [cached[1]]
+        else:
+            parts = [self._render_families(expositions, openmetrics, now_us)]
+            if reuse:
+                self._families_text[openmetrics] = (version, parts[0])
+        now_s = now_us / 1e6
+        rows = [SelfRow(labels, t.stats, t.health(now_s)[0], t.reconnects if t.remote else None)
+                for labels, t in zip(self._target_labels, self.targets)]
+        render_self_metrics(parts, openmetrics, now_s, rows, self._last_scrape_s, self._build_info)
+        if openmetrics:
+            parts.append("# EOF\n")
+        return "".join(parts).encode()
+
+    def _render_families(self, expositions: Sequence[Exposition | None], openmetrics: bool, now_us: int) -> str:
+        scrapes = [Scrape(e, now_us) if e is not None else None for e in expositions]
+        parts: list[str] = []
+        for _, header, members in self._family_plan(expositions):
+            lines: list[str] = []
+            for index, family in members:
+                lines.extend(family.lines(scrapes[index]))  # type: ignore[arg-type]
+            if lines:
+                parts.append(header.get(openmetrics))
+                parts.extend(lines)
+        return "".join(parts)
+
+    def health(self) -> tuple[bool, str]:
+        """OK when every target is up and fresh; else one line per target that is not."""
+        now_s = time.time()
+        bad = [(t, reason) for t in self.targets for ok, reason in (t.health(now_s),) if not ok]
+        if not bad:
+            return True, "OK"
+        if len(self.targets) == 1:
+            return False, bad[0][1]
+        return False, "\n".join(f"{t.name}: {reason}" for t, reason in bad)
+
+    def observe_scrape(self, seconds: float) -> None:
+        self._last_scrape_s = float(seconds)
+
+    def _family_plan(self, expositions: Sequence[Exposition | None]) -> list[tuple[str, Header, list]]:
+        """Families by name in a merged order, each with (target index, family) of the targets that have it.
+
+        Cached until a target's family tuple changes (new labels, a reconnect, a reload).
+        """
+        key = tuple(None if e is None else e._families for e in expositions)
+        plan = self._plan
+        if plan is not None and len(plan[0]) == len(key) and all(a is b for a, b in zip(plan[0], key)):
+            return plan[1]
+        order: list[str] = []
+        entries: dict[str, tuple[str, Header, list[tuple[int, Family]]]] = {}
+        for index, families in enumerate(key):
+            at = 0   # a family new to the plan goes after the previous family of the same target
+            for family in families or ():
+                entry = entries.get(family.name)
+                if entry is None:
+                    entry = entries[family.name] = (family.name, family.header, [])
+                    order.insert(at, family.name)
+                at = order.index(family.name) + 1
+                entry[2].append((index, family))
+        merged = [entries[name] for name in order]
+        with self._plan_lock:
+            self._plan = (key, merged)
+        return merged

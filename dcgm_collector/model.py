@@ -1,0 +1,101 @@
+"""Neutral types shared by every stage: what a GPU is, entity levels, health results, device selections.
+
+Nothing here touches the DCGM binding, so the exposition, the dashboard and
+the tests can use these types without loading the C extension.  The numbers
+are DCGM's ABI values (dcgm_structs.h); tests/unit/test_model.py checks each
+against the constants compiled into the extension.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = [
+    "HEALTH_RESULTS",
+    "HEALTH_SYSTEMS",
+    "HEALTH_WATCH_ALL",
+    "DeviceSelection",
+    "EntityType",
+    "GpuInfo",
+    "HealthIncident",
+    "HealthReport",
+]
+
+
+class EntityType(enum.IntEnum):
+    """DCGM entity groups (``DCGM_FE_*``)."""
+
+    NONE = 0
+    GPU = 1
+    VGPU = 2
+    SWITCH = 3
+    GPU_I = 4
+    GPU_CI = 5
+    LINK = 6
+    CPU = 7
+    CPU_CORE = 8
+    CONNECTX = 9
+
+
+# DCGM_HEALTH_WATCH_* bits, in the order dcgm-exporter lists them, with ALL last.
+HEALTH_SYSTEMS: tuple[tuple[str, int], ...] = (
+    ("PCIE", 0x1),
+    ("NVLINK", 0x2),
+    ("PMU", 0x4),
+    ("MCU", 0x8),
+    ("MEM", 0x10),
+    ("SM", 0x20),
+    ("INFOROM", 0x40),
+    ("THERMAL", 0x80),
+    ("POWER", 0x100),
+    ("DRIVER", 0x200),
+    ("ALL", 0xFFFFFFFF),
+)
+HEALTH_WATCH_ALL = 0xFFFFFFFF
+
+# DCGM_HEALTH_RESULT_* values by name.
+HEALTH_RESULTS: dict[str, int] = {"PASS": 0, "WARN": 10, "FAIL": 20}
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """Identity of one GPU, as dcgm-exporter labels it."""
+
+    gpu_id: int
+    name: str
+    uuid: str
+    pci_bus_id: str
+    serial: str
+    driver_version: str
+    brand: str
+    status: str          # DcgmEntityStatus name: "Ok", "Lost", "Fake", ...
+
+
+@dataclass(frozen=True)
+class HealthIncident:
+    system: int          # DCGM_HEALTH_WATCH_* bit
+    health: str          # "WARN" or "FAIL"
+    message: str
+    code: int            # dcgmError_t
+    entity_group: int
+    entity_id: int
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    overall: str         # "PASS", "WARN" or "FAIL"
+    incidents: tuple[HealthIncident, ...]
+
+
+@dataclass(frozen=True)
+class DeviceSelection:
+    """What -d selects: ``f`` (flex), ``g`` (GPUs) or ``i`` (GPU instances); ids None means all."""
+
+    kind: str
+    ids: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        if self.ids is None:
+            return self.kind
+        return f"{self.kind}:{','.join(map(str, self.ids))}"
