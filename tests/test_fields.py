@@ -13,8 +13,7 @@ from dcgm_collector.collect.counters import default_counters_path, load_counters
 from dcgm_collector.collect.fields import ENTITY_LEVELS, FIELD_TYPES, Field, FieldTable, field_table
 
 REPO = Path(__file__).resolve().parent.parent
-EXPORTER_COUNTERS_TSV = REPO.parent / "shared" / "dcgm" / "exporter-counters.tsv"
-needs_shared = pytest.mark.skipif(not EXPORTER_COUNTERS_TSV.exists(), reason="../shared/dcgm is not here")
+EXPORTER_COUNTERS_TSV = REPO / "reference" / "dcgm" / "exporter-counters.tsv"
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +153,6 @@ def shipped_and_listed_rows() -> list[tuple[str, str, int | None]]:
     return rows
 
 
-@needs_shared
 def test_every_exporter_counters_row_resolves_to_its_id(table: FieldTable) -> None:
     rows = shipped_and_listed_rows()
     assert len(rows) > 100
@@ -167,7 +165,6 @@ def test_every_exporter_counters_row_resolves_to_its_id(table: FieldTable) -> No
             assert field is not None and field.id == field_id, (file, name)
 
 
-@needs_shared
 @pytest.mark.parametrize(("shipped", "listed_as"), [
     ("default-counters.csv", "default-counters.csv"),
     ("dcp-metrics.csv", "dcp-metrics-included.csv"),
@@ -186,7 +183,6 @@ def test_shipped_files_hold_the_listed_rows(shipped: str, listed_as: str) -> Non
         assert f"\n{name}, " in text or f"\n# {name}, " in text, name
 
 
-@needs_shared
 def test_generated_data_is_up_to_date() -> None:
     result = subprocess.run([sys.executable, str(REPO / "tools" / "gen_fields_data.py"), "--check"],
                             capture_output=True, text=True)

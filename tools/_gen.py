@@ -1,5 +1,5 @@
 """What the generators in tools/ share: repository-relative default paths,
-reading the shared TSV files, and the rule that ``--check`` writes nothing
+reading the TSV files in reference/, and the rule that ``--check`` writes nothing
 and fails on any output that differs from what the generator would write.
 
 Each generator runs as a script, so tools/ is on sys.path and it imports

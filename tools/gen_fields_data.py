@@ -45,8 +45,8 @@ from pathlib import Path
 from _gen import GenerationError, check_outputs, read_tsv, resolve, write_outputs
 from _gen import command_line as regenerate_command
 
-DEFAULT_FIELDS = "../shared/dcgm/fields.tsv"
-DEFAULT_LEGACY = "../shared/dcgm/legacy-names.tsv"
+DEFAULT_FIELDS = "reference/dcgm/fields.tsv"
+DEFAULT_LEGACY = "reference/dcgm/legacy-names.tsv"
 DEFAULT_OUTPUT = "dcgm_collector/data/fields.json"
 
 FORMAT_VERSION = 1
@@ -233,7 +233,7 @@ def render(builder: TableBuilder, command: str) -> str:
     aliases = builder.aliases()
     lines = [
         "{",
-        f'"generated_by": {json_line(command + " from shared/dcgm/fields.tsv and legacy-names.tsv")},',
+        f'"generated_by": {json_line(command + " from reference/dcgm/fields.tsv and legacy-names.tsv")},',
         f'"format": {FORMAT_VERSION},',
         f'"field_columns": {json_line(list(FIELD_COLUMNS))},',
         '"fields": [',
