@@ -97,8 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.warning("%s", warning)
     # The one deliberate lazy import: the running collector loads the C extension and libdcgm,
     # which --help, check-counters and dashboard must not need.
-    from dcgm_collector.app import serve
-
+    try:
+        from dcgm_collector.app import serve
+    except ImportError as error:   # an unbuilt checkout: the error says what to run
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
     return serve(config)
 
 

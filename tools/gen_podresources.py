@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate dcgm_collector/proto/podresources_v1_pb2.py from podresources_v1.proto.
+"""Generate dcgm_collector/attribution/proto/podresources_v1_pb2.py from podresources_v1.proto.
 
 The generated module is committed, so that installing the collector needs
 no protobuf compiler.  Only the message module is generated: the client and
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from _gen import REPO_ROOT, GenerationError
 
-PROTO_DIR = REPO_ROOT / "dcgm_collector" / "proto"
+PROTO_DIR = REPO_ROOT / "dcgm_collector" / "attribution" / "proto"
 PROTO_NAME = "podresources_v1.proto"
 MODULE_NAME = "podresources_v1_pb2.py"
 

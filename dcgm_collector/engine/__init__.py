@@ -29,10 +29,14 @@ def library_dir() -> Path:
     """The directory holding the simulated libdcgm.so.4."""
     directory = Path(__file__).resolve().parent / "lib"
     if not (directory / LIBRARY_NAME).is_file():
+        checkout = directory.parents[2]
+        if (checkout / "setup.py").is_file():
+            raise FileNotFoundError(
+                f"the engine's {LIBRARY_NAME} is not built in the source folder {checkout}: run `pip install -e .` "
+                "there to build it in place, or run from outside the checkout to use the installed package")
         raise FileNotFoundError(
-            f"the simulated {LIBRARY_NAME} is not built: expected {directory / LIBRARY_NAME}; "
-            "reinstall the package (pip install .) to build it"
-        )
+            f"the engine's {LIBRARY_NAME} is missing: expected {directory / LIBRARY_NAME}; "
+            "reinstall the package (pip install dcgm-collector) to build it")
     return directory
 
 
