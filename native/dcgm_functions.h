@@ -6,7 +6,7 @@
  * three ways:
  *   - here, into ordinary prototypes (the simulator defines these functions,
  *     so the compiler checks every definition against its row);
- *   - in native/loader.c, into a table of dlsym'd pointers and forwarding
+ *   - in native/ext/loader.c, into a table of dlsym'd pointers and forwarding
  *     wrappers that answer DCGM_ST_FUNCTION_NOT_FOUND for a missing symbol;
  *   - in dcgm_collector/_build_native.py, which reads the rows as text to
  *     emit cffi declarations.

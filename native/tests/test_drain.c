@@ -15,8 +15,8 @@
  * the staging buffers, which a production-sized value would never reach here. */
 #define STAGING_KEEP 64
 
-#include "../loader.c"
-#include "../drain.c"
+#include "../ext/loader.c"
+#include "../ext/drain.c"
 
 /* atomic: the race tests check from several threads at once */
 #define CHECK_FROM_THREADS

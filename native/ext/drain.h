@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include "dcgm_abi.h"
+#include "../dcgm_abi.h"
 
 /* CDEF-BEGIN */
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dcgm_abi.h"
+#include "../dcgm_abi.h"
 
 /* CDEF-BEGIN */
 
