@@ -2,7 +2,7 @@
 
 1. The cffi extension ``dcgm_collector.dcgm._native`` (API mode), from
    ``dcgm_collector/dcgm/_build.py``.
-2. The simulated ``libdcgm.so.4`` from ``native/sim/*.c``: a plain shared
+2. The simulated ``libdcgm.so.4`` from ``native/engine/*.c``: a plain shared
    library (not a Python extension) installed as
    ``dcgm_collector/engine/lib/libdcgm.so.4``, so that ``--sim`` and any DCGM
    client can dlopen it.  Built with the same compiler setuptools uses for
@@ -18,8 +18,10 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
-SIM_SOURCES = "native/sim"
-SIM_MAP = "native/sim/libdcgm.map"
+SIM_SOURCES = "native/engine"
+SIM_MAP = "native/engine/libdcgm.map"
+# what the engine's sources include: its own headers and the shared DCGM ABI headers
+SIM_HEADERS = ("native/engine/*.h", "native/*.h")
 SIM_LIBRARY = "libdcgm.so.4"
 SIM_PACKAGE = "dcgm_collector.engine"
 
@@ -61,7 +63,8 @@ class build_ext_with_simulator(build_ext):
         if not (HERE / SIM_MAP).is_file():
             raise RuntimeError(f"{SIM_MAP} is missing: it names the symbols the simulator exports")
         output = self._simulator_path()
-        depends = sources + [str(p.relative_to(HERE)) for p in (HERE / "native").rglob("*.h")] + [SIM_MAP]
+        headers = sorted(str(p.relative_to(HERE)) for pattern in SIM_HEADERS for p in HERE.glob(pattern))
+        depends = sources + headers + [SIM_MAP]
         if not self.force and _up_to_date(output, depends):
             return output
         compiler = self.compiler

@@ -2,7 +2,7 @@
  * dcgm_abi.h -- this project's own declarations of the DCGM 4.x C ABI subset
  * that dcgm-collector and its simulated libdcgm.so.4 use.
  *
- * Written from the layout facts in shared/dcgm (x86_64, LP64).  Every struct
+ * Written from the layout facts in reference/dcgm (x86_64, LP64).  Every struct
  * here is checked member by member against abi-layout.tsv by
  * tests/test_abi_layout.py, so a one-byte slip fails the suite instead of
  * corrupting memory on a GPU node.
@@ -249,7 +249,7 @@ typedef enum dcgmMigProfile_enum {
 #define DCGM_INT64_NOT_PERMISSIONED 0x7ffffffffffffff3
 
 /* version stamps: sizeof(struct) | (version << 24), checked at compile
- * time in native/sim/abi_check.c and against abi-layout.tsv in the tests */
+ * time in native/engine/abi_check.c and against abi-layout.tsv in the tests */
 #define dcgmFieldValue_version1 0x01001018
 #define dcgmFieldValue_version2 0x02001020
 #define dcgmInjectFieldValue_version1 0x01001018

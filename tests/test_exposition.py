@@ -548,3 +548,24 @@ def test_scrapes_between_two_ticks_reuse_the_families_text(monkeypatch):
     exposition.render(now_us=1_000_000)     # an explicit time always renders, and is not kept
     exposition.render()
     assert renders == [False, True, False, False]
+
+
+def test_a_scrape_makes_no_call_into_libdcgm(golden):
+    """Rendering reads the rings: the loader's count of calls into the library does not move."""
+    from types import SimpleNamespace
+
+    from dcgm_collector.expose.multi import MultiExposition
+
+    exposition, now = golden
+    target = SimpleNamespace(name="node", remote=False, stats=exposition.sampler.stats, reconnects=0,
+                             exposition=exposition, health=exposition.health)
+    collector = MultiExposition([target], version="test")
+    before = lib.dcgmc_call_count()
+    for _ in range(20):
+        assert b"DCGM_FI_DEV_GPU_TEMP{" in exposition.render(now_us=now)
+        assert b"DCGM_FI_DEV_GPU_TEMP{" in collector.render(openmetrics=True)
+        exposition.health()
+        collector.health()
+    assert lib.dcgmc_call_count() == before
+    exposition.sampler.tick_once()   # the sampler's reads do go through the same count
+    assert lib.dcgmc_call_count() > before

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/sim/field_table.c, the simulator's field metadata.
+"""Generate native/engine/field_table.c, the simulator's field metadata.
 
 The simulated libdcgm must answer DcgmFieldGetById / DcgmFieldGetByTag for
 exactly the ids DCGM 4.6 has metadata for, with the same type, size, tag,
@@ -24,7 +24,7 @@ from _gen import GenerationError, check_outputs, read_tsv, resolve, write_output
 from _gen import command_line as regenerate_command
 
 DEFAULT_FIELDS = "reference/dcgm/fields.tsv"
-DEFAULT_OUTPUT = "native/sim/field_table.c"
+DEFAULT_OUTPUT = "native/engine/field_table.c"
 
 # Sizes of the char arrays in dcgm_field_meta_t / dcgm_field_output_format_t
 # (native/dcgm_abi.h); each keeps one byte for the terminating NUL.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/sim/unsupported.c and native/sim/libdcgm.map.
+"""Generate native/engine/unsupported.c and native/engine/libdcgm.map.
 
 The simulated libdcgm.so.4 must export exactly the symbols the real one
 exports, plus the simulator's own dcgmSim* extensions.  Symbols it really
@@ -27,8 +27,8 @@ from _gen import command_line as regenerate_command
 
 DEFAULT_SYMBOLS = "reference/dcgm/exported-symbols.txt"
 DEFAULT_FUNCTIONS = "native/dcgm_functions.h"
-DEFAULT_STUBS = "native/sim/unsupported.c"
-DEFAULT_MAP = "native/sim/libdcgm.map"
+DEFAULT_STUBS = "native/engine/unsupported.c"
+DEFAULT_MAP = "native/engine/libdcgm.map"
 
 EXTENSION_PREFIX = "dcgmSim"
 ROW_PATTERN = re.compile(r"^DCGM_FN\(\s*[^,]+,\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")

@@ -1,6 +1,6 @@
 """Drain DCGM's cached samples into rings: one dcgmGetValuesSince_v2 call each.
 
-The enumeration callback is C (``native/drain.c``): it writes no Python
+The enumeration callback is C (``native/ext/drain.c``): it writes no Python
 object per value and runs with the GIL released.  Records are grouped into
 rows by their DCGM timestamp and committed only when DCGM answers OK; on any
 other answer nothing is committed and the cursor stays where it was, so the

@@ -9,7 +9,7 @@ the ``SAMPLE_*`` codes).  A series is one (entity group, entity id, field id).
 All memory is allocated when the ring is made.  Rows are written by the
 native drain (:mod:`dcgm_collector.collect.drain`) or :meth:`RingBuffer.append`, one
 writer at a time, and copied out by any number of readers with the
-publication protocol of ``native/drain.h``: a reader never sees a row that
+publication protocol of ``native/ext/ring.h``: a reader never sees a row that
 is being written, and takes no lock.  Reads go through C only; never read the
 arrays behind a ring directly while a writer may run.
 

@@ -2,7 +2,7 @@
 
 The declarations are read from the project's C headers rather than retyped:
 the ``CDEF-BEGIN``/``CDEF-END`` regions of ``native/dcgm_abi.h``,
-``native/loader.h`` and ``native/drain.h``, and one prototype per ``DCGM_FN``
+``native/ext/loader.h``, ``native/ext/ring.h`` and ``native/ext/drain.h``, and one prototype per ``DCGM_FN``
 row of ``native/dcgm_functions.h``.  The module source maps each DCGM name onto the
 loader's forwarder, so Python calls ``lib.dcgmInit()`` and reaches whichever
 libdcgm.so.4 was dlopen'd at run time.
@@ -85,13 +85,15 @@ def function_rows(header: Path) -> list[FunctionRow]:
 
 
 def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
+    ext = native / "ext"  # the extension's C sources; the DCGM ABI headers are in native itself
     rows = function_rows(native / "dcgm_functions.h")
     cdef = "\n".join(
         [
             cdef_region(native / "dcgm_abi.h"),
             "\n".join(row.prototype() for row in rows),
-            cdef_region(native / "loader.h"),
-            cdef_region(native / "drain.h"),
+            cdef_region(ext / "loader.h"),
+            cdef_region(ext / "ring.h"),
+            cdef_region(ext / "drain.h"),
         ]
     )
     # After the headers, every DCGM name the generated code calls becomes its forwarder.
@@ -102,12 +104,10 @@ def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
     ffi.set_source(
         "dcgm_collector.dcgm._native",
         f'#include "loader.h"\n#include "drain.h"\n{redirects}\n',
-        sources=[where(native / "loader.c"), where(native / "drain.c")],
-        include_dirs=[where(native)],
-        depends=[
-            where(native / name)
-            for name in ("loader.h", "drain.h", "dcgm_abi.h", "dcgm_functions.h")
-        ],
+        sources=[where(ext / name) for name in ("loader.c", "ring.c", "drain.c")],
+        include_dirs=[where(ext)],
+        depends=[where(ext / name) for name in ("loader.h", "ring.h", "ring_internal.h", "drain.h")]
+        + [where(native / name) for name in ("dcgm_abi.h", "dcgm_functions.h")],
         libraries=["dl"],
         extra_compile_args=["-std=gnu11", "-fvisibility=hidden"],
     )

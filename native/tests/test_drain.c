@@ -1,10 +1,10 @@
 /*
- * test_drain.c -- the extension's native half (loader.c + drain.c) driven
+ * test_drain.c -- the extension's native half (loader.c, ring.c, drain.c) driven
  * against the simulated libdcgm.so.4, so the sanitizer and valgrind runs of
  * .ci/run cover the sampling hot path and the run-time binding.
  *
  * The Makefile compiles each test alone and links no project code, so the
- * two sources are compiled into this translation unit, as the cffi build
+ * three sources are compiled into this translation unit, as the cffi build
  * compiles them into the extension.  DCGM calls go through the loader's
  * forwarders, exactly as the extension's generated code makes them.
  *
@@ -15,8 +15,9 @@
  * the staging buffers, which a production-sized value would never reach here. */
 #define STAGING_KEEP 64
 
-#include "../loader.c"
-#include "../drain.c"
+#include "../ext/loader.c"
+#include "../ext/ring.c"
+#include "../ext/drain.c"
 
 /* atomic: the race tests check from several threads at once */
 #define CHECK_FROM_THREADS

@@ -8,11 +8,11 @@
  *
  * Usage: test_node [build-dir]   (the argument is ignored; exit 0 = pass)
  */
-#include "../sim/field_table.c"
-#include "../sim/fields_api.c"
-#include "../sim/models.c"
-#include "../sim/scenario.c"
-#include "../sim/node.c"
+#include "../engine/field_table.c"
+#include "../engine/fields_api.c"
+#include "../engine/models.c"
+#include "../engine/scenario.c"
+#include "../engine/node.c"
 
 #include <stdio.h>
 #include <stdlib.h>

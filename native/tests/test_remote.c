@@ -29,7 +29,7 @@
 
 #define CHECK_DLOPEN_DCGM
 #include "check.h"
-#include "../sim/remote.h" /* the wire format, for the garbage tests */
+#include "../engine/remote.h" /* the wire format, for the garbage tests */
 
 static int open_fds(void)
 {

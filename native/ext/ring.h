@@ -1,11 +1,12 @@
 /*
- * drain.h -- the sampling hot path: DCGM samples straight into ring buffers.
+ * ring.h -- ring buffers of DCGM samples over caller-owned arrays.
  *
  * A ring holds rows of samples that share one DCGM timestamp (DCGM stamps
  * every sample of one update pass with the pass's time).  Its arrays belong
  * to the caller (numpy, in dcgm_collector/ring.py); the native ring only
- * keeps pointers to them, the series lookup and a staging buffer that is
- * reused from one drain to the next.
+ * keeps pointers to them, the series lookup and a staging buffer that the
+ * drain (drain.h) reuses from one drain to the next.  An event ring holds
+ * one entry per event instead of rows.
  *
  * Publication protocol (one writer, any number of readers):
  *   control[0]  rows committed ("head"), control[1]  rows reserved.
@@ -22,12 +23,10 @@
  * The CDEF region is also read by dcgm_collector/_build_native.py as cffi
  * declarations: keep it to plain typedefs, structs and prototypes.
  */
-#ifndef DCGM_COLLECTOR_DRAIN_H
-#define DCGM_COLLECTOR_DRAIN_H
+#ifndef DCGM_COLLECTOR_RING_H
+#define DCGM_COLLECTOR_RING_H
 
 #include <stdint.h>
-
-#include "dcgm_abi.h"
 
 /* CDEF-BEGIN */
 
@@ -98,18 +97,6 @@ int64_t dcgmc_ring_find_since(const dcgmc_ring *ring, int64_t since, int64_t *fi
 int64_t dcgmc_ring_copy(const dcgmc_ring *ring, int64_t first, int64_t end, int64_t *ts_out,
                         double *values_out, int8_t *status_out, int64_t *skipped);
 
-/*
- * One dcgmGetValuesSince_v2(handle, group, fieldGroup, since) call: every
- * numeric record becomes a cell of the row of its timestamp; rows are
- * committed in ascending ts when DCGM returns OK, and nothing is committed
- * otherwise (DCGM then leaves the cursor where it was, so the next drain
- * reads the same samples again).  Returns the DCGM status, DCGM_ST_MEMORY
- * when staging could not grow, DCGM_ST_IN_USE when another thread is writing
- * this ring, DCGM_ST_BADPARAM for NULL arguments.
- */
-int dcgmc_drain(dcgmc_ring *ring, dcgmHandle_t handle, dcgmGpuGrp_t group,
-                dcgmFieldGrp_t fieldGroup, long long since, dcgmc_drain_stats *stats);
-
 /* An event ring: ts, entity group, entity id, field id, int64 value per entry. */
 dcgmc_events *dcgmc_events_new(int64_t *ts, int32_t *entity_groups, uint32_t *entity_ids,
                                uint16_t *field_ids, int64_t *values, int64_t *control,
@@ -124,22 +111,6 @@ int64_t dcgmc_events_copy(const dcgmc_events *events, int64_t first, int64_t end
                           int32_t *groups_out, uint32_t *entities_out, uint16_t *fields_out,
                           int64_t *values_out, int64_t *skipped);
 
-/*
- * Like dcgmc_drain for event fields (XID, ...): each OK, non-blank integer
- * record becomes one entry with its own timestamp; entries are committed in
- * ascending ts (then entity, field) when DCGM returns OK.
- */
-int dcgmc_drain_events(dcgmc_events *events, dcgmHandle_t handle, dcgmGpuGrp_t group,
-                       dcgmFieldGrp_t fieldGroup, long long since, dcgmc_drain_stats *stats);
-
-/*
- * One dcgmGetValuesSince_v2 call whose callback only counts the records:
- * what the library itself costs per record, which benchmarks subtract to
- * see what a drain adds.  *records gets the count.
- */
-int dcgmc_count_since(dcgmHandle_t handle, dcgmGpuGrp_t group, dcgmFieldGrp_t fieldGroup,
-                      long long since, long long *next, int64_t *records);
-
 /* CDEF-END */
 
-#endif /* DCGM_COLLECTOR_DRAIN_H */
+#endif /* DCGM_COLLECTOR_RING_H */

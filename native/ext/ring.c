@@ -1,43 +1,31 @@
 /*
- * drain.c -- DCGM samples into ring buffers without a Python object per value.
+ * ring.c -- ring buffers over caller-owned arrays, and their publication
+ * protocol (ring.h): commits by the one writer, copies by any reader.
  *
- * A drain is one dcgmGetValuesSince_v2 call whose C callback stages every
- * numeric record (series, ts, value, status) in a buffer the ring keeps for
- * the next drain.  Only when DCGM answers OK are the staged records turned
- * into rows -- one per distinct timestamp, so a row some series missed keeps
- * ABSENT cells for them -- and committed with the protocol described in
- * drain.h.  Nothing here touches a Python object, so the extension runs it
+ * The rows a drain (drain.c) staged are committed here too: one row per
+ * distinct timestamp, so a row some series missed keeps ABSENT cells for
+ * them.  Nothing here touches a Python object, so the extension runs it
  * with the GIL released.
  */
 #define _GNU_SOURCE
-#include "drain.h"
+#include "ring.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../dcgm_abi.h"
 #include "loader.h"
-
-/* Staging above this many entries is given back after a small drain, so one
- * catch-up read of the whole retention does not pin its memory forever. */
-#ifndef STAGING_KEEP
-#define STAGING_KEEP 65536
-#endif
+#include "ring_internal.h"
 
 /* ---- the publication protocol, shared by sample rings and event rings ---- */
 
-typedef struct ring_control {
-    int64_t *words;     /* [0] rows committed, [1] rows reserved */
-    int64_t capacity;
-    int writing;        /* 1 while a writer holds the ring */
-} ring_control;
-
-static int control_begin_write(ring_control *c)
+int ring_control_begin_write(ring_control *c)
 {
     return __atomic_exchange_n(&c->writing, 1, __ATOMIC_ACQUIRE) == 0;
 }
 
-static void control_end_write(ring_control *c)
+void ring_control_end_write(ring_control *c)
 {
     __atomic_store_n(&c->writing, 0, __ATOMIC_RELEASE);
 }
@@ -98,18 +86,9 @@ static int64_t control_torn_prefix(const ring_control *c, int64_t first, int64_t
     return safe_from < end ? safe_from - first : end - first;
 }
 
-static void clear_stats(dcgmc_drain_stats *stats, long long cursor)
-{
-    memset(stats, 0, sizeof *stats);
-    stats->next_cursor = cursor;
-}
-
 /* ---- growable scratch ---------------------------------------------------- */
 
-/* Staging starts this large: a drain of a few GPUs stages about this many records. */
-#define STAGING_FIRST 1024
-
-static int grow_staging(void *items, size_t *capacity, size_t needed, size_t item_size, void **out)
+int ring_grow_staging(void *items, size_t *capacity, size_t needed, size_t item_size, void **out)
 {
     return dcgmc_grow_block(items, capacity, needed, item_size, STAGING_FIRST, out);
 }
@@ -126,55 +105,6 @@ static void *shrink_block(void *items, size_t *capacity, size_t item_size)
 
 /* ---- sample rings ----------------------------------------------------------- */
 
-typedef struct staged_cell {
-    int64_t ts;
-    double value;
-    int32_t series;
-    int8_t status;
-} staged_cell;
-
-struct dcgmc_ring {
-    ring_control control;
-    int64_t *ts;
-    double *values;
-    int8_t *status;
-    int64_t n_series;
-    int64_t newest_ts;          /* newest ts ever committed; writer only */
-    int has_rows;
-    /* series lookup: series_of[entity slot * n_fields + field slot], -1 for none */
-    int32_t *entity_groups;
-    uint32_t *entity_ids;
-    size_t n_entities;
-    uint16_t *field_ids;
-    size_t n_fields;
-    int32_t *series_of;
-    /* staging, reused from drain to drain; writer only */
-    staged_cell *cells;
-    size_t n_cells, cells_capacity;
-    int64_t *times, *merged;    /* distinct timestamps, ascending; merge buffer */
-    size_t times_capacity;
-};
-
-static size_t slot_of_entity(const dcgmc_ring *ring, int32_t group, uint32_t id)
-{
-    for (size_t i = 0; i < ring->n_entities; i++)
-        if (ring->entity_groups[i] == group && ring->entity_ids[i] == id)
-            return i;
-    return SIZE_MAX;
-}
-
-static size_t slot_of_field(const dcgmc_ring *ring, uint16_t field, size_t guess)
-{
-    if (guess < ring->n_fields && ring->field_ids[guess] == field)
-        return guess;
-    if (guess + 1 < ring->n_fields && ring->field_ids[guess + 1] == field)
-        return guess + 1;
-    for (size_t i = 0; i < ring->n_fields; i++)
-        if (ring->field_ids[i] == field)
-            return i;
-    return SIZE_MAX;
-}
-
 /* Distinct entities and fields of the series, and the table from both slots to a series. */
 static int ring_build_lookup(dcgmc_ring *ring, const int32_t *groups, const uint32_t *ids,
                              const uint16_t *fields)
@@ -186,11 +116,11 @@ static int ring_build_lookup(dcgmc_ring *ring, const int32_t *groups, const uint
     if (!ring->entity_groups || !ring->entity_ids || !ring->field_ids)
         return 0;
     for (size_t i = 0; i < n; i++) {
-        if (slot_of_entity(ring, groups[i], ids[i]) == SIZE_MAX) {
+        if (ring_slot_of_entity(ring, groups[i], ids[i]) == SIZE_MAX) {
             ring->entity_groups[ring->n_entities] = groups[i];
             ring->entity_ids[ring->n_entities++] = ids[i];
         }
-        if (slot_of_field(ring, fields[i], 0) == SIZE_MAX)
+        if (ring_slot_of_field(ring, fields[i], 0) == SIZE_MAX)
             ring->field_ids[ring->n_fields++] = fields[i];
     }
     if (ring->n_fields != 0 && ring->n_entities > SIZE_MAX / sizeof(int32_t) / ring->n_fields)
@@ -202,8 +132,8 @@ static int ring_build_lookup(dcgmc_ring *ring, const int32_t *groups, const uint
     for (size_t i = 0; i < cells; i++)
         ring->series_of[i] = -1;
     for (size_t i = 0; i < n; i++) {
-        size_t at = slot_of_entity(ring, groups[i], ids[i]) * ring->n_fields +
-                    slot_of_field(ring, fields[i], 0);
+        size_t at = ring_slot_of_entity(ring, groups[i], ids[i]) * ring->n_fields +
+                    ring_slot_of_field(ring, fields[i], 0);
         if (ring->series_of[at] != -1)
             return 0; /* the same series twice */
         ring->series_of[at] = (int32_t)i;
@@ -313,7 +243,7 @@ int dcgmc_ring_commit_rows(dcgmc_ring *ring, const int64_t *ts, const double *va
     clear_stats(stats, 0);
     if (ring == NULL || n_rows < 0 || (n_rows > 0 && (!ts || !values || !status)))
         return DCGM_ST_BADPARAM;
-    if (!control_begin_write(&ring->control))
+    if (!ring_control_begin_write(&ring->control))
         return DCGM_ST_IN_USE;
     int64_t keep = n_rows < ring->control.capacity ? n_rows : ring->control.capacity;
     int64_t skip = n_rows - keep;
@@ -331,7 +261,7 @@ int dcgmc_ring_commit_rows(dcgmc_ring *ring, const int64_t *ts, const double *va
         }
     }
     control_publish(&ring->control, head + keep);
-    control_end_write(&ring->control);
+    ring_control_end_write(&ring->control);
     stats->rows = keep;
     stats->dropped_rows = skip;
     return DCGM_ST_OK;
@@ -374,117 +304,7 @@ int64_t dcgmc_ring_copy(const dcgmc_ring *ring, int64_t first, int64_t end, int6
     return end - first - *skipped;
 }
 
-/* -- draining: staging records -- */
-
-/* 1 when DCGM gave the record a value; otherwise counts it as NO_DATA or an error. */
-static int record_has_value(const dcgmFieldValue_v1 *record, dcgmc_drain_stats *stats)
-{
-    if (record->status == DCGM_ST_OK)
-        return 1;
-    if (record->status == DCGM_ST_NO_DATA)
-        stats->no_data++;
-    else
-        stats->errors++;
-    return 0;
-}
-
-typedef struct ring_drain {
-    dcgmc_ring *ring;
-    dcgmc_drain_stats *stats;
-    int32_t entity_group;
-    uint32_t entity_id;
-    size_t entity_slot;         /* SIZE_MAX: that entity has no series here */
-    int have_entity;
-    size_t field_slot;
-    int out_of_memory;
-} ring_drain;
-
-/* The ring's status for a numeric record, its value in *value; 0 for other types. */
-static int decode_numeric(const dcgmFieldValue_v1 *record, double *value, int8_t *status)
-{
-    *value = NAN;
-    if (record->fieldType == DCGM_FT_INT64 || record->fieldType == DCGM_FT_TIMESTAMP) {
-        int64_t i64 = record->value.i64;
-        if (i64 >= DCGM_INT64_BLANK)
-            *status = i64 == DCGM_INT64_NOT_SUPPORTED ? DCGMC_SAMPLE_NOT_SUPPORTED : DCGMC_SAMPLE_BLANK;
-        else {
-            *status = DCGMC_SAMPLE_OK;
-            *value = (double)i64;
-        }
-        return 1;
-    }
-    if (record->fieldType == DCGM_FT_DOUBLE) {
-        double dbl = record->value.dbl;
-        if (isnan(dbl) || dbl >= DCGM_FP64_BLANK)
-            *status = dbl == DCGM_FP64_NOT_SUPPORTED ? DCGMC_SAMPLE_NOT_SUPPORTED : DCGMC_SAMPLE_BLANK;
-        else {
-            *status = DCGMC_SAMPLE_OK;
-            *value = dbl;
-        }
-        return 1;
-    }
-    return 0;
-}
-
-static int32_t drain_series(ring_drain *d, dcgm_field_entity_group_t group,
-                            dcgm_field_eid_t entity, unsigned short field)
-{
-    const dcgmc_ring *ring = d->ring;
-    if (!d->have_entity || d->entity_group != (int32_t)group || d->entity_id != entity) {
-        d->entity_group = (int32_t)group;
-        d->entity_id = entity;
-        d->entity_slot = slot_of_entity(ring, (int32_t)group, entity);
-        d->have_entity = 1;
-    }
-    if (d->entity_slot == SIZE_MAX)
-        return -1;
-    size_t field_slot = slot_of_field(ring, field, d->field_slot);
-    if (field_slot == SIZE_MAX)
-        return -1;
-    d->field_slot = field_slot;
-    return ring->series_of[d->entity_slot * ring->n_fields + field_slot];
-}
-
-static int stage_cell(dcgmc_ring *ring, int64_t ts, double value, int32_t series, int8_t status)
-{
-    void *cells;
-    if (ring->n_cells == ring->cells_capacity) {
-        if (!grow_staging(ring->cells, &ring->cells_capacity, ring->n_cells + 1, sizeof *ring->cells,
-                          &cells))
-            return 0;
-        ring->cells = cells;
-    }
-    ring->cells[ring->n_cells++] = (staged_cell){ ts, value, series, status };
-    return 1;
-}
-
-/* Non-zero stops DCGM's enumeration; the call then keeps the cursor where it was. */
-static int ring_on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
-                          dcgmFieldValue_v1 *values, int numValues, void *userData)
-{
-    ring_drain *d = userData;
-    if (d == NULL || values == NULL)
-        return 0;
-    for (int i = 0; i < numValues; i++) {
-        const dcgmFieldValue_v1 *record = &values[i];
-        if (!record_has_value(record, d->stats))
-            continue;
-        double value;
-        int8_t status;
-        int32_t series = drain_series(d, group, entity, record->fieldId);
-        if (series < 0 || !decode_numeric(record, &value, &status)) {
-            d->stats->unmapped++;
-            continue;
-        }
-        if (!stage_cell(d->ring, record->ts, value, series, status)) {
-            d->out_of_memory = 1;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* -- draining: rows from the staged records -- */
+/* -- rows from the cells a drain staged -- */
 
 /* End of the run of strictly increasing timestamps that starts at cell i. */
 static size_t run_end(const dcgmc_ring *ring, size_t i)
@@ -575,8 +395,25 @@ static void place_cells(dcgmc_ring *ring, int64_t n_times, int64_t first_kept, i
     }
 }
 
-static void commit_staged(dcgmc_ring *ring, dcgmc_drain_stats *stats)
+/* times_capacity is what both time buffers hold at least: they swap roles while merging. */
+static int reserve_times(dcgmc_ring *ring)
 {
+    size_t times = ring->times_capacity, merged = ring->times_capacity;
+    void *block;
+    if (!ring_grow_staging(ring->times, &times, ring->n_cells, sizeof *ring->times, &block))
+        return 0;
+    ring->times = block;
+    if (!ring_grow_staging(ring->merged, &merged, ring->n_cells, sizeof *ring->merged, &block))
+        return 0;
+    ring->merged = block;
+    ring->times_capacity = times < merged ? times : merged;
+    return 1;
+}
+
+int ring_commit_staged(dcgmc_ring *ring, dcgmc_drain_stats *stats)
+{
+    if (!reserve_times(ring))
+        return 0;
     int64_t n_times = distinct_times(ring);
     int64_t capacity = ring->control.capacity;
     int64_t keep = n_times < capacity ? n_times : capacity;
@@ -589,9 +426,10 @@ static void commit_staged(dcgmc_ring *ring, dcgmc_drain_stats *stats)
     control_publish(&ring->control, head + keep);
     stats->rows = keep;
     stats->dropped_rows = first_kept;
+    return 1;
 }
 
-static void trim_staging(dcgmc_ring *ring)
+void ring_trim_staging(dcgmc_ring *ring)
 {
     if (ring->cells_capacity > STAGING_KEEP && ring->n_cells < ring->cells_capacity / 4) {
         ring->cells = shrink_block(ring->cells, &ring->cells_capacity, sizeof *ring->cells);
@@ -605,76 +443,7 @@ static void trim_staging(dcgmc_ring *ring)
     ring->n_cells = 0;
 }
 
-/* times_capacity is what both time buffers hold at least: they swap roles while merging. */
-static int reserve_times(dcgmc_ring *ring)
-{
-    size_t times = ring->times_capacity, merged = ring->times_capacity;
-    void *block;
-    if (!grow_staging(ring->times, &times, ring->n_cells, sizeof *ring->times, &block))
-        return 0;
-    ring->times = block;
-    if (!grow_staging(ring->merged, &merged, ring->n_cells, sizeof *ring->merged, &block))
-        return 0;
-    ring->merged = block;
-    ring->times_capacity = times < merged ? times : merged;
-    return 1;
-}
-
-static int drain_locked(dcgmc_ring *ring, dcgmHandle_t handle, dcgmGpuGrp_t group,
-                        dcgmFieldGrp_t fieldGroup, long long since, dcgmc_drain_stats *stats)
-{
-    ring_drain d = { .ring = ring, .stats = stats, .entity_slot = SIZE_MAX };
-    long long next = since;
-    ring->n_cells = 0;
-    int rc = dcgmc_fwd_dcgmGetValuesSince_v2(handle, group, fieldGroup, since, &next,
-                                             ring_on_values, &d);
-    if (rc == DCGM_ST_OK && d.out_of_memory)
-        rc = DCGM_ST_MEMORY;
-    if (rc == DCGM_ST_OK && !reserve_times(ring))
-        rc = DCGM_ST_MEMORY;
-    if (rc == DCGM_ST_OK) {
-        commit_staged(ring, stats);
-        stats->next_cursor = next;
-    }
-    trim_staging(ring);
-    return rc;
-}
-
-int dcgmc_drain(dcgmc_ring *ring, dcgmHandle_t handle, dcgmGpuGrp_t group,
-                dcgmFieldGrp_t fieldGroup, long long since, dcgmc_drain_stats *stats)
-{
-    if (ring == NULL || stats == NULL)
-        return DCGM_ST_BADPARAM;
-    clear_stats(stats, since);
-    if (!control_begin_write(&ring->control))
-        return DCGM_ST_IN_USE;
-    int rc = drain_locked(ring, handle, group, fieldGroup, since, stats);
-    control_end_write(&ring->control);
-    return rc;
-}
-
 /* ---- event rings ------------------------------------------------------------- */
-
-typedef struct staged_event {
-    int64_t ts;
-    int64_t value;
-    uint32_t entity_id;
-    int32_t entity_group;
-    uint16_t field_id;
-} staged_event;
-
-struct dcgmc_events {
-    ring_control control;
-    int64_t *ts;
-    int32_t *entity_groups;
-    uint32_t *entity_ids;
-    uint16_t *field_ids;
-    int64_t *values;
-    int64_t newest_ts;
-    int has_entries;
-    staged_event *staged;
-    size_t n_staged, staged_capacity;
-};
 
 dcgmc_events *dcgmc_events_new(int64_t *ts, int32_t *entity_groups, uint32_t *entity_ids,
                                uint16_t *field_ids, int64_t *values, int64_t *control,
@@ -731,8 +500,8 @@ static void count_late_events(dcgmc_events *events, const staged_event *staged, 
 }
 
 /* Commit staged[0..n): the newest capacity of them, in the order given. */
-static void commit_events(dcgmc_events *events, const staged_event *staged, int64_t n,
-                          dcgmc_drain_stats *stats)
+void ring_commit_events(dcgmc_events *events, const staged_event *staged, int64_t n,
+                        dcgmc_drain_stats *stats)
 {
     int64_t capacity = events->control.capacity;
     int64_t keep = n < capacity ? n : capacity;
@@ -763,9 +532,9 @@ int dcgmc_events_commit(dcgmc_events *events, const int64_t *ts, const int32_t *
     for (int64_t i = 0; i < n; i++)
         staged[i] = (staged_event){ ts[i], values[i], entity_ids[i], entity_groups[i], field_ids[i] };
     int rc = DCGM_ST_IN_USE;
-    if (control_begin_write(&events->control)) {
-        commit_events(events, staged, n, stats);
-        control_end_write(&events->control);
+    if (ring_control_begin_write(&events->control)) {
+        ring_commit_events(events, staged, n, stats);
+        ring_control_end_write(&events->control);
         rc = DCGM_ST_OK;
     }
     free(staged);
@@ -799,118 +568,9 @@ int64_t dcgmc_events_copy(const dcgmc_events *events, int64_t first, int64_t end
     return end - first - *skipped;
 }
 
-typedef struct events_drain {
-    dcgmc_events *events;
-    dcgmc_drain_stats *stats;
-    int out_of_memory;
-} events_drain;
-
-static int stage_event(dcgmc_events *events, const staged_event *e)
-{
-    void *staged;
-    if (events->n_staged == events->staged_capacity) {
-        if (!grow_staging(events->staged, &events->staged_capacity, events->n_staged + 1,
-                          sizeof *events->staged, &staged))
-            return 0;
-        events->staged = staged;
-    }
-    events->staged[events->n_staged++] = *e;
-    return 1;
-}
-
-static int events_on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
-                            dcgmFieldValue_v1 *values, int numValues, void *userData)
-{
-    events_drain *d = userData;
-    if (d == NULL || values == NULL)
-        return 0;
-    for (int i = 0; i < numValues; i++) {
-        const dcgmFieldValue_v1 *record = &values[i];
-        if (!record_has_value(record, d->stats))
-            continue;
-        if (record->fieldType != DCGM_FT_INT64 && record->fieldType != DCGM_FT_TIMESTAMP) {
-            d->stats->unmapped++;
-        } else if (record->value.i64 >= DCGM_INT64_BLANK) {
-            d->stats->blanks++;
-        } else {
-            staged_event e = { record->ts, record->value.i64, entity, (int32_t)group,
-                               record->fieldId };
-            if (!stage_event(d->events, &e)) {
-                d->out_of_memory = 1;
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-static int compare_events(const void *left, const void *right)
-{
-    const staged_event *a = left, *b = right;
-    if (a->ts != b->ts)
-        return a->ts < b->ts ? -1 : 1;
-    if (a->entity_group != b->entity_group)
-        return a->entity_group < b->entity_group ? -1 : 1;
-    if (a->entity_id != b->entity_id)
-        return a->entity_id < b->entity_id ? -1 : 1;
-    if (a->field_id != b->field_id)
-        return a->field_id < b->field_id ? -1 : 1;
-    return 0;
-}
-
-static void trim_events(dcgmc_events *events)
+void ring_trim_events(dcgmc_events *events)
 {
     if (events->staged_capacity > STAGING_KEEP && events->n_staged < events->staged_capacity / 4)
         events->staged = shrink_block(events->staged, &events->staged_capacity, sizeof *events->staged);
     events->n_staged = 0;
-}
-
-int dcgmc_drain_events(dcgmc_events *events, dcgmHandle_t handle, dcgmGpuGrp_t group,
-                       dcgmFieldGrp_t fieldGroup, long long since, dcgmc_drain_stats *stats)
-{
-    if (events == NULL || stats == NULL)
-        return DCGM_ST_BADPARAM;
-    clear_stats(stats, since);
-    if (!control_begin_write(&events->control))
-        return DCGM_ST_IN_USE;
-    events_drain d = { .events = events, .stats = stats };
-    long long next = since;
-    events->n_staged = 0;
-    int rc = dcgmc_fwd_dcgmGetValuesSince_v2(handle, group, fieldGroup, since, &next,
-                                             events_on_values, &d);
-    if (rc == DCGM_ST_OK && d.out_of_memory)
-        rc = DCGM_ST_MEMORY;
-    if (rc == DCGM_ST_OK) {
-        if (events->n_staged > 1)
-            qsort(events->staged, events->n_staged, sizeof *events->staged, compare_events);
-        commit_events(events, events->staged, (int64_t)events->n_staged, stats);
-        stats->next_cursor = next;
-    }
-    trim_events(events);
-    control_end_write(&events->control);
-    return rc;
-}
-
-/* ---- the library's own cost ----------------------------------------------- */
-
-static int count_values(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
-                        dcgmFieldValue_v1 *values, int numValues, void *userData)
-{
-    (void)group;
-    (void)entity;
-    (void)values;
-    int64_t *records = userData;
-    if (records != NULL && numValues > 0)
-        *records += numValues;
-    return 0;
-}
-
-int dcgmc_count_since(dcgmHandle_t handle, dcgmGpuGrp_t group, dcgmFieldGrp_t fieldGroup,
-                      long long since, long long *next, int64_t *records)
-{
-    if (next == NULL || records == NULL)
-        return DCGM_ST_BADPARAM;
-    *records = 0;
-    return dcgmc_fwd_dcgmGetValuesSince_v2(handle, group, fieldGroup, since, next, count_values,
-                                           records);
 }

@@ -9,7 +9,7 @@
  * the real DCGM names.
  *
  * The region between CDEF-BEGIN and CDEF-END is also read by
- * dcgm_collector/_build_native.py as cffi declarations: keep it to plain
+ * dcgm_collector/dcgm/_build.py as cffi declarations: keep it to plain
  * typedefs, structs and prototypes.
  */
 #ifndef DCGM_COLLECTOR_LOADER_H
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dcgm_abi.h"
+#include "../dcgm_abi.h"
 
 /* CDEF-BEGIN */
 
@@ -62,6 +62,9 @@ int dcgmc_has(const char *name);
 
 /* Absolute path of the loaded library, or NULL. */
 const char *dcgmc_loaded_path(void);
+
+/* How many calls went into the loaded library (through any forwarder) so far. */
+unsigned long long dcgmc_call_count(void);
 
 /*
  * dcgmGetValuesSince_v2 / dcgmGetLatestValues_v2, with every record appended

@@ -4,10 +4,11 @@
  * Process-level state (initialised or not, the embedded engine, remote
  * connections) lives here behind one mutex.  Every call resolves its handle
  * to a backend: the embedded engine (handle 0x7fffffff) or a remote
- * connection (small ids from 1).  A backend is reference counted while a
- * call uses it, so dcgmStopEmbedded or dcgmDisconnect racing a call, or a
- * callback calling back in, never frees what is in use; the last user of a
- * retired backend frees it.
+ * connection (small ids from 1), and runs through that backend's table of
+ * operations (backend.h).  A backend is reference counted while a call uses
+ * it, so dcgmStopEmbedded or dcgmDisconnect racing a call, or a callback
+ * calling back in, never frees what is in use; the last user of a retired
+ * backend frees it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "engine.h"
 #include "remote.h"
 #include "sim.h"
@@ -23,8 +25,8 @@
 
 typedef struct api_backend {
     dcgmHandle_t handle;
-    sim_engine *engine;          /* embedded */
-    remote_conn *remote;         /* remote */
+    const backend_ops *ops;      /* embedded_backend_ops or remote_backend_ops */
+    void *impl;                  /* their self: a sim_engine or a remote_conn */
     unsigned int refs;
     int retired;
 } api_backend;
@@ -40,8 +42,7 @@ static struct {
 
 static void backend_free(api_backend *b)
 {
-    engine_destroy(b->engine);
-    remote_close(b->remote);
+    b->ops->destroy(b->impl);
     free(b);
 }
 
@@ -51,7 +52,7 @@ static api_backend *retire_locked(api_backend *b)
     b->retired = 1;
     /* a request in flight on another thread fails now instead of waiting
      * out its timeout */
-    remote_interrupt(b->remote);
+    b->ops->interrupt(b->impl);
     return b->refs == 0 ? b : NULL;
 }
 
@@ -98,29 +99,6 @@ static void api_leave(api_backend *b)
     if (last)
         backend_free(b);
 }
-
-/*
- * Runs local_call against the embedded engine (named `engine` inside it), or
- * remote_call over a hostengine connection (named `conn` inside it).
- */
-#define API_DISPATCH(handle, local_call, remote_call)                       \
-    do {                                                                    \
-        api_backend *backend_;                                              \
-        dcgmReturn_t rc_ = api_enter((handle), &backend_);                  \
-        if (rc_ != DCGM_ST_OK)                                              \
-            return rc_;                                                     \
-        if (backend_->remote) {                                             \
-            remote_conn *const conn = backend_->remote;                     \
-            rc_ = (dcgmReturn_t)(remote_call);                              \
-        } else {                                                            \
-            sim_engine *const engine = backend_->engine;                    \
-            rc_ = (dcgmReturn_t)(local_call);                               \
-        }                                                                   \
-        api_leave(backend_);                                                \
-        return rc_;                                                         \
-    } while (0)
-
-#define OWNER ENGINE_OWNER_EMBEDDED
 
 /* ---- init, embedded engine ----------------------------------------------- */
 
@@ -173,12 +151,14 @@ static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handl
         *handle = 0;
     } else {
         char err[512];
+        sim_engine *engine = NULL;
         api_backend *b = calloc(1, sizeof *b);
-        rc = b ? (dcgmReturn_t)engine_create(getenv(SCENARIO_ENV), mode, &b->engine, err,
-                                             sizeof err)
+        rc = b ? (dcgmReturn_t)engine_create(getenv(SCENARIO_ENV), mode, &engine, err, sizeof err)
                : DCGM_ST_MEMORY;
         if (rc == DCGM_ST_OK) {
             b->handle = DCGM_EMBEDDED_HANDLE;
+            b->ops = &embedded_backend_ops;
+            b->impl = engine;
             api.embedded = b;
             *handle = DCGM_EMBEDDED_HANDLE;
         } else {
@@ -252,7 +232,8 @@ static dcgmReturn_t register_remote(remote_conn *conn, dcgmHandle_t *handle)
         if (api.next_remote_id == DCGM_EMBEDDED_HANDLE || api.next_remote_id > 0xffffffffu)
             api.next_remote_id = 1;
         b->handle = api.next_remote_id++;
-        b->remote = conn;
+        b->ops = &remote_backend_ops;
+        b->impl = conn;
         api.remotes[api.n_remotes++] = b;
         *handle = b->handle;
     }
@@ -341,29 +322,49 @@ dcgmReturn_t dcgmDisconnect(dcgmHandle_t pDcgmHandle)
 
 dcgmReturn_t dcgmGetAllDevices(dcgmHandle_t pDcgmHandle, unsigned int *gpuIdList, int *count)
 {
-    API_DISPATCH(pDcgmHandle, engine_gpu_ids(engine, 0, gpuIdList, count),
-                 remote_gpu_ids(conn, 0, gpuIdList, count));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->gpu_ids(b->impl, 0, gpuIdList, count);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetAllSupportedDevices(dcgmHandle_t pDcgmHandle, unsigned int *gpuIdList,
                                         int *count)
 {
-    API_DISPATCH(pDcgmHandle, engine_gpu_ids(engine, 1, gpuIdList, count),
-                 remote_gpu_ids(conn, 1, gpuIdList, count));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->gpu_ids(b->impl, 1, gpuIdList, count);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                                      dcgmDeviceAttributes_t *pDcgmAttr)
 {
-    API_DISPATCH(pDcgmHandle, engine_device_attributes(engine, gpuId, pDcgmAttr),
-                 remote_device_attributes(conn, gpuId, pDcgmAttr));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->device_attributes(b->impl, gpuId, pDcgmAttr);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetGpuStatus(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                               DcgmEntityStatus_t *status)
 {
-    API_DISPATCH(pDcgmHandle, engine_gpu_status(engine, gpuId, status),
-                 remote_gpu_status(conn, gpuId, status));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->gpu_status(b->impl, gpuId, status);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle,
@@ -371,22 +372,37 @@ dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle,
                                         dcgm_field_eid_t *entities, int *numEntities,
                                         unsigned int flags)
 {
-    API_DISPATCH(dcgmHandle,
-                 engine_entity_group_entities(engine, entityGroup, entities, numEntities, flags),
-                 remote_entity_group_entities(conn, entityGroup, entities, numEntities, flags));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->entity_group_entities(b->impl, entityGroup, entities, numEntities,
+                                                     flags);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmCreateFakeEntities(dcgmHandle_t pDcgmHandle,
                                     dcgmCreateFakeEntities_t *createFakeEntities)
 {
-    API_DISPATCH(pDcgmHandle, engine_create_fake_entities(engine, createFakeEntities),
-                 remote_create_fake_entities(conn, createFakeEntities));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->create_fake_entities(b->impl, createFakeEntities);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarchy_v2 *hierarchy)
 {
-    API_DISPATCH(dcgmHandle, engine_mig_hierarchy(engine, hierarchy),
-                 remote_mig_hierarchy(conn, hierarchy));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->mig_hierarchy(b->impl, hierarchy);
+    api_leave(b);
+    return rc;
 }
 
 /* ---- groups -------------------------------------------------------------- */
@@ -394,45 +410,74 @@ dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarc
 dcgmReturn_t dcgmGroupCreate(dcgmHandle_t pDcgmHandle, dcgmGroupType_t type,
                              const char *groupName, dcgmGpuGrp_t *pDcgmGrpId)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_create(engine, OWNER, type, groupName, pDcgmGrpId),
-                 remote_group_create(conn, type, groupName, pDcgmGrpId));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->group_create(b->impl, type, groupName, pDcgmGrpId);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGroupAddEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                 dcgm_field_entity_group_t entityGroupId,
                                 dcgm_field_eid_t entityId)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_add_entity(engine, groupId, entityGroupId, entityId),
-                 remote_group_add_entity(conn, groupId, entityGroupId, entityId));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->group_add_entity(b->impl, groupId, entityGroupId, entityId);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGroupAddDevice(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                 unsigned int gpuId)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_add_entity(engine, groupId, DCGM_FE_GPU, gpuId),
-                 remote_group_add_entity(conn, groupId, DCGM_FE_GPU, gpuId));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->group_add_entity(b->impl, groupId, DCGM_FE_GPU, gpuId);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGroupRemoveEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                    dcgm_field_entity_group_t entityGroupId,
                                    dcgm_field_eid_t entityId)
 {
-    API_DISPATCH(pDcgmHandle,
-                 engine_group_remove_entity(engine, groupId, entityGroupId, entityId),
-                 remote_group_remove_entity(conn, groupId, entityGroupId, entityId));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->group_remove_entity(b->impl, groupId, entityGroupId, entityId);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGroupDestroy(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_destroy(engine, groupId),
-                 remote_group_destroy(conn, groupId));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->group_destroy(b->impl, groupId);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGroupGetInfo(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                               dcgmGroupInfo_t *pDcgmGroupInfo)
 {
-    API_DISPATCH(pDcgmHandle, engine_group_get_info(engine, groupId, pDcgmGroupInfo),
-                 remote_group_get_info(conn, groupId, pDcgmGroupInfo));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->group_get_info(b->impl, groupId, pDcgmGroupInfo);
+    api_leave(b);
+    return rc;
 }
 
 /* ---- field groups -------------------------------------------------------- */
@@ -441,28 +486,47 @@ dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t dcgmHandle, int numFieldIds,
                                   const unsigned short *fieldIds, const char *fieldGroupName,
                                   dcgmFieldGrp_t *dcgmFieldGroupId)
 {
-    API_DISPATCH(dcgmHandle, engine_field_group_create(engine, OWNER, numFieldIds, fieldIds,
-                                                       fieldGroupName, dcgmFieldGroupId),
-                 remote_field_group_create(conn, numFieldIds, fieldIds, fieldGroupName,
-                                           dcgmFieldGroupId));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->field_group_create(b->impl, numFieldIds, fieldIds, fieldGroupName,
+                                                  dcgmFieldGroupId);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmFieldGroupDestroy(dcgmHandle_t dcgmHandle, dcgmFieldGrp_t dcgmFieldGroupId)
 {
-    API_DISPATCH(dcgmHandle, engine_field_group_destroy(engine, dcgmFieldGroupId),
-                 remote_field_group_destroy(conn, dcgmFieldGroupId));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->field_group_destroy(b->impl, dcgmFieldGroupId);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmFieldGroupGetInfo(dcgmHandle_t dcgmHandle, dcgmFieldGroupInfo_t *fieldGroupInfo)
 {
-    API_DISPATCH(dcgmHandle, engine_field_group_get_info(engine, fieldGroupInfo),
-                 remote_field_group_get_info(conn, fieldGroupInfo));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->field_group_get_info(b->impl, fieldGroupInfo);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmFieldGroupGetAll(dcgmHandle_t dcgmHandle, dcgmAllFieldGroup_t *allGroupInfo)
 {
-    API_DISPATCH(dcgmHandle, engine_field_group_get_all(engine, allGroupInfo),
-                 remote_field_group_get_all(conn, allGroupInfo));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->field_group_get_all(b->impl, allGroupInfo);
+    api_leave(b);
+    return rc;
 }
 
 /* ---- watches ------------------------------------------------------------- */
@@ -471,17 +535,26 @@ dcgmReturn_t dcgmWatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                              dcgmFieldGrp_t fieldGroupId, long long updateFreq,
                              double maxKeepAge, int maxKeepSamples)
 {
-    API_DISPATCH(pDcgmHandle, engine_watch_fields(engine, OWNER, groupId, fieldGroupId,
-                                                  updateFreq, maxKeepAge, maxKeepSamples),
-                 remote_watch_fields(conn, groupId, fieldGroupId, updateFreq, maxKeepAge,
-                                     maxKeepSamples));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->watch_fields(b->impl, groupId, fieldGroupId, updateFreq, maxKeepAge,
+                                            maxKeepSamples);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmUnwatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                dcgmFieldGrp_t fieldGroupId)
 {
-    API_DISPATCH(pDcgmHandle, engine_unwatch_fields(engine, OWNER, groupId, fieldGroupId),
-                 remote_unwatch_fields(conn, groupId, fieldGroupId));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->unwatch_fields(b->impl, groupId, fieldGroupId);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmWatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned short fieldId,
@@ -489,11 +562,14 @@ dcgmReturn_t dcgmWatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned s
 {
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
-    API_DISPATCH(pDcgmHandle,
-                 engine_watch_field_value(engine, OWNER, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
-                                          fieldId, updateFreq, maxKeepAge, maxKeepSamples),
-                 remote_watch_field_value(conn, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fieldId,
-                                          updateFreq, maxKeepAge, maxKeepSamples));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->watch_field_value(b->impl, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
+                                                 fieldId, updateFreq, maxKeepAge, maxKeepSamples);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmUnwatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned short fieldId,
@@ -501,24 +577,37 @@ dcgmReturn_t dcgmUnwatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned
 {
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
-    API_DISPATCH(pDcgmHandle,
-                 engine_unwatch_field_value(engine, OWNER, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
-                                            fieldId, clearCache),
-                 remote_unwatch_field_value(conn, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fieldId,
-                                            clearCache));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->unwatch_field_value(b->impl, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
+                                                   fieldId, clearCache);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmUpdateAllFields(dcgmHandle_t pDcgmHandle, int waitForUpdate)
 {
-    API_DISPATCH(pDcgmHandle, engine_update_all_fields(engine, waitForUpdate),
-                 remote_update_all_fields(conn, waitForUpdate));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->update_all_fields(b->impl, waitForUpdate);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmInjectFieldValue(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                                   dcgmInjectFieldValue_t *dcgmInjectFieldValue)
 {
-    API_DISPATCH(pDcgmHandle, engine_inject(engine, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue),
-                 remote_inject(conn, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->inject(b->impl, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmInjectEntityFieldValue(dcgmHandle_t pDcgmHandle,
@@ -526,15 +615,24 @@ dcgmReturn_t dcgmInjectEntityFieldValue(dcgmHandle_t pDcgmHandle,
                                         dcgm_field_eid_t entityId,
                                         dcgmInjectFieldValue_t *pDcgmInjectFieldValue)
 {
-    API_DISPATCH(pDcgmHandle,
-                 engine_inject(engine, entityGroupId, entityId, pDcgmInjectFieldValue),
-                 remote_inject(conn, entityGroupId, entityId, pDcgmInjectFieldValue));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->inject(b->impl, entityGroupId, entityId, pDcgmInjectFieldValue);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmEmptyCache(dcgmHandle_t pDcgmHandle)
 {
-    API_DISPATCH(pDcgmHandle, engine_empty_cache(engine),
-                 remote_empty_cache(conn));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->empty_cache(b->impl);
+    api_leave(b);
+    return rc;
 }
 
 /* ---- reads --------------------------------------------------------------- */
@@ -572,9 +670,13 @@ dcgmReturn_t dcgmGetLatestValues_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t group
     if (!enumCB)
         return DCGM_ST_BADPARAM;
     entity_cb_ctx ctx = { enumCB, userData };
-    API_DISPATCH(pDcgmHandle,
-                 engine_latest_values(engine, groupId, fieldGroupId, 0, emit_entity, &ctx),
-                 remote_latest_values(conn, groupId, fieldGroupId, 0, emit_entity, &ctx));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->latest_values(b->impl, groupId, fieldGroupId, 0, emit_entity, &ctx);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetLatestValues(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -584,9 +686,13 @@ dcgmReturn_t dcgmGetLatestValues(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
     if (!enumCB)
         return DCGM_ST_BADPARAM;
     gpu_cb_ctx ctx = { enumCB, userData };
-    API_DISPATCH(pDcgmHandle,
-                 engine_latest_values(engine, groupId, fieldGroupId, 1, emit_gpu, &ctx),
-                 remote_latest_values(conn, groupId, fieldGroupId, 1, emit_gpu, &ctx));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->latest_values(b->impl, groupId, fieldGroupId, 1, emit_gpu, &ctx);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmEntityGetLatestValues(dcgmHandle_t pDcgmHandle,
@@ -596,11 +702,14 @@ dcgmReturn_t dcgmEntityGetLatestValues(dcgmHandle_t pDcgmHandle,
 {
     if (entityId < 0)
         return DCGM_ST_BADPARAM;
-    API_DISPATCH(pDcgmHandle, engine_entity_latest(engine, entityGroup,
-                                                   (dcgm_field_eid_t)entityId, fields, count,
-                                                   values),
-                 remote_entity_latest(conn, entityGroup, (dcgm_field_eid_t)entityId, fields, count,
-                                      values));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->entity_latest(b->impl, entityGroup, (dcgm_field_eid_t)entityId,
+                                             fields, count, values);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t pDcgmHandle, int gpuId,
@@ -609,10 +718,14 @@ dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t pDcgmHandle, int gpuId,
 {
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
-    API_DISPATCH(pDcgmHandle, engine_entity_latest(engine, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
-                                                   fields, count, values),
-                 remote_entity_latest(conn, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fields, count,
-                                      values));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->entity_latest(b->impl, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fields,
+                                             count, values);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmEntitiesGetLatestValues(dcgmHandle_t pDcgmHandle,
@@ -621,10 +734,14 @@ dcgmReturn_t dcgmEntitiesGetLatestValues(dcgmHandle_t pDcgmHandle,
                                          unsigned int fieldCount, unsigned int flags,
                                          dcgmFieldValue_v2 *values)
 {
-    API_DISPATCH(pDcgmHandle, engine_entities_latest(engine, entities, entityCount, fields,
-                                                     fieldCount, flags, values),
-                 remote_entities_latest(conn, entities, entityCount, fields, fieldCount, flags,
-                                        values));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->entities_latest(b->impl, entities, entityCount, fields, fieldCount,
+                                               flags, values);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetValuesSince_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -636,11 +753,14 @@ dcgmReturn_t dcgmGetValuesSince_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupI
         return DCGM_ST_BADPARAM;
     *nextSinceTimestamp = sinceTimestamp;
     entity_cb_ctx ctx = { enumCB, userData };
-    API_DISPATCH(pDcgmHandle,
-                 engine_values_since(engine, groupId, fieldGroupId, sinceTimestamp,
-                                     nextSinceTimestamp, 0, emit_entity, &ctx),
-                 remote_values_since(conn, groupId, fieldGroupId, sinceTimestamp,
-                                     nextSinceTimestamp, 0, emit_entity, &ctx));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->values_since(b->impl, groupId, fieldGroupId, sinceTimestamp,
+                                            nextSinceTimestamp, 0, emit_entity, &ctx);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetValuesSince(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -652,11 +772,14 @@ dcgmReturn_t dcgmGetValuesSince(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
         return DCGM_ST_BADPARAM;
     *nextSinceTimestamp = sinceTimestamp;
     gpu_cb_ctx ctx = { enumCB, userData };
-    API_DISPATCH(pDcgmHandle,
-                 engine_values_since(engine, groupId, fieldGroupId, sinceTimestamp,
-                                     nextSinceTimestamp, 1, emit_gpu, &ctx),
-                 remote_values_since(conn, groupId, fieldGroupId, sinceTimestamp,
-                                     nextSinceTimestamp, 1, emit_gpu, &ctx));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->values_since(b->impl, groupId, fieldGroupId, sinceTimestamp,
+                                            nextSinceTimestamp, 1, emit_gpu, &ctx);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
@@ -666,11 +789,14 @@ dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
 {
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
-    API_DISPATCH(pDcgmHandle,
-                 engine_multiple_values(engine, (unsigned int)gpuId, fieldId, count, startTs,
-                                        endTs, order, values),
-                 remote_multiple_values(conn, (unsigned int)gpuId, fieldId, count, startTs, endTs,
-                                        order, values));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->multiple_values(b->impl, (unsigned int)gpuId, fieldId, count,
+                                               startTs, endTs, order, values);
+    api_leave(b);
+    return rc;
 }
 
 /* ---- health and profiling ------------------------------------------------ */
@@ -678,8 +804,13 @@ dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
 dcgmReturn_t dcgmHealthSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                            dcgmHealthSystems_t systems)
 {
-    API_DISPATCH(pDcgmHandle, engine_health_set(engine, groupId, (unsigned int)systems),
-                 remote_health_set(conn, groupId, (unsigned int)systems));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->health_set(b->impl, groupId, (unsigned int)systems);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *params)
@@ -688,27 +819,12 @@ dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *
         return DCGM_ST_BADPARAM;
     if (params->version != dcgmHealthSetParams_version2)
         return DCGM_ST_VER_MISMATCH;
-    API_DISPATCH(pDcgmHandle,
-                 engine_health_set(engine, params->groupId, (unsigned int)params->systems),
-                 remote_health_set(conn, params->groupId, (unsigned int)params->systems));
-}
-
-static int health_get(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthSystems_t *systems)
-{
-    unsigned int bits = 0;
-    int rc = engine_health_get(engine, group, &bits);
-    if (rc == DCGM_ST_OK)
-        *systems = (dcgmHealthSystems_t)bits;
-    return rc;
-}
-
-static int remote_health_get_systems(remote_conn *conn, dcgmGpuGrp_t group,
-                                     dcgmHealthSystems_t *systems)
-{
-    unsigned int bits = 0;
-    int rc = remote_health_get(conn, group, &bits);
-    if (rc == DCGM_ST_OK)
-        *systems = (dcgmHealthSystems_t)bits;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->health_set(b->impl, params->groupId, (unsigned int)params->systems);
+    api_leave(b);
     return rc;
 }
 
@@ -717,22 +833,40 @@ dcgmReturn_t dcgmHealthGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
 {
     if (!systems)
         return DCGM_ST_BADPARAM;
-    API_DISPATCH(pDcgmHandle, health_get(engine, groupId, systems),
-                 remote_health_get_systems(conn, groupId, systems));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    unsigned int bits = 0;
+    rc = (dcgmReturn_t)b->ops->health_get(b->impl, groupId, &bits);
+    api_leave(b);
+    if (rc == DCGM_ST_OK)
+        *systems = (dcgmHealthSystems_t)bits;
+    return rc;
 }
 
 dcgmReturn_t dcgmHealthCheck(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                              dcgmHealthResponse_t *results)
 {
-    API_DISPATCH(pDcgmHandle, engine_health_check(engine, groupId, results),
-                 remote_health_check(conn, groupId, results));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->health_check(b->impl, groupId, results);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
                                               dcgmProfGetMetricGroups_t *metricGroups)
 {
-    API_DISPATCH(pDcgmHandle, engine_prof_metric_groups(engine, metricGroups),
-                 remote_prof_metric_groups(conn, metricGroups));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->prof_metric_groups(b->impl, metricGroups);
+    api_leave(b);
+    return rc;
 }
 
 /* ---- versions and liveness ----------------------------------------------- */
@@ -745,7 +879,7 @@ dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
 #define BUILD_ARCH "unknown"
 #endif
 
-static int fill_version(dcgmVersionInfo_t *info)
+int api_version_info(dcgmVersionInfo_t *info)
 {
     if (!info)
         return DCGM_ST_BADPARAM;
@@ -760,29 +894,29 @@ static int fill_version(dcgmVersionInfo_t *info)
 
 dcgmReturn_t dcgmVersionInfo(dcgmVersionInfo_t *pVersionInfo)
 {
-    return (dcgmReturn_t)fill_version(pVersionInfo);
+    return (dcgmReturn_t)api_version_info(pVersionInfo);
 }
 
 dcgmReturn_t dcgmHostengineVersionInfo(dcgmHandle_t pDcgmHandle, dcgmVersionInfo_t *pVersionInfo)
 {
-    API_DISPATCH(pDcgmHandle, ((void)engine, fill_version(pVersionInfo)),
-                 remote_version_info(conn, pVersionInfo));
-}
-
-static int fill_health(dcgmHostengineHealth_t *health)
-{
-    if (!health)
-        return DCGM_ST_BADPARAM;
-    if (health->version != dcgmHostengineHealth_version1)
-        return DCGM_ST_VER_MISMATCH;
-    health->overallHealth = 0;
-    return DCGM_ST_OK;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->version_info(b->impl, pVersionInfo);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmHostengineIsHealthy(dcgmHandle_t pDcgmHandle, dcgmHostengineHealth_t *heHealth)
 {
-    API_DISPATCH(pDcgmHandle, ((void)engine, fill_health(heHealth)),
-                 remote_hostengine_health(conn, heHealth));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->hostengine_health(b->impl, heHealth);
+    api_leave(b);
+    return rc;
 }
 
 /* ---- simulator extensions ------------------------------------------------ */
@@ -807,16 +941,25 @@ dcgmReturn_t dcgmSimGetStartTime(long long *startUs)
     dcgmHandle_t source = start_time_source();
     if (source == 0)
         return DCGM_ST_UNINITIALIZED;
-    API_DISPATCH(source, (*startUs = (long long)engine_start_time_us(engine), DCGM_ST_OK),
-                 remote_start_time(conn, startUs));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(source, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->start_time(b->impl, startUs);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmSimGetValueAt(unsigned int gpuId, unsigned short fieldId, long long tRelUs,
                                dcgmFieldValue_v1 *value)
 {
-    API_DISPATCH(DCGM_EMBEDDED_HANDLE,
-                 engine_sim_value_at(engine, gpuId, fieldId, (int64_t)tRelUs, value),
-                 ((void)conn, DCGM_ST_UNINITIALIZED));
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(DCGM_EMBEDDED_HANDLE, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->sim_value_at(b->impl, gpuId, fieldId, (int64_t)tRelUs, value);
+    api_leave(b);
+    return rc;
 }
 
 dcgmReturn_t dcgmSimCheckScenario(const char *spec, char *errorText, int errorTextLen)

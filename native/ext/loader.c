@@ -28,16 +28,26 @@ static char dcgmc_path[PATH_MAX];
 DCGM_FUNCTION_LIST(DCGMC_POINTER)
 #undef DCGMC_POINTER
 
+/* Calls made into the library through the forwarders, so tests can show which
+ * paths never call DCGM (a scrape must not). */
+static unsigned long long dcgmc_calls;
+
 #define DCGMC_FORWARDER(ret, name, params, args, missing)                              \
     ret dcgmc_fwd_##name params                                                         \
     {                                                                                   \
         __typeof__(dcgmc_ptr_##name) fn = __atomic_load_n(&dcgmc_ptr_##name, __ATOMIC_ACQUIRE); \
         if (fn == NULL)                                                                 \
             return missing;                                                             \
+        __atomic_fetch_add(&dcgmc_calls, 1, __ATOMIC_RELAXED);                         \
         return fn args;                                                                 \
     }
 DCGM_FUNCTION_LIST(DCGMC_FORWARDER)
 #undef DCGMC_FORWARDER
+
+unsigned long long dcgmc_call_count(void)
+{
+    return __atomic_load_n(&dcgmc_calls, __ATOMIC_RELAXED);
+}
 
 static void dcgmc_set_error(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

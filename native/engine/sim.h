@@ -1,10 +1,11 @@
 /*
  * sim.h -- the seams inside the simulated libdcgm.so.4.
  *
- *   field_table.c  field metadata (generated from shared/dcgm/fields.tsv)
+ *   field_table.c  field metadata (generated from reference/dcgm/fields.tsv)
  *   node.c etc.    the simulated node: scenario, GPU models, physics
  *   engine.c etc.  the simulated hostengine: groups, watches, cache, reads
- *   api.c          the exported DCGM C ABI, dispatching handles to an engine
+ *   api.c          the exported DCGM C ABI, dispatching handles to a backend
+ *   backend_*.c    the two backends: the embedded engine, a remote hostengine
  *
  * Data flows one way: api -> engine -> node -> field_table.  The node knows
  * nothing of watches or handles; the engine knows nothing of physics.  A

@@ -1,0 +1,287 @@
+/*
+ * backend_embedded.c -- the backend of the embedded engine (backend.h).
+ *
+ * Each operation forwards to the engine_* function of the same name; the
+ * engine acts on behalf of owner ENGINE_OWNER_EMBEDDED, the process itself.
+ */
+#include "backend.h"
+
+#include "engine.h"
+
+#define OWNER ENGINE_OWNER_EMBEDDED
+
+/* ---- lifetime ------------------------------------------------------------- */
+
+static void embedded_interrupt(void *self)
+{
+    (void)self; /* engine calls never wait on anything another thread could cut short */
+}
+
+static void embedded_destroy(void *self)
+{
+    engine_destroy(self);
+}
+
+/* ---- entities ------------------------------------------------------------- */
+
+static int embedded_gpu_ids(void *self, int only_supported, unsigned int *ids, int *count)
+{
+    return engine_gpu_ids(self, only_supported, ids, count);
+}
+
+static int embedded_gpu_status(void *self, unsigned int gpu, DcgmEntityStatus_t *status)
+{
+    return engine_gpu_status(self, gpu, status);
+}
+
+static int embedded_entity_group_entities(void *self, dcgm_field_entity_group_t group,
+                                          dcgm_field_eid_t *entities, int *count,
+                                          unsigned int flags)
+{
+    return engine_entity_group_entities(self, group, entities, count, flags);
+}
+
+static int embedded_create_fake_entities(void *self, dcgmCreateFakeEntities_v2 *request)
+{
+    return engine_create_fake_entities(self, request);
+}
+
+static int embedded_mig_hierarchy(void *self, dcgmMigHierarchy_v2 *hierarchy)
+{
+    return engine_mig_hierarchy(self, hierarchy);
+}
+
+static int embedded_device_attributes(void *self, unsigned int gpu, dcgmDeviceAttributes_v3 *attr)
+{
+    return engine_device_attributes(self, gpu, attr);
+}
+
+/* ---- groups and field groups ---------------------------------------------- */
+
+static int embedded_group_create(void *self, dcgmGroupType_t type, const char *name,
+                                 dcgmGpuGrp_t *id)
+{
+    return engine_group_create(self, OWNER, type, name, id);
+}
+
+static int embedded_group_add_entity(void *self, dcgmGpuGrp_t id, dcgm_field_entity_group_t group,
+                                     dcgm_field_eid_t entity)
+{
+    return engine_group_add_entity(self, id, group, entity);
+}
+
+static int embedded_group_remove_entity(void *self, dcgmGpuGrp_t id,
+                                        dcgm_field_entity_group_t group, dcgm_field_eid_t entity)
+{
+    return engine_group_remove_entity(self, id, group, entity);
+}
+
+static int embedded_group_destroy(void *self, dcgmGpuGrp_t id)
+{
+    return engine_group_destroy(self, id);
+}
+
+static int embedded_group_get_info(void *self, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info)
+{
+    return engine_group_get_info(self, id, info);
+}
+
+static int embedded_field_group_create(void *self, int count, const unsigned short *field_ids,
+                                       const char *name, dcgmFieldGrp_t *id)
+{
+    return engine_field_group_create(self, OWNER, count, field_ids, name, id);
+}
+
+static int embedded_field_group_destroy(void *self, dcgmFieldGrp_t id)
+{
+    return engine_field_group_destroy(self, id);
+}
+
+static int embedded_field_group_get_info(void *self, dcgmFieldGroupInfo_v1 *info)
+{
+    return engine_field_group_get_info(self, info);
+}
+
+static int embedded_field_group_get_all(void *self, dcgmAllFieldGroup_v1 *all)
+{
+    return engine_field_group_get_all(self, all);
+}
+
+/* ---- watches and the cache ------------------------------------------------ */
+
+static int embedded_watch_fields(void *self, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                                 long long update_freq_us, double max_keep_age_s,
+                                 int max_keep_samples)
+{
+    return engine_watch_fields(self, OWNER, group, field_group, update_freq_us, max_keep_age_s,
+                               max_keep_samples);
+}
+
+static int embedded_unwatch_fields(void *self, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group)
+{
+    return engine_unwatch_fields(self, OWNER, group, field_group);
+}
+
+static int embedded_watch_field_value(void *self, dcgm_field_entity_group_t group,
+                                      dcgm_field_eid_t entity, unsigned short field_id,
+                                      long long update_freq_us, double max_keep_age_s,
+                                      int max_keep_samples)
+{
+    return engine_watch_field_value(self, OWNER, group, entity, field_id, update_freq_us,
+                                    max_keep_age_s, max_keep_samples);
+}
+
+static int embedded_unwatch_field_value(void *self, dcgm_field_entity_group_t group,
+                                        dcgm_field_eid_t entity, unsigned short field_id,
+                                        int clear_cache)
+{
+    return engine_unwatch_field_value(self, OWNER, group, entity, field_id, clear_cache);
+}
+
+static int embedded_update_all_fields(void *self, int wait)
+{
+    return engine_update_all_fields(self, wait);
+}
+
+static int embedded_inject(void *self, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                           const dcgmFieldValue_v1 *value)
+{
+    return engine_inject(self, group, entity, value);
+}
+
+static int embedded_empty_cache(void *self)
+{
+    return engine_empty_cache(self);
+}
+
+/* ---- reads ---------------------------------------------------------------- */
+
+static int embedded_latest_values(void *self, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                                  int gpu_only, engine_emit_fn emit, void *ctx)
+{
+    return engine_latest_values(self, group, field_group, gpu_only, emit, ctx);
+}
+
+static int embedded_values_since(void *self, dcgmGpuGrp_t group, dcgmFieldGrp_t field_group,
+                                 long long since, long long *next_since, int gpu_only,
+                                 engine_emit_fn emit, void *ctx)
+{
+    return engine_values_since(self, group, field_group, since, next_since, gpu_only, emit, ctx);
+}
+
+static int embedded_entity_latest(void *self, dcgm_field_entity_group_t group,
+                                  dcgm_field_eid_t entity, const unsigned short *fields,
+                                  unsigned int count, dcgmFieldValue_v1 *values)
+{
+    return engine_entity_latest(self, group, entity, fields, count, values);
+}
+
+static int embedded_entities_latest(void *self, const dcgmGroupEntityPair_t *entities,
+                                    unsigned int entity_count, const unsigned short *fields,
+                                    unsigned int field_count, unsigned int flags,
+                                    dcgmFieldValue_v2 *values)
+{
+    return engine_entities_latest(self, entities, entity_count, fields, field_count, flags,
+                                  values);
+}
+
+static int embedded_multiple_values(void *self, unsigned int gpu, unsigned short field_id,
+                                    int *count, long long start_ts, long long end_ts,
+                                    dcgmOrder_t order, dcgmFieldValue_v1 *values)
+{
+    return engine_multiple_values(self, gpu, field_id, count, start_ts, end_ts, order, values);
+}
+
+/* ---- health, profiling, versions ------------------------------------------ */
+
+static int embedded_health_set(void *self, dcgmGpuGrp_t group, unsigned int systems)
+{
+    return engine_health_set(self, group, systems);
+}
+
+static int embedded_health_get(void *self, dcgmGpuGrp_t group, unsigned int *systems)
+{
+    return engine_health_get(self, group, systems);
+}
+
+static int embedded_health_check(void *self, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out)
+{
+    return engine_health_check(self, group, out);
+}
+
+static int embedded_prof_metric_groups(void *self, dcgmProfGetMetricGroups_v3 *groups)
+{
+    return engine_prof_metric_groups(self, groups);
+}
+
+/* The embedded "hostengine" is this library. */
+static int embedded_version_info(void *self, dcgmVersionInfo_t *info)
+{
+    (void)self;
+    return api_version_info(info);
+}
+
+static int embedded_hostengine_health(void *self, dcgmHostengineHealth_t *health)
+{
+    (void)self;
+    if (!health)
+        return DCGM_ST_BADPARAM;
+    if (health->version != dcgmHostengineHealth_version1)
+        return DCGM_ST_VER_MISMATCH;
+    health->overallHealth = 0;
+    return DCGM_ST_OK;
+}
+
+/* ---- simulator extensions ------------------------------------------------- */
+
+static int embedded_start_time(void *self, long long *start_us)
+{
+    *start_us = (long long)engine_start_time_us(self);
+    return DCGM_ST_OK;
+}
+
+static int embedded_sim_value_at(void *self, unsigned int gpu, unsigned short field_id,
+                                 int64_t t_rel_us, dcgmFieldValue_v1 *value)
+{
+    return engine_sim_value_at(self, gpu, field_id, t_rel_us, value);
+}
+
+const backend_ops embedded_backend_ops = {
+    .interrupt = embedded_interrupt,
+    .destroy = embedded_destroy,
+    .gpu_ids = embedded_gpu_ids,
+    .gpu_status = embedded_gpu_status,
+    .entity_group_entities = embedded_entity_group_entities,
+    .create_fake_entities = embedded_create_fake_entities,
+    .mig_hierarchy = embedded_mig_hierarchy,
+    .device_attributes = embedded_device_attributes,
+    .group_create = embedded_group_create,
+    .group_add_entity = embedded_group_add_entity,
+    .group_remove_entity = embedded_group_remove_entity,
+    .group_destroy = embedded_group_destroy,
+    .group_get_info = embedded_group_get_info,
+    .field_group_create = embedded_field_group_create,
+    .field_group_destroy = embedded_field_group_destroy,
+    .field_group_get_info = embedded_field_group_get_info,
+    .field_group_get_all = embedded_field_group_get_all,
+    .watch_fields = embedded_watch_fields,
+    .unwatch_fields = embedded_unwatch_fields,
+    .watch_field_value = embedded_watch_field_value,
+    .unwatch_field_value = embedded_unwatch_field_value,
+    .update_all_fields = embedded_update_all_fields,
+    .inject = embedded_inject,
+    .empty_cache = embedded_empty_cache,
+    .latest_values = embedded_latest_values,
+    .values_since = embedded_values_since,
+    .entity_latest = embedded_entity_latest,
+    .entities_latest = embedded_entities_latest,
+    .multiple_values = embedded_multiple_values,
+    .health_set = embedded_health_set,
+    .health_get = embedded_health_get,
+    .health_check = embedded_health_check,
+    .prof_metric_groups = embedded_prof_metric_groups,
+    .version_info = embedded_version_info,
+    .hostengine_health = embedded_hostengine_health,
+    .start_time = embedded_start_time,
+    .sim_value_at = embedded_sim_value_at,
+};
