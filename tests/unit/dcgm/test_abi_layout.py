@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 HEADER = ROOT / "native" / "dcgm_abi.h"
 LAYOUT_TSV = ROOT / "reference" / "dcgm" / "abi-layout.tsv"
 

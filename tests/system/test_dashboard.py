@@ -37,7 +37,7 @@ from dcgm_collector.collect.counters import default_counters_path, load_counters
 from dcgm_collector.dashboard import build_dashboard, dashboard_json, main
 from dcgm_collector.dashboard import panels as dashboard_panels
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEPLOYED = REPO / "deploy" / "grafana" / "dcgm-collector-dashboard.json"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 COLLECTOR_METRICS = {"dcgm_collector_up", "dcgm_collector_last_sample_age_seconds"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dcgm_collector
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(dcgm_collector.__file__).resolve().parent
 
 

@@ -12,7 +12,7 @@ import pytest
 from dcgm_collector.collect.counters import default_counters_path, load_counters
 from dcgm_collector.collect.fields import ENTITY_LEVELS, FIELD_TYPES, Field, FieldTable, field_table
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 EXPORTER_COUNTERS_TSV = REPO / "reference" / "dcgm" / "exporter-counters.tsv"
 
 

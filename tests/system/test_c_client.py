@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLIENT_SOURCE = ROOT / "native" / "tests" / "client_example.c"
 
 # Sampling at 100 ms plus the client's own 1.5 s of waiting; generous for

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from support import COLLECTOR, command
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
 UNIT = DEPLOY / "systemd" / "dcgm-collector.service"

@@ -32,7 +32,7 @@ from support import (
     wait_until,
 )
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
+RULES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = RULES_DIR / "gpu-alerts.yml"
 RULE_TESTS = RULES_DIR / "gpu-alerts.test.yml"
 

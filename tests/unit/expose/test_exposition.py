@@ -6,7 +6,7 @@ the sampler into the rings like any sample, and rendered at a fixed time
 just after them, so the text is the same on every run.  Regenerate the
 golden files after an intended change with::
 
-    UPDATE_GOLDEN=1 python -m pytest tests/test_exposition.py
+    UPDATE_GOLDEN=1 pytest tests/unit/expose/test_exposition.py
 """
 
 from __future__ import annotations

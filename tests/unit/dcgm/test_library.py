@@ -25,7 +25,7 @@ from dcgm_collector.dcgm import STANDARD_DIRS, DcgmError, Handle, Library, load_
 from dcgm_collector.dcgm.errors import LibraryNotFoundError, status_text
 
 PACKAGE_PARENT = str(Path(dcgm_collector.__file__).resolve().parent.parent)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 NATIVE = ROOT / "native"
 
 

@@ -3,7 +3,7 @@
 Each test runs the real CLI (``python -m dcgm_collector``) as a subprocess,
 on the embedded simulator (``--sim FILE``) when the fault is the GPUs' own,
 or against a simulated nv-hostengine process (``-r``) when the fault is the
-hostengine's.  What tests/test_faults.py already shows (a kill -9 between
+hostengine's.  What tests/system/test_faults.py already shows (a kill -9 between
 reads, a restart with more GPUs, two targets, an unreachable hostengine, a
 stall past a short request timeout) is not repeated here; these add a GPU
 that falls off the bus, an XID storm, the scrape latency during stalls of

@@ -30,9 +30,10 @@ def test_the_binding_from_an_unbuilt_checkout_names_the_editable_install(tmp_pat
     checkout = unbuilt_checkout(tmp_path)
     result = run_in(checkout, "-m", "dcgm_collector", "--sim", "2", "-a", "127.0.0.1:0")
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"dcgm-collector: error: dcgm_collector is imported from the source folder {checkout}, which has no "
-                    "compiled extension: run `pip install -e .` there to build it in place, or run from outside "
-                    "the checkout to use the installed package")
+    assert result.stderr.strip() == (
+        f"dcgm-collector: error: dcgm_collector is imported from the source folder {checkout}, which has no "
+        "compiled extension: run `pip install -e .` there to build it in place, or run from outside "
+        "the checkout to use the installed package")
 
 
 def test_the_engine_from_an_unbuilt_checkout_names_the_editable_install(tmp_path):
