@@ -35,6 +35,7 @@ import time
 import _workload as w
 
 from dcgm_collector.collect.counters import load_counters
+from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.ring import RingBuffer
 from dcgm_collector.collect.watches import plan_watches
 
@@ -49,8 +50,8 @@ TARGETS = {"1000": 0.5, "100": 3.0}    # % of one core, by collect interval (ms)
 
 def ring_bytes(counters_path: str, gpus: int, collect_ms: int, watch_ms: int, retention_s: float) -> int:
     """Bytes of the value rings the sampler allocates at start for this configuration."""
-    plan = plan_watches(load_counters(counters_path), collect_interval_ms=collect_ms, watch_interval_ms=watch_ms,
-                        retention_s=retention_s)
+    options = SamplingOptions(collect_interval_ms=collect_ms, watch_interval_ms=watch_ms, retention_s=retention_s)
+    plan = plan_watches(load_counters(counters_path), options)
     return sum(RingBuffer.bytes_for(gpus * len(g.field_ids), plan.ring_capacity)
                for g in plan.groups if g.kind in ("values", "profiling") and g.entity_level in ("GPU", "NONE"))
 

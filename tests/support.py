@@ -165,3 +165,9 @@ def launch(module: str, *args: str, cwd: Path, env: Mapping[str, str] | None = N
     """Start ``python -m MODULE ARGS`` in ``cwd``; the caller stops it (stop_process)."""
     return subprocess.Popen(command(module, *args), cwd=cwd, env=None if env is None else dict(env), stdout=stdout,
                             stderr=stderr, text=text)
+
+
+def last_line(text: str) -> str:
+    """The last non-blank line of a command's output: where its one-line error is."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""

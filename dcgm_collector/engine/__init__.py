@@ -14,6 +14,8 @@ import os
 import re
 from pathlib import Path
 
+import cffi
+
 LIBRARY_NAME = "libdcgm.so.4"
 SCENARIO_ENV = "DCGM_SIM_SCENARIO"
 
@@ -85,8 +87,6 @@ def _check_toml_syntax(path: Path) -> None:
 def _check_with_simulator(spec: str) -> None:
     # A private ABI-level dlopen of the simulator (reference counted by the
     # dynamic linker), so checking works whichever libdcgm this process loaded.
-    import cffi
-
     ffi = cffi.FFI()
     ffi.cdef("int dcgmSimCheckScenario(const char *spec, char *errorText, int errorTextLen);")
     library = ffi.dlopen(str(library_path()))

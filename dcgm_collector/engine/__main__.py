@@ -8,6 +8,12 @@ import sys
 import time
 
 from dcgm_collector import engine
+from dcgm_collector.engine import hostengine
+
+try:
+    from dcgm_collector import dcgm
+except ImportError as missing:   # an unbuilt checkout: the binding says what to run
+    sys.exit(f"error: {missing}")
 
 # (field id, column title, format) of the table `read` prints
 _READ_COLUMNS = ((203, "util %", "{:>6}"), (155, "power W", "{:>8.1f}"), (150, "temp C", "{:>6}"),
@@ -56,8 +62,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _read(spec: str, seconds: int) -> None:
-    from dcgm_collector import dcgm
-
     if spec:
         engine.check_scenario(spec)
         os.environ[engine.SCENARIO_ENV] = spec
@@ -90,8 +94,6 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "read":
             _read(args.sim, args.seconds)
         elif args.command == "hostengine":
-            from dcgm_collector.engine import hostengine
-
             if args.unix is not None and args.address != "127.0.0.1":
                 raise ValueError("--address applies to --port, not --unix")
             hostengine.serve(port=args.port, address=args.address, unix_path=args.unix,

@@ -15,6 +15,8 @@ import signal
 import sys
 from typing import TextIO
 
+import cffi
+
 from dcgm_collector import engine
 
 __all__ = ["serve"]
@@ -48,8 +50,6 @@ def serve(
         engine.check_scenario(spec)
     stream = sys.stdout if ready is None else ready
     stream.flush()
-    import cffi
-
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
     library = ffi.dlopen(str(engine.library_path()))

@@ -13,10 +13,10 @@ import dcgm_collector
 PACKAGE = Path(dcgm_collector.__file__).resolve().parent
 
 
-def unbuilt_checkout(tmp_path: Path) -> Path:
+def unbuilt_checkout(tmp_path: Path, keep_extension: bool = False) -> Path:
     """A copy of the package's Python sources beside a setup.py, as a fresh clone has them."""
-    shutil.copytree(PACKAGE, tmp_path / "dcgm_collector",
-                    ignore=shutil.ignore_patterns("*.so", "*.so.*", "__pycache__", "lib"))
+    built = ("*.so.*", "lib") if keep_extension else ("*.so", "*.so.*", "lib")
+    shutil.copytree(PACKAGE, tmp_path / "dcgm_collector", ignore=shutil.ignore_patterns("__pycache__", *built))
     (tmp_path / "setup.py").write_text("# the checkout's setup.py\n")
     return tmp_path
 
@@ -39,9 +39,20 @@ def test_the_binding_from_an_unbuilt_checkout_names_the_editable_install(tmp_pat
 def test_the_engine_from_an_unbuilt_checkout_names_the_editable_install(tmp_path):
     checkout = unbuilt_checkout(tmp_path)
     result = run_in(checkout, "-m", "dcgm_collector.engine", "libdir")
-    assert result.returncode != 0
-    assert f"the engine's libdcgm.so.4 is not built in the source folder {checkout}: run `pip install -e .`" \
-        in result.stderr
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: dcgm_collector is imported from the source folder {checkout}, which has no compiled extension: "
+        "run `pip install -e .` there to build it in place, or run from outside the checkout to use the installed "
+        "package")
+
+
+def test_an_engine_library_missing_from_the_checkout_names_the_editable_install(tmp_path):
+    checkout = unbuilt_checkout(tmp_path, keep_extension=True)
+    result = run_in(checkout, "-m", "dcgm_collector.engine", "libdir")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: the engine's libdcgm.so.4 is not built in the source folder {checkout}: run `pip install -e .` "
+        "there to build it in place, or run from outside the checkout to use the installed package")
 
 
 def test_check_counters_needs_no_build(tmp_path):

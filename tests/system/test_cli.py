@@ -8,7 +8,6 @@ Few subprocesses, short intervals: each run checks several flags at once.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import signal
@@ -19,26 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support import COLLECTOR, SERVING, command, http_get, launch, samples, stop_process, wait_for
+from support import COLLECTOR, SERVING, command, http_get, last_line, launch, samples, stop_process, wait_for
 
-from dcgm_collector import __version__, app, cli, logs
-from dcgm_collector.collect import discovery
+from dcgm_collector import __version__, app, cli
 from dcgm_collector.collect.counters import default_counters_path
-from dcgm_collector.config import (
-    OPTIONS,
-    REMOTE_FORMS,
-    UNSUPPORTED,
-    AddressError,
-    ConfigError,
-    DeviceSelection,
-    build_parser,
-    go_style_argv,
-    hostname_label,
-    parse_bool,
-    parse_config,
-    parse_devices,
-    remote_host,
-)
+from dcgm_collector.config import OPTIONS, UNSUPPORTED, parse_config
 
 # Every variable the CLI reads, so the caller's environment cannot leak into a test.
 CLI_ENV = [o.env for o in OPTIONS if o.env] + [u.env for u in UNSUPPORTED if u.env] + [
@@ -254,11 +238,6 @@ def test_landing_page_and_health_from_the_cli(tmp_path, sim_lib):
 
 # ---- one-line errors (subprocess: the real exit codes and stderr) -----------------------------
 
-def last_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
 def test_unknown_flag_is_a_usage_error(tmp_path):
     result = run_cli(tmp_path, "--bogus")
     assert result.returncode == 2
@@ -351,234 +330,6 @@ def test_check_counters_bad_file(tmp_path, capsys):
 
 # ---- parsing (in-process) ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("f", DeviceSelection("f")), ("g", DeviceSelection("g")), ("i", DeviceSelection("i")),
-    ("g:0,1", DeviceSelection("g", (0, 1))), ("g:0-3", DeviceSelection("g", (0, 1, 2, 3))),
-    ("g:0,2-4", DeviceSelection("g", (0, 2, 3, 4))), ("i:1", DeviceSelection("i", (1,))),
-    ("g:3,3,1", DeviceSelection("g", (3, 1))),
-])
-def test_device_grammar(text, expected):
-    assert parse_devices(text) == expected
-
-
-@pytest.mark.parametrize("text, message", [
-    ("f:0", "takes no range"), ("g:0:1", "only one"), ("x", "expected f, g"), ("g:0,i:1", "only one"),
-    ("g+i", "expected f, g"), ("g:", "empty item"), ("g:0,,1", "empty item"), ("g:a", "'a' is not N or N-M"),
-    ("g:1-2-3", "is not N or N-M"), ("g:-1", "is not N or N-M"), ("g:3-1", "runs backwards"),
-])
-def test_device_grammar_errors(text, message):
-    with pytest.raises(argparse.ArgumentTypeError, match=message):
-        parse_devices(text)
-
-
-@pytest.mark.parametrize("text", ["1", "t", "T", "TRUE", "true", "True"])
-def test_go_true(text):
-    assert parse_bool(text) is True
-
-
-@pytest.mark.parametrize("text", ["0", "f", "F", "FALSE", "false", "False"])
-def test_go_false(text):
-    assert parse_bool(text) is False
-
-
-@pytest.mark.parametrize("text", ["yes", "on", "tRuE", "2", " true"])
-def test_not_go_booleans(text):
-    with pytest.raises(argparse.ArgumentTypeError, match="not a boolean"):
-        parse_bool(text)
-
-
-def test_defaults():
-    config = parse_config([], {})
-    assert config.collectors == default_counters_path()
-    assert config.address == ":9400"
-    assert config.collect_interval_ms == 1000
-    assert config.devices == DeviceSelection("f")
-    assert config.window_s == 15.0 and config.retention_s == 900.0 and config.watch_interval_ms is None
-    assert config.aggregations == ()
-    assert config.xid_count_window_ms == config.clock_events_count_window_ms == 300_000
-    assert config.remote is None and config.sim is None and config.dcgm_lib is None
-    assert config.hostname == socket.gethostname()
-    assert not config.no_hostname and not config.replace_blanks_in_model_name and not config.debug
-    assert config.log_format == "text" and config.warnings == ()
-
-
-# (flags, env var, its value, config attribute, value from the env, value from the flag)
-FLAG_ENV_CASES = [
-    (["-f", "a.csv"], "DCGM_EXPORTER_COLLECTORS", "b.csv", "collectors", "b.csv", "a.csv"),
-    (["-a", "127.0.0.1:1"], "DCGM_EXPORTER_LISTEN", "[::1]:2", "address", "[::1]:2", "127.0.0.1:1"),
-    (["-c", "250"], "DCGM_EXPORTER_INTERVAL", "500", "collect_interval_ms", 500, 250),
-    (["-r", "node7:5555"], "DCGM_REMOTE_HOSTENGINE_INFO", "node8:5555", "remote", "node8:5555", "node7:5555"),
-    (["-d", "g:1"], "DCGM_EXPORTER_DEVICES_STR", "g:0-1", "devices", DeviceSelection("g", (0, 1)),
-     DeviceSelection("g", (1,))),
-    (["-n=false"], "DCGM_EXPORTER_NO_HOSTNAME", "true", "no_hostname", True, False),
-    (["-rbmn=0"], "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", "T", "replace_blanks_in_model_name", True, False),
-    (["-x", "100"], "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", "200", "xid_count_window_ms", 200, 100),
-    (["--clock-events-count-window-size", "300"], "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", "400",
-     "clock_events_count_window_ms", 400, 300),
-    (["--sim", "2"], "DCGM_COLLECTOR_SIM", "mixed", "sim", "mixed", "2"),
-    # the variable is left to dcgm.load_library, which reads it itself (and names it in its error)
-    (["--dcgm-lib", "/x/libdcgm.so.4"], "DCGM_COLLECTOR_LIBDCGM", "/y", "dcgm_lib", None, "/x/libdcgm.so.4"),
-    (["--window", "5"], "DCGM_COLLECTOR_WINDOW", "7.5", "window_s", 7.5, 5.0),
-    (["--aggregations", "max"], "DCGM_COLLECTOR_AGGREGATIONS", "avg,min", "aggregations", ("min", "avg"), ("max",)),
-    (["--retention", "60"], "DCGM_COLLECTOR_RETENTION", "120", "retention_s", 120.0, 60.0),
-    (["--watch-interval", "50"], "DCGM_COLLECTOR_WATCH_INTERVAL", "100", "watch_interval_ms", 100.0, 50.0),
-    (["--debug=false"], "DCGM_EXPORTER_DEBUG", "1", "debug", True, False),
-    (["--log-format", "text"], "DCGM_EXPORTER_LOG_FORMAT", "json", "log_format", "json", "text"),
-    (["-k=false"], "DCGM_EXPORTER_KUBERNETES", "true", "kubernetes", True, False),
-    (["--kubernetes-gpu-id-type", "uid"], "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "device-name",
-     "kubernetes_gpu_id_type", "device-name", "uid"),
-    (["--pod-resources-kubelet-socket", "/a.sock"], "DCGM_POD_RESOURCES_KUBELET_SOCKET", "/b.sock",
-     "pod_resources_kubelet_socket", "/b.sock", "/a.sock"),
-    (["--nvidia-resource-names", "nvidia.com/a100", "--nvidia-resource-names", "nvidia.com/h100"],
-     "NVIDIA_RESOURCE_NAMES", "nvidia.com/x, nvidia.com/y", "nvidia_resource_names",
-     ("nvidia.com/x", "nvidia.com/y"), ("nvidia.com/a100", "nvidia.com/h100")),
-    (["--hpc-job-mapping-dir", "/run/jobs"], "DCGM_HPC_JOB_MAPPING_DIR", "/var/jobs", "hpc_job_mapping_dir",
-     "/var/jobs", "/run/jobs"),
-    (["--web-config-file", "w.yml"], "DCGM_EXPORTER_WEB_CONFIG_FILE", "/etc/w.yml", "web_config_file",
-     "/etc/w.yml", "w.yml"),
-]
-
-
-@pytest.mark.parametrize("flags, env, value, attribute, from_env, from_flag", FLAG_ENV_CASES,
-                         ids=[case[1] for case in FLAG_ENV_CASES])
-def test_env_var_and_flag_beats_it(flags, env, value, attribute, from_env, from_flag):
-    assert getattr(parse_config([], {env: value}), attribute) == from_env
-    assert getattr(parse_config(flags, {env: value}), attribute) == from_flag
-
-
-def test_every_option_is_covered_by_the_table():
-    assert {case[1] for case in FLAG_ENV_CASES} == {o.env for o in OPTIONS if o.env}
-
-
-def test_empty_env_value_counts_as_unset():
-    assert parse_config([], {"DCGM_EXPORTER_INTERVAL": "", "DCGM_EXPORTER_NO_HOSTNAME": ""}).collect_interval_ms == 1000
-
-
-@pytest.mark.parametrize("env, value, message", [
-    ("DCGM_EXPORTER_NO_HOSTNAME", "yes", "DCGM_EXPORTER_NO_HOSTNAME: 'yes' is not a boolean"),
-    ("DCGM_EXPORTER_INTERVAL", "0", "DCGM_EXPORTER_INTERVAL: '0': must be more than 0"),
-    ("DCGM_EXPORTER_DEVICES_STR", "g:x", "DCGM_EXPORTER_DEVICES_STR: 'g:x'"),
-    ("DCGM_EXPORTER_LISTEN", "9400", "DCGM_EXPORTER_LISTEN: bad listen address"),
-    ("DCGM_COLLECTOR_AGGREGATIONS", "p99", "DCGM_COLLECTOR_AGGREGATIONS: unknown aggregation 'p99'"),
-    ("DCGM_COLLECTOR_WINDOW", "nan", "DCGM_COLLECTOR_WINDOW: 'nan': must be a positive number"),
-    ("DCGM_EXPORTER_LOG_FORMAT", "xml", "DCGM_EXPORTER_LOG_FORMAT: 'xml': choose text or json"),
-])
-def test_bad_env_values(env, value, message):
-    with pytest.raises(ConfigError) as info:
-        parse_config([], {env: value})
-    assert str(info.value).startswith(f"environment variable {message}")
-    assert "\n" not in str(info.value)
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["-c", "abc"], "argument -c/--collect-interval: 'abc' is not a whole number of milliseconds"),
-    (["-d", "g:0:1"], "argument -d/--devices: 'g:0:1': only one ':<range>' is allowed"),
-    (["-a", "nohost"], "argument -a/--address: bad listen address 'nohost'"),
-    (["--aggregations", "median"], "argument --aggregations: unknown aggregation 'median'"),
-    (["-n=maybe"], "argument -n/--no-hostname: 'maybe' is not a boolean"),
-])
-def test_bad_flag_values_are_one_line_usage_errors(argv, message, capsys):
-    with pytest.raises(SystemExit) as info:
-        parse_config(argv, {})
-    assert info.value.code == 2
-    err = capsys.readouterr().err
-    assert last_line(err).startswith(f"dcgm-collector: error: {message}")
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--watch-interval", "300", "-c", "200"], "--watch-interval 300 ms must not be longer than"),
-    (["--window", "100", "--retention", "50"], "--window 100 s is longer than --retention 50 s"),
-    (["--sim", "2", "--dcgm-lib", "/x"], "give --sim or --dcgm-lib, not both"),
-])
-def test_inconsistent_options(argv, message):
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        parse_config(argv, {})
-
-
-def test_go_style_spellings():
-    parser = build_parser()
-    assert go_style_argv(["-collectors", "x", "--f=y", "-rbmn", "--n", "--", "-collectors"], parser) == [
-        "--collectors", "x", "-f=y", "-rbmn", "-n", "--", "-collectors"]
-    config = parse_config(["-collect-interval", "300", "--d", "g:1", "-no-hostname"], {})
-    assert (config.collect_interval_ms, config.devices, config.no_hostname) == (300, DeviceSelection("g", (1,)), True)
-
-
-def test_unsupported_options_warn_or_refuse():
-    env = {"DCGM_EXPORTER_ENABLE_PPROF": "true", "DCGM_EXPORTER_DUMP_DIRECTORY": "/tmp/dcgm-exporter-debug"}
-    config = parse_config(["--kubernetes-enable-pod-uid", "--dump-enabled", "-s", "f"], env)
-    text = "\n".join(config.warnings)
-    assert "--kubernetes-enable-pod-uid is not supported yet" in text
-    assert "--dump-enabled is not supported yet" in text
-    assert "DCGM_EXPORTER_ENABLE_PPROF=true" in text
-    assert "switch-devices" not in text and "DUMP_DIRECTORY" not in text   # dcgm-exporter's defaults: nothing to warn
-    refused = ((["-o"], {}), (["-m", "ns:cm"], {}), ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}))
-    for argv, env in refused:
-        with pytest.raises(ConfigError, match="is not supported yet"):
-            parse_config(argv, env)
-    assert parse_config(["-o=false", "-m", "none"], {}).warnings == ()
-
-
-def test_debug_and_log_format_set_up_logging():
-    import logging
-
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level
-    try:
-        debug = parse_config(["--debug"], {})
-        logs.setup_logging(debug.log_format, debug.debug)
-        assert root.level == logging.DEBUG
-        json_logs = parse_config([], {"DCGM_EXPORTER_LOG_FORMAT": "json"})
-        logs.setup_logging(json_logs.log_format, json_logs.debug)
-        assert root.level == logging.INFO
-        assert isinstance(root.handlers[0].formatter, logs.JsonFormatter)
-        record = logging.LogRecord("x", logging.WARNING, __file__, 1, "hello %s", ("there",), None)
-        assert '"msg": "hello there"' in root.handlers[0].format(record)
-    finally:
-        root.handlers[:], level = saved
-        root.setLevel(level)
-
-
-def test_hostname_label():
-    assert hostname_label(None, {"NODE_NAME": "node-a"}) == "node-a"
-    assert hostname_label(None, {}) == socket.gethostname()
-    assert hostname_label("gpu-host-3:5555", {"NODE_NAME": "node-a"}) == "gpu-host-3"    # as dcgm-exporter
-    assert hostname_label("unix:///run/he.sock", {"NODE_NAME": "node-a"}) == "node-a"
-    assert parse_config(["-n"], {"NODE_NAME": "node-a"}).hostname is None
-    assert parse_config(["-r", "10.0.0.7:5555"], {}).hostname == "10.0.0.7"
-
-
-@pytest.mark.parametrize("address, host", [
-    ("node7", "node7"), ("node7:5555", "node7"), ("[::1]:5555", "::1"), ("tcp://node8:5555", "node8"),
-    ("/run/nv-hostengine.sock", None), ("unix:///run/he.sock", None), ("::1", "::1"),
-])
-def test_remote_host(address, host):
-    assert remote_host(address) == host
-
-
-@pytest.mark.parametrize("value, why", [
-    ("host:99999", "port '99999' is not a number from 1 to 65535"),
-    ("host:0", "port '0' is not a number from 1 to 65535"),
-    ("host:", "port '' is not a number"),
-    ("host:http", "port 'http' is not a number"),
-    ("[::1", "no closing ']'"),
-    ("[::1]x", "'x' after ']'"),
-    ("[nothost]:5555", "'nothost' is not an IPv6 address"),
-    ("1:2:3:zz", "an IPv6 address with a port is written [ADDRESS]:PORT"),
-    ("tcp://", "no host after tcp://"),
-    ("unix://", "no socket path after unix://"),
-    ("http://node:5555", "unknown scheme http://"),
-    ("", "empty"),
-    ("  ", "empty"),
-    (":5555", "no host"),
-    ("a b:5555", "'a b' is not a host name"),
-])
-def test_malformed_remote_addresses(value, why):
-    with pytest.raises(AddressError) as info:
-        parse_config(["-r", value], {})
-    message = str(info.value)
-    assert message.startswith(f"-r: bad hostengine address {value!r}: {why}")
-    assert message.endswith(f"; expected {REMOTE_FORMS}") and "\n" not in message
-
 
 def test_malformed_remote_address_exits_1_in_one_line(tmp_path):
     result = run_cli(tmp_path, "-a", "127.0.0.1:0", "-r", "host:99999")
@@ -588,104 +339,6 @@ def test_malformed_remote_address_exits_1_in_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith("dcgm-collector: error: DCGM_REMOTE_HOSTENGINE_INFO: bad hostengine address "
                                     "'[::1': no closing ']'")
-
-
-def test_several_remotes_each_named_by_its_host():
-    env = {"NODE_NAME": "here"}
-    config = parse_config(["-r", "gpu1:5555", "-r", "[fe80::1%eth0]:5555,unix:///run/he.sock", "-r", "/run/b.sock"],
-                          env)
-    assert config.remotes == ("gpu1:5555", "[fe80::1%eth0]:5555", "unix:///run/he.sock", "/run/b.sock")
-    assert config.remote == ",".join(config.remotes)
-    # two unix sockets on this host would share a name: each is then named by its address
-    assert config.target_names == ("gpu1", "fe80::1%eth0", "unix:///run/he.sock", "/run/b.sock")
-    assert config.hostname == "gpu1"
-    config = parse_config([], {"DCGM_REMOTE_HOSTENGINE_INFO": "a:1, b:2", **env})
-    assert (config.remotes, config.target_names) == (("a:1", "b:2"), ("a", "b"))
-    assert parse_config(["-r", "node:1", "-r", "node:2"], env).target_names == ("node:1", "node:2")
-    assert parse_config(["-r", "::1"], env).target_names == ("::1",)
-    assert parse_config(["-r", "tcp://node9:7"], env).target_names == ("node9",)
-    with pytest.raises(AddressError, match="hostengine address 'a:1' is given twice"):
-        parse_config(["-r", "a:1", "-r", "a:1"], env)
-
-
-def test_sim_takes_shipped_scenario_names():
-    assert app._scenario_spec("4") == "4"
-    spikes = Path(app._scenario_spec("spikes"))
-    assert spikes.name == "spikes.toml" and spikes.is_file()
-    assert app._scenario_spec("no-such-scenario") == "no-such-scenario"
-
-
-# ---- the collector object in-process (the test process's simulator) ---------------------------
-
-def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
-    from dcgm_collector import dcgm
-    from dcgm_collector.collect.counters import parse_counters
-
-    calls = []
-
-    def fake_connect(address, **kwargs):
-        calls.append(address)
-        raise dcgm.DcgmError(-21, where=f"dcgmConnect_v2({address})")
-
-    monkeypatch.setattr(dcgm.Handle, "connect", staticmethod(fake_connect))
-    collector = app.Collector(parse_config(["-r", "node7:5555"], {}))
-    [target] = collector._make_targets(parse_counters("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n"))
-    assert (target.name, target.address, target.remote) == ("node7", "node7:5555", True)
-    target.start()   # not fatal: the supervisor keeps trying
-    try:
-        wait_for(lambda: target.state.value == "down", what="the first failed connect")
-        ok, reason = target.health()
-        assert not ok
-        assert reason.startswith("cannot reach hostengine at node7:5555: DCGM_ST_CONNECTION_NOT_VALID (-21)")
-    finally:
-        target.stop()
-    assert calls[0] == "node7:5555"
-
-
-def test_mig_instances_on_a_node_without_mig(handle):
-    from dcgm_collector.collect.target import TargetError
-
-    with pytest.raises(TargetError, match=r"-d i:0: no GPU has MIG instances on this node"):
-        discovery.select_gpus(handle, parse_devices("i:0"))
-
-
-def test_intervals_and_retention_reach_the_sampler(handle, tmp_path):
-    counters_file = tmp_path / "c.csv"
-    counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n")
-    collector = app.Collector(parse_config(["-c", "400", "--watch-interval", "100", "--retention", "30",
-                                            "-d", "g:1", "-f", str(counters_file)], {}))
-    collector._open_embedded = lambda library: handle
-    [target] = collector._make_targets(collector._read_counters())
-    target.start()
-    try:
-        sampler, exposition = target.generation.sampler, target.exposition
-        assert sampler.plan.collect_interval_us == 400_000
-        assert sampler.plan.update_freq_us == 100_000
-        assert sampler.plan.retention_s == 30.0
-        assert sampler.gpu_ids == (1,)
-        assert exposition.options.window_s == 15.0
-    finally:
-        target.stop()
-
-
-def test_profiling_rows_the_gpus_lack_are_dropped_with_a_warning(handle, tmp_path, caplog):
-    supported = handle.supported_profiling_fields(0)
-    assert 1001 in supported and 1024 not in supported   # the simulated H100 has no 8th NVDEC
-    counters_file = tmp_path / "c.csv"
-    counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n"
-                             "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, graphics engine active\n"
-                             "DCGM_FI_PROF_NVDEC_UTIL_7_RATIO, gauge, NVDEC 7\n")
-    collector = app.Collector(parse_config(["-f", str(counters_file)], {}))
-    with caplog.at_level("WARNING"):
-        kept = discovery.drop_unsupported_profiling(handle, collector._read_counters(), None)
-    assert [c.name for c in kept] == ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
-    assert any(f"{counters_file}:3: skipping DCGM_FI_PROF_NVDEC_UTIL_7_RATIO" in r.getMessage()
-               for r in caplog.records)
-
-
-def test_kubernetes_gpu_id_type_is_checked():
-    with pytest.raises(ConfigError, match="not a GPU id type"):
-        parse_config([], {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "index"})
 
 
 def test_bad_web_config_file_stops_the_start_with_one_line(tmp_path):

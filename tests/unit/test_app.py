@@ -1,0 +1,79 @@
+"""The collector's wiring in process: scenario names, targets made from the config, options reaching the sampler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support import wait_for
+
+from dcgm_collector import app
+from dcgm_collector.collect import discovery
+from dcgm_collector.config import parse_config
+
+
+def test_sim_takes_shipped_scenario_names():
+    assert app._scenario_spec("4") == "4"
+    spikes = Path(app._scenario_spec("spikes"))
+    assert spikes.name == "spikes.toml" and spikes.is_file()
+    assert app._scenario_spec("no-such-scenario") == "no-such-scenario"
+
+
+# ---- the collector object in-process (the test process's simulator) ---------------------------
+
+def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
+    from dcgm_collector import dcgm
+    from dcgm_collector.collect.counters import parse_counters
+
+    calls = []
+
+    def fake_connect(address, **kwargs):
+        calls.append(address)
+        raise dcgm.DcgmError(-21, where=f"dcgmConnect_v2({address})")
+
+    monkeypatch.setattr(dcgm.Handle, "connect", staticmethod(fake_connect))
+    collector = app.Collector(parse_config(["-r", "node7:5555"], {}))
+    [target] = collector._make_targets(parse_counters("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n"))
+    assert (target.name, target.address, target.remote) == ("node7", "node7:5555", True)
+    target.start()   # not fatal: the supervisor keeps trying
+    try:
+        wait_for(lambda: target.state.value == "down", what="the first failed connect")
+        ok, reason = target.health()
+        assert not ok
+        assert reason.startswith("cannot reach hostengine at node7:5555: DCGM_ST_CONNECTION_NOT_VALID (-21)")
+    finally:
+        target.stop()
+    assert calls[0] == "node7:5555"
+
+
+def test_intervals_and_retention_reach_the_sampler(handle, tmp_path):
+    counters_file = tmp_path / "c.csv"
+    counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n")
+    collector = app.Collector(parse_config(["-c", "400", "--watch-interval", "100", "--retention", "30",
+                                            "-d", "g:1", "-f", str(counters_file)], {}))
+    collector._open_embedded = lambda library: handle
+    [target] = collector._make_targets(collector._read_counters())
+    target.start()
+    try:
+        sampler, exposition = target.generation.sampler, target.exposition
+        assert sampler.plan.collect_interval_us == 400_000
+        assert sampler.plan.update_freq_us == 100_000
+        assert sampler.plan.retention_s == 30.0
+        assert sampler.gpu_ids == (1,)
+        assert exposition.options.window_s == 15.0
+    finally:
+        target.stop()
+
+
+def test_profiling_rows_the_gpus_lack_are_dropped_with_a_warning(handle, tmp_path, caplog):
+    supported = handle.supported_profiling_fields(0)
+    assert 1001 in supported and 1024 not in supported   # the simulated H100 has no 8th NVDEC
+    counters_file = tmp_path / "c.csv"
+    counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n"
+                             "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, graphics engine active\n"
+                             "DCGM_FI_PROF_NVDEC_UTIL_7_RATIO, gauge, NVDEC 7\n")
+    collector = app.Collector(parse_config(["-f", str(counters_file)], {}))
+    with caplog.at_level("WARNING"):
+        kept = discovery.drop_unsupported_profiling(handle, collector._read_counters(), None)
+    assert [c.name for c in kept] == ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
+    assert any(f"{counters_file}:3: skipping DCGM_FI_PROF_NVDEC_UTIL_7_RATIO" in r.getMessage()
+               for r in caplog.records)
