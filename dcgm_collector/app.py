@@ -21,14 +21,15 @@ import os
 import queue
 import signal
 import sys
+from collections import Counter as Tally
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dcgm_collector import __version__, dcgm, engine
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.hpc import HpcJobMapper
-from dcgm_collector.attribution.podresources import PodMapper
 from dcgm_collector.collect.counters import CountersError, CounterSet, load_counters
+from dcgm_collector.collect.discovery import id_ranges
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, Target, TargetError
 from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_label
@@ -38,7 +39,9 @@ from dcgm_collector.expose.multi import MultiExposition
 from dcgm_collector.model import GpuInfo
 from dcgm_collector.serve.server import ListenError, MetricsServer, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
-from dcgm_collector.serve.webconfig import WebConfig, WebConfigError, load
+
+if TYPE_CHECKING:   # optional features, imported when they are on (see _read_web_config, _start_attribution)
+    from dcgm_collector.serve.webconfig import WebConfig
 
 __all__ = ["Collector", "StartupError", "library_version", "serve"]
 
@@ -62,18 +65,30 @@ class Collector:
         self.pods: Any = None           # PodMapper (-k)
         self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
         self._renders: SingleFlight[bytes] = SingleFlight()
+        self._render_failure: str | None = None   # why the last render of /metrics failed, until one succeeds
 
     # -- what the server calls (on request threads)
     def metrics(self, openmetrics: bool) -> bytes:
         exposition = self.exposition
         if exposition is None:
             raise Unavailable("starting: no sampler yet")
-        return self._renders.do((id(exposition), openmetrics), lambda: exposition.render(openmetrics))
+        try:
+            body = self._renders.do((id(exposition), openmetrics), lambda: exposition.render(openmetrics))
+        except Exception as error:
+            # the server answers 500 and logs it; /health must say so too, or an orchestrator sees a healthy
+            # collector that serves nothing
+            self._render_failure = f"rendering /metrics failed: {type(error).__name__}: {error}"
+            raise
+        self._render_failure = None
+        return body
 
     def health(self) -> tuple[bool, str]:
         exposition = self.exposition
         if exposition is None:
             return False, "starting: no sampler yet"
+        failure = self._render_failure
+        if failure is not None:
+            return False, failure
         return exposition.health()
 
     def observe_scrape(self, seconds: float) -> None:
@@ -100,19 +115,46 @@ class Collector:
         for target in self.targets:
             self._start_target(target)
         self.exposition = MultiExposition(self.targets, version=__version__, library_version=self.library_version)
+        for line in self._summary(counters, web):
+            log.info("%s", line)
+
+    def _summary(self, counters: CounterSet, web: WebConfig | None) -> list[str]:
+        """What the collector runs on, one fact a line: library, GPUs, counters, history, listener."""
+        config, library = self.config, self.library
+        kind = "dcgm-collector's simulated engine" if library is not None and library.is_simulator else "NVIDIA DCGM"
+        lines = [f"dcgm-collector {__version__}; DCGM library {library.path if library else '?'} "
+                 f"({kind}, version {self.library_version})"]
+        series = windows = ring_bytes = 0
         for target in self.targets:
-            if target.remote:
-                log.info("collecting %d rows of %s from the hostengine at %s every %d ms (hostname %s)",
-                         len(counters), counters.path, target.address, config.collect_interval_ms, target.name)
-            else:
-                log.info("collecting %d rows of %s on GPUs %s every %d ms", len(counters), counters.path,
-                         ",".join(map(str, target.generation.sampler.gpu_ids)), config.collect_interval_ms)
-        log.info("serving %s%s", self.server.describe(), f" with {web.describe()}" if web is not None else "")
+            where = f"hostengine at {target.address} (hostname {target.name})" if target.remote else "embedded DCGM"
+            generation = target.generation
+            if generation is None:
+                lines.append(f"{where}: {target.reason}")
+                continue
+            models = Tally(gpu.name for gpu in generation.topology.gpus)
+            lines.append(f"{where}: GPUs {id_ranges(generation.sampler.gpu_ids)} "
+                         f"({', '.join(f'{n} x {model}' for model, n in models.items()) or 'none'})")
+            rings = generation.sampler.rings.values()
+            series += sum(ring.n_series for ring in rings)
+            ring_bytes += sum(ring.nbytes for ring in rings) + generation.sampler.events.nbytes
+            windows += generation.exposition.window_families
+        lines.append(f"counters {counters.path}: {len(counters)} rows, {series} sampled series, "
+                     f"{windows} window families over {config.window_s:g} s")
+        sampling = config.sampling
+        lines.append(f"draining DCGM every {sampling.collect_interval_ms:g} ms, DCGM sampling every "
+                     f"{sampling.watch_ms:g} ms; {sampling.retention_s:g} s of history in "
+                     f"{ring_bytes / 2**20:.1f} MiB of rings")
+        lines.append(f"serving {self.server.describe() if self.server else '?'} "
+                     f"({web.describe() if web is not None else 'no TLS, no auth'})")
+        return lines
 
     def _read_web_config(self) -> WebConfig | None:
         path = self.config.web_config_file
         if path is None:
             return None
+        # optional feature, imported only when on: bcrypt and PyYAML cost memory a plain node never uses
+        from dcgm_collector.serve.webconfig import WebConfigError, load
+
         try:
             return load(path)
         except WebConfigError as error:
@@ -126,6 +168,9 @@ class Collector:
             return None
         jobs = HpcJobMapper(config.hpc_job_mapping_dir) if config.hpc_job_mapping_dir else None
         if config.kubernetes:
+            # optional feature, imported only when on: gRPC and protobuf are most of an idle collector's memory
+            from dcgm_collector.attribution.podresources import PodMapper
+
             self.pods = PodMapper(config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type,
                                   config.nvidia_resource_names)
             self.pods.start()
@@ -140,11 +185,17 @@ class Collector:
     def _read_counters(self) -> CounterSet:
         path = self.config.collectors
         try:
-            return load_counters(path)
+            counters = load_counters(path)
         except CountersError as error:
             raise StartupError(str(error)) from None
         except OSError as error:
             raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
+        totals = counters.running_totals()
+        if self.config.aggregations and totals:
+            log.warning("--aggregations %s applies to gauges: the counter rows %s get no window families "
+                        "(query them with increase() or rate())", ",".join(self.config.aggregations),
+                        ", ".join(f"{c.name} ({c.path}:{c.line})" for c in totals))
+        return counters
 
     def _load_library(self) -> Library:
         config = self.config

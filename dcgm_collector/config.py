@@ -21,6 +21,7 @@ import math
 import os
 import socket
 import sys
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -311,6 +312,23 @@ def _unsupported_dest(item: Unsupported) -> str:
     return "unsupported_" + item.flags[-1].lstrip("-").replace("-", "_")
 
 
+def _not_implemented_help() -> str:
+    """The help's list of dcgm-exporter options not implemented, made from UNSUPPORTED (one line per reason)."""
+    sections = []
+    for refuse, title in ((False, "Accepted with a warning (the output only lacks what they add):"),
+                          (True, "Refused (serving without them would be wrong):")):
+        reasons: dict[str, list[str]] = {}
+        for item in UNSUPPORTED:
+            if item.refuse == refuse:
+                reasons.setdefault(item.why, []).append("/".join(item.flags))
+        lines = [f"  {title}"]
+        for why, flags in reasons.items():
+            lines.extend(textwrap.wrap(f"{', '.join(flags)}: {why}", width=78, initial_indent="    ",
+                                       subsequent_indent="      ", break_on_hyphens=False))
+        sections.append("\n".join(lines))
+    return "dcgm-exporter options not implemented yet:\n" + "\n".join(sections) + "\n"
+
+
 EPILOG = f"""\
 commands:
   {PROG} {CHECK_COMMAND} FILE   validate a counters file and list what it exports
@@ -342,16 +360,7 @@ differences from dcgm-exporter:
      collected samples are still served (dcgm_collector_up 0); dcgm-exporter
      exits.  An unreachable hostengine at start-up is retried, not fatal.
 
-dcgm-exporter options not implemented yet:
-  Accepted with a warning (the output only lacks what they add):
-    -k/--kubernetes and the --kubernetes-*, --pod-resources-kubelet-socket,
-    --nvidia-resource-names, --hpc-job-mapping-dir options; -s, -p,
-    --fake-gpus, --enable-dcgm-log, --dcgm-log-level, --disable-startup-validate,
-    --enable-gpu-bind-unbind-watch, --gpu-bind-unbind-poll-interval,
-    --enable-pprof, --dump-*.
-  Refused (serving without them would be wrong): --web-config-file (TLS, basic
-    auth), --web-systemd-socket, -o/--use-old-namespace, -m/--configmap-data.
-"""
+""" + _not_implemented_help()
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -514,6 +523,8 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
         values["collectors"] = default_counters_path()
     names = target_names(remotes, environ)
     values["hostname"] = None if values["no_hostname"] else (names[0] if names else hostname_label(None, environ))
+    for name in (values["hostname"], *names):
+        _check_label_text(name, environ)
     return Config(**values, warnings=tuple(warnings), remotes=tuple(a.text for a in remotes),
                   target_names=tuple(names))
 
@@ -632,6 +643,22 @@ def _is_ipv6(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _check_label_text(value: str | None, environ: Mapping[str, str]) -> None:
+    """A hostname label must be text the exposition can write (UTF-8, no control characters)."""
+    if value is None:
+        return
+    where = "NODE_NAME" if environ.get("NODE_NAME") == value else "the host name"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise ConfigError(f"{where} {shown!r} is not UTF-8 text, so it cannot be the hostname label; "
+                          "set NODE_NAME to the node's name, or give -n to leave the label out") from None
+    if any(not c.isprintable() for c in value):
+        raise ConfigError(f"{where} {value!r} holds control characters, so it cannot be the hostname label; "
+                          "set NODE_NAME to the node's name, or give -n to leave the label out")
 
 
 def target_names(remotes: Sequence[RemoteAddress], environ: Mapping[str, str]) -> list[str]:

@@ -146,6 +146,10 @@ class CounterSet:
         """DCGM-backed rows whose value labels every series of the entity."""
         return tuple(c for c in self.counters if c.is_label)
 
+    def running_totals(self) -> tuple[Counter, ...]:
+        """Field rows typed counter: the ones --aggregations leaves without window families."""
+        return tuple(c for c in self.field_counters() if c.prom_type == "counter")
+
     def exporter_counters(self) -> tuple[Counter, ...]:
         return tuple(c for c in self.counters if c.exporter is not None)
 
@@ -343,6 +347,10 @@ class _CounterBuilder:
             raise self.error(line, f"{name}: aggregations are not available for DCGM_EXP_* counters")
         if prom_type == "label":
             raise self.error(line, f"{name}: a label row cannot have aggregations")
+        if prom_type == "counter":
+            # the min, max or average of a running total says nothing; its increase is Prometheus' increase()
+            raise self.error(line, f"{name} is a counter: window aggregates (min|max|avg) are for gauges; "
+                                   "query a counter with increase() or rate()")
         chosen: list[str] = []
         for part in column.split(AGGREGATION_SEPARATOR):
             aggregation = part.strip(" ")

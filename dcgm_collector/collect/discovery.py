@@ -16,7 +16,7 @@ from dcgm_collector.collect.sampler import CONNECTION_CODES
 from dcgm_collector.dcgm import DcgmError, Handle
 from dcgm_collector.model import DeviceSelection, GpuInfo
 
-__all__ = ["DiscoveryError", "Topology", "discover", "drop_unsupported_profiling", "select_gpus"]
+__all__ = ["DiscoveryError", "Topology", "discover", "drop_unsupported_profiling", "id_ranges", "select_gpus"]
 
 log = logging.getLogger("dcgm_collector")
 
@@ -58,7 +58,7 @@ def select_gpus(handle: Handle, selection: DeviceSelection) -> list[int] | None:
     missing = [gpu for gpu in selection.ids if gpu not in present]
     if missing:
         raise DiscoveryError(f"-d {selection}: no GPU {', '.join(map(str, missing))} on this node "
-                          f"(it has {_id_ranges(present) or 'none'})")
+                          f"(it has {id_ranges(present) or 'none'})")
     return list(selection.ids)
 
 
@@ -71,7 +71,7 @@ def _gpus_of_instances(handle: Handle, selection: DeviceSelection) -> list[int]:
     missing = [i for i in wanted if i not in instances]
     if missing:
         raise DiscoveryError(f"-d {selection}: no GPU instance {', '.join(map(str, missing))} "
-                          f"(there are {_id_ranges(sorted(instances))})")
+                          f"(there are {id_ranges(sorted(instances))})")
     log.warning("-d %s: MIG instances are not sampled on their own yet; sampling the GPUs that hold them",
                 selection)
     return list(dict.fromkeys(instances[i] for i in wanted))
@@ -92,7 +92,7 @@ def drop_unsupported_profiling(handle: Handle, counters: CounterSet, gpu_ids: Se
     return counters.without_unsupported_profiling(supported, warn=log.warning)
 
 
-def _id_ranges(ids: Sequence[int]) -> str:
+def id_ranges(ids: Sequence[int]) -> str:
     ids = sorted(ids)
     parts = []
     start = prev = None

@@ -264,8 +264,10 @@ def _series_rows(counters: CounterSet, aggregations: Iterable[str], table: Field
         if field_ is None or counter.is_label or not field_.is_numeric:
             continue
         rank, style = catalogue.get(field_.id) or (len(catalogue) + position, _generic_style(counter))
-        # as the exposition does: event fields (XID) have no window families
-        wanted = set() if field_.is_event else set(counter.aggregations) | wanted_everywhere
+        # as the exposition does: event fields (XID) have no window families, and --aggregations
+        # gives them to gauges only, never to counters
+        everywhere = wanted_everywhere if counter.prom_type != "counter" else set()
+        wanted = set() if field_.is_event else set(counter.aggregations) | everywhere
         rows.append(_Row(counter, style, tuple(a for a in AGGREGATIONS if a in wanted), rank))
     return sorted(rows, key=lambda row: row.rank)
 

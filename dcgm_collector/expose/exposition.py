@@ -121,6 +121,11 @@ class Exposition:
             parts.append("# EOF\n")
         return "".join(parts).encode()
 
+    @property
+    def window_families(self) -> int:
+        """How many _min/_max/_avg families the counters asked for (served once they have samples)."""
+        return sum(1 for family in self._families if isinstance(family, FieldFamily) and family.aggregate)
+
     def health(self, now_s: float | None = None) -> tuple[bool, str]:
         """(ok, reason): ok only while DCGM answers and the newest sample is fresh."""
         return self._state(time.time() if now_s is None else now_s)
@@ -220,7 +225,9 @@ class Exposition:
         families: list[Family] = [
             FieldFamily(name, header, ring, columns, [tuple(f"{name}{{{t}}} " for t in e.commons) for e in entities],
                          fmt)]
-        wanted = set(counter.aggregations) | set(self.options.aggregations)
+        wanted = set(counter.aggregations)
+        if counter.prom_type != "counter":   # --aggregations: gauges only (a counter's max is its last value)
+            wanted |= set(self.options.aggregations)
         for aggregate in (a for a in AGGREGATIONS if a in wanted):
             window_name = f"{name}_{aggregate}"
             help_text = f"{counter.help} ({aggregate} over the last {self.options.window_s:g} s window)"

@@ -8,6 +8,7 @@ Few subprocesses, short intervals: each run checks several flags at once.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from support import COLLECTOR, SERVING, command, http_get, last_line, launch, samples, stop_process, wait_for
 
-from dcgm_collector import __version__, app, cli
+from dcgm_collector import __version__, app, cli, engine
 from dcgm_collector.collect.counters import default_counters_path
 from dcgm_collector.config import OPTIONS, UNSUPPORTED, parse_config
 
@@ -349,3 +350,63 @@ def test_bad_web_config_file_stops_the_start_with_one_line(tmp_path):
         collector.start()
     assert str(info.value) == f"{web}: tls_server_config.cert_file: no such file /nonexistent/x.pem"
     assert collector.server is None
+
+
+def _mapped_libraries(pid: int) -> set[str]:
+    with open(f"/proc/{pid}/maps") as maps:
+        return {Path(line.split()[-1]).name for line in maps if line.rstrip().endswith(".so") or ".so." in line}
+
+
+def test_optional_features_load_their_libraries_only_when_on(tmp_path):
+    """gRPC (for -k), bcrypt and PyYAML (for --web-config-file) stay out of a collector that does not use them."""
+    users = tmp_path / "web.yml"
+    # a cheap bcrypt cost keeps start-up fast; the hash is of "secret"
+    users.write_text("basic_auth_users:\n  prom: $2b$04$3CVng5Jo8ynM1x1CBGG8WOt3h3ypFaT1lOcmLtXfdqnUrbJFSbkEi\n")
+    plain_flags = ("--sim", "1", "-a", "127.0.0.1:0")
+    with collector(tmp_path, *plain_flags) as plain:
+        plain_libraries = _mapped_libraries(plain.proc.pid)
+    with collector(tmp_path, *plain_flags, "--web-config-file", str(users)) as web:
+        web_libraries = _mapped_libraries(web.proc.pid)
+
+    def has(libraries: set[str], prefix: str) -> bool:
+        return any(name.startswith(prefix) for name in libraries)
+
+    assert not has(plain_libraries, "cygrpc") and not has(plain_libraries, "_bcrypt")
+    assert not has(plain_libraries, "_yaml")
+    assert has(web_libraries, "_bcrypt")   # the check above can see a library when it is loaded
+
+
+def test_start_up_says_what_it_runs_on(tmp_path):
+    counters = tmp_path / "custom.csv"
+    counters.write_text(CUSTOM_COUNTERS)
+    with collector(tmp_path, "--sim", "3", "-a", "127.0.0.1:0", "-f", str(counters), "-c", "500",
+                   "--watch-interval", "100", "--retention", "60", "--aggregations", "max") as c:
+        log = c.log()
+    messages = [json.loads(f'"{m}"') for m in re.findall(r'msg="((?:[^"\\]|\\.)*)"', log)]
+    library = str(engine.library_path())
+    assert f"dcgm-collector {__version__}; DCGM library {library} (dcgm-collector's simulated engine, " \
+           "version 4.6.0)" in messages
+    assert "embedded DCGM: GPUs 0-2 (3 x NVIDIA H100 80GB HBM3)" in messages
+    # temperature, power and the clock event reasons DCGM_EXP_CLOCK_EVENTS_COUNT reads, on 3 GPUs; window
+    # families: power's _min from its own column, both gauges' _max from --aggregations
+    assert f"counters {counters}: 5 rows, 9 sampled series, 3 window families over 15 s" in messages
+    history = next(m for m in messages if m.startswith("draining DCGM every 500 ms, DCGM sampling every 100 ms; "
+                                                       "60 s of history in "))
+    assert float(history.split(" in ")[1].split(" MiB")[0]) > 0
+    assert messages[messages.index(history) + 1] == f"serving http://127.0.0.1:{c.port}/metrics (no TLS, no auth)"
+
+
+def test_a_node_name_that_is_not_utf8_is_refused_at_start(tmp_path):
+    env = {os.fsencode(k): os.fsencode(v) for k, v in clean_env().items()}
+    env[b"NODE_NAME"] = b"gpu-node-\xff"
+    result = subprocess.run(command(COLLECTOR, "--sim", "1", "-a", "127.0.0.1:0"), cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert last_line(result.stderr) == (
+        "dcgm-collector: error: NODE_NAME 'gpu-node-\\\\xff' is not UTF-8 text, so it cannot be the hostname label; "
+        "set NODE_NAME to the node's name, or give -n to leave the label out")
+    # -n leaves the label out, so the same node starts
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "-n",
+                   env={os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}) as c:
+        wait_for(lambda: http_get(f"http://127.0.0.1:{c.port}/health")[0] == 200, what="a healthy collector")
+        assert "hostname=" not in http_get(f"http://127.0.0.1:{c.port}/metrics")[1].decode()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support import wait_for
+from support import http_get, wait_for
 
 from dcgm_collector import app
 from dcgm_collector.collect import discovery
 from dcgm_collector.config import parse_config
+from dcgm_collector.serve.server import MetricsServer
 
 
 def test_sim_takes_shipped_scenario_names():
@@ -77,3 +78,36 @@ def test_profiling_rows_the_gpus_lack_are_dropped_with_a_warning(handle, tmp_pat
     assert [c.name for c in kept] == ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
     assert any(f"{counters_file}:3: skipping DCGM_FI_PROF_NVDEC_UTIL_7_RATIO" in r.getMessage()
                for r in caplog.records)
+
+
+class _BrokenLabels:
+    """An exposition whose label text cannot be encoded: what a bad label value did to every scrape."""
+
+    def __init__(self) -> None:
+        self.broken = True
+
+    def render(self, openmetrics: bool = False) -> bytes:
+        if self.broken:
+            return 'DCGM_FI_DEV_GPU_TEMP{hostname="node-\udcff"} 40\n'.encode()
+        return b'DCGM_FI_DEV_GPU_TEMP{hostname="node"} 40\n'
+
+    def health(self) -> tuple[bool, str]:
+        return True, "OK"
+
+
+def test_health_turns_503_while_metrics_cannot_be_rendered():
+    collector = app.Collector(parse_config(["-a", "127.0.0.1:0"], {"NODE_NAME": "node"}))
+    exposition = collector.exposition = _BrokenLabels()
+    server = MetricsServer("127.0.0.1:0", collector.metrics, collector.health)
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        assert http_get(f"{base}/metrics")[0] == 500
+        status, body = http_get(f"{base}/health")
+        assert status == 503
+        assert body.decode().startswith("rendering /metrics failed: UnicodeEncodeError")
+        exposition.broken = False   # a good render makes it healthy again
+        assert http_get(f"{base}/metrics")[0] == 200
+        assert http_get(f"{base}/health") == (200, b"OK")
+    finally:
+        server.stop()

@@ -13,6 +13,7 @@ from dcgm_collector.collect.counters import default_counters_path
 from dcgm_collector.config import (
     OPTIONS,
     REMOTE_FORMS,
+    UNSUPPORTED,
     AddressError,
     ConfigError,
     DeviceSelection,
@@ -256,3 +257,17 @@ def test_several_remotes_each_named_by_its_host():
 def test_kubernetes_gpu_id_type_is_checked():
     with pytest.raises(ConfigError, match="not a GPU id type"):
         parse_config([], {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "index"})
+
+
+def test_the_helps_list_of_missing_options_is_the_parsers_own():
+    """Every option the parser implements is absent from the "not implemented" list; every one it lacks is there."""
+    text = build_parser().format_help()
+    missing = text[text.index("dcgm-exporter options not implemented yet:"):]
+    warned = missing[:missing.index("Refused")]
+    refused = missing[missing.index("Refused"):]
+    flat = " ".join(missing.split())
+    for item in UNSUPPORTED:
+        assert "/".join(item.flags) in " ".join((refused if item.refuse else warned).split()), item.flags
+    for option in OPTIONS:
+        for flag in option.flags:
+            assert f"{flag}," not in flat and f"{flag}:" not in flat and f"{flag}/" not in flat, flag

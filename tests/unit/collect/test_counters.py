@@ -204,6 +204,9 @@ REJECTED = [
                  "have aggregations", id="aggregations-on-label"),
     pytest.param("DCGM_EXP_XID_ERRORS_COUNT, gauge, x, max\n", "f.csv:1: DCGM_EXP_XID_ERRORS_COUNT: aggregations "
                  "are not available for DCGM_EXP_* counters", id="aggregations-on-exporter-row"),
+    pytest.param("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, e, max\n", "f.csv:1: "
+                 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION is a counter: window aggregates (min|max|avg) are for gauges; "
+                 "query a counter with increase() or rate()", id="aggregations-on-counter"),
     pytest.param(f"\ufeff{TEMP}, gauge\n", "f.csv:1: expected 3 fields (name, type, help) or 4 "
                  "(name, type, help, aggregations), found 2", id="error-on-first-line-after-bom"),
     pytest.param("DCGM_FI\x00_DEV, gauge, t\n", 'f.csv:1: unknown field name "DCGM_FI\\x00_DEV"; closest: '

@@ -290,6 +290,10 @@ def test_default_counters_on_eight_gpus_parse_in_both_formats(handle):
     gpu_temp = next(f for f in families if f.name == "DCGM_FI_DEV_GPU_TEMP")
     assert [s.labels["gpu"] for s in gpu_temp.samples] == [str(i) for i in range(8)]
     assert "DCGM_FI_DEV_GPU_TEMP_avg" in names and "DCGM_FI_DRIVER_VERSION" not in names
+    # counters (energy since boot, XID count) get no window families: their min or max means nothing
+    assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" in names
+    assert not any(name.startswith(("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_", "DCGM_FI_DEV_XID_ERRORS_"))
+                   for name in names)
     assert "DCGM_FI_DEV_FAN_SPEED" not in body  # not a default row; blanks elsewhere dropped
     om_families = list(parse_openmetrics(om))
     assert sum(len(f.samples) for f in om_families) == sum(len(f.samples) for f in families)
