@@ -22,7 +22,6 @@ import queue
 import signal
 import sys
 from collections import Counter as Tally
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dcgm_collector import __version__, dcgm, engine
@@ -201,7 +200,7 @@ class Collector:
         config = self.config
         try:
             if config.sim is not None:
-                spec = _scenario_spec(config.sim)
+                spec = engine.resolve_scenario(config.sim)
                 try:
                     engine.check_scenario(spec)
                 except ValueError as error:
@@ -280,15 +279,6 @@ class Collector:
             target.request_stop()   # all at once: a supervisor may be inside a connect attempt
         for target in reversed(self.targets):
             target.stop()
-
-
-def _scenario_spec(spec: str) -> str:
-    """A GPU count or a scenario file as given; a bare name picks a scenario shipped with the package."""
-    if spec.isdigit() or os.path.exists(spec) or "/" in spec:
-        return spec
-    name = spec if spec.endswith(".toml") else f"{spec}.toml"
-    shipped = Path(engine.__file__).resolve().parent / "scenarios" / name
-    return str(shipped) if shipped.is_file() else spec
 
 
 # ---- signals and the main loop -----------------------------------------------------------

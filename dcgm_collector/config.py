@@ -28,7 +28,12 @@ from typing import Any
 
 from dcgm_collector import __version__
 from dcgm_collector.collect.counters import aggregations_argument, default_counters_path
-from dcgm_collector.collect.options import DEFAULT_COLLECT_INTERVAL_MS, DEFAULT_RETENTION_S, SamplingOptions
+from dcgm_collector.collect.options import (
+    DEFAULT_COLLECT_INTERVAL_MS,
+    DEFAULT_RETENTION_S,
+    MAX_INTERVAL_MS,
+    SamplingOptions,
+)
 from dcgm_collector.expose.options import DEFAULT_COUNT_WINDOW_MS, DEFAULT_WINDOW_S
 from dcgm_collector.model import DeviceSelection
 from dcgm_collector.serve.server import parse_listen_address
@@ -43,6 +48,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DEFAULT_ADDRESS = ":9400"
 DEFAULT_REMOTE = "localhost:5555"
 EXPORTER_COUNTERS_PATH = "/etc/dcgm-exporter/default-counters.csv"
+# -x and --clock-events-count-window-size: a week is far past any alert's window (dcgm-exporter: 5 min)
+MAX_COUNT_WINDOW_MS = 7 * 24 * 3600 * 1000
 
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
@@ -59,7 +66,7 @@ def parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (use true or false, 1 or 0)")
 
 
-def _positive_int(what: str) -> Callable[[str], int]:
+def _positive_int(what: str, most: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text.strip(), 10)
@@ -67,11 +74,13 @@ def _positive_int(what: str) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {what}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0 {what}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be at most {most} {what}")
         return value
     return parse
 
 
-def _positive_float(what: str) -> Callable[[str], float]:
+def _positive_float(what: str, most: float | None = None) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = float(text.strip())
@@ -79,6 +88,8 @@ def _positive_float(what: str) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what}") from None
         if not math.isfinite(value) or value <= 0:
             raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number of {what}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be at most {most:g} {what}")
         return value
     return parse
 
@@ -188,20 +199,22 @@ OPTIONS: tuple[Option, ...] = (
            "counters file (dcgm-exporter's counters.csv grammar, plus an optional 4th column "
            "min|max|avg) [default: the file shipped with the package]", "collection", "FILE"),
     Option("collect_interval_ms", ("-c", "--collect-interval"), "DCGM_EXPORTER_INTERVAL", DEFAULT_COLLECT_INTERVAL_MS,
-           _positive_int("milliseconds"), "how often the sampler drains DCGM, in ms [default: %(default)s]",
+           _positive_int("milliseconds", MAX_INTERVAL_MS),
+           "how often the sampler drains DCGM, in ms [default: %(default)s]",
            "collection", "MS"),
     Option("watch_interval_ms", ("--watch-interval",), "DCGM_COLLECTOR_WATCH_INTERVAL", None,
-           _positive_float("milliseconds"),
+           _positive_float("milliseconds", MAX_INTERVAL_MS),
            "how often DCGM samples each field, in ms; at most the collect interval "
            "[default: the collect interval]", "collection", "MS"),
     Option("retention_s", ("--retention",), "DCGM_COLLECTOR_RETENTION", DEFAULT_RETENTION_S,
            _positive_float("seconds"), "how much history the ring buffers keep, in s [default: %(default)g]",
            "collection", "S"),
     Option("xid_count_window_ms", ("-x", "--xid-count-window-size"), "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE",
-           DEFAULT_COUNT_WINDOW_MS, _positive_int("milliseconds"),
+           DEFAULT_COUNT_WINDOW_MS, _positive_int("milliseconds", MAX_COUNT_WINDOW_MS),
            "window of DCGM_EXP_XID_ERRORS_COUNT, in ms [default: %(default)s]", "collection", "MS"),
     Option("clock_events_count_window_ms", ("--clock-events-count-window-size",),
-           "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", DEFAULT_COUNT_WINDOW_MS, _positive_int("milliseconds"),
+           "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", DEFAULT_COUNT_WINDOW_MS,
+           _positive_int("milliseconds", MAX_COUNT_WINDOW_MS),
            "window of DCGM_EXP_CLOCK_EVENTS_COUNT, in ms [default: %(default)s]", "collection", "MS"),
     Option("no_hostname", ("-n", "--no-hostname"), "DCGM_EXPORTER_NO_HOSTNAME", False, parse_bool,
            "leave the hostname label out (it is $NODE_NAME, else the host's name)", "collection", "BOOL", True),

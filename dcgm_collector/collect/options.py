@@ -10,10 +10,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_COLLECT_INTERVAL_MS", "DEFAULT_RETENTION_S", "SamplingOptions"]
+__all__ = ["DEFAULT_COLLECT_INTERVAL_MS", "DEFAULT_RETENTION_S", "MAX_INTERVAL_MS", "MAX_RING_ROWS", "SamplingOptions"]
 
 DEFAULT_COLLECT_INTERVAL_MS = 1000     # dcgm-exporter: 30000 (see the help's epilog)
 DEFAULT_RETENTION_S = 900.0            # 15 minutes of every sample
+MAX_INTERVAL_MS = 24 * 3600 * 1000     # a collect or watch interval longer than a day is a mistake
+# Rows one ring may hold: 10 million rows of 30 series are ~2.7 GB, more than a node should give a collector.
+MAX_RING_ROWS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,15 @@ class SamplingOptions:
         if self.watch_interval_ms is not None:
             _positive(self.watch_interval_ms, "watch interval (--watch-interval)", "milliseconds")
         _positive(self.retention_s, "retention (--retention)", "seconds")
+        if self.collect_interval_ms > MAX_INTERVAL_MS:
+            raise ValueError(f"-c/--collect-interval {self.collect_interval_ms:g} ms is longer than a day "
+                             f"({MAX_INTERVAL_MS} ms)")
+        rows = math.ceil(self.retention_s * 1000 / self.watch_ms)
+        if rows > MAX_RING_ROWS:
+            many = f"{rows:,}" if rows < 10**12 else f"{rows:.1e}"
+            raise ValueError(f"--retention {self.retention_s:g} s at a {self.watch_ms:g} ms watch interval is {many} "
+                             f"rows per ring, more than the {MAX_RING_ROWS:,} a ring holds; lower --retention or "
+                             "raise --watch-interval")
         if self.watch_ms > self.collect_interval_ms:
             # every other collect would find nothing new
             raise ValueError(

@@ -24,7 +24,7 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["LIBRARY_NAME", "SCENARIO_ENV", "check_scenario", "library_dir", "library_path"]
+__all__ = ["LIBRARY_NAME", "SCENARIO_ENV", "check_scenario", "library_dir", "library_path", "resolve_scenario"]
 
 
 def library_dir() -> Path:
@@ -45,6 +45,14 @@ def library_dir() -> Path:
 def library_path() -> Path:
     """Full path of the simulated libdcgm.so.4."""
     return library_dir() / LIBRARY_NAME
+
+
+def resolve_scenario(spec: str) -> str:
+    """A GPU count or a scenario file as given; a bare name (``spikes``, ``xid-burst``) picks a shipped scenario."""
+    if spec.isdigit() or os.path.exists(spec) or "/" in spec:
+        return spec
+    shipped = Path(__file__).resolve().parent / "scenarios" / (spec if spec.endswith(".toml") else f"{spec}.toml")
+    return str(shipped) if shipped.is_file() else spec
 
 
 def check_scenario(spec: str | os.PathLike[str]) -> None:

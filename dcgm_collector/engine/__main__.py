@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
         "read", help="read a simulated node through the DCGM binding and print a table per second"
     )
     read.add_argument("--sim", default="", metavar="N|SCENARIO",
-                      help="GPU count or scenario file (default: 8 H100s training)")
+                      help="GPU count, scenario file or shipped scenario name (default: 8 H100s training)")
     read.add_argument("--seconds", type=int, default=3, help="how many tables to print (default 3)")
     hostengine = commands.add_parser(
         "hostengine",
@@ -56,13 +56,14 @@ def _parser() -> argparse.ArgumentParser:
     hostengine.add_argument("--address", default="127.0.0.1", metavar="HOST",
                             help="TCP address to listen on (default 127.0.0.1)")
     hostengine.add_argument("--scenario", default=None, metavar="N|SCENARIO",
-                            help=f"GPU count or scenario file (default: ${engine.SCENARIO_ENV}, "
-                                 "else 8 H100s training)")
+                            help=f"GPU count, scenario file or shipped scenario name (spikes, xid-burst, ...) "
+                                 f"(default: ${engine.SCENARIO_ENV}, else 8 H100s training)")
     return parser
 
 
 def _read(spec: str, seconds: int) -> None:
     if spec:
+        spec = engine.resolve_scenario(spec)
         engine.check_scenario(spec)
         os.environ[engine.SCENARIO_ENV] = spec
     field_ids = [column[0] for column in _READ_COLUMNS]
@@ -96,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "hostengine":
             if args.unix is not None and args.address != "127.0.0.1":
                 raise ValueError("--address applies to --port, not --unix")
-            hostengine.serve(port=args.port, address=args.address, unix_path=args.unix,
-                             scenario=args.scenario)
+            scenario = None if args.scenario is None else engine.resolve_scenario(args.scenario)
+            hostengine.serve(port=args.port, address=args.address, unix_path=args.unix, scenario=scenario)
         else:
             for path in args.files:
                 engine.check_scenario(path)

@@ -289,3 +289,9 @@ def test_a_port_in_use_is_one_line_on_stderr_and_exit_1(hostengine, tmp_path):
 def test_sigint_exits_0(hostengine):
     he = hostengine("--port", "0", "--scenario", "1")
     assert he.stop(signal.SIGINT) == 0
+
+
+def test_a_shipped_scenario_goes_by_name_as_with_sim(hostengine, library):
+    he = hostengine("--port", "0", "--scenario", "xid-burst")
+    with _connect(he.address, library) as h:
+        assert {g.name for g in h.gpus()} == {"NVIDIA A100-SXM4-80GB"} and h.gpu_ids() == [0, 1]   # 2 A100s

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from support import http_get, wait_for
 
 from dcgm_collector import app
 from dcgm_collector.collect import discovery
 from dcgm_collector.config import parse_config
 from dcgm_collector.serve.server import MetricsServer
-
-
-def test_sim_takes_shipped_scenario_names():
-    assert app._scenario_spec("4") == "4"
-    spikes = Path(app._scenario_spec("spikes"))
-    assert spikes.name == "spikes.toml" and spikes.is_file()
-    assert app._scenario_spec("no-such-scenario") == "no-such-scenario"
-
 
 # ---- the collector object in-process (the test process's simulator) ---------------------------
 

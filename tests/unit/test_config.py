@@ -271,3 +271,28 @@ def test_the_helps_list_of_missing_options_is_the_parsers_own():
     for option in OPTIONS:
         for flag in option.flags:
             assert f"{flag}," not in flat and f"{flag}:" not in flat and f"{flag}/" not in flat, flag
+
+
+@pytest.mark.parametrize("argv, env, message", [
+    (["-c", "99999999999999999"], {}, "argument -c/--collect-interval: '99999999999999999': must be at most "
+                                      "86400000 milliseconds"),
+    ([], {"DCGM_EXPORTER_INTERVAL": "99999999999999999"}, "environment variable DCGM_EXPORTER_INTERVAL: "
+                                                          "'99999999999999999': must be at most 86400000 milliseconds"),
+    (["-x", "99999999999999999999"], {}, "argument -x/--xid-count-window-size: '99999999999999999999': must be at "
+                                         "most 604800000 milliseconds"),
+    (["--retention", "1e300"], {}, "--retention 1e+300 s at a 1000 ms watch interval is 1.0e+300 rows per ring, "
+                                   "more than the 10,000,000 a ring holds; lower --retention or raise "
+                                   "--watch-interval"),
+    (["--retention", "9000000", "--watch-interval", "100"], {},
+     "--retention 9e+06 s at a 100 ms watch interval is 90,000,000 rows per ring"),
+])
+def test_huge_numbers_are_one_line_errors_naming_the_option(argv, env, message, capsys):
+    try:
+        parse_config(argv, env)
+    except SystemExit as exit_:
+        assert exit_.code == 2
+        assert message in last_line(capsys.readouterr().err)
+    except ConfigError as error:
+        assert message in str(error) and "\n" not in str(error)
+    else:
+        pytest.fail("accepted")
