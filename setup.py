@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sysconfig
 from pathlib import Path
 
 from setuptools import setup
@@ -30,6 +32,7 @@ class build_ext_with_simulator(build_ext):
     """build_ext that also builds the simulated libdcgm.so.4 into the package."""
 
     def run(self) -> None:
+        _require_build_tools()
         super().run()
         built = self._build_simulator()
         if self.inplace:
@@ -86,6 +89,26 @@ class build_ext_with_simulator(build_ext):
             ],
         )
         return output
+
+
+BUILD_TOOLS_HELP = (
+    "building dcgm-collector from source needs a C compiler and the Python headers: "
+    "on Debian or Ubuntu `apt-get install gcc python3-dev`, on RHEL, Rocky or Fedora `dnf install gcc python3-devel`; "
+    "or install a binary wheel, which needs neither"
+)
+
+
+def _require_build_tools() -> None:
+    """Fail with one clear line, not setuptools' generic compiler error, when gcc or Python.h is missing."""
+    compiler = os.environ.get("CC", sysconfig.get_config_var("CC") or "cc").split()[0]
+    missing = []
+    if shutil.which(compiler) is None:
+        missing.append(f"no C compiler ({compiler} is not on PATH)")
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not headers.is_file():
+        missing.append(f"no Python headers ({headers} is missing)")
+    if missing:
+        raise SystemExit(f"error: {' and '.join(missing)}; {BUILD_TOOLS_HELP}")
 
 
 def _up_to_date(output: str, inputs: list[str]) -> bool:
