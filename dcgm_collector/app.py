@@ -189,6 +189,10 @@ class Collector:
             raise StartupError(str(error)) from None
         except OSError as error:
             raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
+        for counter in counters.counters_served_as_gauges():
+            log.warning("%s:%d: %s is typed counter, but DCGM's value is %s and can go down: served as a gauge, "
+                        "so that rate() and increase() do not read its dips as resets", counter.path, counter.line,
+                        counter.name, counter.field.not_a_running_total)   # type: ignore[union-attr]
         totals = counters.running_totals()
         if self.config.aggregations and totals:
             log.warning("--aggregations %s applies to gauges: the counter rows %s get no window families "

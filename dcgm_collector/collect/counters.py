@@ -126,6 +126,13 @@ class Counter:
     def is_label(self) -> bool:
         return self.field is not None and self.prom_type == "label"
 
+    @property
+    def served_type(self) -> str:
+        """The TYPE served: column 2, except that a counter whose DCGM value can go down is served as a gauge."""
+        if self.prom_type == "counter" and self.field is not None and self.field.not_a_running_total:
+            return "gauge"
+        return self.prom_type
+
 
 @dataclass(frozen=True)
 class CounterSet:
@@ -148,7 +155,11 @@ class CounterSet:
 
     def running_totals(self) -> tuple[Counter, ...]:
         """Field rows typed counter: the ones --aggregations leaves without window families."""
-        return tuple(c for c in self.field_counters() if c.prom_type == "counter")
+        return tuple(c for c in self.field_counters() if c.served_type == "counter")
+
+    def counters_served_as_gauges(self) -> tuple[Counter, ...]:
+        """Rows typed counter whose DCGM values can go down (rates, states): served as gauges."""
+        return tuple(c for c in self.field_counters() if c.served_type != c.prom_type)
 
     def exporter_counters(self) -> tuple[Counter, ...]:
         return tuple(c for c in self.counters if c.exporter is not None)
@@ -347,7 +358,7 @@ class _CounterBuilder:
             raise self.error(line, f"{name}: aggregations are not available for DCGM_EXP_* counters")
         if prom_type == "label":
             raise self.error(line, f"{name}: a label row cannot have aggregations")
-        if prom_type == "counter":
+        if prom_type == "counter" and not (field is not None and field.not_a_running_total):
             # the min, max or average of a running total says nothing; its increase is Prometheus' increase()
             raise self.error(line, f"{name} is a counter: window aggregates (min|max|avg) are for gauges; "
                                    "query a counter with increase() or rate()")

@@ -60,6 +60,20 @@ class Field:
     def is_numeric(self) -> bool:
         return self.type in ("i", "d")
 
+    @property
+    def not_a_running_total(self) -> str | None:
+        """What DCGM's value is when it can go down (a rate, a state): such a field is never a counter.
+
+        dcgm-exporter's files type some of these ``counter`` (NVLink and PCIe
+        throughput); DCGM stores them as per-second rates, so rate() and
+        increase() over them would read every dip as a counter reset.
+        """
+        if self.is_profiling or (self.unit is not None and self.unit.endswith("/s")):
+            return f"a rate ({self.unit})" if self.unit and self.unit.endswith("/s") else "a rate or ratio"
+        if self.name.endswith("_PENDING"):
+            return "a yes/no state"
+        return None
+
 
 class FieldTable:
     """Fields by id and by every accepted name."""

@@ -266,7 +266,7 @@ def _series_rows(counters: CounterSet, aggregations: Iterable[str], table: Field
         rank, style = catalogue.get(field_.id) or (len(catalogue) + position, _generic_style(counter))
         # as the exposition does: event fields (XID) have no window families, and --aggregations
         # gives them to gauges only, never to counters
-        everywhere = wanted_everywhere if counter.prom_type != "counter" else set()
+        everywhere = wanted_everywhere if counter.served_type != "counter" else set()
         wanted = set() if field_.is_event else set(counter.aggregations) | everywhere
         rows.append(_Row(counter, style, tuple(a for a in AGGREGATIONS if a in wanted), rank))
     return sorted(rows, key=lambda row: row.rank)
@@ -276,7 +276,7 @@ def _generic_style(counter: Counter) -> Style:
     title = counter.help.strip().rstrip(".").strip()
     if not title or len(title) > 60:
         title = counter.name
-    view = "total" if counter.prom_type == "counter" else "value"
+    view = "total" if counter.served_type == "counter" else "value"
     return Style(OTHER, title, view=view)
 
 

@@ -214,7 +214,7 @@ class Exposition:
         field = counter.field
         assert field is not None
         name = counter.name
-        header = Header.of(name, counter.help, *family_types(counter.prom_type, name))
+        header = Header.of(name, counter.help, *family_types(counter.served_type, name))
         if field.is_event:
             return [EventFamily(name, header, field.id, entities)]
         found = self._columns.get(field.id)
@@ -226,7 +226,7 @@ class Exposition:
             FieldFamily(name, header, ring, columns, [tuple(f"{name}{{{t}}} " for t in e.commons) for e in entities],
                          fmt)]
         wanted = set(counter.aggregations)
-        if counter.prom_type != "counter":   # --aggregations: gauges only (a counter's max is its last value)
+        if counter.served_type != "counter":   # --aggregations: gauges only (a counter's max is its last value)
             wanted |= set(self.options.aggregations)
         for aggregate in (a for a in AGGREGATIONS if a in wanted):
             window_name = f"{name}_{aggregate}"

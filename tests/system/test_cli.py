@@ -410,3 +410,15 @@ def test_a_node_name_that_is_not_utf8_is_refused_at_start(tmp_path):
                    env={os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}) as c:
         wait_for(lambda: http_get(f"http://127.0.0.1:{c.port}/health")[0] == 200, what="a healthy collector")
         assert "hostname=" not in http_get(f"http://127.0.0.1:{c.port}/metrics")[1].decode()
+
+
+def test_a_rate_typed_counter_is_served_as_a_gauge_with_one_warning(tmp_path):
+    counters = tmp_path / "exporter-default.csv"
+    counters.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+                        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, Total number of NVLink bandwidth counters.\n")
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "-f", str(counters)) as c:
+        text = metrics_after_ticks(c, 2)
+        log = c.log()
+    assert "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL gauge\n" in text
+    assert log.count(f"{counters}:2: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is typed counter, but DCGM's value is a rate "
+                     "(MB/s) and can go down: served as a gauge") == 1

@@ -273,8 +273,10 @@ def test_without_unsupported_profiling_warns_once_per_dropped_row() -> None:
 def test_shipped_files_parse(name: str) -> None:
     counters = load_counters(default_counters_path(name))
     assert len(counters) == 26
-    assert [c.prom_type for c in counters].count("gauge") == 20
-    assert [c.prom_type for c in counters].count("counter") == 5
+    # dcgm-exporter's files type NVLink throughput counter; DCGM's value is a rate, so ours type it gauge
+    assert [c.prom_type for c in counters].count("gauge") == 21
+    assert [c.prom_type for c in counters].count("counter") == 4
+    assert counters.counters_served_as_gauges() == ()
     assert [c.name for c in counters.label_counters()] == ["DCGM_FI_DRIVER_VERSION"]
     assert counters.exporter_counters() == ()
     assert {1001, 1004, 1005, 1009, 1010} <= set(counters.field_ids())
