@@ -7,9 +7,23 @@ stored, so a slow or dead hostengine can delay samples but never a scrape.
 Hardening, since the port is often reachable from a whole cluster:
 
 * the request line is capped (414) and so is the whole header section (431);
+  a header line without a colon is a 400 (as Go answers), never a reason to
+  skip the headers after it;
 * every connection has a read timeout, so a client that connects and sends
   nothing (or stops half way) is dropped instead of holding a thread;
-* the number of open connections is capped; beyond it new ones get a 503;
+* the request line and headers must arrive whole within REQUEST_HEAD_TIMEOUT_S
+  of their first byte, however steadily they trickle in (slowloris), else the
+  connection is dropped;
+* the number of open connections is capped (MAX_CONNECTIONS).  When the cap
+  is reached, a new connection evicts the connection that has waited longest
+  for a complete request head, provided it has waited more than
+  EVICTABLE_AFTER_S: a slow-header client or an idle keep-alive one, never one
+  whose request is being answered, nor one just accepted.  So clients that
+  never finish a request cannot lock scrapers out (a scraper sends its head
+  within milliseconds and is then no longer evictable), while a burst of
+  honest new connections beyond the cap still gets a 503 rather than churning
+  each other.  Only a client opening more than MAX_CONNECTIONS connections per
+  EVICTABLE_AFTER_S could keep the server full;
 * only GET and HEAD are served (405 otherwise), unknown paths get a 404;
 * an exception while rendering is logged and answered with a one-line 500,
   and the server carries on.
@@ -34,10 +48,13 @@ listens on one of its addresses, IPv4 first, as Go does.
 
 from __future__ import annotations
 
+import email.errors
 import errno
 import gzip
 import html
 import http.client
+import inspect
+import io
 import ipaddress
 import logging
 import os
@@ -48,6 +65,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -58,8 +76,10 @@ __all__ = [
     "CONTENT_TYPE_TEXT",
     "ListenError",
     "MetricsServer",
+    "TooManyRequests",
     "Unavailable",
     "accepts_gzip",
+    "openmetrics_version",
     "parse_listen_address",
     "wants_openmetrics",
 ]
@@ -75,7 +95,11 @@ PLAIN_TYPE = "text/plain; charset=utf-8"
 MAX_REQUEST_LINE = 8 * 1024          # bytes, request line with its CRLF
 MAX_HEADER_BYTES = 32 * 1024         # bytes, the whole header section
 REQUEST_TIMEOUT_S = 10.0             # per read or write, as dcgm-exporter's Read/WriteTimeout
+REQUEST_HEAD_TIMEOUT_S = 10.0        # the request line and headers, from their first byte
 MAX_CONNECTIONS = 64
+# A connection this long without a complete request head may be evicted to make room; a
+# scraper's head arrives in milliseconds, so only slow or idle connections ever get this old.
+EVICTABLE_AFTER_S = 1.0
 # Fast compression: the text format shrinks ~10x even at level 1, and a
 # scrape should cost the node as little CPU as possible.
 GZIP_LEVEL = 1
@@ -94,7 +118,15 @@ class ListenError(Exception):
 
 
 class Unavailable(Exception):
-    """Raised by a metrics or health callable that cannot answer yet: the server answers 503."""
+    """Raised by a metrics, health or authenticate callable that cannot answer yet: the server answers 503."""
+
+
+class TooManyRequests(Exception):
+    """Raised by an authenticate callable to refuse a client for now: the server answers 429 with Retry-After."""
+
+    def __init__(self, message: str = "", retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 # ---- addresses ------------------------------------------------------------------
@@ -174,22 +206,38 @@ def _media_ranges(header_values: list[str] | None):
             yield parts[0].lower(), params, max(0.0, min(q, 1.0))
 
 
-def wants_openmetrics(accept: list[str] | None) -> bool:
-    """True when the Accept header values prefer OpenMetrics to the 0.0.4 text format.
+def openmetrics_version(accept: list[str] | None) -> str | None:
+    """The OpenMetrics version to serve for these Accept header values, or None for the 0.0.4 text format.
 
-    Ties, wildcards and no header at all go to the text format, the one every
-    scraper reads; an OpenMetrics version this server does not write counts as
-    not acceptable.
+    As Go's client (dcgm-exporter's) negotiates: the version asked for is served
+    when it is one this server writes (0.0.1 and 1.0.0 have the same text), no
+    version means 1.0.0, and among acceptable versions the highest q wins (the
+    newer version on a tie).  Ties with text, wildcards and no header at all go to
+    the text format, the one every scraper reads; a version this server does not
+    write counts as not acceptable.
     """
-    q_openmetrics = 0.0
+    best: tuple[float, str] | None = None
     q_text = 0.0
     for media, params, q in _media_ranges(accept):
         if media == OPENMETRICS_TYPE:
-            if params.get("version", OPENMETRICS_VERSIONS[-1]) in OPENMETRICS_VERSIONS:
-                q_openmetrics = max(q_openmetrics, q)
+            version = params.get("version", OPENMETRICS_VERSIONS[-1])
+            if version in OPENMETRICS_VERSIONS and q > 0:
+                candidate = (q, version)   # same q: the later (newer) version sorts higher
+                best = candidate if best is None else max(best, candidate)
         elif media in ("text/plain", "text/*", "*/*"):
             q_text = max(q_text, q)
-    return q_openmetrics > 0 and q_openmetrics > q_text
+    if best is None or best[0] <= q_text:
+        return None
+    return best[1]
+
+
+def wants_openmetrics(accept: list[str] | None) -> bool:
+    """True when the Accept header values prefer OpenMetrics (a version served here) to the 0.0.4 text format."""
+    return openmetrics_version(accept) is not None
+
+
+def _openmetrics_content_type(version: str) -> str:
+    return f"{OPENMETRICS_TYPE}; version={version}; charset=utf-8"
 
 
 def accepts_gzip(accept_encoding: list[str] | None) -> bool:
@@ -225,6 +273,33 @@ class _HeaderBudget:
         return getattr(self._raw, name)
 
 
+class _DeadlineReader(io.RawIOBase):
+    """The connection's raw reader: each read waits at most the idle timeout, and none runs past ``deadline``.
+
+    A per-read timeout alone lets a client that sends a byte every few seconds
+    hold the connection for ever; the deadline bounds the request head as a whole.
+    """
+
+    def __init__(self, sock: socket.socket, idle_timeout_s: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._idle_timeout_s = idle_timeout_s
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        timeout = self._idle_timeout_s
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request head did not arrive in time")
+            timeout = min(timeout, left)
+        self._sock.settimeout(timeout)
+        return self._sock.recv_into(buffer)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"   # keep-alive; every response carries Content-Length
     # HTTP/0.9 replies have no status line; nothing here speaks it, so answer such requests as 1.0
@@ -240,6 +315,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.timeout = self.server.request_timeout_s
         self._drain_on_close = False
         super().setup()
+        self._reader = _DeadlineReader(self.connection, self.timeout)
+        self.rfile = io.BufferedReader(self._reader)
         # headers and body go out in separate writes: without this, Nagle's algorithm holds a
         # small body back until the client's delayed ACK (~40 ms per keep-alive scrape)
         if self.connection.family in (socket.AF_INET, socket.AF_INET6):
@@ -247,6 +324,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def handle_one_request(self) -> None:
         try:
+            self._reader.deadline = None
+            if not self.rfile.peek(1):   # waiting for a request: the idle timeout applies
+                self.close_connection = True
+                return
+            self._reader.deadline = time.monotonic() + self.server.request_head_timeout_s
             self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
             if len(self.raw_requestline) > MAX_REQUEST_LINE:
                 self.requestline = self.request_version = self.command = ""
@@ -258,8 +340,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if not self.parse_request():
                 return
+            self._reader.deadline = None
+            self.connection.settimeout(self.timeout)   # the response's writes: the usual timeout
+            if not self.server.answering(self.connection):
+                self.close_connection = True   # evicted while its head came in
+                return
             self._dispatch()
             self.wfile.flush()
+            self.server.waiting(self.connection)
         except TimeoutError:
             self.close_connection = True   # idle or stalled client: drop it
         except (ConnectionError, OSError) as error:
@@ -270,9 +358,18 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile
         self.rfile = _HeaderBudget(raw, MAX_HEADER_BYTES)
         try:
-            return super().parse_request()
+            if not super().parse_request():
+                return False
         finally:
             self.rfile = raw
+        # the stdlib parser takes a line without a colon as the end of the headers and silently
+        # drops the ones after it (Connection: close among them); Go answers 400, and so do we
+        if self.headers.get_payload() or any(isinstance(defect, email.errors.MissingHeaderBodySeparatorDefect)
+                                             for defect in self.headers.defects):
+            self._drain_on_close = True
+            self.send_error(400, "Bad Request: malformed header line")
+            return False
+        return True
 
     def finish(self) -> None:
         try:
@@ -322,6 +419,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         if close:
             self.send_header("Connection", "close")
+        elif self.request_version == "HTTP/1.0" and not self.close_connection:
+            # an HTTP/1.0 client keeps the connection only when told so; the stdlib keeps it open silently
+            self.send_header("Connection", "keep-alive")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -338,9 +438,19 @@ class _Handler(BaseHTTPRequestHandler):
         if app.allow_request is not None and not app.allow_request():
             self._send(429, b"429 Too Many Requests\n", PLAIN_TYPE)
             return
-        if app.authenticate is not None and not self._authenticated(app.authenticate):
-            self._send(401, b"401 Unauthorized\n", PLAIN_TYPE, headers={"WWW-Authenticate": "Basic"})
-            return
+        if app.authenticate is not None:
+            try:
+                authenticated = self._authenticated(app.authenticate)
+            except TooManyRequests as refusal:
+                self._send(429, b"429 Too Many Requests\n", PLAIN_TYPE,
+                           headers={"Retry-After": str(refusal.retry_after_s)})
+                return
+            except Unavailable as error:
+                self._send(503, _one_line(str(error) or "unavailable"), PLAIN_TYPE, headers={"Retry-After": "1"})
+                return
+            if not authenticated:
+                self._send(401, b"401 Unauthorized\n", PLAIN_TYPE, headers={"WWW-Authenticate": "Basic"})
+                return
         path = urlsplit(self.path).path
         route = {"/metrics": self._metrics, "/health": self._health, "/": self._landing}.get(path)
         if route is None:
@@ -348,9 +458,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         route()
 
-    def _authenticated(self, authenticate: Callable[[str | None], bool]) -> bool:
+    def _authenticated(self, authenticate: Callable[[str | None, str], bool]) -> bool:
+        """The hook's verdict; TooManyRequests and Unavailable pass through to be answered 429 and 503."""
         try:
-            return bool(authenticate(self.headers.get("Authorization")))
+            return bool(authenticate(self.headers.get("Authorization"), self.address_string()))
+        except (TooManyRequests, Unavailable):
+            raise
         except Exception:
             log.exception("checking credentials failed")
             return False
@@ -358,7 +471,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _metrics(self) -> None:
         started = time.perf_counter()
         app = self.server.app
-        openmetrics = wants_openmetrics(self.headers.get_all("Accept"))
+        version = openmetrics_version(self.headers.get_all("Accept"))
+        openmetrics = version is not None
         try:
             body = app.metrics(openmetrics)
         except Unavailable as error:
@@ -373,7 +487,8 @@ class _Handler(BaseHTTPRequestHandler):
         if accepts_gzip(self.headers.get_all("Accept-Encoding")):
             body = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
             headers["Content-Encoding"] = "gzip"
-        self._send(200, body, CONTENT_TYPE_OPENMETRICS if openmetrics else CONTENT_TYPE_TEXT, headers=headers)
+        content_type = _openmetrics_content_type(version) if version is not None else CONTENT_TYPE_TEXT
+        self._send(200, body, content_type, headers=headers)
         if app.observe_scrape is not None:
             try:
                 app.observe_scrape(time.perf_counter() - started)
@@ -432,10 +547,28 @@ class _App:
         self.health = health
         self.observe_scrape = observe_scrape
         self.ssl_context = ssl_context
-        self.authenticate = authenticate
+        self.authenticate = _with_client_address(authenticate)
         self.response_headers: dict[str, str] = dict(response_headers or {})
         self.allow_request = allow_request
         self.verify_client = verify_client
+
+
+def _with_client_address(authenticate: Callable[..., bool] | None) -> Callable[[str | None, str], bool] | None:
+    """The hook as ``authenticate(header, client_address)``; a one-argument hook is not given the address."""
+    if authenticate is None:
+        return None
+    try:
+        inspect.signature(authenticate).bind(None, "")
+    except (TypeError, ValueError):
+        return lambda header, client_address: authenticate(header)
+    return authenticate
+
+
+@dataclass
+class _Connection:
+    """An open connection's place under the cap."""
+
+    waiting_since: float | None   # monotonic time it began waiting for a request head; None while answering
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -445,13 +578,14 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(self, sockaddr: tuple, family: int, dual_stack: bool, app: _App,
-                 request_timeout_s: float, max_connections: int) -> None:
+                 request_timeout_s: float, max_connections: int, request_head_timeout_s: float) -> None:
         self.address_family = family
         self.dual_stack = dual_stack
         self.app = app
         self.request_timeout_s = request_timeout_s
+        self.request_head_timeout_s = request_head_timeout_s
         self.max_connections = max_connections
-        self.open_connections: set[socket.socket] = set()
+        self.open_connections: dict[socket.socket, _Connection] = {}
         self.connections_lock = threading.Lock()
         super().__init__(sockaddr, _Handler)
 
@@ -464,19 +598,56 @@ class _HTTPServer(ThreadingHTTPServer):
         self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
 
     def process_request(self, request, client_address) -> None:
+        now = time.monotonic()
+        evicted = None
         with self.connections_lock:
             full = len(self.open_connections) >= self.max_connections
+            if full:
+                evicted = self._longest_waiting(now)
+                if evicted is not None:
+                    del self.open_connections[evicted]   # its slot is the new one's from now on
+                    full = False
             if not full:
-                self.open_connections.add(request)
+                self.open_connections[request] = _Connection(waiting_since=now)
+        if evicted is not None:
+            log.debug("connection cap reached: dropping a connection that sent no complete request head")
+            try:   # the plain socket's shutdown, also under TLS: wakes its thread, which then ends
+                socket.socket.shutdown(evicted, socket.SHUT_RDWR)
+            except OSError:
+                pass
         if full:
             _refuse(request)
             self.shutdown_request(request)
             return
         super().process_request(request, client_address)
 
+    def _longest_waiting(self, now: float) -> socket.socket | None:
+        """The evictable connection that has waited longest for a request head (the lock is held)."""
+        oldest, oldest_since = None, now - EVICTABLE_AFTER_S
+        for sock, state in self.open_connections.items():
+            if state.waiting_since is not None and state.waiting_since <= oldest_since:
+                oldest, oldest_since = sock, state.waiting_since
+        return oldest
+
+    def answering(self, sock: socket.socket) -> bool:
+        """The connection's request head is complete: it is no longer evictable.  False if it was evicted."""
+        with self.connections_lock:
+            state = self.open_connections.get(sock)
+            if state is None:
+                return False
+            state.waiting_since = None
+            return True
+
+    def waiting(self, sock: socket.socket) -> None:
+        """The response is sent: the connection waits for its next request (and may be evicted)."""
+        with self.connections_lock:
+            state = self.open_connections.get(sock)
+            if state is not None:
+                state.waiting_since = time.monotonic()
+
     def shutdown_request(self, request) -> None:
         with self.connections_lock:
-            self.open_connections.discard(request)
+            self.open_connections.pop(request, None)
         super().shutdown_request(request)
 
     def finish_request(self, request, client_address) -> None:
@@ -512,8 +683,11 @@ class _HTTPServer(ThreadingHTTPServer):
             log.debug("connection from %s ended before TLS: %s", peer, error)
             return None
         with self.connections_lock:   # wrap_socket took over the descriptor: track the TLS socket
-            self.open_connections.discard(request)
-            self.open_connections.add(connection)
+            state = self.open_connections.pop(request, None)
+            if state is None:   # evicted before the handshake began
+                connection.close()
+                return None
+            self.open_connections[connection] = state
         try:
             connection.do_handshake()
             if self.app.verify_client is not None and not self.app.verify_client(connection):
@@ -561,7 +735,9 @@ class MetricsServer:
 
     * ``ssl_context``: an SSLContext, or a callable returning the one to use
       for each new connection (so certificates can be rotated): serve TLS.
-    * ``authenticate(authorization_header_or_None) -> bool``: False gets 401.
+    * ``authenticate(authorization_header_or_None, client_address) -> bool``:
+      False gets 401; raising TooManyRequests gets 429, Unavailable 503 (a
+      one-argument callable is called without the address).
     * ``response_headers``: added to every response.
     * ``allow_request() -> bool``: False gets 429 (a rate limit).
     * ``verify_client(ssl_socket) -> bool``: after the handshake; False drops
@@ -577,6 +753,7 @@ class MetricsServer:
         *,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        request_head_timeout_s: float = REQUEST_HEAD_TIMEOUT_S,
         ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         authenticate: Callable[[str | None], bool] | None = None,
         response_headers: Mapping[str, str] | None = None,
@@ -590,6 +767,7 @@ class MetricsServer:
                          verify_client=verify_client)
         self.request_timeout_s = float(request_timeout_s)
         self.max_connections = int(max_connections)
+        self.request_head_timeout_s = float(request_head_timeout_s)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._wake_r = self._wake_w = -1
@@ -601,7 +779,8 @@ class MetricsServer:
             raise RuntimeError("the server is already started")
         family, sockaddr, dual_stack = _socket_address(self.host, self._requested_port)
         try:
-            httpd = _HTTPServer(sockaddr, family, dual_stack, self._app, self.request_timeout_s, self.max_connections)
+            httpd = _HTTPServer(sockaddr, family, dual_stack, self._app, self.request_timeout_s, self.max_connections,
+                                self.request_head_timeout_s)
         except OSError as error:
             raise ListenError(f"cannot listen on {self.address}: {_why(error)}") from None
         self._httpd = httpd

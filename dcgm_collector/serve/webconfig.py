@@ -25,12 +25,28 @@ Behaviour, following exporter-toolkit v0.16:
 * No TLS key at all: plain HTTP, with basic auth and headers still applied.
 * Basic auth protects every path, /health included (probes must send the
   credentials, or probe the TCP port).  A missing or wrong password gets 401
-  with ``WWW-Authenticate: Basic``.  An unknown user costs a bcrypt check
-  against a dummy hash, so timing does not tell which users exist.  Results
-  are cached for AUTH_CACHE_S (bcrypt at cost 10 takes ~60 ms: a scrape
-  every few seconds should not pay that), keyed by a keyed hash of the
-  credentials, never the password itself; bcrypt runs one check at a time,
-  so a flood of bad passwords costs one core at most.
+  with ``WWW-Authenticate: Basic``.
+* Every check costs the same bcrypt work, whoever the user: that of the
+  highest cost among the configured users (capped at DUMMY_HASH_MAX_COST).
+  An unknown user is checked against a dummy hash at that cost; a user whose
+  hash has a lower cost c is checked, then padded with dummy checks at costs
+  c, c+1, ... up to the highest (2^c + 2^c + ... + 2^(C-1) = 2^C rounds), so
+  neither the answer time nor success or failure tells which users exist.
+  (exporter-toolkit checks unknown users against one cost-10 hash, which
+  leaves users of other costs tellable apart.)
+* Verdicts are cached for AUTH_CACHE_S (bcrypt at cost 10 takes ~80 ms: a
+  scrape every few seconds should not pay that), keyed by a keyed hash of the
+  credentials, never the password itself.  Good and bad verdicts are cached
+  apart, so a flood of wrong passwords cannot push a scraper's good one out.
+* At most BCRYPT_WORKERS checks run at once and BCRYPT_QUEUE more may wait;
+  beyond that a request that needs a check gets a quick 503 (with
+  Retry-After) instead of queueing without limit.  Cached verdicts never wait.
+* Each client address may fail FAILED_AUTH_BURST uncached checks at once,
+  then one more per FAILED_AUTH_INTERVAL_S; beyond that it gets 429 with
+  Retry-After, without a bcrypt check.  A check that succeeds costs no
+  allowance.  A scraper whose good verdict is cached is never limited; one
+  that must be checked anew from an address that is guessing passwords
+  waits for its allowance like the guesser.
 * The certificate, key and client CA files are checked for changes at most
   once per CERT_RECHECK_S and reloaded when they change, so rotated
   certificates are served without a restart (a reload that fails keeps the
@@ -77,12 +93,21 @@ from typing import Any
 import bcrypt
 import yaml
 
+from dcgm_collector.serve.server import TooManyRequests, Unavailable
+
 __all__ = ["AUTH_CACHE_S", "WebConfig", "WebConfigError", "load"]
 
 log = logging.getLogger(__name__)
 
 AUTH_CACHE_S = 60.0
 AUTH_CACHE_ENTRIES = 100
+# bcrypt checks run at once (each takes a core) and checks that may wait for one
+BCRYPT_WORKERS = 2
+BCRYPT_QUEUE = 8
+# failed checks a client address may make at once, then one per interval
+FAILED_AUTH_BURST = 20
+FAILED_AUTH_INTERVAL_S = 1.0
+FAILED_AUTH_ADDRESSES = 4096   # addresses remembered; the least recent is forgotten first
 CERT_RECHECK_S = 1.0
 # making the dummy hash costs as much as one check; past this a start-up would take minutes
 DUMMY_HASH_MAX_COST = 16
@@ -310,6 +335,64 @@ class _AuthCache:
                 self._entries.popitem(last=False)
 
 
+class _FailureAllowance:
+    """Per client address, a token bucket of failed credential checks; a bounded table of addresses."""
+
+    def __init__(self, burst: int = FAILED_AUTH_BURST, interval_s: float = FAILED_AUTH_INTERVAL_S,
+                 addresses: int = FAILED_AUTH_ADDRESSES, clock: Callable[[], float] = time.monotonic) -> None:
+        self.burst = burst
+        self.interval_s = interval_s
+        self.addresses = addresses
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()   # address -> (tokens, at)
+        self._lock = threading.Lock()
+
+    def take(self, address: str) -> bool:
+        """Take one attempt's token (before the check, so concurrent guesses cannot overdraw); False if none."""
+        with self._lock:
+            now = self._clock()
+            tokens, at = self._buckets.get(address, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - at) / self.interval_s)
+            allowed = tokens >= 1.0
+            self._buckets[address] = (tokens - 1.0 if allowed else tokens, now)
+            self._buckets.move_to_end(address)
+            while len(self._buckets) > self.addresses:
+                self._buckets.popitem(last=False)
+            return allowed
+
+    def give_back(self, address: str) -> None:
+        """The check succeeded: it costs no allowance."""
+        with self._lock:
+            found = self._buckets.get(address)
+            if found is not None:
+                self._buckets[address] = (min(float(self.burst), found[0] + 1.0), found[1])
+
+    def retry_after_s(self) -> int:
+        return max(1, round(self.interval_s))
+
+
+class _BcryptSlots:
+    """At most ``workers`` checks at once and ``queue`` waiting; Unavailable beyond, at once."""
+
+    def __init__(self, workers: int = BCRYPT_WORKERS, queue: int = BCRYPT_QUEUE) -> None:
+        self._running = threading.Semaphore(workers)
+        self._admitted = 0
+        self._limit = workers + queue
+        self._lock = threading.Lock()
+
+    def run(self, check: Callable[[], bool]) -> bool:
+        with self._lock:
+            if self._admitted >= self._limit:
+                raise Unavailable("503 Service Unavailable: too many credential checks at once, retry shortly")
+            self._admitted += 1
+        try:
+            with self._running:
+                return check()
+        finally:
+            with self._lock:
+                self._admitted -= 1
+
+
 # ---- the config ----------------------------------------------------------------------------------
 
 class WebConfig:
@@ -324,9 +407,14 @@ class WebConfig:
         self.headers = dict(headers)
         self.rate_limiter = RateLimiter(*rate_limit, clock=clock) if rate_limit else None
         self._clock = clock
-        self._auth_cache = _AuthCache(clock=clock)
-        self._bcrypt_lock = threading.Lock()
-        self._dummy_hash = _dummy_hash(self.users)
+        # apart, so that failures (which anyone can make) never push a good verdict out
+        self._good_verdicts = _AuthCache(clock=clock)
+        self._bad_verdicts = _AuthCache(clock=clock)
+        self._failures = _FailureAllowance(clock=clock)
+        self._bcrypt_slots = _BcryptSlots()
+        self._check_cost = _check_cost(self.users)
+        self._dummy_hashes = _dummy_hashes(self.users, self._check_cost)
+        self._dummy_hash = self._dummy_hashes.get(self._check_cost, b"")
         self._context: ssl.SSLContext | None = None
         self._stamps: tuple = ()
         self._checked_at = 0.0
@@ -389,8 +477,12 @@ class WebConfig:
     def auth_enabled(self) -> bool:
         return bool(self.users)
 
-    def authenticate(self, header: str | None) -> bool:
-        """Whether an Authorization header value carries a configured user's password (True if no users)."""
+    def authenticate(self, header: str | None, client_address: str = "") -> bool:
+        """Whether an Authorization header value carries a configured user's password (True if no users).
+
+        Raises TooManyRequests when ``client_address`` has used up its failed
+        checks, Unavailable when too many checks are already waiting.
+        """
         if not self.users:
             return True
         credentials = _basic_credentials(header)
@@ -399,15 +491,34 @@ class WebConfig:
         user, password = credentials
         known = self.users.get(user.decode("utf-8", "replace")) if _is_utf8(user) else None
         hashed = known if known is not None else self._dummy_hash
-        digest = self._auth_cache.digest(user, hashed, password)
-        verdict = self._auth_cache.get(digest)
-        if verdict is None:
-            with self._bcrypt_lock:   # one bcrypt at a time: bad-password floods cost one core at most
-                verdict = self._auth_cache.get(digest)
-                if verdict is None:
-                    verdict = _checkpw(password, hashed)
-                    self._auth_cache.put(digest, verdict)
-        return verdict and known is not None
+        digest = self._good_verdicts.digest(user, hashed, password)
+        if self._good_verdicts.get(digest):
+            return known is not None
+        if self._bad_verdicts.get(digest) is not None:
+            return False
+        if not self._failures.take(client_address):
+            raise TooManyRequests("too many failed credential checks", self._failures.retry_after_s())
+
+        def check() -> bool:
+            if self._good_verdicts.get(digest):   # a concurrent request with the same credentials checked them
+                return True
+            if self._bad_verdicts.get(digest) is not None:
+                return False
+            verdict = self._padded_check(password, hashed) and known is not None
+            (self._good_verdicts if verdict else self._bad_verdicts).put(digest, verdict)
+            return verdict
+
+        verdict = self._bcrypt_slots.run(check)
+        if verdict:
+            self._failures.give_back(client_address)
+        return verdict
+
+    def _padded_check(self, password: bytes, hashed: bytes) -> bool:
+        """bcrypt against ``hashed``, then dummy checks up to the common cost, so every check costs the same."""
+        verdict = _checkpw(password, hashed)
+        for cost in range(_cost(hashed), self._check_cost):
+            _checkpw(password, self._dummy_hashes[cost])
+        return verdict
 
     # -- the server's hooks
     def server_options(self) -> dict[str, Any]:
@@ -752,12 +863,28 @@ def _checkpw(password: bytes, hashed: bytes) -> bool:
         return False
 
 
-def _dummy_hash(users: Mapping[str, bytes]) -> bytes:
-    """A hash at the users' cost, checked for unknown users so they take as long as known ones."""
+def _cost(hashed: bytes) -> int:
+    return int(hashed[4:6])   # hashes are $2?$NN$...
+
+
+def _check_cost(users: Mapping[str, bytes]) -> int:
+    """The bcrypt cost every check is brought up to: the highest users' cost, within reason."""
     if not users:
-        return b""
-    cost = min(max(int(h[4:6]) for h in users.values()), DUMMY_HASH_MAX_COST)   # hashes are $2?$NN$...
-    return bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(cost))
+        return 0
+    return min(max(_cost(h) for h in users.values()), DUMMY_HASH_MAX_COST)
+
+
+def _dummy_hashes(users: Mapping[str, bytes], check_cost: int) -> dict[int, bytes]:
+    """Hashes of a random password at every cost from the lowest users' cost to ``check_cost``.
+
+    The one at ``check_cost`` stands in for unknown users; the lower ones pad the
+    checks of users with cheaper hashes.  Making them costs about two checks.
+    """
+    if not users:
+        return {}
+    lowest = min(min(_cost(h) for h in users.values()), check_cost)
+    secret = secrets.token_bytes(16)
+    return {cost: bcrypt.hashpw(secret, bcrypt.gensalt(cost)) for cost in range(lowest, check_cost + 1)}
 
 
 def _normal_ip(value: str) -> str:

@@ -15,6 +15,8 @@ from dcgm_collector import __version__
 from dcgm_collector.serve.server import (
     CONTENT_TYPE_OPENMETRICS,
     CONTENT_TYPE_TEXT,
+    MAX_CONNECTIONS,
+    REQUEST_HEAD_TIMEOUT_S,
     ListenError,
     MetricsServer,
     Unavailable,
@@ -384,3 +386,140 @@ def test_stop_closes_idle_connections_and_frees_the_port(stand):
     again.start()
     again.stop()
     conn.close()
+
+
+# ---- slow clients (slowloris) ------------------------------------------------------------------
+
+class SlowHeaderClients:
+    """Connections that send a request line, then one header byte every ``interval_s``, forever.
+
+    A closed one is opened again, as an attacker would; ``run`` for ``seconds`` from one thread.
+    """
+
+    def __init__(self, port: int, count: int, interval_s: float = 2.0) -> None:
+        self.port = port
+        self.count = count
+        self.interval_s = interval_s
+        self.sockets: list[socket.socket | None] = [None] * count
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _open(self) -> socket.socket | None:
+        try:
+            sock = socket.create_connection(("127.0.0.1", self.port), timeout=2)
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            return sock
+        except OSError:
+            return None
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            for i in range(self.count):
+                sock = self.sockets[i]
+                try:
+                    if sock is None:
+                        raise OSError("not connected")
+                    sock.sendall(b"a")
+                except OSError:
+                    if sock is not None:
+                        sock.close()
+                    self.sockets[i] = self._open()
+            self.stop.wait(self.interval_s)
+
+    def __enter__(self) -> SlowHeaderClients:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        for sock in self.sockets:
+            if sock is not None:
+                sock.close()
+
+
+def test_slow_header_clients_do_not_lock_scrapers_out(stand):
+    """More slow-header clients than the connection cap: a scraper still gets its metrics, promptly."""
+    with MetricsServer("127.0.0.1:0", stand.metrics, stand.health) as s:   # the defaults, as deployed
+        with SlowHeaderClients(s.port, count=MAX_CONNECTIONS + 16):
+            time.sleep(3.0)   # every slow client connected and dripping
+            for _ in range(3):
+                started = time.monotonic()
+                response, body = request(s)
+                assert (response.status, body) == (200, BODY)
+                assert time.monotonic() - started < 2.0
+                time.sleep(0.5)
+
+
+def test_request_head_must_arrive_within_its_deadline(stand):
+    """A client dripping header bytes faster than the idle timeout is still dropped once the head deadline passes."""
+    with MetricsServer("127.0.0.1:0", stand.metrics, stand.health) as s:
+        with socket.create_connection(("127.0.0.1", s.port), timeout=5) as sock:
+            started = time.monotonic()
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            closed_after = None
+            while time.monotonic() - started < REQUEST_HEAD_TIMEOUT_S + 5:
+                try:
+                    sock.sendall(b"a")
+                    sock.settimeout(1.0)
+                    if sock.recv(65536) == b"":
+                        closed_after = time.monotonic() - started
+                        break
+                except TimeoutError:
+                    continue
+                except OSError:
+                    closed_after = time.monotonic() - started
+                    break
+    assert closed_after is not None, "the dripping client was never dropped"
+    assert REQUEST_HEAD_TIMEOUT_S - 0.5 <= closed_after < REQUEST_HEAD_TIMEOUT_S + 3
+
+
+# ---- protocol details ----------------------------------------------------------------------------
+
+def read_response_head(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_http10_keep_alive_is_answered_with_keep_alive(server):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        head = read_response_head(sock)
+        assert head.startswith(b"HTTP/1.1 200 ")
+        assert b"\r\nconnection: keep-alive\r\n" in head.lower()
+        sock.sendall(b"GET /health HTTP/1.0\r\n\r\n")   # the connection is still open: a second answer comes
+        rest = head.partition(b"\r\n\r\n")[2]
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        assert rest.startswith(b"OK") and b"HTTP/1.1 200 " in rest
+        assert b"\r\nconnection: keep-alive\r\n" not in rest.lower()   # plain HTTP/1.0: closed after
+
+
+@pytest.mark.parametrize("accept, content_type", [
+    ("application/openmetrics-text; version=0.0.1", "application/openmetrics-text; version=0.0.1; charset=utf-8"),
+    ("application/openmetrics-text;version=1.0.0", "application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    ("application/openmetrics-text", "application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    ("application/openmetrics-text;version=0.0.1;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5",
+     "application/openmetrics-text; version=0.0.1; charset=utf-8"),
+    (PROMETHEUS_ACCEPT, "application/openmetrics-text; version=1.0.0; charset=utf-8"),
+])
+def test_openmetrics_version_asked_for_is_served(server, accept, content_type):
+    response, body = request(server, headers={"Accept": accept})
+    assert response.status == 200
+    assert response.getheader("Content-Type") == content_type
+    assert body.endswith(b"# EOF\n")
+
+
+def test_header_line_without_colon_is_400_and_closes(server, stand):
+    reply = raw_exchange(server.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nno colon here\r\nConnection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 ")
+    assert b"\r\nConnection: close\r\n" in reply
+    assert stand.calls == []

@@ -13,6 +13,7 @@ import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -533,3 +534,138 @@ def test_durations(text, seconds):
 def test_bad_durations(text):
     with pytest.raises(ValueError):
         webconfig.parse_duration(text)
+
+
+# ---- basic auth under attack: timing and floods ------------------------------------------------------
+
+def _median_seconds(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 2]
+
+
+def test_a_low_cost_user_answers_as_slowly_as_an_unknown_one(tmp_path):
+    """A wrong password for a user hashed at a low cost must not answer faster than for a user who does not exist."""
+    cheap = bcrypt.hashpw(b"cheap-password", bcrypt.gensalt(4)).decode()
+    dear = bcrypt.hashpw(b"dear-password", bcrypt.gensalt(10)).decode()
+    config = load(write_config(tmp_path, f"basic_auth_users:\n  cheap: {cheap}\n  dear: {dear}\n"))
+    server = serve(config)
+    timings: dict[str, list[float]] = {"cheap": [], "dear": [], "nobody": []}
+    try:
+        for attempt in range(5):   # interleaved, so noise on the machine hits every user alike
+            for user in timings:
+                started = time.perf_counter()
+                response, _ = http_get(server.port, headers={"Authorization": basic(user, b"guess-%d" % attempt)})
+                timings[user].append(time.perf_counter() - started)
+                assert response.status == 401
+    finally:
+        server.stop()
+    medians = {user: _median_seconds(samples) for user, samples in timings.items()}
+    assert max(medians.values()) < 1.5 * min(medians.values()), medians
+
+
+def test_a_flood_of_wrong_passwords_does_not_slow_a_good_scraper(tmp_path):
+    """16 clients guess passwords non-stop; a scraper with the right one stays fast at every scrape.
+
+    Between two scrapes the flood gets more answers than the verdict cache holds, as it
+    does over a real scrape interval (15 s and more), so no scrape can lean on luck.
+    """
+    hashed = bcrypt.hashpw(PASSWORD, bcrypt.gensalt(10)).decode()   # htpasswd's usual cost
+    config = load(write_config(tmp_path, f"basic_auth_users:\n  prometheus: {hashed}\n"))
+    server = serve(config)
+    good = {"Authorization": basic("prometheus", PASSWORD)}
+    stop = threading.Event()
+    answered = [0]
+    lock = threading.Lock()
+
+    def flood(worker: int) -> None:
+        attempt = 0
+        while not stop.is_set():
+            attempt += 1
+            try:
+                wrong = basic("prometheus", b"wrong-%d-%d" % (worker, attempt))
+                http_get(server.port, headers={"Authorization": wrong})
+            except OSError:
+                continue
+            with lock:
+                answered[0] += 1
+
+    def flood_answers_beyond(count: int) -> None:
+        deadline = time.monotonic() + 120
+        while answered[0] < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    flooders = [threading.Thread(target=flood, args=(i,), daemon=True) for i in range(16)]
+    latencies = []
+    try:
+        assert http_get(server.port, headers=good)[0].status == 200   # the scraper was there before the flood
+        for thread in flooders:
+            thread.start()
+        for _ in range(5):
+            flood_answers_beyond(answered[0] + webconfig.AUTH_CACHE_ENTRIES + 20)
+            started = time.perf_counter()
+            response, body = http_get(server.port, headers=good)
+            latencies.append(time.perf_counter() - started)
+            assert (response.status, body) == (200, BODY)
+    finally:
+        stop.set()
+        for thread in flooders:
+            thread.join(10)
+        server.stop()
+    assert _median_seconds(latencies) < 0.2, sorted(latencies)
+
+
+def test_repeated_wrong_passwords_from_one_address_get_429_quickly(tmp_path, password_hash):
+    config = load(write_config(tmp_path, f"basic_auth_users:\n  u: {password_hash}\n"))
+    server = serve(config)
+    try:
+        statuses = []
+        for attempt in range(webconfig.FAILED_AUTH_BURST + 5):
+            response, _ = http_get(server.port, headers={"Authorization": basic("u", b"guess-%d" % attempt)})
+            statuses.append(response.status)
+        assert statuses[:webconfig.FAILED_AUTH_BURST] == [401] * webconfig.FAILED_AUTH_BURST
+        assert statuses[-1] == 429 and response.getheader("Retry-After")
+        response, body = http_get(server.port, headers={"Authorization": basic("u", PASSWORD)})
+        assert response.status == 429                # no more guesses from here for now, right or wrong
+    finally:
+        server.stop()
+
+
+def test_good_credentials_stay_cached_through_a_flood_of_failures(tmp_path, password_hash, monkeypatch):
+    config = load(write_config(tmp_path, f"basic_auth_users:\n  u: {password_hash}\n"))
+    calls = []
+    real = bcrypt.checkpw
+    monkeypatch.setattr(bcrypt, "checkpw", lambda pw, h: calls.append(h) or real(pw, h))
+    good = basic("u", PASSWORD)
+    assert config.authenticate(good)
+    for attempt in range(3 * webconfig.AUTH_CACHE_ENTRIES):
+        assert not config.authenticate(basic("u", b"guess-%d" % attempt), "192.0.2.%d" % (attempt % 250))
+    before = len(calls)
+    assert config.authenticate(good)
+    assert len(calls) == before                        # answered from the cache, no bcrypt
+
+
+def test_checks_beyond_the_bcrypt_queue_are_refused_quickly(tmp_path):
+    hashed = bcrypt.hashpw(PASSWORD, bcrypt.gensalt(12)).decode()   # ~0.3 s a check: a queue builds up
+    config = load(write_config(tmp_path, f"basic_auth_users:\n  u: {hashed}\n"))
+    server = serve(config)
+    results: list[tuple[int, float]] = []
+    lock = threading.Lock()
+
+    def attempt(worker: int) -> None:
+        started = time.perf_counter()
+        response, _ = http_get(server.port, headers={"Authorization": basic("u", b"w%d" % worker)})
+        with lock:
+            results.append((response.status, time.perf_counter() - started))
+
+    try:
+        callers = [threading.Thread(target=attempt, args=(i,)) for i in range(webconfig.BCRYPT_WORKERS
+                                                                               + webconfig.BCRYPT_QUEUE + 6)]
+        for thread in callers:
+            thread.start()
+        for thread in callers:
+            thread.join(60)
+    finally:
+        server.stop()
+    refused = [seconds for status, seconds in results if status == 503]
+    assert len(refused) >= 6
+    assert max(refused) < 0.2
