@@ -100,6 +100,22 @@ static void api_leave(api_backend *b)
         backend_free(b);
 }
 
+/*
+ * The body of every exported call: resolve the handle to its backend (held
+ * while the call runs), call the backend's operation, release it.  (GNU ##__VA_ARGS__
+ * drops the comma of an operation that takes nothing but the backend.)
+ */
+#define API_CALL(handle, op, ...)                                             \
+    do {                                                                      \
+        api_backend *backend_;                                                \
+        dcgmReturn_t rc_ = api_enter((handle), &backend_);                    \
+        if (rc_ != DCGM_ST_OK)                                                \
+            return rc_;                                                       \
+        rc_ = (dcgmReturn_t)backend_->ops->op(backend_->impl, ##__VA_ARGS__); \
+        api_leave(backend_);                                                  \
+        return rc_;                                                           \
+    } while (0)
+
 /* ---- init, embedded engine ----------------------------------------------- */
 
 dcgmReturn_t dcgmInit(void)
@@ -322,49 +338,25 @@ dcgmReturn_t dcgmDisconnect(dcgmHandle_t pDcgmHandle)
 
 dcgmReturn_t dcgmGetAllDevices(dcgmHandle_t pDcgmHandle, unsigned int *gpuIdList, int *count)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->gpu_ids(b->impl, 0, gpuIdList, count);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, gpu_ids, 0, gpuIdList, count);
 }
 
 dcgmReturn_t dcgmGetAllSupportedDevices(dcgmHandle_t pDcgmHandle, unsigned int *gpuIdList,
                                         int *count)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->gpu_ids(b->impl, 1, gpuIdList, count);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, gpu_ids, 1, gpuIdList, count);
 }
 
 dcgmReturn_t dcgmGetDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                                      dcgmDeviceAttributes_t *pDcgmAttr)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->device_attributes(b->impl, gpuId, pDcgmAttr);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, device_attributes, gpuId, pDcgmAttr);
 }
 
 dcgmReturn_t dcgmGetGpuStatus(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                               DcgmEntityStatus_t *status)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->gpu_status(b->impl, gpuId, status);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, gpu_status, gpuId, status);
 }
 
 dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle,
@@ -372,37 +364,18 @@ dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle,
                                         dcgm_field_eid_t *entities, int *numEntities,
                                         unsigned int flags)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->entity_group_entities(b->impl, entityGroup, entities, numEntities,
-                                                     flags);
-    api_leave(b);
-    return rc;
+    API_CALL(dcgmHandle, entity_group_entities, entityGroup, entities, numEntities, flags);
 }
 
 dcgmReturn_t dcgmCreateFakeEntities(dcgmHandle_t pDcgmHandle,
                                     dcgmCreateFakeEntities_t *createFakeEntities)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->create_fake_entities(b->impl, createFakeEntities);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, create_fake_entities, createFakeEntities);
 }
 
 dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarchy_v2 *hierarchy)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->mig_hierarchy(b->impl, hierarchy);
-    api_leave(b);
-    return rc;
+    API_CALL(dcgmHandle, mig_hierarchy, hierarchy);
 }
 
 /* ---- groups -------------------------------------------------------------- */
@@ -410,74 +383,38 @@ dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarc
 dcgmReturn_t dcgmGroupCreate(dcgmHandle_t pDcgmHandle, dcgmGroupType_t type,
                              const char *groupName, dcgmGpuGrp_t *pDcgmGrpId)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->group_create(b->impl, type, groupName, pDcgmGrpId);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, group_create, type, groupName, pDcgmGrpId);
 }
 
 dcgmReturn_t dcgmGroupAddEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                 dcgm_field_entity_group_t entityGroupId,
                                 dcgm_field_eid_t entityId)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->group_add_entity(b->impl, groupId, entityGroupId, entityId);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, group_add_entity, groupId, entityGroupId, entityId);
 }
 
 dcgmReturn_t dcgmGroupAddDevice(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                 unsigned int gpuId)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->group_add_entity(b->impl, groupId, DCGM_FE_GPU, gpuId);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, group_add_entity, groupId, DCGM_FE_GPU, gpuId);
 }
 
 dcgmReturn_t dcgmGroupRemoveEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                    dcgm_field_entity_group_t entityGroupId,
                                    dcgm_field_eid_t entityId)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->group_remove_entity(b->impl, groupId, entityGroupId, entityId);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, group_remove_entity, groupId, entityGroupId, entityId);
 }
 
 dcgmReturn_t dcgmGroupDestroy(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->group_destroy(b->impl, groupId);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, group_destroy, groupId);
 }
 
 dcgmReturn_t dcgmGroupGetInfo(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                               dcgmGroupInfo_t *pDcgmGroupInfo)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->group_get_info(b->impl, groupId, pDcgmGroupInfo);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, group_get_info, groupId, pDcgmGroupInfo);
 }
 
 /* ---- field groups -------------------------------------------------------- */
@@ -486,47 +423,23 @@ dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t dcgmHandle, int numFieldIds,
                                   const unsigned short *fieldIds, const char *fieldGroupName,
                                   dcgmFieldGrp_t *dcgmFieldGroupId)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->field_group_create(b->impl, numFieldIds, fieldIds, fieldGroupName,
-                                                  dcgmFieldGroupId);
-    api_leave(b);
-    return rc;
+    API_CALL(dcgmHandle, field_group_create,
+             numFieldIds, fieldIds, fieldGroupName, dcgmFieldGroupId);
 }
 
 dcgmReturn_t dcgmFieldGroupDestroy(dcgmHandle_t dcgmHandle, dcgmFieldGrp_t dcgmFieldGroupId)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->field_group_destroy(b->impl, dcgmFieldGroupId);
-    api_leave(b);
-    return rc;
+    API_CALL(dcgmHandle, field_group_destroy, dcgmFieldGroupId);
 }
 
 dcgmReturn_t dcgmFieldGroupGetInfo(dcgmHandle_t dcgmHandle, dcgmFieldGroupInfo_t *fieldGroupInfo)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->field_group_get_info(b->impl, fieldGroupInfo);
-    api_leave(b);
-    return rc;
+    API_CALL(dcgmHandle, field_group_get_info, fieldGroupInfo);
 }
 
 dcgmReturn_t dcgmFieldGroupGetAll(dcgmHandle_t dcgmHandle, dcgmAllFieldGroup_t *allGroupInfo)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->field_group_get_all(b->impl, allGroupInfo);
-    api_leave(b);
-    return rc;
+    API_CALL(dcgmHandle, field_group_get_all, allGroupInfo);
 }
 
 /* ---- watches ------------------------------------------------------------- */
@@ -535,26 +448,14 @@ dcgmReturn_t dcgmWatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                              dcgmFieldGrp_t fieldGroupId, long long updateFreq,
                              double maxKeepAge, int maxKeepSamples)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->watch_fields(b->impl, groupId, fieldGroupId, updateFreq, maxKeepAge,
-                                            maxKeepSamples);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, watch_fields,
+             groupId, fieldGroupId, updateFreq, maxKeepAge, maxKeepSamples);
 }
 
 dcgmReturn_t dcgmUnwatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                                dcgmFieldGrp_t fieldGroupId)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->unwatch_fields(b->impl, groupId, fieldGroupId);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, unwatch_fields, groupId, fieldGroupId);
 }
 
 dcgmReturn_t dcgmWatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned short fieldId,
@@ -562,14 +463,8 @@ dcgmReturn_t dcgmWatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned s
 {
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->watch_field_value(b->impl, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
-                                                 fieldId, updateFreq, maxKeepAge, maxKeepSamples);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, watch_field_value,
+             DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fieldId, updateFreq, maxKeepAge, maxKeepSamples);
 }
 
 dcgmReturn_t dcgmUnwatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned short fieldId,
@@ -577,37 +472,19 @@ dcgmReturn_t dcgmUnwatchFieldValue(dcgmHandle_t pDcgmHandle, int gpuId, unsigned
 {
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->unwatch_field_value(b->impl, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId,
-                                                   fieldId, clearCache);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, unwatch_field_value,
+             DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fieldId, clearCache);
 }
 
 dcgmReturn_t dcgmUpdateAllFields(dcgmHandle_t pDcgmHandle, int waitForUpdate)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->update_all_fields(b->impl, waitForUpdate);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, update_all_fields, waitForUpdate);
 }
 
 dcgmReturn_t dcgmInjectFieldValue(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                                   dcgmInjectFieldValue_t *dcgmInjectFieldValue)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->inject(b->impl, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, inject, DCGM_FE_GPU, gpuId, dcgmInjectFieldValue);
 }
 
 dcgmReturn_t dcgmInjectEntityFieldValue(dcgmHandle_t pDcgmHandle,
@@ -615,24 +492,12 @@ dcgmReturn_t dcgmInjectEntityFieldValue(dcgmHandle_t pDcgmHandle,
                                         dcgm_field_eid_t entityId,
                                         dcgmInjectFieldValue_t *pDcgmInjectFieldValue)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->inject(b->impl, entityGroupId, entityId, pDcgmInjectFieldValue);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, inject, entityGroupId, entityId, pDcgmInjectFieldValue);
 }
 
 dcgmReturn_t dcgmEmptyCache(dcgmHandle_t pDcgmHandle)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->empty_cache(b->impl);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, empty_cache);
 }
 
 /* ---- reads --------------------------------------------------------------- */
@@ -670,13 +535,7 @@ dcgmReturn_t dcgmGetLatestValues_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t group
     if (!enumCB)
         return DCGM_ST_BADPARAM;
     entity_cb_ctx ctx = { enumCB, userData };
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->latest_values(b->impl, groupId, fieldGroupId, 0, emit_entity, &ctx);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, latest_values, groupId, fieldGroupId, 0, emit_entity, &ctx);
 }
 
 dcgmReturn_t dcgmGetLatestValues(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -686,13 +545,7 @@ dcgmReturn_t dcgmGetLatestValues(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
     if (!enumCB)
         return DCGM_ST_BADPARAM;
     gpu_cb_ctx ctx = { enumCB, userData };
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->latest_values(b->impl, groupId, fieldGroupId, 1, emit_gpu, &ctx);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, latest_values, groupId, fieldGroupId, 1, emit_gpu, &ctx);
 }
 
 dcgmReturn_t dcgmEntityGetLatestValues(dcgmHandle_t pDcgmHandle,
@@ -702,14 +555,8 @@ dcgmReturn_t dcgmEntityGetLatestValues(dcgmHandle_t pDcgmHandle,
 {
     if (entityId < 0)
         return DCGM_ST_BADPARAM;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->entity_latest(b->impl, entityGroup, (dcgm_field_eid_t)entityId,
-                                             fields, count, values);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, entity_latest,
+             entityGroup, (dcgm_field_eid_t)entityId, fields, count, values);
 }
 
 dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t pDcgmHandle, int gpuId,
@@ -718,14 +565,8 @@ dcgmReturn_t dcgmGetLatestValuesForFields(dcgmHandle_t pDcgmHandle, int gpuId,
 {
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->entity_latest(b->impl, DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fields,
-                                             count, values);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, entity_latest,
+             DCGM_FE_GPU, (dcgm_field_eid_t)gpuId, fields, count, values);
 }
 
 dcgmReturn_t dcgmEntitiesGetLatestValues(dcgmHandle_t pDcgmHandle,
@@ -734,14 +575,8 @@ dcgmReturn_t dcgmEntitiesGetLatestValues(dcgmHandle_t pDcgmHandle,
                                          unsigned int fieldCount, unsigned int flags,
                                          dcgmFieldValue_v2 *values)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->entities_latest(b->impl, entities, entityCount, fields, fieldCount,
-                                               flags, values);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, entities_latest,
+             entities, entityCount, fields, fieldCount, flags, values);
 }
 
 dcgmReturn_t dcgmGetValuesSince_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -753,14 +588,8 @@ dcgmReturn_t dcgmGetValuesSince_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupI
         return DCGM_ST_BADPARAM;
     *nextSinceTimestamp = sinceTimestamp;
     entity_cb_ctx ctx = { enumCB, userData };
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->values_since(b->impl, groupId, fieldGroupId, sinceTimestamp,
-                                            nextSinceTimestamp, 0, emit_entity, &ctx);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, values_since,
+             groupId, fieldGroupId, sinceTimestamp, nextSinceTimestamp, 0, emit_entity, &ctx);
 }
 
 dcgmReturn_t dcgmGetValuesSince(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -772,14 +601,8 @@ dcgmReturn_t dcgmGetValuesSince(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
         return DCGM_ST_BADPARAM;
     *nextSinceTimestamp = sinceTimestamp;
     gpu_cb_ctx ctx = { enumCB, userData };
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->values_since(b->impl, groupId, fieldGroupId, sinceTimestamp,
-                                            nextSinceTimestamp, 1, emit_gpu, &ctx);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, values_since,
+             groupId, fieldGroupId, sinceTimestamp, nextSinceTimestamp, 1, emit_gpu, &ctx);
 }
 
 dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
@@ -789,14 +612,8 @@ dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
 {
     if (gpuId < 0)
         return DCGM_ST_BADPARAM;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->multiple_values(b->impl, (unsigned int)gpuId, fieldId, count,
-                                               startTs, endTs, order, values);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, multiple_values,
+             (unsigned int)gpuId, fieldId, count, startTs, endTs, order, values);
 }
 
 /* ---- health and profiling ------------------------------------------------ */
@@ -804,13 +621,7 @@ dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
 dcgmReturn_t dcgmHealthSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                            dcgmHealthSystems_t systems)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->health_set(b->impl, groupId, (unsigned int)systems);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, health_set, groupId, (unsigned int)systems);
 }
 
 dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *params)
@@ -819,13 +630,7 @@ dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *
         return DCGM_ST_BADPARAM;
     if (params->version != dcgmHealthSetParams_version2)
         return DCGM_ST_VER_MISMATCH;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->health_set(b->impl, params->groupId, (unsigned int)params->systems);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, health_set, params->groupId, (unsigned int)params->systems);
 }
 
 dcgmReturn_t dcgmHealthGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
@@ -848,25 +653,13 @@ dcgmReturn_t dcgmHealthGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
 dcgmReturn_t dcgmHealthCheck(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                              dcgmHealthResponse_t *results)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->health_check(b->impl, groupId, results);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, health_check, groupId, results);
 }
 
 dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
                                               dcgmProfGetMetricGroups_t *metricGroups)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->prof_metric_groups(b->impl, metricGroups);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, prof_metric_groups, metricGroups);
 }
 
 /* ---- versions and liveness ----------------------------------------------- */
@@ -899,24 +692,12 @@ dcgmReturn_t dcgmVersionInfo(dcgmVersionInfo_t *pVersionInfo)
 
 dcgmReturn_t dcgmHostengineVersionInfo(dcgmHandle_t pDcgmHandle, dcgmVersionInfo_t *pVersionInfo)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->version_info(b->impl, pVersionInfo);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, version_info, pVersionInfo);
 }
 
 dcgmReturn_t dcgmHostengineIsHealthy(dcgmHandle_t pDcgmHandle, dcgmHostengineHealth_t *heHealth)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->hostengine_health(b->impl, heHealth);
-    api_leave(b);
-    return rc;
+    API_CALL(pDcgmHandle, hostengine_health, heHealth);
 }
 
 /* ---- simulator extensions ------------------------------------------------ */
@@ -941,25 +722,13 @@ dcgmReturn_t dcgmSimGetStartTime(long long *startUs)
     dcgmHandle_t source = start_time_source();
     if (source == 0)
         return DCGM_ST_UNINITIALIZED;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(source, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->start_time(b->impl, startUs);
-    api_leave(b);
-    return rc;
+    API_CALL(source, start_time, startUs);
 }
 
 dcgmReturn_t dcgmSimGetValueAt(unsigned int gpuId, unsigned short fieldId, long long tRelUs,
                                dcgmFieldValue_v1 *value)
 {
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(DCGM_EMBEDDED_HANDLE, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    rc = (dcgmReturn_t)b->ops->sim_value_at(b->impl, gpuId, fieldId, (int64_t)tRelUs, value);
-    api_leave(b);
-    return rc;
+    API_CALL(DCGM_EMBEDDED_HANDLE, sim_value_at, gpuId, fieldId, (int64_t)tRelUs, value);
 }
 
 dcgmReturn_t dcgmSimCheckScenario(const char *spec, char *errorText, int errorTextLen)
