@@ -293,6 +293,19 @@ def test_bad_env_value_names_the_variable(tmp_path):
                              "'fast' is not a whole number of milliseconds\n")
 
 
+def test_huge_device_ranges_are_one_line_usage_errors_at_once(tmp_path):
+    started = time.monotonic()
+    result = run_cli(tmp_path, "-a", "127.0.0.1:0", "-d", "g:0-4294967296")
+    by_env = run_cli(tmp_path, "-a", "127.0.0.1:0", env=clean_env(DCGM_EXPORTER_DEVICES_STR="g:0-50000000"))
+    assert time.monotonic() - started < 10   # two interpreter start-ups, no expansion of the range
+    assert (result.returncode, by_env.returncode) == (2, 2)
+    assert last_line(result.stderr) == ("dcgm-collector: error: argument -d/--devices: 'g:0-4294967296': "
+                                        "id 4294967296 is too large (ids go from 0 to 1023)")
+    assert by_env.stderr == ("dcgm-collector: error: environment variable DCGM_EXPORTER_DEVICES_STR: "
+                             "'g:0-50000000': id 50000000 is too large (ids go from 0 to 1023)\n")
+    assert "Traceback" not in result.stderr + by_env.stderr
+
+
 def test_version_and_help(tmp_path):
     result = run_cli(tmp_path, "--version")
     assert (result.returncode, result.stdout) == (0, f"dcgm-collector {__version__}\n")
