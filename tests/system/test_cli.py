@@ -341,6 +341,61 @@ def test_check_counters_bad_file(tmp_path, capsys):
     assert "cannot read counters file" in capsys.readouterr().err
 
 
+def not_a_counters_file(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A path that is not a usable counters file, and the one-line problem the collector names."""
+    path = tmp_path / f"counters-{kind}.csv"
+    if kind == "fifo":
+        os.mkfifo(path)
+        return path, "not a regular file (a FIFO)"
+    if kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+        return path, "not a regular file (a character device)"
+    if kind == "directory":
+        path.mkdir()
+        return path, "not a regular file (a directory)"
+    with open(path, "wb") as out:   # sparse: 4 GiB that take no disk
+        out.write(b"DCGM_FI_DEV_GPU_TEMP, gauge, temperature\n")
+        out.truncate(4 << 30)
+    return path, "larger than 1 MiB"
+
+
+NOT_COUNTERS_FILES = ["fifo", "dev-zero", "directory", "huge"]
+
+
+@pytest.mark.parametrize("kind", NOT_COUNTERS_FILES)
+def test_check_counters_refuses_what_is_not_a_counters_file_in_one_line(tmp_path, kind):
+    path, problem = not_a_counters_file(tmp_path, kind)
+    result = run_cli(tmp_path, "check-counters", str(path), timeout=15)
+    assert result.returncode == 1
+    assert result.stderr == f"dcgm-collector: error: {path}: {problem}\n"
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("kind", NOT_COUNTERS_FILES)
+def test_start_refuses_what_is_not_a_counters_file_in_one_line(tmp_path, kind):
+    path, problem = not_a_counters_file(tmp_path, kind)
+    result = run_cli(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "-f", str(path), timeout=15)
+    assert result.returncode == 1
+    assert result.stderr == f"dcgm-collector: error: {path}: {problem}\n"
+
+
+def test_a_counters_fifo_on_reload_is_refused_and_sigterm_still_stops(tmp_path):
+    counters = tmp_path / "counters.csv"
+    counters.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "-c", "200", "-f", str(counters)) as c:
+        counters.unlink()
+        os.mkfifo(counters)
+        mark = len(c.log())
+        c.proc.send_signal(signal.SIGHUP)
+        c.wait_log(rf"reload failed, still serving the previous counters: {re.escape(str(counters))}: "
+                   r"not a regular file \(a FIFO\)\n", start=mark)
+        assert "DCGM_FI_DEV_GPU_TEMP" in {name for name, _, _ in samples(c.metrics())}
+        started = time.monotonic()
+        assert c.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - started < 2
+        assert "Traceback" not in c.log()
+
+
 # ---- parsing (in-process) ---------------------------------------------------------------------
 
 
