@@ -12,6 +12,15 @@ connection is lost) while /health says why.
 SIGTERM / SIGINT stop everything and exit 0.  SIGHUP re-reads the counters
 file: a bad file is logged in one line and the running configuration keeps
 serving; a good one gets a new sampler and exposition, swapped in at once.
+
+Threads and signals: the main thread waits for signals.  A DCGM call can block for DCGM's whole request timeout (60 s)
+when a hostengine hangs, longer than systemd's TimeoutStopSec or a Kubernetes
+grace period allows, so start-up and the stop run on threads of their own.
+On SIGTERM the stop gets
+STOP_GRACE_S; if a DCGM call still holds it then, the logs are flushed and
+the process exits at once (os._exit) with the exit status it would have had;
+the kernel closes its connections, and nothing is kept on disk that a clean
+stop would have saved.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ import os
 import queue
 import signal
 import sys
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +51,13 @@ from dcgm_collector.serve.server import ListenError, MetricsServer, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 from dcgm_collector.serve.webconfig import WebConfig, WebConfigError, load
 
-__all__ = ["Collector", "StartupError", "library_version", "serve"]
+__all__ = ["Collector", "STOP_GRACE_S", "StartupError", "library_version", "serve", "stop_within"]
 
 log = logging.getLogger("dcgm_collector")
+
+# How long SIGTERM waits for DCGM to stop cleanly before the process exits anyway: short enough
+# that the whole exit stays well within 2 s, long enough for a healthy DCGM to stop.
+STOP_GRACE_S = 1.0
 
 
 class StartupError(Exception):
@@ -62,6 +77,7 @@ class Collector:
         self.pods: Any = None           # PodMapper (-k)
         self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
         self._renders: SingleFlight[bytes] = SingleFlight()
+        self._stopping = threading.Event()   # set once stop() begins: a reload still running then gives up
 
     # -- what the server calls (on request threads)
     def metrics(self, openmetrics: bool) -> bytes:
@@ -212,6 +228,8 @@ class Collector:
         except StartupError as error:
             log.error("reload failed, still serving the previous counters: %s", error)
             return False
+        if self._stopping.is_set():
+            return False
         ok = all([target.reload(counters) for target in self.targets])
         if ok:
             log.info("reloaded %d metrics from %s", len(counters), self.config.collectors)
@@ -219,6 +237,8 @@ class Collector:
 
     # -- shutdown
     def stop(self) -> None:
+        """Stop serving and collecting.  It may wait as long as a DCGM call blocks: see stop_within()."""
+        self._stopping.set()
         if self.server is not None:
             self.server.stop()
             self.server = None
@@ -242,6 +262,13 @@ def _scenario_spec(spec: str) -> str:
 
 # ---- signals and the main loop -----------------------------------------------------------
 
+@dataclass(frozen=True)
+class _Started:
+    """What the start-up thread puts on the event queue: None, or the one-line error."""
+
+    error: str | None
+
+
 def _install_signals(events: queue.SimpleQueue) -> None:
     def handler(signum: int, _frame: Any) -> None:
         events.put(signum)   # SimpleQueue.put is safe in a signal handler; the main loop does the work
@@ -250,32 +277,87 @@ def _install_signals(events: queue.SimpleQueue) -> None:
         signal.signal(signum, handler)
 
 
+def _start(collector: Collector, events: queue.SimpleQueue) -> None:
+    """Start the collector (on a thread of its own) and say how it went on ``events``."""
+    try:
+        collector.start()
+    except StartupError as error:
+        events.put(_Started(str(error)))
+    except Exception as error:
+        log.debug("start-up failed", exc_info=True)
+        events.put(_Started(f"start-up failed: {type(error).__name__}: {error}"))
+    else:
+        events.put(_Started(None))
+
+
+def stop_within(collector: Collector, seconds: float, starting: threading.Thread | None = None) -> bool:
+    """Stop the collector (after its start-up, if one is under way), waiting at most ``seconds``.
+
+    False when DCGM still holds the stop: the caller exits without it.
+    """
+    def stop() -> None:
+        if starting is not None:
+            starting.join()
+        collector.stop()
+
+    stopper = threading.Thread(target=stop, name="dcgm-collector-stop", daemon=True)
+    stopper.start()
+    stopper.join(seconds)
+    return not stopper.is_alive()
+
+
+def _exit_now(code: int) -> None:
+    """Exit at once, leaving the threads stuck in DCGM calls (and libdcgm's own clean-up) behind."""
+    log.warning("a DCGM call did not return within %.1f s of the stop; exiting without waiting for it", STOP_GRACE_S)
+    logging.shutdown()   # flushes every handler
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _main_loop(collector: Collector, events: queue.SimpleQueue) -> int:
+    """Handle the start-up's outcome and the signals until one says stop; the exit status."""
+    started = False
+    reload_waiting = False   # a SIGHUP during start-up: reload once start-up is done
+    while True:
+        try:
+            event = events.get(timeout=1.0)
+        except queue.Empty:
+            continue
+        if isinstance(event, _Started):
+            if event.error is not None:
+                print(f"{PROG}: error: {event.error}", file=sys.stderr)
+                return EXIT_ERROR
+            started = True
+            if reload_waiting:
+                collector.reload()
+            continue
+        if event == signal.SIGHUP:
+            if started:
+                collector.reload()
+            else:
+                reload_waiting = True
+            continue
+        log.info("%s: shutting down", signal.Signals(event).name)
+        return EXIT_OK
+
+
 def serve(config: Config) -> int:
     events: queue.SimpleQueue = queue.SimpleQueue()
     _install_signals(events)
     collector = Collector(config)
+    starting = threading.Thread(target=_start, args=(collector, events), name="dcgm-collector-start", daemon=True)
+    code = EXIT_ERROR
     try:
-        try:
-            collector.start()
-        except StartupError as error:
-            print(f"{PROG}: error: {error}", file=sys.stderr)
-            return EXIT_ERROR
-        except Exception as error:
-            log.debug("start-up failed", exc_info=True)
-            print(f"{PROG}: error: start-up failed: {type(error).__name__}: {error}", file=sys.stderr)
-            return EXIT_ERROR
-        while True:
-            try:
-                signum = events.get(timeout=1.0)
-            except queue.Empty:
-                continue
-            if signum == signal.SIGHUP:
-                collector.reload()
-                continue
-            log.info("%s: shutting down", signal.Signals(signum).name)
-            return EXIT_OK
+        starting.start()
+        code = _main_loop(collector, events)
     finally:
-        collector.stop()
+        if not stop_within(collector, STOP_GRACE_S, starting):
+            _exit_now(code)
+    return code
 
 
 def library_version(library: Library) -> str:

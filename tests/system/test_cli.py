@@ -225,6 +225,53 @@ def test_reload_on_sighup_and_clean_sigterm(tmp_path, sim_lib):
         assert "Traceback" not in c.log()
 
 
+# The collector with its embedded DCGM stuck as a hung driver leaves it: once the file "stuck"
+# exists, every read of the sampler and the handle's final stop block for DCGM's 60 s.
+STUCK_DCGM = """
+import os, sys, time
+from dcgm_collector.cli import main
+from dcgm_collector.collect import drain
+from dcgm_collector.dcgm import Handle
+
+def stuck(call):
+    def wrapper(*args, **kwargs):
+        if os.path.exists("stuck"):
+            time.sleep(60)
+        return call(*args, **kwargs)
+    return wrapper
+
+drain.drain_into = stuck(drain.drain_into)
+Handle.close = stuck(Handle.close)
+sys.exit(main())
+"""
+
+
+def test_sigterm_while_embedded_dcgm_is_stuck_exits_within_2_s(tmp_path):
+    (tmp_path / "stuck_dcgm.py").write_text(STUCK_DCGM)
+    log = tmp_path / "collector.log"
+    with open(log, "wb") as out:
+        proc = launch("stuck_dcgm", "--sim", "2", "-a", "127.0.0.1:0", "-c", "200", cwd=tmp_path, env=clean_env(),
+                      stdout=out, stderr=subprocess.STDOUT)
+    c = Running(proc, log)
+    try:
+        c.port = int(c.wait_log(SERVING.pattern)[1])
+        metrics_after_ticks(c, 2)
+        (tmp_path / "stuck").touch()
+        time.sleep(0.5)   # the sampler waits inside a read now
+        assert c.get("/health")[0] in (200, 503)   # the server answers meanwhile...
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)   # ...and SIGTERM waits neither for the read nor for the stuck stop
+        code = proc.wait(70)
+        seconds = time.monotonic() - started
+        print(f"\nSIGTERM -> exit with embedded DCGM stuck: {seconds:.2f} s")
+        assert code == 0, c.log()
+        assert seconds < 2.0, c.log()
+        assert "Traceback" not in c.log()
+        assert c.log().rstrip().endswith("exiting without waiting for it")   # the logs are flushed first
+    finally:
+        stop_process(proc, signal.SIGKILL)
+
+
 def test_landing_page_and_health_from_the_cli(tmp_path, sim_lib):
     # --dcgm-lib pointed at the simulator, which reads its node from DCGM_SIM_SCENARIO
     with collector(tmp_path, "--dcgm-lib", str(sim_lib), "-a", "127.0.0.1:0", "-c", "200",

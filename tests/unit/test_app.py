@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 from support import wait_for
@@ -77,3 +79,16 @@ def test_profiling_rows_the_gpus_lack_are_dropped_with_a_warning(handle, tmp_pat
     assert [c.name for c in kept] == ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
     assert any(f"{counters_file}:3: skipping DCGM_FI_PROF_NVDEC_UTIL_7_RATIO" in r.getMessage()
                for r in caplog.records)
+
+
+# ---- the stop never holds up the exit ---------------------------------------------
+
+def test_a_stop_that_dcgm_holds_up_is_given_up_after_the_grace(monkeypatch):
+    stuck = threading.Event()
+    collector = app.Collector(parse_config(["--sim", "1"], {}))
+    monkeypatch.setattr(collector, "stop", lambda: stuck.wait(30))
+    started = time.monotonic()
+    assert app.stop_within(collector, 0.3) is False
+    assert 0.3 <= time.monotonic() - started < 1.0
+    stuck.set()
+    assert app.stop_within(app.Collector(parse_config(["--sim", "1"], {})), 1.0) is True   # nothing to stop
