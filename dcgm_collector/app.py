@@ -13,10 +13,12 @@ SIGTERM / SIGINT stop everything and exit 0.  SIGHUP re-reads the counters
 file: a bad file is logged in one line and the running configuration keeps
 serving; a good one gets a new sampler and exposition, swapped in at once.
 
-Threads and signals: the main thread waits for signals.  A DCGM call can block for DCGM's whole request timeout (60 s)
+Threads and signals: the main thread only waits for signals; it never makes a
+DCGM call.  A DCGM call can block for DCGM's whole request timeout (60 s)
 when a hostengine hangs, longer than systemd's TimeoutStopSec or a Kubernetes
-grace period allows, so start-up and the stop run on threads of their own.
-On SIGTERM the stop gets
+grace period allows, so start-up, each reload and the stop run on threads of
+their own.  Reloads run one at a time; SIGHUPs that arrive during one are
+coalesced into one more reload after it.  On SIGTERM the stop gets
 STOP_GRACE_S; if a DCGM call still holds it then, the logs are flushed and
 the process exits at once (os._exit) with the exit status it would have had;
 the kernel closes its connections, and nothing is kept on disk that a clean
@@ -31,6 +33,7 @@ import queue
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +54,7 @@ from dcgm_collector.serve.server import ListenError, MetricsServer, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 from dcgm_collector.serve.webconfig import WebConfig, WebConfigError, load
 
-__all__ = ["Collector", "STOP_GRACE_S", "StartupError", "library_version", "serve", "stop_within"]
+__all__ = ["Collector", "Reloads", "STOP_GRACE_S", "StartupError", "library_version", "serve", "stop_within"]
 
 log = logging.getLogger("dcgm_collector")
 
@@ -290,6 +293,42 @@ def _start(collector: Collector, events: queue.SimpleQueue) -> None:
         events.put(_Started(None))
 
 
+class Reloads:
+    """SIGHUP's reloads, on a thread of their own so that a hung DCGM never holds up the signals.
+
+    One runs at a time; the requests that come while it runs are coalesced into one
+    more reload after it, so the file last written is the one read.
+    """
+
+    def __init__(self, reload: Callable[[], object]) -> None:
+        self._reload = reload
+        self._lock = threading.Lock()
+        self._running = False
+        self._again = False
+
+    def request(self) -> None:
+        with self._lock:
+            if self._running:
+                if not self._again:
+                    log.info("SIGHUP: a reload is under way; the counters file is read again once it ends")
+                self._again = True
+                return
+            self._running = True
+        threading.Thread(target=self._run, name="dcgm-collector-reload", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self._reload()
+            except Exception:   # the collector must keep serving whatever a reload did
+                log.exception("reload failed")
+            with self._lock:
+                if not self._again:
+                    self._running = False
+                    return
+                self._again = False
+
+
 def stop_within(collector: Collector, seconds: float, starting: threading.Thread | None = None) -> bool:
     """Stop the collector (after its start-up, if one is under way), waiting at most ``seconds``.
 
@@ -318,7 +357,7 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _main_loop(collector: Collector, events: queue.SimpleQueue) -> int:
+def _main_loop(collector: Collector, events: queue.SimpleQueue, reloads: Reloads) -> int:
     """Handle the start-up's outcome and the signals until one says stop; the exit status."""
     started = False
     reload_waiting = False   # a SIGHUP during start-up: reload once start-up is done
@@ -333,11 +372,11 @@ def _main_loop(collector: Collector, events: queue.SimpleQueue) -> int:
                 return EXIT_ERROR
             started = True
             if reload_waiting:
-                collector.reload()
+                reloads.request()
             continue
         if event == signal.SIGHUP:
             if started:
-                collector.reload()
+                reloads.request()
             else:
                 reload_waiting = True
             continue
@@ -353,7 +392,7 @@ def serve(config: Config) -> int:
     code = EXIT_ERROR
     try:
         starting.start()
-        code = _main_loop(collector, events)
+        code = _main_loop(collector, events, Reloads(collector.reload))
     finally:
         if not stop_within(collector, STOP_GRACE_S, starting):
             _exit_now(code)

@@ -258,9 +258,11 @@ def test_sigterm_while_embedded_dcgm_is_stuck_exits_within_2_s(tmp_path):
         metrics_after_ticks(c, 2)
         (tmp_path / "stuck").touch()
         time.sleep(0.5)   # the sampler waits inside a read now
-        assert c.get("/health")[0] in (200, 503)   # the server answers meanwhile...
+        proc.send_signal(signal.SIGHUP)   # the reload waits for the sampler...
+        time.sleep(0.3)
+        assert c.get("/health")[0] in (200, 503)   # ...the server answers meanwhile...
         started = time.monotonic()
-        proc.send_signal(signal.SIGTERM)   # ...and SIGTERM waits neither for the read nor for the stuck stop
+        proc.send_signal(signal.SIGTERM)   # ...and SIGTERM waits for neither, nor for the stuck stop
         code = proc.wait(70)
         seconds = time.monotonic() - started
         print(f"\nSIGTERM -> exit with embedded DCGM stuck: {seconds:.2f} s")

@@ -338,6 +338,21 @@ def test_sigterm_while_the_hostengine_is_stopped_exits_within_2_s(tmp_path):
         assert "SIGTERM: shutting down" in collector.log()
 
 
+def test_sighup_then_sigterm_while_the_hostengine_is_stopped_exits_within_2_s(tmp_path):
+    with stopped_hostengine(tmp_path) as (_, collector):
+        collector.proc.send_signal(signal.SIGHUP)   # the reload waits on the hostengine...
+        time.sleep(0.3)
+        collector.proc.send_signal(signal.SIGHUP)   # ...and a second one joins it
+        time.sleep(0.3)
+        status, _ = collector.get("/health")   # the server still answers meanwhile
+        assert status in (200, 503)
+        code, seconds = stop_timed(collector)   # ...but SIGTERM does not wait for it
+        print(f"\nSIGHUP, SIGTERM -> exit with the hostengine stopped: {seconds:.2f} s")
+        assert code == 0, collector.log()
+        assert seconds < 2.0, collector.log()
+        assert "Traceback" not in collector.log()
+
+
 def test_sigterm_while_connecting_to_a_stopped_hostengine_exits_within_2_s(tmp_path):
     engine = Hostengine(tmp_path, "1")
     engine.proc.send_signal(signal.SIGSTOP)   # the kernel still accepts connections; nothing answers them
