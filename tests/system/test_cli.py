@@ -225,8 +225,8 @@ def test_reload_on_sighup_and_clean_sigterm(tmp_path, sim_lib):
         assert "Traceback" not in c.log()
 
 
-# The collector with its embedded DCGM stuck as a hung driver leaves it: once the file "stuck"
-# exists, every read of the sampler and the handle's final stop block for DCGM's 60 s.
+# The collector with its embedded DCGM stuck as a hung driver leaves it: while the file "stuck"
+# exists (at most DCGM's 60 s), every read of the sampler and the handle's final stop block.
 STUCK_DCGM = """
 import os, sys, time
 from dcgm_collector.cli import main
@@ -235,8 +235,9 @@ from dcgm_collector.dcgm import Handle
 
 def stuck(call):
     def wrapper(*args, **kwargs):
-        if os.path.exists("stuck"):
-            time.sleep(60)
+        deadline = time.monotonic() + 60
+        while os.path.exists("stuck") and time.monotonic() < deadline:
+            time.sleep(0.05)
         return call(*args, **kwargs)
     return wrapper
 
@@ -270,6 +271,36 @@ def test_sigterm_while_embedded_dcgm_is_stuck_exits_within_2_s(tmp_path):
         assert seconds < 2.0, c.log()
         assert "Traceback" not in c.log()
         assert c.log().rstrip().endswith("exiting without waiting for it")   # the logs are flushed first
+    finally:
+        stop_process(proc, signal.SIGKILL)
+
+
+def test_sighup_while_embedded_dcgm_is_stuck_reloads_once_it_answers(tmp_path):
+    (tmp_path / "stuck_dcgm.py").write_text(STUCK_DCGM)
+    counters = tmp_path / "counters.csv"
+    counters.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+    log = tmp_path / "collector.log"
+    with open(log, "wb") as out:
+        proc = launch("stuck_dcgm", "--sim", "2", "-a", "127.0.0.1:0", "-c", "200", "-f", str(counters),
+                      cwd=tmp_path, env=clean_env(), stdout=out, stderr=subprocess.STDOUT)
+    c = Running(proc, log)
+    try:
+        c.port = int(c.wait_log(SERVING.pattern)[1])
+        metrics_after_ticks(c, 2)
+        (tmp_path / "stuck").touch()
+        time.sleep(0.5)   # the sampler waits inside a read now
+        counters.write_text("DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).\n")
+        proc.send_signal(signal.SIGHUP)
+        c.wait_log(r"sampler thread did not stop within")   # the reload waits for the stuck read...
+        time.sleep(1.0)
+        assert "DCGM_FI_DEV_GPU_TEMP" in {name for name, _, _ in samples(c.metrics())}   # ...serving meanwhile
+        (tmp_path / "stuck").unlink()   # DCGM answers again
+        c.wait_log(r"reloaded 1 metrics")
+        ticks = sample_value(c.metrics(), "dcgm_collector_ticks_total")
+        text = metrics_after_ticks(c, ticks + 2)   # the new sampler collects
+        assert "DCGM_FI_DEV_SM_CLOCK" in {name for name, _, _ in samples(text)}
+        assert c.stop() == 0
+        assert "Traceback" not in c.log() and "reload failed" not in c.log()
     finally:
         stop_process(proc, signal.SIGKILL)
 
