@@ -347,7 +347,8 @@ def stop_within(collector: Collector, seconds: float, starting: threading.Thread
 
 def _exit_now(code: int) -> None:
     """Exit at once, leaving the threads stuck in DCGM calls (and libdcgm's own clean-up) behind."""
-    log.warning("a DCGM call did not return within %.1f s of the stop; exiting without waiting for it", STOP_GRACE_S)
+    log.warning("the stop did not end within %.1f s (a DCGM call does not return); exiting without waiting for it",
+                STOP_GRACE_S)
     logging.shutdown()   # flushes every handler
     for stream in (sys.stdout, sys.stderr):
         try:
