@@ -134,8 +134,17 @@ def _nonempty(what: str) -> Callable[[str], str]:
 
 # ---- -d/--devices ------------------------------------------------------------------------------
 
+# DCGM numbers at most DCGM_MAX_NUM_DEVICES (32) GPUs and 8 instances per GPU, so a real id is far
+# below this; the bound is checked before a range is expanded, so "g:0-4294967296" is a usage error
+# rather than billions of ints.
+MAX_DEVICE_ID = 1023
+
+
 def parse_devices(text: str) -> DeviceSelection:
-    """dcgm-exporter's device grammar: ``f``, ``g``, ``g:0,1``, ``g:0-3``, ``g:0,2-4``, ``i``, ``i:...``."""
+    """dcgm-exporter's device grammar: ``f``, ``g``, ``g:0,1``, ``g:0-3``, ``g:0,2-4``, ``i``, ``i:...``.
+
+    Ids go from 0 to MAX_DEVICE_ID.
+    """
     spec = text.strip()
     letter, colon, ranges = spec.partition(":")
     if ":" in ranges:
@@ -150,10 +159,10 @@ def parse_devices(text: str) -> DeviceSelection:
             "g and i cannot be combined)")
     if not colon:
         return DeviceSelection(letter)
-    ids: list[int] = []
+    ids: dict[int, None] = {}   # ordered and without repeats, at most MAX_DEVICE_ID + 1 keys
     for item in ranges.split(","):
-        ids.extend(_range_item(text, item))
-    return DeviceSelection(letter, tuple(dict.fromkeys(ids)))
+        ids.update(dict.fromkeys(_range_item(text, item)))
+    return DeviceSelection(letter, tuple(ids))
 
 
 def _range_item(text: str, item: str) -> range:
@@ -161,10 +170,19 @@ def _range_item(text: str, item: str) -> range:
     if not start.isdigit() or (dash and not end.isdigit()):
         what = "an empty item" if not item.strip() else repr(item)
         raise argparse.ArgumentTypeError(f"{text!r}: {what} is not N or N-M")
-    first, last = int(start), int(end) if dash else int(start)
+    first, last = _device_id(text, start), _device_id(text, end) if dash else _device_id(text, start)
     if last < first:
         raise argparse.ArgumentTypeError(f"{text!r}: range {item.strip()!r} runs backwards")
     return range(first, last + 1)
+
+
+def _device_id(text: str, digits: str) -> int:
+    # the length is checked first: int() of thousands of digits is slow, or refused
+    if len(digits.lstrip("0")) > len(str(MAX_DEVICE_ID)) or int(digits) > MAX_DEVICE_ID:
+        spec = text if len(text) <= 60 else f"{text[:60]}..."
+        shown = digits if len(digits) <= 20 else f"{digits[:20]}..."
+        raise argparse.ArgumentTypeError(f"{spec!r}: id {shown} is too large (ids go from 0 to {MAX_DEVICE_ID})")
+    return int(digits)
 
 
 # ---- the option table ------------------------------------------------------------------------

@@ -225,6 +225,13 @@ class Sampler:
                 log.warning("sampler thread did not stop within %.1f s (a DCGM call is stuck)", timeout)
         self._teardown()
 
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread to end (after stop()); True once it has, or when there is none."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        return not self.running
+
     @property
     def connected(self) -> bool:
         """False once the handle is closed or its connection was lost: no more samples will come."""

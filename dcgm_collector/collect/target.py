@@ -107,6 +107,10 @@ class Backoff:
         return self.cap_s * (1.0 + self.jitter)
 
 
+class _Stopping(Exception):
+    """The target is stopping: whatever was being built is given up."""
+
+
 class _Failed(Exception):
     """One attempt to connect and build failed; str() is the reason /health shows."""
 
@@ -217,6 +221,8 @@ class Target:
                 return True
             try:
                 self._build(generation.handle, counters, stop_first=generation.sampler)
+            except _Stopping:
+                return False
             except Exception as error:  # whatever broke, the target must keep collecting
                 log.error("%sreload failed: %s", self._prefix(), error,
                           exc_info=not isinstance(error, (DcgmError, TargetError)))
@@ -260,6 +266,11 @@ class Target:
                           resume=resume, on_connection_lost=self._lost if self.remote else None)
         if stop_first is not None:
             stop_first.stop()
+            # A DCGM call that outlasts stop() still holds the old sampler's thread, and a ring has one
+            # writer: wait for the call to return (a reload runs on a thread of its own, so only it waits).
+            while not stop_first.join(1.0):
+                if self._stop.is_set():
+                    raise _Stopping()
         sampler.start()
         try:
             exposition = self._expose(sampler, topology.gpus)

@@ -11,6 +11,7 @@ collector process.
 from __future__ import annotations
 
 import http.client
+import os
 import re
 import signal
 import socket
@@ -315,4 +316,38 @@ def test_a_counters_file_reloaded_broken_keeps_the_old_metrics(collector, broken
         assert collector.families() == FAMILIES
         assert fresh(collector.metrics())
     finally:
+        path.write_text(COUNTERS)   # the running configuration never changed: no reload needed
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "huge"])
+def test_a_counters_file_replaced_by_something_else_on_reload_keeps_the_old_metrics(collector, kind):
+    path = collector.counters
+    path.unlink()
+    try:
+        if kind == "fifo":
+            os.mkfifo(path)
+            problem = "not a regular file (a FIFO)"
+        elif kind == "dev-zero":
+            path.symlink_to("/dev/zero")
+            problem = "not a regular file (a character device)"
+        elif kind == "directory":
+            path.mkdir()
+            problem = "not a regular file (a directory)"
+        else:
+            with open(path, "wb") as out:   # sparse: 4 GiB that take no disk
+                out.write(COUNTERS.encode())
+                out.truncate(4 << 30)
+            problem = "larger than 1 MiB"
+        mark = len(collector.log())
+        collector.proc.send_signal(signal.SIGHUP)
+        pattern = re.compile(r"[^\n]*reload failed, still serving the previous counters: "
+                             rf"{re.escape(f'{path}: {problem}')}\n")
+        wait_for(lambda: pattern.search(collector.log()[mark:]), what="the reload error", log=collector.log)
+        assert collector.families() == FAMILIES
+        assert fresh(collector.metrics())
+    finally:
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink()
         path.write_text(COUNTERS)   # the running configuration never changed: no reload needed

@@ -226,6 +226,86 @@ def test_reload_on_sighup_and_clean_sigterm(tmp_path, sim_lib):
         assert "Traceback" not in c.log()
 
 
+# The collector with its embedded DCGM stuck as a hung driver leaves it: while the file "stuck"
+# exists (at most DCGM's 60 s), every read of the sampler and the handle's final stop block.
+STUCK_DCGM = """
+import os, sys, time
+from dcgm_collector.cli import main
+from dcgm_collector.collect import drain
+from dcgm_collector.dcgm import Handle
+
+def stuck(call):
+    def wrapper(*args, **kwargs):
+        deadline = time.monotonic() + 60
+        while os.path.exists("stuck") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return call(*args, **kwargs)
+    return wrapper
+
+drain.drain_into = stuck(drain.drain_into)
+Handle.close = stuck(Handle.close)
+sys.exit(main())
+"""
+
+
+def test_sigterm_while_embedded_dcgm_is_stuck_exits_within_2_s(tmp_path):
+    (tmp_path / "stuck_dcgm.py").write_text(STUCK_DCGM)
+    log = tmp_path / "collector.log"
+    with open(log, "wb") as out:
+        proc = launch("stuck_dcgm", "--sim", "2", "-a", "127.0.0.1:0", "-c", "200", cwd=tmp_path, env=clean_env(),
+                      stdout=out, stderr=subprocess.STDOUT)
+    c = Running(proc, log)
+    try:
+        c.port = int(c.wait_log(SERVING.pattern)[1])
+        metrics_after_ticks(c, 2)
+        (tmp_path / "stuck").touch()
+        time.sleep(0.5)   # the sampler waits inside a read now
+        proc.send_signal(signal.SIGHUP)   # the reload waits for the sampler...
+        time.sleep(0.3)
+        assert c.get("/health")[0] in (200, 503)   # ...the server answers meanwhile...
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)   # ...and SIGTERM waits for neither, nor for the stuck stop
+        code = proc.wait(70)
+        seconds = time.monotonic() - started
+        print(f"\nSIGTERM -> exit with embedded DCGM stuck: {seconds:.2f} s")
+        assert code == 0, c.log()
+        assert seconds < 2.0, c.log()
+        assert "Traceback" not in c.log()
+        assert c.log().rstrip().endswith("exiting without waiting for it")   # the logs are flushed first
+    finally:
+        stop_process(proc, signal.SIGKILL)
+
+
+def test_sighup_while_embedded_dcgm_is_stuck_reloads_once_it_answers(tmp_path):
+    (tmp_path / "stuck_dcgm.py").write_text(STUCK_DCGM)
+    counters = tmp_path / "counters.csv"
+    counters.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+    log = tmp_path / "collector.log"
+    with open(log, "wb") as out:
+        proc = launch("stuck_dcgm", "--sim", "2", "-a", "127.0.0.1:0", "-c", "200", "-f", str(counters),
+                      cwd=tmp_path, env=clean_env(), stdout=out, stderr=subprocess.STDOUT)
+    c = Running(proc, log)
+    try:
+        c.port = int(c.wait_log(SERVING.pattern)[1])
+        metrics_after_ticks(c, 2)
+        (tmp_path / "stuck").touch()
+        time.sleep(0.5)   # the sampler waits inside a read now
+        counters.write_text("DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).\n")
+        proc.send_signal(signal.SIGHUP)
+        c.wait_log(r"sampler thread did not stop within")   # the reload waits for the stuck read...
+        time.sleep(1.0)
+        assert "DCGM_FI_DEV_GPU_TEMP" in {name for name, _, _ in samples(c.metrics())}   # ...serving meanwhile
+        (tmp_path / "stuck").unlink()   # DCGM answers again
+        c.wait_log(r"reloaded 1 metrics")
+        ticks = sample_value(c.metrics(), "dcgm_collector_ticks_total")
+        text = metrics_after_ticks(c, ticks + 2)   # the new sampler collects
+        assert "DCGM_FI_DEV_SM_CLOCK" in {name for name, _, _ in samples(text)}
+        assert c.stop() == 0
+        assert "Traceback" not in c.log() and "reload failed" not in c.log()
+    finally:
+        stop_process(proc, signal.SIGKILL)
+
+
 def test_landing_page_and_health_from_the_cli(tmp_path, sim_lib):
     # --dcgm-lib pointed at the simulator, which reads its node from DCGM_SIM_SCENARIO
     with collector(tmp_path, "--dcgm-lib", str(sim_lib), "-a", "127.0.0.1:0", "-c", "200",
@@ -294,6 +374,19 @@ def test_bad_env_value_names_the_variable(tmp_path):
                              "'fast' is not a whole number of milliseconds\n")
 
 
+def test_huge_device_ranges_are_one_line_usage_errors_at_once(tmp_path):
+    started = time.monotonic()
+    result = run_cli(tmp_path, "-a", "127.0.0.1:0", "-d", "g:0-4294967296")
+    by_env = run_cli(tmp_path, "-a", "127.0.0.1:0", env=clean_env(DCGM_EXPORTER_DEVICES_STR="g:0-50000000"))
+    assert time.monotonic() - started < 10   # two interpreter start-ups, no expansion of the range
+    assert (result.returncode, by_env.returncode) == (2, 2)
+    assert last_line(result.stderr) == ("dcgm-collector: error: argument -d/--devices: 'g:0-4294967296': "
+                                        "id 4294967296 is too large (ids go from 0 to 1023)")
+    assert by_env.stderr == ("dcgm-collector: error: environment variable DCGM_EXPORTER_DEVICES_STR: "
+                             "'g:0-50000000': id 50000000 is too large (ids go from 0 to 1023)\n")
+    assert "Traceback" not in result.stderr + by_env.stderr
+
+
 def test_version_and_help(tmp_path):
     result = run_cli(tmp_path, "--version")
     assert (result.returncode, result.stdout) == (0, f"dcgm-collector {__version__}\n")
@@ -327,6 +420,61 @@ def test_check_counters_bad_file(tmp_path, capsys):
     assert err.count("\n") == 1 and err.startswith(f"dcgm-collector: error: {bad}:1: expected 3 fields")
     assert cli.main(["check-counters", str(tmp_path / "absent.csv")]) == 1
     assert "cannot read counters file" in capsys.readouterr().err
+
+
+def not_a_counters_file(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A path that is not a usable counters file, and the one-line problem the collector names."""
+    path = tmp_path / f"counters-{kind}.csv"
+    if kind == "fifo":
+        os.mkfifo(path)
+        return path, "not a regular file (a FIFO)"
+    if kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+        return path, "not a regular file (a character device)"
+    if kind == "directory":
+        path.mkdir()
+        return path, "not a regular file (a directory)"
+    with open(path, "wb") as out:   # sparse: 4 GiB that take no disk
+        out.write(b"DCGM_FI_DEV_GPU_TEMP, gauge, temperature\n")
+        out.truncate(4 << 30)
+    return path, "larger than 1 MiB"
+
+
+NOT_COUNTERS_FILES = ["fifo", "dev-zero", "directory", "huge"]
+
+
+@pytest.mark.parametrize("kind", NOT_COUNTERS_FILES)
+def test_check_counters_refuses_what_is_not_a_counters_file_in_one_line(tmp_path, kind):
+    path, problem = not_a_counters_file(tmp_path, kind)
+    result = run_cli(tmp_path, "check-counters", str(path), timeout=15)
+    assert result.returncode == 1
+    assert result.stderr == f"dcgm-collector: error: {path}: {problem}\n"
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("kind", NOT_COUNTERS_FILES)
+def test_start_refuses_what_is_not_a_counters_file_in_one_line(tmp_path, kind):
+    path, problem = not_a_counters_file(tmp_path, kind)
+    result = run_cli(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "-f", str(path), timeout=15)
+    assert result.returncode == 1
+    assert result.stderr == f"dcgm-collector: error: {path}: {problem}\n"
+
+
+def test_a_counters_fifo_on_reload_is_refused_and_sigterm_still_stops(tmp_path):
+    counters = tmp_path / "counters.csv"
+    counters.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "-c", "200", "-f", str(counters)) as c:
+        counters.unlink()
+        os.mkfifo(counters)
+        mark = len(c.log())
+        c.proc.send_signal(signal.SIGHUP)
+        c.wait_log(rf"reload failed, still serving the previous counters: {re.escape(str(counters))}: "
+                   r"not a regular file \(a FIFO\)\n", start=mark)
+        assert "DCGM_FI_DEV_GPU_TEMP" in {name for name, _, _ in samples(c.metrics())}
+        started = time.monotonic()
+        assert c.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - started < 2
+        assert "Traceback" not in c.log()
 
 
 # ---- parsing (in-process) ---------------------------------------------------------------------

@@ -287,3 +287,86 @@ def test_a_stalled_hostengine_times_out_and_is_reconnected_once_it_runs_again(tm
         engine.end()
         if collector is not None:
             collector.end()
+
+
+# ---- stopping while the hostengine hangs: DCGM's own 60 s request timeout, not the tests' 1 s ----
+
+def _dcgm_default_timeout_env() -> dict[str, str]:
+    env = _env()
+    del env["DCGM_SIM_REQUEST_TIMEOUT_MS"]   # every request to the stopped hostengine waits 60 s, as with DCGM
+    return env
+
+
+@contextmanager
+def stopped_hostengine(tmp_path: Path, *collector_args: str):
+    """A collector sampling a hostengine that then gets SIGSTOP; the hostengine is resumed and ended after."""
+    engine = Hostengine(tmp_path, "4")
+    collector = None
+    try:
+        collector = Collector(tmp_path, "-r", engine.address, *collector_args, env=_dcgm_default_timeout_env())
+        wait_for(lambda: fresh(collector.metrics()), what="fresh samples", log=collector.log)
+        engine.proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.5)   # two collect intervals: the sampler is now waiting inside a DCGM call
+        yield engine, collector
+    finally:
+        if engine.proc.poll() is None:
+            engine.proc.send_signal(signal.SIGCONT)
+        engine.end()
+        if collector is not None:
+            collector.end(signal.SIGKILL)
+
+
+def stop_timed(collector: Collector, timeout: float = 70.0) -> tuple[int, float]:
+    """(exit code, seconds) of a SIGTERM; waits as long as a stuck DCGM call could hold it."""
+    started = time.monotonic()
+    collector.proc.send_signal(signal.SIGTERM)
+    try:
+        code = collector.proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running {timeout} s after SIGTERM:\n{collector.log()}")
+    return code, time.monotonic() - started
+
+
+def test_sigterm_while_the_hostengine_is_stopped_exits_within_2_s(tmp_path):
+    with stopped_hostengine(tmp_path) as (_, collector):
+        assert collector.metrics()   # scrapes go on meanwhile
+        code, seconds = stop_timed(collector)
+        print(f"\nSIGTERM -> exit with the hostengine stopped: {seconds:.2f} s")
+        assert code == 0, collector.log()
+        assert seconds < 2.0, collector.log()
+        assert "Traceback" not in collector.log()
+        assert "SIGTERM: shutting down" in collector.log()
+
+
+def test_sighup_then_sigterm_while_the_hostengine_is_stopped_exits_within_2_s(tmp_path):
+    with stopped_hostengine(tmp_path) as (_, collector):
+        collector.proc.send_signal(signal.SIGHUP)   # the reload waits on the hostengine...
+        time.sleep(0.3)
+        collector.proc.send_signal(signal.SIGHUP)   # ...and a second one joins it
+        time.sleep(0.3)
+        status, _ = collector.get("/health")   # the server still answers meanwhile
+        assert status in (200, 503)
+        code, seconds = stop_timed(collector)   # ...but SIGTERM does not wait for it
+        print(f"\nSIGHUP, SIGTERM -> exit with the hostengine stopped: {seconds:.2f} s")
+        assert code == 0, collector.log()
+        assert seconds < 2.0, collector.log()
+        assert "Traceback" not in collector.log()
+
+
+def test_sigterm_while_connecting_to_a_stopped_hostengine_exits_within_2_s(tmp_path):
+    engine = Hostengine(tmp_path, "1")
+    engine.proc.send_signal(signal.SIGSTOP)   # the kernel still accepts connections; nothing answers them
+    collector = None
+    try:
+        collector = Collector(tmp_path, "-r", engine.address, env=_dcgm_default_timeout_env())
+        time.sleep(2.5)   # past the connect timeout: the supervisor waits inside a request now
+        code, seconds = stop_timed(collector)
+        print(f"\nSIGTERM -> exit while connecting to a stopped hostengine: {seconds:.2f} s")
+        assert code == 0, collector.log()
+        assert seconds < 2.0, collector.log()
+        assert "Traceback" not in collector.log()
+    finally:
+        engine.proc.send_signal(signal.SIGCONT)
+        engine.end()
+        if collector is not None:
+            collector.end(signal.SIGKILL)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+
 from support import http_get, wait_for
 
 from dcgm_collector import app
@@ -101,3 +105,40 @@ def test_health_turns_503_while_metrics_cannot_be_rendered():
         assert http_get(f"{base}/health") == (200, b"OK")
     finally:
         server.stop()
+
+
+# ---- reloads and the stop never hold up the signals ---------------------------------------------
+
+def test_sighups_during_a_reload_are_coalesced_into_one_more(caplog):
+    release = threading.Event()
+    calls = []
+
+    def slow_reload():
+        calls.append(len(calls))
+        release.wait(5)
+
+    caplog.set_level(logging.INFO, logger="dcgm_collector")
+    reloads = app.Reloads(slow_reload)
+    reloads.request()
+    wait_for(lambda: calls == [0], what="the first reload")
+    for _ in range(3):   # what the signal handler's loop does: returns at once
+        reloads.request()
+    assert calls == [0]
+    assert caplog.text.count("a reload is under way") == 1
+    release.set()
+    wait_for(lambda: calls == [0, 1], what="the coalesced reload")
+    time.sleep(0.2)
+    assert calls == [0, 1]
+    reloads.request()   # once idle, a SIGHUP reloads again
+    wait_for(lambda: calls == [0, 1, 2], what="a later reload")
+
+
+def test_a_stop_that_dcgm_holds_up_is_given_up_after_the_grace(monkeypatch):
+    stuck = threading.Event()
+    collector = app.Collector(parse_config(["--sim", "1"], {}))
+    monkeypatch.setattr(collector, "stop", lambda: stuck.wait(30))
+    started = time.monotonic()
+    assert app.stop_within(collector, 0.3) is False
+    assert 0.3 <= time.monotonic() - started < 1.0
+    stuck.set()
+    assert app.stop_within(app.Collector(parse_config(["--sim", "1"], {})), 1.0) is True   # nothing to stop

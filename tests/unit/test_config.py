@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import socket
+import time
 
 import pytest
 from support import last_line
@@ -45,6 +46,24 @@ def test_device_grammar(text, expected):
 def test_device_grammar_errors(text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         parse_devices(text)
+
+
+@pytest.mark.parametrize("text", ["g:0-4294967296", "g:0-50000000", "i:1024", "g:4294967296-4294967297",
+                                  "g:0," + "9" * 5000, "g:" + "1" * 100 + "-" + "2" * 100])
+def test_device_ids_past_the_bound_are_refused_at_once(text):
+    started = time.monotonic()
+    with pytest.raises(argparse.ArgumentTypeError, match=r"is too large \(ids go from 0 to 1023\)") as info:
+        parse_devices(text)
+    assert time.monotonic() - started < 0.1
+    assert len(str(info.value)) < 200   # one line, not the whole argument echoed back
+
+
+def test_device_ids_up_to_the_bound_are_kept():
+    assert parse_devices("g:1023") == DeviceSelection("g", (1023,))
+    assert parse_devices("i:0-1023").ids == tuple(range(1024))
+    assert parse_devices("g:0007") == DeviceSelection("g", (7,))
+    # repeats are dropped as they come, so many overlapping ranges stay cheap
+    assert parse_devices("g:" + ",".join(["0-1023"] * 200)).ids == tuple(range(1024))
 
 
 @pytest.mark.parametrize("text", ["1", "t", "T", "TRUE", "true", "True"])
@@ -134,6 +153,7 @@ def test_empty_env_value_counts_as_unset():
     ("DCGM_EXPORTER_NO_HOSTNAME", "yes", "DCGM_EXPORTER_NO_HOSTNAME: 'yes' is not a boolean"),
     ("DCGM_EXPORTER_INTERVAL", "0", "DCGM_EXPORTER_INTERVAL: '0': must be more than 0"),
     ("DCGM_EXPORTER_DEVICES_STR", "g:x", "DCGM_EXPORTER_DEVICES_STR: 'g:x'"),
+    ("DCGM_EXPORTER_DEVICES_STR", "g:0-4294967296", "DCGM_EXPORTER_DEVICES_STR: 'g:0-4294967296': id 4294967296"),
     ("DCGM_EXPORTER_LISTEN", "9400", "DCGM_EXPORTER_LISTEN: bad listen address"),
     ("DCGM_COLLECTOR_AGGREGATIONS", "p99", "DCGM_COLLECTOR_AGGREGATIONS: unknown aggregation 'p99'"),
     ("DCGM_COLLECTOR_WINDOW", "nan", "DCGM_COLLECTOR_WINDOW: 'nan': must be a positive number"),
@@ -149,6 +169,7 @@ def test_bad_env_values(env, value, message):
 @pytest.mark.parametrize("argv, message", [
     (["-c", "abc"], "argument -c/--collect-interval: 'abc' is not a whole number of milliseconds"),
     (["-d", "g:0:1"], "argument -d/--devices: 'g:0:1': only one ':<range>' is allowed"),
+    (["-d", "g:0-4294967296"], "argument -d/--devices: 'g:0-4294967296': id 4294967296 is too large"),
     (["-a", "nohost"], "argument -a/--address: bad listen address 'nohost'"),
     (["--aggregations", "median"], "argument --aggregations: unknown aggregation 'median'"),
     (["-n=maybe"], "argument -n/--no-hostname: 'maybe' is not a boolean"),

@@ -7,6 +7,8 @@ dcgm_collector.collect.counters for the rules and the deliberate differences.
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 
 from dcgm_collector.collect.counters import (
     EXPORTER_COUNTERS,
+    MAX_COUNTERS_FILE_BYTES,
     Counter,
     CountersError,
     CounterSet,
@@ -299,6 +302,37 @@ def test_load_counters(tmp_path: Path) -> None:
     assert str(caught.value) == f"{bad}:2: not UTF-8 text (byte 0xff)"
     with pytest.raises(OSError):
         load_counters(tmp_path / "missing.csv")
+
+
+@pytest.mark.timeout(10)   # a FIFO opened for reading without O_NONBLOCK waits for a writer forever
+@pytest.mark.parametrize("kind, make", [
+    ("a FIFO", lambda path: os.mkfifo(path)),
+    ("a directory", lambda path: path.mkdir()),
+    ("a character device", lambda path: path.symlink_to("/dev/zero")),
+    ("a socket", lambda path: socket.socket(socket.AF_UNIX).bind(str(path))),
+])
+def test_load_counters_refuses_what_is_not_a_regular_file(tmp_path: Path, kind: str, make) -> None:
+    path = tmp_path / "counters.csv"
+    make(path)
+    with pytest.raises(CountersError) as caught:
+        load_counters(path)
+    assert str(caught.value) == f"{path}: not a regular file ({kind})"
+
+
+def test_load_counters_refuses_files_over_1_mib(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.csv"
+    with open(huge, "wb") as out:
+        out.write(f"{TEMP}, gauge, t\n".encode())
+        out.truncate(8 << 30)   # sparse: 8 GiB that take no disk and must not be read
+    with pytest.raises(CountersError) as caught:
+        load_counters(huge)
+    assert str(caught.value) == f"{huge}: larger than 1 MiB"
+    # 1 MiB itself is fine (dcgm-exporter's files are about 10 KB)
+    full = tmp_path / "full.csv"
+    first = f"{TEMP}, gauge, t\n".encode()
+    full.write_bytes(first + b"#" * (MAX_COUNTERS_FILE_BYTES - len(first) - 1) + b"\n")
+    assert full.stat().st_size == 1 << 20
+    assert summary(load_counters(full)) == [row(TEMP, 150, "gauge", "t", 1)]
 
 
 # --- fuzzing: only clean, one-line errors ----------------------------------------
