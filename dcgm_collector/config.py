@@ -250,7 +250,7 @@ OPTIONS: tuple[Option, ...] = (
            "DCGM's install directories]", "connection", "PATH"),
     Option("devices", ("-d", "--devices"), "DCGM_EXPORTER_DEVICES_STR", DeviceSelection("f"), parse_devices,
            "GPUs to sample: f (all), g (all GPUs), g:0,1 or g:0-3 (those GPUs), i or i:0,2-4 (the GPUs holding "
-           "those MIG instances; per-instance series come later) [default: f]", "devices", "SPEC"),
+           "those MIG instances; per-instance series come later); ids 0-1023 [default: f]", "devices", "SPEC"),
     Option("window_s", ("--window",), "DCGM_COLLECTOR_WINDOW", DEFAULT_WINDOW_S, _positive_float("seconds"),
            "length of the trailing window of the _min/_max/_avg families, in s [default: %(default)g]",
            "window", "S"),

@@ -171,3 +171,19 @@ def last_line(text: str) -> str:
     """The last non-blank line of a command's output: where its one-line error is."""
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+# the msg="..." (or bare msg=word) of a logfmt line, as the collector writes its log
+_LOGFMT_MESSAGE = re.compile(r'(?:^| )msg=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+def log_messages(text: str) -> list[tuple[str, str]]:
+    """(level, message) of each logfmt line in ``text``, the message unquoted."""
+    out = []
+    for line in text.splitlines():
+        found = _LOGFMT_MESSAGE.search(line)
+        level = re.search(r"(?:^| )level=(\S+)", line)
+        if found and level:
+            message = found.group(1)
+            out.append((level.group(1), json.loads(message) if message.startswith('"') else message))
+    return out

@@ -271,7 +271,7 @@ def test_sigterm_while_embedded_dcgm_is_stuck_exits_within_2_s(tmp_path):
         assert code == 0, c.log()
         assert seconds < 2.0, c.log()
         assert "Traceback" not in c.log()
-        assert c.log().rstrip().endswith("exiting without waiting for it")   # the logs are flushed first
+        assert c.log().rstrip().endswith('exiting without waiting for it"')   # the logs are flushed first
     finally:
         stop_process(proc, signal.SIGKILL)
 
@@ -469,7 +469,7 @@ def test_a_counters_fifo_on_reload_is_refused_and_sigterm_still_stops(tmp_path):
         mark = len(c.log())
         c.proc.send_signal(signal.SIGHUP)
         c.wait_log(rf"reload failed, still serving the previous counters: {re.escape(str(counters))}: "
-                   r"not a regular file \(a FIFO\)\n", start=mark)
+                   r"not a regular file \(a FIFO\)\"\n", start=mark)
         assert "DCGM_FI_DEV_GPU_TEMP" in {name for name, _, _ in samples(c.metrics())}
         started = time.monotonic()
         assert c.stop(signal.SIGTERM) == 0
