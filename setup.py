@@ -7,6 +7,9 @@
    ``dcgm_collector/engine/lib/libdcgm.so.4``, so that ``--sim`` and any DCGM
    client can dlopen it.  Built with the same compiler setuptools uses for
    the extension, with the flags of ``native/Makefile``.
+3. The simulated ``libnvidia-ml.so.1`` (NVML) from ``native/nvml/*.c`` and the
+   engine's node sources, installed beside it as
+   ``dcgm_collector/engine/lib/libnvidia-ml.so.1``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ SIM_MAP = "native/engine/libdcgm.map"
 SIM_HEADERS = ("native/engine/*.h", "native/*.h")
 SIM_LIBRARY = "libdcgm.so.4"
 SIM_PACKAGE = "dcgm_collector.engine"
+NVML_SOURCES = "native/nvml"
+# the engine's node (physics, GPU models, scenarios): the same values through both libraries
+NVML_NODE_SOURCES = ("native/engine/node.c", "native/engine/models.c", "native/engine/scenario.c",
+                     "native/engine/field_table.c", "native/engine/fields_api.c")
+NVML_MAP = "native/nvml/libnvidia-ml.map"
+NVML_HEADERS = ("native/nvml/*.h", "native/engine/*.h", "native/*.h")
+NVML_LIBRARY = "libnvidia-ml.so.1"
 
 
 class build_ext_with_simulator(build_ext):
@@ -34,42 +44,75 @@ class build_ext_with_simulator(build_ext):
     def run(self) -> None:
         _require_build_tools()
         super().run()
-        built = self._build_simulator()
-        if self.inplace:
-            # editable installs import the package from the source tree
-            target = self._inplace_simulator_path()
-            self.mkpath(os.path.dirname(target))
-            self.copy_file(built, target, level=self.verbose)
+        for library, built in ((SIM_LIBRARY, self._build_simulator()), (NVML_LIBRARY, self._build_nvml())):
+            if self.inplace:
+                # editable installs import the package from the source tree
+                target = self._inplace_simulator_path(library)
+                self.mkpath(os.path.dirname(target))
+                self.copy_file(built, target, level=self.verbose)
 
     def get_outputs(self) -> list[str]:
         outputs = super().get_outputs()
-        outputs.append(self._inplace_simulator_path() if self.inplace else self._simulator_path())
+        for library in (SIM_LIBRARY, NVML_LIBRARY):
+            outputs.append(self._inplace_simulator_path(library) if self.inplace else self._simulator_path(library))
         return outputs
 
     def get_output_mapping(self) -> dict[str, str]:
         mapping = super().get_output_mapping()
         if self.inplace:
-            mapping[self._simulator_path()] = self._inplace_simulator_path()
+            for library in (SIM_LIBRARY, NVML_LIBRARY):
+                mapping[self._simulator_path(library)] = self._inplace_simulator_path(library)
         return mapping
 
-    def _simulator_path(self) -> str:
-        return os.path.join(self.build_lib, *SIM_PACKAGE.split("."), "lib", SIM_LIBRARY)
+    def _simulator_path(self, library: str = SIM_LIBRARY) -> str:
+        return os.path.join(self.build_lib, *SIM_PACKAGE.split("."), "lib", library)
 
-    def _inplace_simulator_path(self) -> str:
+    def _inplace_simulator_path(self, library: str = SIM_LIBRARY) -> str:
         package_dir = self.get_finalized_command("build_py").get_package_dir(SIM_PACKAGE)
-        return os.path.join(package_dir, "lib", SIM_LIBRARY)
+        return os.path.join(package_dir, "lib", library)
 
     def _build_simulator(self) -> str:
         sources = sorted(str(p.relative_to(HERE)) for p in (HERE / SIM_SOURCES).glob("*.c"))
         if not sources:
             raise RuntimeError(f"no C sources in {SIM_SOURCES}")
-        if not (HERE / SIM_MAP).is_file():
-            raise RuntimeError(f"{SIM_MAP} is missing: it names the symbols the simulator exports")
-        output = self._simulator_path()
-        headers = sorted(str(p.relative_to(HERE)) for pattern in SIM_HEADERS for p in HERE.glob(pattern))
-        depends = sources + headers + [SIM_MAP]
+        return self._build_shared_library(SIM_LIBRARY, sources, SIM_HEADERS, SIM_MAP, "sim")
+
+    def _build_nvml(self) -> str:
+        sources = sorted(str(p.relative_to(HERE)) for p in (HERE / NVML_SOURCES).glob("*.c"))
+        if not sources:
+            raise RuntimeError(f"no C sources in {NVML_SOURCES}")
+        return self._build_shared_library(NVML_LIBRARY, sources + list(NVML_NODE_SOURCES), NVML_HEADERS,
+                                          NVML_MAP, "nvml")
+
+    def _build_shared_library(self, library: str, sources: list[str], header_globs: tuple[str, ...],
+                              version_script: str, temp_name: str) -> str:
+        if not (HERE / version_script).is_file():
+            raise RuntimeError(f"{version_script} is missing: it names the symbols {library} exports")
+        output = self._simulator_path(library)
+        headers = sorted(str(p.relative_to(HERE)) for pattern in header_globs for p in HERE.glob(pattern))
+        depends = sources + headers + [version_script]
         if not self.force and _up_to_date(output, depends):
             return output
+        compiler = self.compiler
+        objects = compiler.compile(
+            sources,
+            # one object folder per library: both compile the engine's node sources
+            output_dir=os.path.join(self.build_temp, temp_name),
+            extra_postargs=["-std=gnu11", "-O2", "-fPIC", "-pthread"],
+            depends=depends,
+        )
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        compiler.link_shared_object(
+            objects,
+            output,
+            libraries=["m"],
+            extra_postargs=[
+                "-pthread",
+                f"-Wl,-soname,{library}",
+                f"-Wl,--version-script={version_script}",
+            ],
+        )
+        return output
         compiler = self.compiler
         objects = compiler.compile(
             sources,

@@ -6,6 +6,11 @@ libdir) some-dcgm-client``.  Which node it simulates is read from the
 environment variable ``DCGM_SIM_SCENARIO`` when the embedded engine starts:
 empty for the default node (8 H100s training), a number for that many GPUs,
 or the path of a scenario file (see ``scenarios/README.md``).
+
+Beside it ships a simulated ``libnvidia-ml.so.1`` (NVML) on the same node and
+scenario: ``LD_LIBRARY_PATH=$(python -m dcgm_collector.engine nvml-libdir)
+some-nvml-client`` (nvidia-smi-like tools, nvidia-ml-py).  Its own settings
+(per-call costs, NO_PERMISSION, a frozen clock) are in ``native/nvml/README.md``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 import cffi
 
 LIBRARY_NAME = "libdcgm.so.4"
+NVML_LIBRARY_NAME = "libnvidia-ml.so.1"
 SCENARIO_ENV = "DCGM_SIM_SCENARIO"
 
 try:  # Python 3.11+
@@ -24,27 +30,44 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["LIBRARY_NAME", "SCENARIO_ENV", "check_scenario", "library_dir", "library_path", "resolve_scenario"]
+__all__ = [
+    "LIBRARY_NAME", "NVML_LIBRARY_NAME", "SCENARIO_ENV", "check_scenario", "library_dir", "library_path",
+    "nvml_library_dir", "nvml_library_path", "resolve_scenario",
+]
+
+
+def _built_library_dir(name: str) -> Path:
+    directory = Path(__file__).resolve().parent / "lib"
+    if not (directory / name).is_file():
+        checkout = directory.parents[2]
+        if (checkout / "setup.py").is_file():
+            raise FileNotFoundError(
+                f"the engine's {name} is not built in the source folder {checkout}: run `pip install -e .` "
+                "there to build it in place, or run from outside the checkout to use the installed package")
+        raise FileNotFoundError(
+            f"the engine's {name} is missing: expected {directory / name}; "
+            "reinstall the package (pip install dcgm-collector) to build it")
+    return directory
 
 
 def library_dir() -> Path:
     """The directory holding the simulated libdcgm.so.4."""
-    directory = Path(__file__).resolve().parent / "lib"
-    if not (directory / LIBRARY_NAME).is_file():
-        checkout = directory.parents[2]
-        if (checkout / "setup.py").is_file():
-            raise FileNotFoundError(
-                f"the engine's {LIBRARY_NAME} is not built in the source folder {checkout}: run `pip install -e .` "
-                "there to build it in place, or run from outside the checkout to use the installed package")
-        raise FileNotFoundError(
-            f"the engine's {LIBRARY_NAME} is missing: expected {directory / LIBRARY_NAME}; "
-            "reinstall the package (pip install dcgm-collector) to build it")
-    return directory
+    return _built_library_dir(LIBRARY_NAME)
 
 
 def library_path() -> Path:
     """Full path of the simulated libdcgm.so.4."""
     return library_dir() / LIBRARY_NAME
+
+
+def nvml_library_dir() -> Path:
+    """The directory holding the simulated libnvidia-ml.so.1 (put it on LD_LIBRARY_PATH for NVML clients)."""
+    return _built_library_dir(NVML_LIBRARY_NAME)
+
+
+def nvml_library_path() -> Path:
+    """Full path of the simulated libnvidia-ml.so.1."""
+    return nvml_library_dir() / NVML_LIBRARY_NAME
 
 
 def resolve_scenario(spec: str) -> str:

@@ -34,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands.add_parser("libdir", help=f"print the directory holding {engine.LIBRARY_NAME}")
     commands.add_parser("libpath", help=f"print the full path of {engine.LIBRARY_NAME}")
+    commands.add_parser("nvml-libdir", help=f"print the directory holding the simulated {engine.NVML_LIBRARY_NAME}")
     check = commands.add_parser("check", help="validate scenario files (exit 1 on the first bad one)")
     check.add_argument("files", nargs="+", metavar="FILE", help="scenario file (TOML)")
     read = commands.add_parser(
@@ -92,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             print(engine.library_dir())
         elif args.command == "libpath":
             print(engine.library_path())
+        elif args.command == "nvml-libdir":
+            print(engine.nvml_library_dir())
         elif args.command == "read":
             _read(args.sim, args.seconds)
         elif args.command == "hostengine":

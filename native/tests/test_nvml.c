@@ -1,0 +1,436 @@
+/*
+ * test_nvml.c -- the simulated libnvidia-ml.so.1 through dlopen, as an NVML
+ * client uses it: init and handles, values against the engine's node for
+ * the same scenario and time, NVML's error codes, XID events, GPM, costs.
+ *
+ * The node's sources are compiled in here (as test_node.c does) so that the
+ * expected values come from the model itself; the library under test keeps
+ * its own copy behind its version script, so the two never share state.
+ *
+ * Usage: test_nvml BUILD_DIR   (loads BUILD_DIR/libnvidia-ml.so.1; exit 0 = pass)
+ */
+#include "../engine/field_table.c"
+#include "../engine/fields_api.c"
+#include "../engine/models.c"
+#include "../engine/scenario.c"
+#include "../engine/node.c"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../nvml/nvml_abi.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        checks++;                                                           \
+        if (!(cond)) {                                                      \
+            failures++;                                                     \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fputc('\n', stderr);                                            \
+        }                                                                   \
+    } while (0)
+
+#define CHECK_RC(expr, want)                                                \
+    do {                                                                    \
+        int got_ = (int)(expr);                                             \
+        CHECK(got_ == (int)(want), "%s returned %d, want %d", #expr, got_, (int)(want)); \
+    } while (0)
+
+/* The entry points this test calls: return type, name, parameter list. */
+#define NVML_TEST_FUNCTIONS(X)                                                                         \
+    X(nvmlReturn_t, nvmlInit_v2, (void))                                                               \
+    X(nvmlReturn_t, nvmlShutdown, (void))                                                              \
+    X(const char *, nvmlErrorString, (nvmlReturn_t))                                                   \
+    X(nvmlReturn_t, nvmlSystemGetDriverVersion, (char *, unsigned int))                                \
+    X(nvmlReturn_t, nvmlSystemGetCudaDriverVersion_v2, (int *))                                        \
+    X(nvmlReturn_t, nvmlDeviceGetCount_v2, (unsigned int *))                                           \
+    X(nvmlReturn_t, nvmlDeviceGetHandleByIndex_v2, (unsigned int, nvmlDevice_t *))                     \
+    X(nvmlReturn_t, nvmlDeviceGetHandleByUUID, (const char *, nvmlDevice_t *))                         \
+    X(nvmlReturn_t, nvmlDeviceGetHandleByPciBusId_v2, (const char *, nvmlDevice_t *))                  \
+    X(nvmlReturn_t, nvmlDeviceGetIndex, (nvmlDevice_t, unsigned int *))                                \
+    X(nvmlReturn_t, nvmlDeviceGetName, (nvmlDevice_t, char *, unsigned int))                           \
+    X(nvmlReturn_t, nvmlDeviceGetUUID, (nvmlDevice_t, char *, unsigned int))                           \
+    X(nvmlReturn_t, nvmlDeviceGetPciInfo_v3, (nvmlDevice_t, nvmlPciInfo_t *))                          \
+    X(nvmlReturn_t, nvmlDeviceGetArchitecture, (nvmlDevice_t, nvmlDeviceArchitecture_t *))             \
+    X(nvmlReturn_t, nvmlDeviceGetMemoryInfo, (nvmlDevice_t, nvmlMemory_t *))                           \
+    X(nvmlReturn_t, nvmlDeviceGetMemoryInfo_v2, (nvmlDevice_t, nvmlMemory_v2_t *))                     \
+    X(nvmlReturn_t, nvmlDeviceGetUtilizationRates, (nvmlDevice_t, nvmlUtilization_t *))               \
+    X(nvmlReturn_t, nvmlDeviceGetTemperature, (nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *)) \
+    X(nvmlReturn_t, nvmlDeviceGetPowerUsage, (nvmlDevice_t, unsigned int *))                           \
+    X(nvmlReturn_t, nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t, unsigned int *))                   \
+    X(nvmlReturn_t, nvmlDeviceGetTotalEnergyConsumption, (nvmlDevice_t, unsigned long long *))         \
+    X(nvmlReturn_t, nvmlDeviceGetClockInfo, (nvmlDevice_t, nvmlClockType_t, unsigned int *))           \
+    X(nvmlReturn_t, nvmlDeviceGetCurrentClocksEventReasons, (nvmlDevice_t, unsigned long long *))      \
+    X(nvmlReturn_t, nvmlDeviceGetFanSpeed, (nvmlDevice_t, unsigned int *))                             \
+    X(nvmlReturn_t, nvmlDeviceGetRetiredPages,                                                         \
+      (nvmlDevice_t, nvmlPageRetirementCause_t, unsigned int *, unsigned long long *))                 \
+    X(nvmlReturn_t, nvmlDeviceGetRemappedRows,                                                         \
+      (nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *, unsigned int *))                  \
+    X(nvmlReturn_t, nvmlDeviceGetPcieThroughput, (nvmlDevice_t, nvmlPcieUtilCounter_t, unsigned int *)) \
+    X(nvmlReturn_t, nvmlDeviceGetFieldValues, (nvmlDevice_t, int, nvmlFieldValue_t *))                 \
+    X(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3, (nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *)) \
+    X(nvmlReturn_t, nvmlDeviceGetMigMode, (nvmlDevice_t, unsigned int *, unsigned int *))              \
+    X(nvmlReturn_t, nvmlEventSetCreate, (nvmlEventSet_t *))                                            \
+    X(nvmlReturn_t, nvmlDeviceRegisterEvents, (nvmlDevice_t, unsigned long long, nvmlEventSet_t))      \
+    X(nvmlReturn_t, nvmlEventSetWait_v2, (nvmlEventSet_t, nvmlEventData_t *, unsigned int))            \
+    X(nvmlReturn_t, nvmlEventSetFree, (nvmlEventSet_t))                                                \
+    X(nvmlReturn_t, nvmlGpmQueryDeviceSupport, (nvmlDevice_t, nvmlGpmSupport_t *))                     \
+    X(nvmlReturn_t, nvmlGpmSampleAlloc, (nvmlGpmSample_t *))                                           \
+    X(nvmlReturn_t, nvmlGpmSampleFree, (nvmlGpmSample_t))                                              \
+    X(nvmlReturn_t, nvmlGpmSampleGet, (nvmlDevice_t, nvmlGpmSample_t))                                 \
+    X(nvmlReturn_t, nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t *))
+
+#define DECLARE_POINTER(ret, name, args) static ret(*p_##name) args;
+NVML_TEST_FUNCTIONS(DECLARE_POINTER)
+
+static void *library;
+
+static int load_library(const char *build_dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/libnvidia-ml.so.1", build_dir);
+    library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+        fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
+        return -1;
+    }
+#define LOAD_POINTER(ret, name, args)                                    \
+    *(void **)&p_##name = dlsym(library, #name);                         \
+    if (p_##name == NULL) {                                              \
+        fprintf(stderr, "%s: missing export %s\n", path, #name);         \
+        return -1;                                                       \
+    }
+    NVML_TEST_FUNCTIONS(LOAD_POINTER)
+    /* only NVML names leave the library: the node's own symbols stay inside */
+    CHECK(dlsym(library, "sim_node_sample") == NULL, "the node leaks out of the library");
+    CHECK(dlsym(library, "DcgmFieldsInit") == NULL, "a DCGM symbol leaks out of the library");
+    return 0;
+}
+
+static char tmpdir[256];
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Two H100s training, a T4 (no GPM, no row remapping, page retirement), GPU 1 lost at 0.5 s. */
+static const char *const SCENARIO =
+    "seed = 7\n"
+    "[[gpu]]\nmodel = \"H100\"\ncount = 2\nworkload = \"training\"\n"
+    "[[gpu]]\nmodel = \"T4\"\ncount = 1\nworkload = \"training\"\n"
+    "[[event]]\nat = 0.3\ngpu = 0\nkind = \"xid\"\nxid = 13\ncount = 2\ninterval = 0.1\n"
+    "[[event]]\nat = 0.5\ngpu = 1\nkind = \"lost\"\nxid = 79\n";
+
+static double monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static nvmlDevice_t handle(unsigned int index)
+{
+    nvmlDevice_t d = NULL;
+    CHECK_RC(p_nvmlDeviceGetHandleByIndex_v2(index, &d), NVML_SUCCESS);
+    return d;
+}
+
+/* ---- before init ----------------------------------------------------------------- */
+
+static void test_uninitialized(void)
+{
+    unsigned int count = 0;
+    nvmlDevice_t d = NULL;
+    CHECK_RC(p_nvmlDeviceGetCount_v2(&count), NVML_ERROR_UNINITIALIZED);
+    CHECK_RC(p_nvmlDeviceGetHandleByIndex_v2(0, &d), NVML_ERROR_UNINITIALIZED);
+    CHECK_RC(p_nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+    CHECK(strcmp(p_nvmlErrorString(NVML_ERROR_GPU_IS_LOST), "GPU is lost") == 0, "error string");
+}
+
+/* ---- values against the node at a frozen time ------------------------------------------ */
+
+static void test_values_match_the_node(const char *scenario)
+{
+    const int64_t t_us = 5000000;
+    setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
+    CHECK_RC(p_nvmlInit_v2(), NVML_SUCCESS);
+    CHECK_RC(p_nvmlInit_v2(), NVML_SUCCESS); /* reference counted */
+    sim_node *node = NULL;
+    char err[256];
+    CHECK_RC(sim_node_load(scenario, &node, err, sizeof err), DCGM_ST_OK);
+    if (node == NULL)
+        return;
+    unsigned int count = 0;
+    CHECK_RC(p_nvmlDeviceGetCount_v2(&count), NVML_SUCCESS);
+    CHECK(count == 3, "count %u", count);
+    char text[128];
+    CHECK_RC(p_nvmlSystemGetDriverVersion(text, sizeof text), NVML_SUCCESS);
+    CHECK(strcmp(text, SIM_DRIVER_VERSION) == 0, "driver %s", text);
+    CHECK_RC(p_nvmlSystemGetDriverVersion(text, 4), NVML_ERROR_INSUFFICIENT_SIZE);
+    int cuda = 0;
+    CHECK_RC(p_nvmlSystemGetCudaDriverVersion_v2(&cuda), NVML_SUCCESS);
+    CHECK(cuda == SIM_CUDA_DRIVER_VERSION, "cuda %d", cuda);
+
+    for (unsigned int i = 0; i < count; i++) {
+        if (i == 1)
+            continue; /* lost at 0.5 s */
+        nvmlDevice_t d = handle(i);
+        sim_value v;
+        unsigned int index = 99, u = 0;
+        CHECK_RC(p_nvmlDeviceGetIndex(d, &index), NVML_SUCCESS);
+        CHECK(index == i, "index %u", index);
+
+        CHECK_RC(p_nvmlDeviceGetName(d, text, sizeof text), NVML_SUCCESS);
+        sim_node_sample(node, i, 50, t_us, &v);
+        CHECK(strcmp(text, v.str) == 0, "name %s vs %s", text, v.str);
+        CHECK_RC(p_nvmlDeviceGetUUID(d, text, sizeof text), NVML_SUCCESS);
+        nvmlDevice_t by = NULL;
+        CHECK_RC(p_nvmlDeviceGetHandleByUUID(text, &by), NVML_SUCCESS);
+        CHECK(by == d, "by UUID");
+        CHECK_RC(p_nvmlDeviceGetUUID(d, text, 10), NVML_ERROR_INSUFFICIENT_SIZE);
+        nvmlPciInfo_t pci;
+        CHECK_RC(p_nvmlDeviceGetPciInfo_v3(d, &pci), NVML_SUCCESS);
+        sim_node_sample(node, i, 57, t_us, &v);
+        CHECK(strcmp(pci.busId, v.str) == 0, "bus id %s vs %s", pci.busId, v.str);
+        CHECK_RC(p_nvmlDeviceGetHandleByPciBusId_v2(pci.busIdLegacy, &by), NVML_SUCCESS);
+        CHECK(by == d, "by legacy bus id %s", pci.busIdLegacy);
+
+        CHECK_RC(p_nvmlDeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &u), NVML_SUCCESS);
+        sim_node_sample(node, i, 150, t_us, &v);
+        CHECK(u == (unsigned int)v.i64, "temp %u vs %lld", u, (long long)v.i64);
+        CHECK_RC(p_nvmlDeviceGetPowerUsage(d, &u), NVML_SUCCESS);
+        sim_node_sample(node, i, 155, t_us, &v);
+        CHECK(u == (unsigned int)llround(v.dbl * 1000.0), "power %u mW vs %.3f W", u, v.dbl);
+        CHECK_RC(p_nvmlDeviceGetEnforcedPowerLimit(d, &u), NVML_SUCCESS);
+        sim_node_sample(node, i, 164, t_us, &v);
+        CHECK(u == (unsigned int)llround(v.dbl * 1000.0), "limit %u mW vs %.3f W", u, v.dbl);
+        CHECK_RC(p_nvmlDeviceGetClockInfo(d, NVML_CLOCK_SM, &u), NVML_SUCCESS);
+        sim_node_sample(node, i, 100, t_us, &v);
+        CHECK(u == (unsigned int)v.i64, "sm clock %u vs %lld", u, (long long)v.i64);
+        nvmlUtilization_t util;
+        CHECK_RC(p_nvmlDeviceGetUtilizationRates(d, &util), NVML_SUCCESS);
+        sim_node_sample(node, i, 203, t_us, &v);
+        CHECK(util.gpu == (unsigned int)v.i64, "util %u vs %lld", util.gpu, (long long)v.i64);
+        unsigned long long energy = 0;
+        CHECK_RC(p_nvmlDeviceGetTotalEnergyConsumption(d, &energy), NVML_SUCCESS);
+        sim_node_sample(node, i, 156, t_us, &v);
+        CHECK(energy == (unsigned long long)v.i64, "energy %llu vs %lld", energy, (long long)v.i64);
+        unsigned long long reasons = 0;
+        CHECK_RC(p_nvmlDeviceGetCurrentClocksEventReasons(d, &reasons), NVML_SUCCESS);
+        sim_node_sample(node, i, 112, t_us, &v);
+        CHECK(reasons == (unsigned long long)v.i64, "reasons %llx vs %llx", reasons, (unsigned long long)v.i64);
+
+        nvmlMemory_v2_t mem2 = {.version = nvmlMemory_v2};
+        CHECK_RC(p_nvmlDeviceGetMemoryInfo_v2(d, &mem2), NVML_SUCCESS);
+        sim_node_sample(node, i, 252, t_us, &v);
+        CHECK(mem2.used / 1048576 == (unsigned long long)v.i64, "fb used %llu vs %lld MiB", mem2.used, (long long)v.i64);
+        CHECK(mem2.total == mem2.reserved + mem2.used + mem2.free, "v2 memory adds up");
+        nvmlMemory_t mem1;
+        CHECK_RC(p_nvmlDeviceGetMemoryInfo(d, &mem1), NVML_SUCCESS);
+        CHECK(mem1.used == mem2.used + mem2.reserved, "v1 used includes reserved");
+        mem2.version = 1;
+        CHECK_RC(p_nvmlDeviceGetMemoryInfo_v2(d, &mem2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+
+        nvmlFieldValue_t fv[4] = {{.fieldId = NVML_FI_DEV_MEMORY_TEMP}, {.fieldId = NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION},
+                                  {.fieldId = NVML_FI_DEV_PCIE_COUNT_TX_BYTES}, {.fieldId = 0}};
+        CHECK_RC(p_nvmlDeviceGetFieldValues(d, 4, fv), NVML_SUCCESS);
+        sim_node_sample(node, i, 140, t_us, &v);
+        if (v.kind == SIM_VALUE_OK)
+            CHECK(fv[0].nvmlReturn == NVML_SUCCESS && fv[0].value.uiVal == (unsigned int)v.i64, "mem temp");
+        else
+            CHECK(fv[0].nvmlReturn == NVML_ERROR_NOT_SUPPORTED, "mem temp on a board without: %d", fv[0].nvmlReturn);
+        CHECK(fv[1].nvmlReturn == NVML_SUCCESS && fv[1].value.ullVal == energy, "energy field");
+        CHECK(fv[2].nvmlReturn == NVML_SUCCESS && fv[2].value.ullVal > 0, "PCIe bytes counted");
+        CHECK(fv[3].nvmlReturn == NVML_ERROR_INVALID_ARGUMENT, "field id 0: %d", fv[3].nvmlReturn);
+        CHECK(fv[1].timestamp > 1600000000000000LL, "timestamps are us since 1970");
+
+        unsigned int procs = 0;
+        CHECK_RC(p_nvmlDeviceGetComputeRunningProcesses_v3(d, &procs, NULL), NVML_SUCCESS);
+        CHECK(procs == 0, "no processes");
+        CHECK_RC(p_nvmlDeviceGetFanSpeed(d, &u), NVML_ERROR_NOT_SUPPORTED);
+    }
+
+    /* features by model: H100 remaps rows, the T4 retires pages */
+    unsigned int a, b, c, e, pages = 0;
+    nvmlDevice_t h100 = handle(0), t4 = handle(2);
+    nvmlDeviceArchitecture_t arch = 0;
+    CHECK_RC(p_nvmlDeviceGetArchitecture(h100, &arch), NVML_SUCCESS);
+    CHECK(arch == NVML_DEVICE_ARCH_HOPPER, "arch %u", arch);
+    CHECK_RC(p_nvmlDeviceGetRemappedRows(h100, &a, &b, &c, &e), NVML_SUCCESS);
+    CHECK_RC(p_nvmlDeviceGetRemappedRows(t4, &a, &b, &c, &e), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(p_nvmlDeviceGetRetiredPages(h100, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &pages, NULL),
+             NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(p_nvmlDeviceGetRetiredPages(t4, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &pages, NULL),
+             NVML_SUCCESS);
+    CHECK_RC(p_nvmlDeviceGetMigMode(t4, &a, &b), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(p_nvmlDeviceGetMigMode(h100, &a, &b), NVML_SUCCESS);
+
+    /* the lost GPU, and arguments */
+    nvmlDevice_t lost = handle(1);
+    unsigned int u = 0;
+    CHECK_RC(p_nvmlDeviceGetTemperature(lost, NVML_TEMPERATURE_GPU, &u), NVML_ERROR_GPU_IS_LOST);
+    CHECK_RC(p_nvmlDeviceGetFieldValues(lost, 0, NULL), NVML_ERROR_GPU_IS_LOST);
+    nvmlDevice_t d = NULL;
+    CHECK_RC(p_nvmlDeviceGetHandleByIndex_v2(3, &d), NVML_ERROR_INVALID_ARGUMENT);
+    CHECK_RC(p_nvmlDeviceGetHandleByIndex_v2(0, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    CHECK_RC(p_nvmlDeviceGetTemperature(h100, NVML_TEMPERATURE_GPU, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    CHECK_RC(p_nvmlDeviceGetTemperature((nvmlDevice_t)&u, NVML_TEMPERATURE_GPU, &u), NVML_ERROR_INVALID_ARGUMENT);
+    CHECK_RC(p_nvmlDeviceGetHandleByUUID("GPU-nope", &d), NVML_ERROR_NOT_FOUND);
+
+    /* GPM with a frozen clock: both samples at t, so the metric is the node's value at t */
+    nvmlGpmSupport_t support = {.version = NVML_GPM_SUPPORT_VERSION};
+    CHECK_RC(p_nvmlGpmQueryDeviceSupport(h100, &support), NVML_SUCCESS);
+    CHECK(support.isSupportedDevice == 1, "H100 has GPM");
+    CHECK_RC(p_nvmlGpmQueryDeviceSupport(t4, &support), NVML_SUCCESS);
+    CHECK(support.isSupportedDevice == 0, "T4 has no GPM");
+    nvmlGpmSample_t s1 = NULL, s2 = NULL;
+    CHECK_RC(p_nvmlGpmSampleAlloc(&s1), NVML_SUCCESS);
+    CHECK_RC(p_nvmlGpmSampleAlloc(&s2), NVML_SUCCESS);
+    CHECK_RC(p_nvmlGpmSampleGet(t4, s1), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(p_nvmlGpmSampleGet(h100, s1), NVML_SUCCESS);
+    CHECK_RC(p_nvmlGpmSampleGet(h100, s2), NVML_SUCCESS);
+    nvmlGpmMetricsGet_t *mg = calloc(1, sizeof *mg);
+    if (mg != NULL) {
+        mg->version = NVML_GPM_METRICS_GET_VERSION;
+        mg->numMetrics = 3;
+        mg->sample1 = s1;
+        mg->sample2 = s2;
+        mg->metrics[0].metricId = NVML_GPM_METRIC_SM_UTIL;
+        mg->metrics[1].metricId = NVML_GPM_METRIC_PCIE_TX_PER_SEC;
+        mg->metrics[2].metricId = 8; /* a DMMA id the simulator does not compute */
+        CHECK_RC(p_nvmlGpmMetricsGet(mg), NVML_SUCCESS);
+        sim_value v;
+        sim_node_sample(node, 0, 1002, t_us, &v);
+        CHECK(mg->metrics[0].nvmlReturn == NVML_SUCCESS && fabs(mg->metrics[0].value - v.dbl * 100.0) < 1e-9,
+              "SM util %f vs ratio %f", mg->metrics[0].value, v.dbl);
+        CHECK(mg->metrics[0].metricInfo.unit != NULL && strcmp(mg->metrics[0].metricInfo.unit, "%") == 0, "unit");
+        sim_node_sample(node, 0, 1009, t_us, &v);
+        CHECK(fabs(mg->metrics[1].value - v.dbl / 1048576.0) < 1e-6, "PCIe TX %f MiB/s", mg->metrics[1].value);
+        CHECK(mg->metrics[2].nvmlReturn == NVML_ERROR_NOT_SUPPORTED, "unknown metric");
+        mg->version = 2;
+        CHECK_RC(p_nvmlGpmMetricsGet(mg), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+        free(mg);
+    }
+    CHECK_RC(p_nvmlGpmSampleFree(s1), NVML_SUCCESS);
+    CHECK_RC(p_nvmlGpmSampleFree(s2), NVML_SUCCESS);
+    CHECK_RC(p_nvmlGpmSampleFree(s2), NVML_ERROR_INVALID_ARGUMENT);
+
+    sim_node_free(node);
+    CHECK_RC(p_nvmlShutdown(), NVML_SUCCESS);
+    CHECK_RC(p_nvmlShutdown(), NVML_SUCCESS);
+    CHECK_RC(p_nvmlDeviceGetCount_v2(&count), NVML_ERROR_UNINITIALIZED);
+    unsetenv("DCGM_SIM_NVML_TIME_US");
+}
+
+/* ---- XID events on a running clock ----------------------------------------------------- */
+
+static void test_xid_events(void)
+{
+    CHECK_RC(p_nvmlInit_v2(), NVML_SUCCESS);
+    nvmlEventSet_t set = NULL;
+    CHECK_RC(p_nvmlEventSetCreate(&set), NVML_SUCCESS);
+    CHECK_RC(p_nvmlDeviceRegisterEvents(handle(0), nvmlEventTypeXidCriticalError, set), NVML_SUCCESS);
+    CHECK_RC(p_nvmlDeviceRegisterEvents(handle(1), nvmlEventTypeXidCriticalError, set), NVML_SUCCESS);
+    CHECK_RC(p_nvmlDeviceRegisterEvents(handle(2), nvmlEventMigConfigChange, set), NVML_ERROR_NOT_SUPPORTED);
+    nvmlEventData_t data;
+    CHECK_RC(p_nvmlEventSetWait_v2(set, &data, 0), NVML_ERROR_TIMEOUT);
+    static const unsigned long long want_xid[] = {13, 13, 79};
+    static const unsigned int want_gpu[] = {0, 0, 1};
+    for (int k = 0; k < 3; k++) {
+        memset(&data, 0, sizeof data);
+        CHECK_RC(p_nvmlEventSetWait_v2(set, &data, 5000), NVML_SUCCESS);
+        CHECK(data.eventType == nvmlEventTypeXidCriticalError && data.eventData == want_xid[k],
+              "event %d: type %llx xid %llu", k, data.eventType, data.eventData);
+        CHECK(data.device == handle(want_gpu[k]) && data.gpuInstanceId == 0xFFFFFFFFu, "event %d device", k);
+    }
+    double before = monotonic_ms();
+    CHECK_RC(p_nvmlEventSetWait_v2(set, &data, 100), NVML_ERROR_TIMEOUT);
+    CHECK(monotonic_ms() - before >= 95.0, "waited out the timeout");
+    CHECK_RC(p_nvmlEventSetFree(set), NVML_SUCCESS);
+    CHECK_RC(p_nvmlEventSetWait_v2(set, &data, 0), NVML_ERROR_INVALID_ARGUMENT);
+    CHECK_RC(p_nvmlShutdown(), NVML_SUCCESS);
+}
+
+/* ---- NO_PERMISSION and costs ------------------------------------------------------------ */
+
+static void test_permission_and_costs(void)
+{
+    setenv("DCGM_SIM_NVML_NO_PERMISSION", "nvmlDeviceGetUUID,nvmlDeviceGetPowerUsage", 1);
+    setenv("DCGM_SIM_NVML_COSTS", "off,nvmlDeviceGetTotalEnergyConsumption=20000,"
+                                  "nvmlDeviceGetPcieThroughput=0:30000", 1);
+    CHECK_RC(p_nvmlInit_v2(), NVML_SUCCESS);
+    nvmlDevice_t d = handle(0);
+    char text[96];
+    unsigned int u = 0;
+    CHECK_RC(p_nvmlDeviceGetUUID(d, text, sizeof text), NVML_ERROR_NO_PERMISSION);
+    CHECK_RC(p_nvmlDeviceGetPowerUsage(d, &u), NVML_ERROR_NO_PERMISSION);
+    CHECK_RC(p_nvmlDeviceGetName(d, text, sizeof text), NVML_SUCCESS);
+
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    unsigned long long energy = 0;
+    CHECK_RC(p_nvmlDeviceGetTotalEnergyConsumption(d, &energy), NVML_SUCCESS);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    double cpu_ms = (double)(c1.tv_sec - c0.tv_sec) * 1e3 + (double)(c1.tv_nsec - c0.tv_nsec) / 1e6;
+    CHECK(cpu_ms >= 19.0, "energy spun %.2f ms of CPU, configured 20", cpu_ms);
+
+    double before = monotonic_ms();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    CHECK_RC(p_nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_TX_BYTES, &u), NVML_SUCCESS);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    cpu_ms = (double)(c1.tv_sec - c0.tv_sec) * 1e3 + (double)(c1.tv_nsec - c0.tv_nsec) / 1e6;
+    CHECK(monotonic_ms() - before >= 29.0, "PCIe throughput slept");
+    CHECK(cpu_ms < 15.0, "sleeping is not spinning: %.2f ms CPU", cpu_ms);
+    CHECK_RC(p_nvmlShutdown(), NVML_SUCCESS);
+    unsetenv("DCGM_SIM_NVML_NO_PERMISSION");
+    setenv("DCGM_SIM_NVML_COSTS", "off", 1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
+        return 2;
+    }
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_nvml.XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 2;
+    }
+    if (load_library(argv[1]) != 0)
+        return 1;
+    const char *scenario = write_file("nvml.toml", SCENARIO);
+    char scenario_path[512];
+    snprintf(scenario_path, sizeof scenario_path, "%s", scenario);
+    setenv("DCGM_SIM_SCENARIO", scenario_path, 1);
+    setenv("DCGM_SIM_NVML_COSTS", "off", 1);
+
+    test_uninitialized();
+    test_values_match_the_node(scenario_path);
+    test_xid_events();
+    test_permission_and_costs();
+
+    dlclose(library);
+    unlink(scenario_path);
+    rmdir(tmpdir);
+    printf("test_nvml: %d checks, %d failures\n", checks, failures);
+    return failures == 0 ? 0 : 1;
+}
