@@ -12,8 +12,8 @@ Cases:
 
 - ``full``: every metric row the shipped counters files list (their
   off-by-default rows turned on) with ``--aggregations min,max,avg``, so
-  every numeric row has all three window families; over 1,000 series on 8
-  GPUs.  Run on 1, 8 and 32 GPUs for the scaling figure.
+  every numeric gauge row has all three window families (counters get none);
+  over 1,000 series on 8 GPUs.  Run on 1, 8 and 32 GPUs for the scaling figure.
 - ``workload``: the benchmark workload (default counters + profiling set)
   with the window families the shipped file asks for, on 8 GPUs.
 
