@@ -162,8 +162,10 @@ class Collector:
         lines.append(f"draining DCGM every {sampling.collect_interval_ms:g} ms, DCGM sampling every "
                      f"{sampling.watch_ms:g} ms; {sampling.retention_s:g} s of history in "
                      f"{ring_bytes / 2**20:.1f} MiB of rings")
-        lines.append(f"serving {self.server.describe() if self.server else '?'} "
-                     f"({web.describe() if web is not None else 'no TLS, no auth'})")
+        where = self.server.describe() if self.server else "?"
+        security = web.describe() if web is not None else "no TLS, no auth"
+        # one parenthesis: the listener's own note (every interface, ...) and the TLS and auth state
+        lines.append(f"serving {where[:-1]}; {security})" if where.endswith(")") else f"serving {where} ({security})")
         return lines
 
     def _read_web_config(self) -> WebConfig | None:
