@@ -113,25 +113,6 @@ class build_ext_with_simulator(build_ext):
             ],
         )
         return output
-        compiler = self.compiler
-        objects = compiler.compile(
-            sources,
-            output_dir=os.path.join(self.build_temp, "sim"),
-            extra_postargs=["-std=gnu11", "-O2", "-fPIC", "-pthread"],
-            depends=depends,
-        )
-        os.makedirs(os.path.dirname(output), exist_ok=True)
-        compiler.link_shared_object(
-            objects,
-            output,
-            libraries=["m"],
-            extra_postargs=[
-                "-pthread",
-                f"-Wl,-soname,{SIM_LIBRARY}",
-                f"-Wl,--version-script={SIM_MAP}",
-            ],
-        )
-        return output
 
 
 BUILD_TOOLS_HELP = (

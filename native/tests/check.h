@@ -8,6 +8,8 @@
  *   CHECK_FROM_THREADS  counters are atomic (checks run on several threads)
  *                       and only the first CHECK_MAX_REPORTED failures are
  *                       printed, so a broken race test cannot flood the log
+ *   CHECK_SCRATCH_FILES tmpdir and write_file(): files (scenarios) a test writes
+ *                       into a scratch folder it made with mkdtemp
  *   CHECK_DLOPEN_DCGM   declares p_<name> for every DCGM entry point,
  *                       load_library() to fill them, run_tests(), and the
  *                       recs collector for value callbacks
@@ -81,6 +83,25 @@ static inline void sleep_ms(int ms)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
+
+#ifdef CHECK_SCRATCH_FILES
+static char tmpdir[256];
+
+/* Writes text to tmpdir/name; the path stays valid until the next call. */
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+#endif /* CHECK_SCRATCH_FILES */
 
 #ifdef CHECK_DLOPEN_DCGM
 #include <dlfcn.h>

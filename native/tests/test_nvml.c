@@ -23,26 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#define CHECK_SCRATCH_FILES
+#include "check.h"
+
 #include "../nvml/nvml_abi.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fputc('\n', stderr);                                            \
-        }                                                                   \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                \
-    do {                                                                    \
-        int got_ = (int)(expr);                                             \
-        CHECK(got_ == (int)(want), "%s returned %d, want %d", #expr, got_, (int)(want)); \
-    } while (0)
 
 /* The entry points this test calls: return type, name, parameter list. */
 #define NVML_TEST_FUNCTIONS(X)                                                                         \
@@ -113,22 +97,6 @@ static int load_library(const char *build_dir)
     CHECK(dlsym(library, "sim_node_sample") == NULL, "the node leaks out of the library");
     CHECK(dlsym(library, "DcgmFieldsInit") == NULL, "a DCGM symbol leaks out of the library");
     return 0;
-}
-
-static char tmpdir[256];
-
-static const char *write_file(const char *name, const char *text)
-{
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        perror(path);
-        exit(2);
-    }
-    fputs(text, f);
-    fclose(f);
-    return path;
 }
 
 /* Two H100s training, a T4 (no GPM, no row remapping, page retirement), GPU 1 lost at 0.5 s. */
