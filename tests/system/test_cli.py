@@ -248,16 +248,27 @@ sys.exit(main())
 """
 
 
-def test_sigterm_while_embedded_dcgm_is_stuck_exits_within_2_s(tmp_path):
+def _stuck_collector(tmp_path: Path, *args: str) -> Running:
+    """The collector started through STUCK_DCGM, serving, with two ticks done; the caller kills it."""
     (tmp_path / "stuck_dcgm.py").write_text(STUCK_DCGM)
     log = tmp_path / "collector.log"
     with open(log, "wb") as out:
-        proc = launch("stuck_dcgm", "--sim", "2", "-a", "127.0.0.1:0", "-c", "200", cwd=tmp_path, env=clean_env(),
-                      stdout=out, stderr=subprocess.STDOUT)
+        proc = launch("stuck_dcgm", "--sim", "2", "-a", "127.0.0.1:0", "-c", "200", *args, cwd=tmp_path,
+                      env=clean_env(), stdout=out, stderr=subprocess.STDOUT)
     c = Running(proc, log)
     try:
         c.port = int(c.wait_log(SERVING.pattern)[1])
         metrics_after_ticks(c, 2)
+    except BaseException:
+        stop_process(proc, signal.SIGKILL)
+        raise
+    return c
+
+
+def test_sigterm_while_embedded_dcgm_is_stuck_exits_within_2_s(tmp_path):
+    c = _stuck_collector(tmp_path)
+    proc = c.proc
+    try:
         (tmp_path / "stuck").touch()
         time.sleep(0.5)   # the sampler waits inside a read now
         proc.send_signal(signal.SIGHUP)   # the reload waits for the sampler...
@@ -277,17 +288,11 @@ def test_sigterm_while_embedded_dcgm_is_stuck_exits_within_2_s(tmp_path):
 
 
 def test_sighup_while_embedded_dcgm_is_stuck_reloads_once_it_answers(tmp_path):
-    (tmp_path / "stuck_dcgm.py").write_text(STUCK_DCGM)
     counters = tmp_path / "counters.csv"
     counters.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
-    log = tmp_path / "collector.log"
-    with open(log, "wb") as out:
-        proc = launch("stuck_dcgm", "--sim", "2", "-a", "127.0.0.1:0", "-c", "200", "-f", str(counters),
-                      cwd=tmp_path, env=clean_env(), stdout=out, stderr=subprocess.STDOUT)
-    c = Running(proc, log)
+    c = _stuck_collector(tmp_path, "-f", str(counters))
+    proc = c.proc
     try:
-        c.port = int(c.wait_log(SERVING.pattern)[1])
-        metrics_after_ticks(c, 2)
         (tmp_path / "stuck").touch()
         time.sleep(0.5)   # the sampler waits inside a read now
         counters.write_text("DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).\n")
