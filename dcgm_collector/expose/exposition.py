@@ -109,7 +109,7 @@ class Exposition:
         """The whole /metrics body; ``now_us`` (µs since the epoch) defaults to now."""
         now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
         self._refresh_families()
-        scrape = Scrape(self, now_us)
+        scrape = self.scrape(now_us)
         parts: list[str] = []
         for family in self._families:
             lines = family.lines(scrape)
@@ -120,6 +120,10 @@ class Exposition:
         if openmetrics:
             parts.append("# EOF\n")
         return "".join(parts).encode()
+
+    def scrape(self, now_us: int) -> Scrape:
+        """What one render at ``now_us`` reads of this exposition's rings and events."""
+        return Scrape(now_us, self.window_us, self.lookback_us, self._event_rows)
 
     @property
     def window_families(self) -> int:

@@ -10,7 +10,6 @@ from typing import Protocol
 from dcgm_collector.collect.sampler import SamplerStats
 from dcgm_collector.expose.exposition import Exposition
 from dcgm_collector.expose.families import Family
-from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.text import Header, label_text
 
@@ -82,7 +81,7 @@ class MultiExposition:
         return "".join(parts).encode()
 
     def _render_families(self, expositions: Sequence[Exposition | None], openmetrics: bool, now_us: int) -> str:
-        scrapes = [Scrape(e, now_us) if e is not None else None for e in expositions]
+        scrapes = [e.scrape(now_us) if e is not None else None for e in expositions]
         parts: list[str] = []
         for _, header, members in self._family_plan(expositions):
             lines: list[str] = []

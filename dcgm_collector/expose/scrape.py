@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from dcgm_collector.collect.ring import SAMPLE_OK, EventRows, RingBuffer
-
-if TYPE_CHECKING:  # the exposition owns the scrape; imported for the annotation only
-    from dcgm_collector.expose.exposition import Exposition
 
 __all__ = ["RingView", "Scrape"]
 
@@ -33,20 +30,22 @@ class RingView:
 
 
 class Scrape:
-    def __init__(self, exposition: Exposition, now_us: int) -> None:
-        self.exposition = exposition
+    """What one render of one exposition reads: ring views over its windows, and its events, each once."""
+
+    def __init__(self, now_us: int, window_us: int, lookback_us: int, event_rows: Callable[[], EventRows]) -> None:
         self.now_us = now_us
+        self._window_us, self._lookback_us = window_us, lookback_us
+        self._event_rows = event_rows
         self._views: dict[int, RingView] = {}
         self._events: EventRows | None = None
 
     def view(self, ring: RingBuffer) -> RingView:
         view = self._views.get(id(ring))
         if view is None:
-            e = self.exposition
-            view = self._views[id(ring)] = RingView(ring, self.now_us, e.window_us, e.lookback_us)
+            view = self._views[id(ring)] = RingView(ring, self.now_us, self._window_us, self._lookback_us)
         return view
 
     def events(self) -> EventRows:
         if self._events is None:
-            self._events = self.exposition._event_rows()
+            self._events = self._event_rows()
         return self._events
