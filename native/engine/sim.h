@@ -36,7 +36,9 @@ typedef struct sim_node sim_node;
 typedef enum sim_value_kind {
     SIM_VALUE_OK = 0,            /* a real reading */
     SIM_VALUE_NOT_SUPPORTED = 1, /* this GPU model lacks the field */
-    SIM_VALUE_BLANK = 2          /* no reading (e.g. GPU lost) */
+    SIM_VALUE_BLANK = 2,         /* no reading (e.g. GPU lost) */
+    SIM_VALUE_NOT_FOUND = 3,     /* the driver knows no such thing (NVML source) */
+    SIM_VALUE_NOT_PERMISSIONED = 4 /* the driver refused the caller (NVML source) */
 } sim_value_kind;
 
 typedef struct sim_value {
