@@ -229,6 +229,10 @@ class Collector:
         config = self.config
         try:
             if config.nvml:
+                try:
+                    engine.check_nvml()
+                except ValueError as error:
+                    raise StartupError(f"--nvml: {error}") from None
                 os.environ[engine.SOURCE_ENV] = "nvml"
                 return dcgm.load_library(engine.library_path())
             if config.sim is not None:

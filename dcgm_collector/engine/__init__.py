@@ -35,7 +35,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "LIBRARY_NAME", "NVML_LIBRARY_NAME", "NVML_LIB_ENV", "SCENARIO_ENV", "SOURCE_ENV", "check_scenario", "library_dir", "library_path",
-    "nvml_library_dir", "nvml_library_path", "resolve_scenario", "source_name",
+    "nvml_library_dir", "nvml_library_path", "check_nvml", "resolve_scenario", "source_name",
 ]
 
 
@@ -154,3 +154,21 @@ def source_name(library: object) -> str:
     finally:
         ffi.dlclose(handle)
     return ffi.string(name).decode("utf-8", "replace") if status == 0 else ""
+
+
+def check_nvml() -> str:
+    """The NVML library the engine's NVML source will open: ``$DCGM_ENGINE_NVML_LIB``, else the
+    dynamic linker's search for libnvidia-ml.so.1.  ValueError (one line) when there is none."""
+    given = os.environ.get(NVML_LIB_ENV, "")
+    ffi = cffi.FFI()
+    try:
+        handle = ffi.dlopen(given or NVML_LIBRARY_NAME)
+    except OSError as error:
+        if given:
+            raise ValueError(f"cannot open {NVML_LIB_ENV}={given} ({error}); point {NVML_LIB_ENV} at the "
+                             f"driver's {NVML_LIBRARY_NAME}, or leave out --nvml") from None
+        raise ValueError(f"no {NVML_LIBRARY_NAME} found by the dynamic linker (LD_LIBRARY_PATH, the ld.so cache, "
+                         f"the system library directories): install the NVIDIA driver, set {NVML_LIB_ENV} to "
+                         f"the library's path, or leave out --nvml") from None
+    ffi.dlclose(handle)
+    return given or NVML_LIBRARY_NAME
