@@ -146,7 +146,7 @@ typedef struct recs {
     dcgmHandle_t reenter; /* the callback calls back into this handle, 0 = never */
 } recs;
 
-static recs *recs_new(int capacity)
+static inline recs *recs_new(int capacity)
 {
     recs *r = calloc(1, sizeof *r);
     if (!r)
@@ -156,7 +156,7 @@ static recs *recs_new(int capacity)
     return r;
 }
 
-static void recs_free(recs *r)
+static inline void recs_free(recs *r)
 {
     if (!r)
         return;
@@ -164,7 +164,7 @@ static void recs_free(recs *r)
     free(r);
 }
 
-static void recs_append(recs *r, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+static inline void recs_append(recs *r, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
                         const dcgmFieldValue_v1 *values, int n)
 {
     for (int i = 0; i < n && r->count < r->capacity; i++) {
@@ -175,7 +175,7 @@ static void recs_append(recs *r, dcgm_field_entity_group_t group, dcgm_field_eid
     }
 }
 
-static int recs_should_stop(const recs *r)
+static inline int recs_should_stop(const recs *r)
 {
     return r->stop_after && r->count >= r->stop_after;
 }
