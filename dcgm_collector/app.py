@@ -242,6 +242,7 @@ class Collector:
                 except ValueError as error:
                     raise StartupError(f"--sim {config.sim}: {error}") from None
                 os.environ[engine.SCENARIO_ENV] = spec
+                os.environ[engine.SOURCE_ENV] = "models"
                 return dcgm.load_library(engine.library_path())
             return dcgm.load_library(config.dcgm_lib)
         except dcgm.LibraryNotFoundError as error:

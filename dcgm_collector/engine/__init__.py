@@ -34,8 +34,9 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 __all__ = [
-    "LIBRARY_NAME", "NVML_LIBRARY_NAME", "NVML_LIB_ENV", "SCENARIO_ENV", "SOURCE_ENV", "check_scenario", "library_dir", "library_path",
-    "nvml_library_dir", "nvml_library_path", "check_nvml", "resolve_scenario", "source_name",
+    "LIBRARY_NAME", "NVML_LIBRARY_NAME", "NVML_LIB_ENV", "SCENARIO_ENV", "SOURCE_ENV", "check_nvml",
+    "check_scenario", "library_dir", "library_path", "nvml_library_dir", "nvml_library_path", "resolve_scenario",
+    "source_name",
 ]
 
 
@@ -164,8 +165,9 @@ def check_nvml() -> str:
     try:
         handle = ffi.dlopen(given or NVML_LIBRARY_NAME)
     except OSError as error:
+        why = str(error).split(".  Additionally", 1)[0]   # cffi appends its find_library attempt
         if given:
-            raise ValueError(f"cannot open {NVML_LIB_ENV}={given} ({error}); point {NVML_LIB_ENV} at the "
+            raise ValueError(f"cannot open {NVML_LIB_ENV}={given} ({why}); point {NVML_LIB_ENV} at the "
                              f"driver's {NVML_LIBRARY_NAME}, or leave out --nvml") from None
         raise ValueError(f"no {NVML_LIBRARY_NAME} found by the dynamic linker (LD_LIBRARY_PATH, the ld.so cache, "
                          f"the system library directories): install the NVIDIA driver, set {NVML_LIB_ENV} to "

@@ -3,6 +3,8 @@
  *
  *   field_table.c  field metadata (generated from reference/dcgm/fields.tsv)
  *   node.c etc.    the simulated node: scenario, GPU models, physics
+ *   source.h       the engine's value source: this node (source_models.c) or NVML
+ *                  (source_nvml.c, the driver's libnvidia-ml.so.1)
  *   engine.c etc.  the simulated hostengine: groups, watches, cache, reads
  *   api.c          the exported DCGM C ABI, dispatching handles to a backend
  *   backend_*.c    the two backends: the embedded engine, a remote hostengine
