@@ -105,7 +105,7 @@ class build_ext_with_simulator(build_ext):
         compiler.link_shared_object(
             objects,
             output,
-            libraries=["m"],
+            libraries=["dl", "m"],
             extra_postargs=[
                 "-pthread",
                 f"-Wl,-soname,{library}",

@@ -139,7 +139,11 @@ class Collector:
     def _summary(self, counters: CounterSet, web: WebConfig | None) -> list[str]:
         """What the collector runs on, one fact a line: library, GPUs, counters, history, listener."""
         config, library = self.config, self.library
-        kind = "dcgm-collector's simulated engine" if library is not None and library.is_simulator else "NVIDIA DCGM"
+        kind = "NVIDIA DCGM"
+        if library is not None and library.is_simulator:
+            source = engine.source_name(library)
+            kind = (f"the engine reading NVML ({source.partition(' ')[2]})" if source.startswith("nvml")
+                    else "dcgm-collector's simulated engine")
         lines = [f"dcgm-collector {__version__}; DCGM library {library.path if library else '?'} "
                  f"({kind}, version {self.library_version})"]
         series = windows = ring_bytes = 0
@@ -224,6 +228,13 @@ class Collector:
     def _load_library(self) -> Library:
         config = self.config
         try:
+            if config.nvml:
+                try:
+                    engine.check_nvml()
+                except ValueError as error:
+                    raise StartupError(f"--nvml: {error}") from None
+                os.environ[engine.SOURCE_ENV] = "nvml"
+                return dcgm.load_library(engine.library_path())
             if config.sim is not None:
                 spec = engine.resolve_scenario(config.sim)
                 try:
@@ -231,6 +242,7 @@ class Collector:
                 except ValueError as error:
                     raise StartupError(f"--sim {config.sim}: {error}") from None
                 os.environ[engine.SCENARIO_ENV] = spec
+                os.environ[engine.SOURCE_ENV] = "models"
                 return dcgm.load_library(engine.library_path())
             return dcgm.load_library(config.dcgm_lib)
         except dcgm.LibraryNotFoundError as error:

@@ -260,6 +260,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("sim", ("--sim",), "DCGM_COLLECTOR_SIM", None, _nonempty("scenario"),
            "use the simulated libdcgm shipped with the package: N H100s, a scenario file, or the name of a "
            "shipped scenario (spikes, mixed, xid-burst, ...)", "simulator", "N|SCENARIO"),
+    Option("nvml", ("--nvml",), "DCGM_COLLECTOR_NVML", False, parse_bool,
+           "run the package's engine on the driver's NVML (libnvidia-ml.so.1 from $DCGM_ENGINE_NVML_LIB, else "
+           "the dynamic linker's search) instead of NVIDIA DCGM or the simulated GPUs", "simulator", "BOOL", True),
     Option("kubernetes", ("-k", "--kubernetes"), "DCGM_EXPORTER_KUBERNETES", False, parse_bool,
            "label each GPU's series with the pod, namespace and container holding it, from the kubelet's "
            "pod-resources API (refreshed every 10 s, not per scrape)", "attribution", "BOOL", True),
@@ -489,6 +492,7 @@ class Config:
     window_s: float
     aggregations: tuple[str, ...]
     sim: str | None
+    nvml: bool
     address: str
     debug: bool
     log_format: str
@@ -538,6 +542,8 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     remotes = parse_remotes(values["remote"], "-r" if args.remote is not None else "DCGM_REMOTE_HOSTENGINE_INFO")
     values["remote"] = ",".join(a.text for a in remotes) or None
     values["nvidia_resource_names"] = _name_list(values["nvidia_resource_names"])
+    if values["nvml"] and (values["sim"] is not None or args.dcgm_lib is not None):
+        raise ConfigError("give --nvml, --sim or --dcgm-lib, not two")
     if values["sim"] is not None and args.dcgm_lib is not None:
         raise ConfigError("give --sim or --dcgm-lib, not both")
     try:

@@ -24,6 +24,9 @@ import cffi
 LIBRARY_NAME = "libdcgm.so.4"
 NVML_LIBRARY_NAME = "libnvidia-ml.so.1"
 SCENARIO_ENV = "DCGM_SIM_SCENARIO"
+# the engine's value source: "models" (default) or "nvml" (the driver's libnvidia-ml.so.1)
+SOURCE_ENV = "DCGM_ENGINE_SOURCE"
+NVML_LIB_ENV = "DCGM_ENGINE_NVML_LIB"
 
 try:  # Python 3.11+
     import tomllib
@@ -31,8 +34,9 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 __all__ = [
-    "LIBRARY_NAME", "NVML_LIBRARY_NAME", "SCENARIO_ENV", "check_scenario", "library_dir", "library_path",
-    "nvml_library_dir", "nvml_library_path", "resolve_scenario",
+    "LIBRARY_NAME", "NVML_LIBRARY_NAME", "NVML_LIB_ENV", "SCENARIO_ENV", "SOURCE_ENV", "check_nvml",
+    "check_scenario", "library_dir", "library_path", "nvml_library_dir", "nvml_library_path", "resolve_scenario",
+    "source_name",
 ]
 
 
@@ -129,3 +133,44 @@ def _check_with_simulator(spec: str) -> None:
     if status != 0:
         message = ffi.string(error).decode("utf-8", "replace").strip()
         raise ValueError(message or f"{spec}: invalid scenario (status {status})")
+
+
+def source_name(library: object) -> str:
+    """What the embedded engine in ``library`` (a loaded libdcgm.so.4) reads: "models", "nvml PATH" or ""."""
+    path = getattr(library, "path", None)
+    if not path:
+        return ""
+    ffi = cffi.FFI()
+    ffi.cdef("int dcgmSimSourceName(char *name, int nameLen);")
+    try:
+        # the same path gives the loader's same instance, so this reaches the running engine
+        handle = ffi.dlopen(str(path))
+    except OSError:
+        return ""
+    try:
+        name = ffi.new("char[]", 600)
+        status = handle.dcgmSimSourceName(name, len(name))
+    except AttributeError:
+        return ""
+    finally:
+        ffi.dlclose(handle)
+    return ffi.string(name).decode("utf-8", "replace") if status == 0 else ""
+
+
+def check_nvml() -> str:
+    """The NVML library the engine's NVML source will open: ``$DCGM_ENGINE_NVML_LIB``, else the
+    dynamic linker's search for libnvidia-ml.so.1.  ValueError (one line) when there is none."""
+    given = os.environ.get(NVML_LIB_ENV, "")
+    ffi = cffi.FFI()
+    try:
+        handle = ffi.dlopen(given or NVML_LIBRARY_NAME)
+    except OSError as error:
+        why = str(error).split(".  Additionally", 1)[0]   # cffi appends its find_library attempt
+        if given:
+            raise ValueError(f"cannot open {NVML_LIB_ENV}={given} ({why}); point {NVML_LIB_ENV} at the "
+                             f"driver's {NVML_LIBRARY_NAME}, or leave out --nvml") from None
+        raise ValueError(f"no {NVML_LIBRARY_NAME} found by the dynamic linker (LD_LIBRARY_PATH, the ld.so cache, "
+                         f"the system library directories): install the NVIDIA driver, set {NVML_LIB_ENV} to "
+                         f"the library's path, or leave out --nvml") from None
+    ffi.dlclose(handle)
+    return given or NVML_LIBRARY_NAME

@@ -59,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     hostengine.add_argument("--scenario", default=None, metavar="N|SCENARIO",
                             help=f"GPU count, scenario file or shipped scenario name (spikes, xid-burst, ...) "
                                  f"(default: ${engine.SCENARIO_ENV}, else 8 H100s training)")
+    hostengine.add_argument("--nvml", action="store_true",
+                            help=f"serve the driver's GPUs read through NVML (libnvidia-ml.so.1 from "
+                                 f"${engine.NVML_LIB_ENV}, else the dynamic linker's search) instead of "
+                                 f"simulated ones")
     return parser
 
 
@@ -100,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "hostengine":
             if args.unix is not None and args.address != "127.0.0.1":
                 raise ValueError("--address applies to --port, not --unix")
+            if args.nvml:
+                if args.scenario is not None:
+                    raise ValueError("give --nvml or --scenario, not both")
+                engine.check_nvml()
+                os.environ[engine.SOURCE_ENV] = "nvml"
             scenario = None if args.scenario is None else engine.resolve_scenario(args.scenario)
             hostengine.serve(port=args.port, address=args.address, unix_path=args.unix, scenario=scenario)
         else:

@@ -46,7 +46,7 @@ def serve(
     if port is not None and not 0 <= port <= 65535:
         raise ValueError(f"port must be 0..65535, not {port}")
     spec = os.environ.get(engine.SCENARIO_ENV, "") if scenario is None else scenario
-    if spec:
+    if spec and os.environ.get(engine.SOURCE_ENV, "") != "nvml":
         engine.check_scenario(spec)
     stream = sys.stdout if ready is None else ready
     stream.flush()

@@ -20,6 +20,7 @@
 #include "engine.h"
 #include "remote.h"
 #include "sim.h"
+#include "source.h"
 
 #define SCENARIO_ENV "DCGM_SIM_SCENARIO"
 
@@ -169,7 +170,8 @@ static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handl
         char err[512];
         sim_engine *engine = NULL;
         api_backend *b = calloc(1, sizeof *b);
-        rc = b ? (dcgmReturn_t)engine_create(getenv(SCENARIO_ENV), mode, &engine, err, sizeof err)
+        rc = b ? (dcgmReturn_t)engine_create_source(getenv(VALUE_SOURCE_ENV), getenv(SCENARIO_ENV),
+                                                    mode, &engine, err, sizeof err)
                : DCGM_ST_MEMORY;
         if (rc == DCGM_ST_OK) {
             b->handle = DCGM_EMBEDDED_HANDLE;
@@ -741,4 +743,20 @@ dcgmReturn_t dcgmSimCheckScenario(const char *spec, char *errorText, int errorTe
     if (errorText && errorTextLen > 0)
         snprintf(errorText, (size_t)errorTextLen, "%s", rc == DCGM_ST_OK ? "" : err);
     return (dcgmReturn_t)rc;
+}
+
+/* One line naming the embedded engine's value source: "models" or "nvml <path>". */
+dcgmReturn_t dcgmSimSourceName(char *name, int nameLen)
+{
+    if (!name || nameLen <= 0)
+        return DCGM_ST_BADPARAM;
+    name[0] = '\0';
+    pthread_mutex_lock(&api.lock);
+    dcgmReturn_t rc = DCGM_ST_UNINITIALIZED;
+    if (api.embedded) {
+        engine_source_describe(api.embedded->impl, name, (size_t)nameLen);
+        rc = DCGM_ST_OK;
+    }
+    pthread_mutex_unlock(&api.lock);
+    return rc;
 }

@@ -72,7 +72,7 @@ int engine_gpu_lost_locked(const sim_engine *e, unsigned int gpu, int64_t t_rel)
 {
     if (gpu == ENGINE_NO_GPU)
         return 0;
-    int64_t lost_at = sim_node_gpu_lost_at(e->node, gpu);
+    int64_t lost_at = vs_gpu_lost_at(e->src, gpu);
     return lost_at >= 0 && t_rel >= lost_at;
 }
 
@@ -99,7 +99,7 @@ const char *engine_instance_profile(const sim_engine *e, const engine_entity *en
     if (ent->fake)
         return ent->group == DCGM_FE_GPU_CI ? "1fc.1g.4gb" : "1fg.4gb";
     /* an 80 GB H100 split evenly: the profile follows from the instance count */
-    switch (sim_node_gpu_mig_instances(e->node, ent->gpu)) {
+    switch (vs_mig_instances(e->src, ent->gpu)) {
     case 1: return "7g.80gb";
     case 2: return "3g.40gb";
     case 3: return "2g.20gb";
@@ -109,7 +109,7 @@ const char *engine_instance_profile(const sim_engine *e, const engine_entity *en
 
 static int build_entities(sim_engine *e)
 {
-    unsigned int gpus = sim_node_gpu_count(e->node);
+    unsigned int gpus = vs_gpu_count(e->src);
     if (gpus > DCGM_MAX_NUM_DEVICES)
         gpus = DCGM_MAX_NUM_DEVICES;
     for (unsigned int g = 0; g < gpus; g++) {
@@ -118,7 +118,7 @@ static int build_entities(sim_engine *e)
             return DCGM_ST_MEMORY;
     }
     for (unsigned int g = 0; g < gpus; g++) {
-        unsigned int n = sim_node_gpu_mig_instances(e->node, g);
+        unsigned int n = vs_mig_instances(e->src, g);
         if (n > DCGM_MAX_INSTANCES_PER_GPU)
             n = DCGM_MAX_INSTANCES_PER_GPU;
         for (unsigned int i = 0; i < n; i++) {
@@ -189,11 +189,26 @@ static void free_state(sim_engine *e)
     engine_series_free_all_locked(e);
     engine_groups_free(e);
     free(e->entities);
-    sim_node_free(e->node);
+    value_source_free(e->src);
 }
 
 int engine_create(const char *spec, dcgmOperationMode_t mode, sim_engine **out,
                   char *err, size_t errlen)
+{
+    return engine_create_source(NULL, spec, mode, out, err, errlen);
+}
+
+void engine_source_describe(const sim_engine *e, char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return;
+    buf[0] = '\0';
+    if (e && e->src && e->src->ops->describe)
+        e->src->ops->describe(e->src->impl, buf, len);
+}
+
+int engine_create_source(const char *source, const char *spec, dcgmOperationMode_t mode,
+                         sim_engine **out, char *err, size_t errlen)
 {
     if (!out)
         return DCGM_ST_BADPARAM;
@@ -209,8 +224,8 @@ int engine_create(const char *spec, dcgmOperationMode_t mode, sim_engine **out,
         errlen = sizeof scratch;
     }
     err[0] = '\0';
-    int rc = sim_node_load(spec, &e->node, err, errlen);
-    if (rc != DCGM_ST_OK || !e->node) {
+    int rc = value_source_open(source, spec, &e->src, err, errlen);
+    if (rc != DCGM_ST_OK || !e->src) {
         free(e);
         return rc != DCGM_ST_OK ? rc : DCGM_ST_INIT_ERROR;
     }
@@ -437,13 +452,13 @@ static void hierarchy_row(sim_engine *e, const engine_entity *ent, dcgmMigHierar
     row->info.nvmlGpuIndex = gpu_id;
     row->info.nvmlInstanceId = gpu ? gpu->index : 0;
     row->info.nvmlComputeInstanceId = ent->group == DCGM_FE_GPU_I ? 0xffffffffu : 0;
-    unsigned int n = ent->fake ? 1 : sim_node_gpu_mig_instances(e->node, ent->gpu);
+    unsigned int n = ent->fake ? 1 : vs_mig_instances(e->src, ent->gpu);
     unsigned int slices = n >= 1 && n <= 7 ? 7 / n : 1;
     row->info.nvmlMigProfileId = slices;
     row->info.nvmlProfileSlices = slices;
     if (ent->gpu != ENGINE_NO_GPU) {
         sim_value v;
-        if (sim_node_sample(e->node, ent->gpu, 54, 0, &v) == DCGM_ST_OK && v.kind == SIM_VALUE_OK)
+        if (vs_sample(e->src, ent->gpu, 54, 0, &v) == DCGM_ST_OK && v.kind == SIM_VALUE_OK)
             snprintf(row->info.gpuUuid, sizeof row->info.gpuUuid, "%.127s", v.str);
     }
 }

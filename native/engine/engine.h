@@ -35,6 +35,14 @@ typedef unsigned int engine_owner;
  */
 int engine_create(const char *spec, dcgmOperationMode_t mode, sim_engine **out,
                   char *err, size_t errlen);
+/*
+ * The same on a chosen value source (source.h): NULL, "" or "models" is the
+ * node from spec, "nvml" the NVML library (spec unused).
+ */
+int engine_create_source(const char *source, const char *spec, dcgmOperationMode_t mode,
+                         sim_engine **out, char *err, size_t errlen);
+/* One line naming the engine's value source: "models", or "nvml <path>". */
+void engine_source_describe(const sim_engine *engine, char *buf, size_t len);
 /* Stops the cache-manager thread and frees everything, node included. */
 void engine_destroy(sim_engine *engine);
 /* Removes the groups, field groups and watchers an owner created. */

@@ -218,7 +218,7 @@ static void check_xids(sim_engine *e, const engine_entity *gpu, unsigned int sys
                        int64_t from_rel, int64_t to_rel, dcgmHealthResponse_v5 *out)
 {
     sim_event events[64];
-    int n = sim_node_events(e->node, gpu->gpu, FIELD_XID, from_rel, to_rel, events, 64);
+    int n = vs_events(e->src, gpu->gpu, FIELD_XID, from_rel, to_rel, events, 64);
     for (int i = 0; i < n && i < 64; i++) {
         xid_class c = classify_xid(events[i].value);
         if (!(systems & c.system))
@@ -264,7 +264,7 @@ static void check_thermal(sim_engine *e, const engine_entity *gpu, int64_t t_rel
 static void check_gpu(sim_engine *e, const engine_entity *gpu, unsigned int systems,
                       int64_t from_rel, int64_t to_rel, dcgmHealthResponse_v5 *out)
 {
-    int64_t lost_at = sim_node_gpu_lost_at(e->node, gpu->gpu);
+    int64_t lost_at = vs_gpu_lost_at(e->src, gpu->gpu);
     int lost = lost_at >= 0 && to_rel >= lost_at;
     if (systems & (DCGM_HEALTH_WATCH_MEM | DCGM_HEALTH_WATCH_PCIE | DCGM_HEALTH_WATCH_NVLINK |
                    DCGM_HEALTH_WATCH_DRIVER))
@@ -326,7 +326,7 @@ int engine_prof_metric_groups(sim_engine *e, dcgmProfGetMetricGroups_v3 *groups)
     if (gpu && !gpu->fake) {
         memset(groups->metricGroups, 0, sizeof groups->metricGroups);
         for (unsigned short f = 1001; f <= 1099; f++) {
-            if (!sim_field_meta(f) || !sim_node_field_supported(e->node, gpu->gpu, f))
+            if (!sim_field_meta(f) || !vs_field_supported(e->src, gpu->gpu, f))
                 continue;
             dcgmProfMetricGroupInfo_v2 *mg = &groups->metricGroups[n_groups];
             if (mg->numFieldIds == DCGM_PROF_MAX_FIELD_IDS_PER_GROUP_V2) {

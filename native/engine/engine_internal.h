@@ -11,6 +11,7 @@
 
 #include "engine.h"
 #include "sim.h"
+#include "source.h"
 
 #define ENGINE_MAX_GROUPS DCGM_MAX_NUM_GROUPS
 #define ENGINE_MAX_FIELD_GROUPS DCGM_MAX_NUM_FIELD_GROUPS
@@ -119,7 +120,7 @@ struct sim_engine {
     int thread_started;
     int stopping;
     dcgmOperationMode_t mode;
-    sim_node *node;
+    value_source *src;           /* where GPUs and values come from */
     int64_t t0_us;
     int64_t last_now_us;
     engine_entity *entities;

@@ -50,7 +50,7 @@ engine_series *engine_series_get_locked(sim_engine *e, dcgm_field_entity_group_t
     s->entity = entity;
     s->field_id = field_id;
     s->type = type;
-    s->is_event = sim_node_is_event_field(field_id);
+    s->is_event = vs_is_event_field(e->src, field_id);
     s->last_status = DCGM_ST_OK;
     size_t b = bucket_of(group, entity, field_id);
     s->next = e->buckets[b];
@@ -235,6 +235,10 @@ void engine_value_from_sim(const sim_value *v, char type, engine_sample *out, ch
 {
     if (v->kind == SIM_VALUE_NOT_SUPPORTED) {
         engine_blank_sample(type, 2, out, strbuf, strlen_max);
+        return;
+    }
+    if (v->kind == SIM_VALUE_NOT_FOUND || v->kind == SIM_VALUE_NOT_PERMISSIONED) {
+        engine_blank_sample(type, v->kind == SIM_VALUE_NOT_FOUND ? 1 : 3, out, strbuf, strlen_max);
         return;
     }
     if (v->kind != SIM_VALUE_OK) {

@@ -113,7 +113,7 @@ void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
         return;
     }
     if (ent->gpu == ENGINE_NO_GPU ||
-        sim_node_sample(e->node, ent->gpu, field_id, t_rel, out) != DCGM_ST_OK)
+        vs_sample(e->src, ent->gpu, field_id, t_rel, out) != DCGM_ST_OK)
         out->kind = SIM_VALUE_BLANK;
     out->type = meta ? meta->fieldType : out->type;
 }
@@ -164,20 +164,20 @@ static void pump_series_events(sim_engine *e, engine_series *s, int64_t now_us)
     if (!ent || ent->fake || ent->gpu == ENGINE_NO_GPU)
         return;
     int64_t to_rel = now_us - e->t0_us;
-    int64_t lost_at = sim_node_gpu_lost_at(e->node, ent->gpu);
+    int64_t lost_at = vs_gpu_lost_at(e->src, ent->gpu);
     if (lost_at >= 0 && to_rel > lost_at)
         to_rel = lost_at;
     if (to_rel <= s->events_done_rel)
         return;
     sim_event stack_events[32];
     sim_event *events = stack_events;
-    int n = sim_node_events(e->node, ent->gpu, s->field_id, s->events_done_rel, to_rel,
+    int n = vs_events(e->src, ent->gpu, s->field_id, s->events_done_rel, to_rel,
                             events, 32);
     if (n > 32) {
         events = malloc((size_t)n * sizeof *events);
         if (!events)
             return; /* try again next pass */
-        n = sim_node_events(e->node, ent->gpu, s->field_id, s->events_done_rel, to_rel,
+        n = vs_events(e->src, ent->gpu, s->field_id, s->events_done_rel, to_rel,
                             events, n);
     }
     for (int i = 0; i < n; i++) {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "hostengine.h"
+#include "source.h"
 
 #define SCENARIO_ENV "DCGM_SIM_SCENARIO"
 /* A message, once begun, must arrive whole within this long. */
@@ -393,8 +394,9 @@ int hostengine_serve(const char *address, unsigned int port, int is_unix, const 
     hostengine *he = calloc(1, sizeof *he);
     if (!he)
         return DCGM_ST_MEMORY;
-    int rc = engine_create(scenario ? scenario : getenv(SCENARIO_ENV), DCGM_OPERATION_MODE_AUTO,
-                           &he->engine, err, errlen);
+    int rc = engine_create_source(getenv(VALUE_SOURCE_ENV),
+                                  scenario ? scenario : getenv(SCENARIO_ENV),
+                                  DCGM_OPERATION_MODE_AUTO, &he->engine, err, errlen);
     const char *host = address && *address ? address : "127.0.0.1";
     if (rc == DCGM_ST_OK) {
         he->listen_fd = is_unix ? listen_unix(address, err, errlen)

@@ -3,6 +3,8 @@
  *
  *   field_table.c  field metadata (generated from reference/dcgm/fields.tsv)
  *   node.c etc.    the simulated node: scenario, GPU models, physics
+ *   source.h       the engine's value source: this node (source_models.c) or NVML
+ *                  (source_nvml.c, the driver's libnvidia-ml.so.1)
  *   engine.c etc.  the simulated hostengine: groups, watches, cache, reads
  *   api.c          the exported DCGM C ABI, dispatching handles to a backend
  *   backend_*.c    the two backends: the embedded engine, a remote hostengine
@@ -36,7 +38,9 @@ typedef struct sim_node sim_node;
 typedef enum sim_value_kind {
     SIM_VALUE_OK = 0,            /* a real reading */
     SIM_VALUE_NOT_SUPPORTED = 1, /* this GPU model lacks the field */
-    SIM_VALUE_BLANK = 2          /* no reading (e.g. GPU lost) */
+    SIM_VALUE_BLANK = 2,         /* no reading (e.g. GPU lost) */
+    SIM_VALUE_NOT_FOUND = 3,     /* the driver knows no such thing (NVML source) */
+    SIM_VALUE_NOT_PERMISSIONED = 4 /* the driver refused the caller (NVML source) */
 } sim_value_kind;
 
 typedef struct sim_value {

@@ -167,7 +167,7 @@ typedef struct recs {
     dcgmHandle_t reenter; /* the callback calls back into this handle, 0 = never */
 } recs;
 
-static recs *recs_new(int capacity)
+static inline recs *recs_new(int capacity)
 {
     recs *r = calloc(1, sizeof *r);
     if (!r)
@@ -177,7 +177,7 @@ static recs *recs_new(int capacity)
     return r;
 }
 
-static void recs_free(recs *r)
+static inline void recs_free(recs *r)
 {
     if (!r)
         return;
@@ -185,7 +185,7 @@ static void recs_free(recs *r)
     free(r);
 }
 
-static void recs_append(recs *r, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+static inline void recs_append(recs *r, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
                         const dcgmFieldValue_v1 *values, int n)
 {
     for (int i = 0; i < n && r->count < r->capacity; i++) {
@@ -196,7 +196,7 @@ static void recs_append(recs *r, dcgm_field_entity_group_t group, dcgm_field_eid
     }
 }
 
-static int recs_should_stop(const recs *r)
+static inline int recs_should_stop(const recs *r)
 {
     return r->stop_after && r->count >= r->stop_after;
 }

@@ -111,6 +111,7 @@ FLAG_ENV_CASES = [
     (["--clock-events-count-window-size", "300"], "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", "400",
      "clock_events_count_window_ms", 400, 300),
     (["--sim", "2"], "DCGM_COLLECTOR_SIM", "mixed", "sim", "mixed", "2"),
+    (["--nvml=false"], "DCGM_COLLECTOR_NVML", "true", "nvml", True, False),
     # the variable is left to dcgm.load_library, which reads it itself (and names it in its error)
     (["--dcgm-lib", "/x/libdcgm.so.4"], "DCGM_COLLECTOR_LIBDCGM", "/y", "dcgm_lib", None, "/x/libdcgm.so.4"),
     (["--window", "5"], "DCGM_COLLECTOR_WINDOW", "7.5", "window_s", 7.5, 5.0),

@@ -1,0 +1,88 @@
+/*
+ * source.h -- the engine's value source: where its GPUs and their values
+ * come from.  Below the cache, watches and API (shared by every source).
+ *
+ *   source_models.c  the simulated node's physics models (sim.h), the default
+ *   source_nvml.c    the driver's libnvidia-ml.so.1, opened at run time
+ *
+ * GPU identity (name, UUID, PCI bus id, serial, brand, driver version) is
+ * served as the DCGM fields that carry it (50, 54, 57, 53, 51, 1) through
+ * sample().  Every call is made under the engine's lock.
+ */
+#ifndef DCGM_SIM_SOURCE_H
+#define DCGM_SIM_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim.h"
+
+#define VALUE_SOURCE_ENV "DCGM_ENGINE_SOURCE"
+#define VALUE_SOURCE_NVML_LIB_ENV "DCGM_ENGINE_NVML_LIB"
+#define VALUE_SOURCE_NVML_SONAME "libnvidia-ml.so.1"
+
+typedef struct value_source_ops {
+    const char *kind;                                   /* "models" or "nvml" */
+    unsigned int (*gpu_count)(void *impl);
+    /* DCGM_ST_OK with out->kind telling a reading from a blank, or an error */
+    int (*sample)(void *impl, unsigned int gpu, unsigned short field_id, int64_t t_rel_us,
+                  sim_value *out);
+    int (*field_supported)(void *impl, unsigned int gpu, unsigned short field_id);
+    int (*is_event_field)(void *impl, unsigned short field_id);
+    int (*events)(void *impl, unsigned int gpu, unsigned short field_id, int64_t from_rel_us,
+                  int64_t to_rel_us, sim_event *out, int max);
+    /* when the GPU was lost (us after start), -1 while it is not */
+    int64_t (*gpu_lost_at)(void *impl, unsigned int gpu);
+    unsigned int (*mig_instances)(void *impl, unsigned int gpu);
+    /* one line: what the source reads, e.g. the path of the NVML library */
+    void (*describe)(void *impl, char *buf, size_t len);
+    void (*free)(void *impl);
+} value_source_ops;
+
+typedef struct value_source {
+    const value_source_ops *ops;
+    void *impl;
+} value_source;
+
+/*
+ * Open a source: kind NULL, "" or "models" is the simulated node built from
+ * spec (sim_node_load); "nvml" is the NVML library.  On failure returns a
+ * DCGM_ST_* code and writes one line into err.
+ */
+int value_source_open(const char *kind, const char *spec, value_source **out, char *err,
+                      size_t errlen);
+void value_source_free(value_source *src);
+
+/* the two implementations (source_models.c, source_nvml.c) */
+int value_source_models_open(const char *spec, value_source *src, char *err, size_t errlen);
+int value_source_nvml_open(value_source *src, char *err, size_t errlen);
+
+static inline unsigned int vs_gpu_count(value_source *s) { return s->ops->gpu_count(s->impl); }
+static inline int vs_sample(value_source *s, unsigned int gpu, unsigned short f, int64_t t,
+                            sim_value *out)
+{
+    return s->ops->sample(s->impl, gpu, f, t, out);
+}
+static inline int vs_field_supported(value_source *s, unsigned int gpu, unsigned short f)
+{
+    return s->ops->field_supported(s->impl, gpu, f);
+}
+static inline int vs_is_event_field(value_source *s, unsigned short f)
+{
+    return s->ops->is_event_field(s->impl, f);
+}
+static inline int vs_events(value_source *s, unsigned int gpu, unsigned short f, int64_t from,
+                            int64_t to, sim_event *out, int max)
+{
+    return s->ops->events(s->impl, gpu, f, from, to, out, max);
+}
+static inline int64_t vs_gpu_lost_at(value_source *s, unsigned int gpu)
+{
+    return s->ops->gpu_lost_at(s->impl, gpu);
+}
+static inline unsigned int vs_mig_instances(value_source *s, unsigned int gpu)
+{
+    return s->ops->mig_instances(s->impl, gpu);
+}
+
+#endif /* DCGM_SIM_SOURCE_H */

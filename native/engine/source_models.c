@@ -1,0 +1,102 @@
+/*
+ * source_models.c -- the default value source: the simulated node (node.c,
+ * models.c, scenario.c), and value_source_open, which picks a source.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "source.h"
+
+static unsigned int models_gpu_count(void *impl) { return sim_node_gpu_count(impl); }
+
+static int models_sample(void *impl, unsigned int gpu, unsigned short f, int64_t t, sim_value *out)
+{
+    return sim_node_sample(impl, gpu, f, t, out);
+}
+
+static int models_field_supported(void *impl, unsigned int gpu, unsigned short f)
+{
+    return sim_node_field_supported(impl, gpu, f);
+}
+
+static int models_is_event_field(void *impl, unsigned short f)
+{
+    (void)impl;
+    return sim_node_is_event_field(f);
+}
+
+static int models_events(void *impl, unsigned int gpu, unsigned short f, int64_t from, int64_t to,
+                         sim_event *out, int max)
+{
+    return sim_node_events(impl, gpu, f, from, to, out, max);
+}
+
+static int64_t models_gpu_lost_at(void *impl, unsigned int gpu)
+{
+    return sim_node_gpu_lost_at(impl, gpu);
+}
+
+static unsigned int models_mig_instances(void *impl, unsigned int gpu)
+{
+    return sim_node_gpu_mig_instances(impl, gpu);
+}
+
+static void models_describe(void *impl, char *buf, size_t len)
+{
+    (void)impl;
+    snprintf(buf, len, "models");
+}
+
+static void models_free(void *impl) { sim_node_free(impl); }
+
+static const value_source_ops models_ops = {
+    "models", models_gpu_count, models_sample, models_field_supported, models_is_event_field,
+    models_events, models_gpu_lost_at, models_mig_instances, models_describe, models_free,
+};
+
+int value_source_models_open(const char *spec, value_source *src, char *err, size_t errlen)
+{
+    sim_node *node = NULL;
+    int rc = sim_node_load(spec, &node, err, errlen);
+    if (rc != DCGM_ST_OK || !node) {
+        sim_node_free(node);
+        return rc != DCGM_ST_OK ? rc : DCGM_ST_INIT_ERROR;
+    }
+    src->ops = &models_ops;
+    src->impl = node;
+    return DCGM_ST_OK;
+}
+
+int value_source_open(const char *kind, const char *spec, value_source **out, char *err,
+                      size_t errlen)
+{
+    *out = NULL;
+    value_source *src = calloc(1, sizeof *src);
+    if (!src)
+        return DCGM_ST_MEMORY;
+    int rc;
+    if (!kind || !kind[0] || strcmp(kind, "models") == 0) {
+        rc = value_source_models_open(spec, src, err, errlen);
+    } else if (strcmp(kind, "nvml") == 0) {
+        rc = value_source_nvml_open(src, err, errlen);
+    } else {
+        snprintf(err, errlen, "%s=%s: unknown value source (models or nvml)", VALUE_SOURCE_ENV, kind);
+        rc = DCGM_ST_BADPARAM;
+    }
+    if (rc != DCGM_ST_OK) {
+        free(src);
+        return rc;
+    }
+    *out = src;
+    return DCGM_ST_OK;
+}
+
+void value_source_free(value_source *src)
+{
+    if (!src)
+        return;
+    if (src->ops)
+        src->ops->free(src->impl);
+    free(src);
+}

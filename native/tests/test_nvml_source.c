@@ -1,0 +1,181 @@
+/*
+ * test_nvml_source.c -- the engine's NVML value source, through the exported
+ * ABI of libdcgm.so.4 with DCGM_ENGINE_SOURCE=nvml over the simulated
+ * libnvidia-ml.so.1 of the same build folder, its clock frozen and its
+ * per-call costs off.  Values are compared with the NVML library's own
+ * answers, read here through its ABI (nvml_abi.h).
+ *
+ * usage: test_nvml_source BUILD_DIR
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHECK_DLOPEN_DCGM
+#include "check.h"
+#include "../nvml/nvml_abi.h"
+
+static char nvml_path[4096];
+
+static void start(const char *scenario)
+{
+    setenv("DCGM_ENGINE_SOURCE", "nvml", 1);
+    setenv("DCGM_ENGINE_NVML_LIB", nvml_path, 1);
+    setenv("DCGM_SIM_SCENARIO", scenario, 1);
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_MANUAL, &h), DCGM_ST_OK);
+    CHECK(h == EMB, "handle %lu", (unsigned long)h);
+}
+
+static dcgmFieldValue_v1 value_of(unsigned int gpu, unsigned short field)
+{
+    dcgmFieldValue_v1 v;
+    memset(&v, 0, sizeof v);
+    CHECK_RC(p_dcgmSimGetValueAt(gpu, field, 0, &v), DCGM_ST_OK);
+    return v;
+}
+
+static void test_values(void)
+{
+    start("2");
+    char name[600] = "";
+    CHECK_RC(p_dcgmSimSourceName(name, sizeof name), DCGM_ST_OK);
+    CHECK(strncmp(name, "nvml /", 6) == 0 && strstr(name, "libnvidia-ml.so.1"), "source %s", name);
+    unsigned int ids[DCGM_MAX_NUM_DEVICES];
+    int count = 0;
+    CHECK_RC(p_dcgmGetAllDevices(EMB, ids, &count), DCGM_ST_OK);
+    CHECK(count == 2, "count %d", count);
+
+    void *nvml = dlopen(nvml_path, RTLD_NOW | RTLD_LOCAL);
+    CHECK(nvml != NULL, "dlopen %s", nvml_path);
+    if (!nvml)
+        return;
+    nvmlReturn_t (*init)(void) = (nvmlReturn_t (*)(void))dlsym(nvml, "nvmlInit_v2");
+    nvmlReturn_t (*shutdown)(void) = (nvmlReturn_t (*)(void))dlsym(nvml, "nvmlShutdown");
+    nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *) =
+        (nvmlReturn_t (*)(unsigned int, nvmlDevice_t *))dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2");
+    nvmlReturn_t (*temp)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *) =
+        (nvmlReturn_t (*)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *))dlsym(nvml, "nvmlDeviceGetTemperature");
+    nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *) =
+        (nvmlReturn_t (*)(nvmlDevice_t, unsigned int *))dlsym(nvml, "nvmlDeviceGetPowerUsage");
+    nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int) =
+        (nvmlReturn_t (*)(nvmlDevice_t, char *, unsigned int))dlsym(nvml, "nvmlDeviceGetUUID");
+    nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_v2_t *) =
+        (nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_v2_t *))dlsym(nvml, "nvmlDeviceGetMemoryInfo_v2");
+    CHECK_RC(init(), NVML_SUCCESS);
+    for (unsigned int g = 0; g < 2; g++) {
+        nvmlDevice_t dev;
+        CHECK_RC(handle(g, &dev), NVML_SUCCESS);
+        unsigned int t = 0, mw = 0;
+        char id[96] = "";
+        nvmlMemory_v2_t mem = { .version = nvmlMemory_v2 };
+        CHECK_RC(temp(dev, NVML_TEMPERATURE_GPU, &t), NVML_SUCCESS);
+        CHECK_RC(power(dev, &mw), NVML_SUCCESS);
+        CHECK_RC(uuid(dev, id, sizeof id), NVML_SUCCESS);
+        CHECK_RC(memory(dev, &mem), NVML_SUCCESS);
+        dcgmFieldValue_v1 v = value_of(g, 150);
+        CHECK(v.value.i64 == (int64_t)t, "gpu %u temp %lld vs %u", g, (long long)v.value.i64, t);
+        v = value_of(g, 155);
+        CHECK(v.value.dbl == mw / 1000.0, "gpu %u power %f vs %u mW", g, v.value.dbl, mw);
+        v = value_of(g, 54);
+        CHECK(strcmp(v.value.str, id) == 0, "gpu %u uuid %s vs %s", g, v.value.str, id);
+        v = value_of(g, 252);
+        CHECK(v.value.i64 == (int64_t)(mem.used / (1024 * 1024)), "gpu %u fb used %lld", g,
+              (long long)v.value.i64);
+        v = value_of(g, 250);
+        CHECK(v.value.i64 == (int64_t)(mem.total / (1024 * 1024)), "gpu %u fb total %lld", g,
+              (long long)v.value.i64);
+        /* not mapped to NVML: NOT_SUPPORTED, never invented */
+        v = value_of(g, 206);
+        CHECK(v.value.i64 == DCGM_INT64_NOT_SUPPORTED, "gpu %u enc util %lld", g, (long long)v.value.i64);
+    }
+    dcgmFieldValue_v1 v = value_of(0, 1);
+    CHECK(v.value.str[0] != '\0' && strchr(v.value.str, '.'), "driver version %s", v.value.str);
+    CHECK_RC(shutdown(), NVML_SUCCESS);
+    dlclose(nvml);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+}
+
+static void test_no_permission(void)
+{
+    setenv("DCGM_SIM_NVML_NO_PERMISSION", "nvmlDeviceGetPowerUsage", 1);
+    start("1");
+    dcgmFieldValue_v1 v = value_of(0, 155);
+    CHECK(v.value.dbl == DCGM_FP64_NOT_PERMISSIONED, "power %f", v.value.dbl);
+    v = value_of(0, 150);
+    CHECK(v.value.i64 > 0 && v.value.i64 < 200, "temp %lld", (long long)v.value.i64);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+    unsetenv("DCGM_SIM_NVML_NO_PERMISSION");
+}
+
+static void test_lost_gpu(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/test_nvml_source_%d.toml", (int)getpid());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "%s", path);
+    if (!f)
+        return;
+    fputs("seed = 3\n[[gpu]]\nmodel = \"H100\"\ncount = 3\n\n"
+          "[[event]]\nat = 1.0\ngpu = 1\nkind = \"lost\"\nxid = 79\n", f);
+    fclose(f);
+    setenv("DCGM_SIM_NVML_TIME_US", "2000000", 1);
+    start(path);
+    dcgmFieldValue_v1 v = value_of(1, 150);
+    CHECK(v.value.i64 == DCGM_INT64_BLANK, "lost gpu temp %lld", (long long)v.value.i64);
+    DcgmEntityStatus_t status = DcgmEntityStatusUnknown;
+    CHECK_RC(p_dcgmGetGpuStatus(EMB, 1, &status), DCGM_ST_OK);
+    CHECK(status == DcgmEntityStatusLost, "gpu 1 status %d", (int)status);
+    CHECK_RC(p_dcgmGetGpuStatus(EMB, 0, &status), DCGM_ST_OK);
+    CHECK(status == DcgmEntityStatusOk, "gpu 0 status %d", (int)status);
+    v = value_of(0, 150);
+    CHECK(v.value.i64 > 0 && v.value.i64 < 200, "gpu 0 temp %lld", (long long)v.value.i64);
+    v = value_of(2, 155);
+    CHECK(v.value.dbl > 0 && v.value.dbl < 1000, "gpu 2 power %f", v.value.dbl);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+    setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
+    unlink(path);
+}
+
+static void test_missing_library(void)
+{
+    setenv("DCGM_ENGINE_SOURCE", "nvml", 1);
+    setenv("DCGM_ENGINE_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_MANUAL, &h), DCGM_ST_LIBRARY_NOT_FOUND);
+    setenv("DCGM_ENGINE_SOURCE", "models", 1);
+    setenv("DCGM_SIM_SCENARIO", "1", 1);
+    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_MANUAL, &h), DCGM_ST_OK);
+    char name[64] = "";
+    CHECK_RC(p_dcgmSimSourceName(name, sizeof name), DCGM_ST_OK);
+    CHECK(strcmp(name, "models") == 0, "source %s", name);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
+        return 2;
+    }
+    char *dir = realpath(argv[1], NULL);
+    snprintf(nvml_path, sizeof nvml_path, "%s/libnvidia-ml.so.1", dir ? dir : argv[1]);
+    free(dir);
+    setenv("DCGM_SIM_NVML_COSTS", "off", 1);
+    setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
+    void *lib = load_library(argv[1]);
+    if (p_dcgmInit() != DCGM_ST_OK)
+        return 2;
+    const check_test tests[] = {
+        { "values", test_values }, { "no_permission", test_no_permission },
+        { "lost_gpu", test_lost_gpu }, { "missing_library", test_missing_library },
+    };
+    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_NVML_SOURCE_ONLY"));
+    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
+    dlclose(lib);
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}

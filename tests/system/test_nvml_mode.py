@@ -1,0 +1,203 @@
+"""``dcgm-collector --nvml``: the package's engine reading its GPUs through NVML.
+
+The collector runs as a subprocess on the real engine (libdcgm.so.4 with its
+NVML value source), which opens the simulated libnvidia-ml.so.1 built into
+dcgm_collector/engine/lib (via DCGM_ENGINE_NVML_LIB), with the simulated
+library's per-call costs off.  The simulated NVML's clock is frozen
+(DCGM_SIM_NVML_TIME_US), so a child interpreter reading the same library with
+pynvml in the same environment gets the very readings the collector serves,
+up to DCGM's unit conversions (mW -> W, bytes -> MiB).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from support import COLLECTOR, SERVING, launch, samples
+from test_faults import Proc, _env, fresh, value, wait_for
+
+FROZEN_US = 5_000_000
+LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName")
+COUNTERS = textwrap.dedent("""\
+    DCGM_FI_DEV_GPU_TEMP, gauge, temperature
+    DCGM_FI_DEV_POWER_USAGE, gauge, power
+    DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, energy
+    DCGM_FI_DEV_GPU_UTIL, gauge, utilisation
+    DCGM_FI_DEV_SM_CLOCK, gauge, SM clock
+    DCGM_FI_DEV_FB_USED, gauge, framebuffer used
+    DCGM_FI_DEV_ENC_UTIL, gauge, encoder utilisation (not mapped to NVML yet)
+""")
+SERVED = {"DCGM_FI_DEV_GPU_TEMP": "temp", "DCGM_FI_DEV_POWER_USAGE": "power",
+          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy", "DCGM_FI_DEV_GPU_UTIL": "util",
+          "DCGM_FI_DEV_SM_CLOCK": "sm", "DCGM_FI_DEV_FB_USED": "fb_used"}
+
+# what the collector should serve, read with pynvml and converted as DCGM does
+REFERENCE = textwrap.dedent("""
+    import json
+    import pynvml
+
+    pynvml.nvmlInit()
+    out = {}
+    for i in range(pynvml.nvmlDeviceGetCount()):
+        h = pynvml.nvmlDeviceGetHandleByIndex(i)
+        energy = pynvml.nvmlDeviceGetFieldValues(h, [pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION])[0]
+        memory = pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
+        out[str(i)] = {
+            "temp": pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+            "power": pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            "energy": energy.value.ullVal,
+            "util": pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
+            "sm": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "fb_used": memory.used // (1024 * 1024),
+        }
+    pynvml.nvmlShutdown()
+    print(json.dumps(out))
+""")
+
+LOST_AT_S = 2.0
+STALE_AFTER_S = 5.0
+LOST_SCENARIO = f"""\
+seed = 3
+[[gpu]]
+model = "H100"
+count = 3
+
+[[event]]
+at = {LOST_AT_S}
+gpu = 1
+kind = "lost"
+xid = 79
+"""
+
+
+def _nvml_env(**extra: str) -> dict[str, str]:
+    from dcgm_collector.engine import nvml_library_path
+
+    return _env(DCGM_SIM_NVML_COSTS="off", DCGM_ENGINE_NVML_LIB=str(nvml_library_path()), **extra)
+
+
+class NvmlCollector(Proc):
+    def __init__(self, cwd: Path, env: dict[str, str], *args: str) -> None:
+        counters = cwd / "counters.csv"
+        counters.write_text(COUNTERS)
+        super().__init__(COLLECTOR, ["-f", str(counters), "-c", "200", "--watch-interval", "100",
+                                     "-a", "127.0.0.1:0", *args], cwd, env, "collector")
+        self.port = int(self.wait_log(SERVING)[1])
+
+    def metrics(self) -> str:
+        from support import http_get
+
+        status, body = http_get(f"http://127.0.0.1:{self.port}/metrics", timeout=5)
+        assert status == 200
+        return body.decode()
+
+
+def by_gpu(text: str, name: str) -> dict[str, tuple[dict[str, str], float]]:
+    return {labels["gpu"]: (labels, v) for n, labels, v in samples(text) if n == name}
+
+
+def run_once(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    proc = launch(COLLECTOR, *args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=30)
+    return subprocess.CompletedProcess(args, proc.returncode, out.decode(), err.decode())
+
+
+def test_nvml_mode_serves_the_nvml_readings_with_the_sim_labels(tmp_path):
+    env = _nvml_env(DCGM_SIM_SCENARIO="4", DCGM_SIM_NVML_TIME_US=str(FROZEN_US))
+    reference_env = dict(env)
+    reference_env["LD_LIBRARY_PATH"] = str(Path(env["DCGM_ENGINE_NVML_LIB"]).parent)
+    reference = json.loads(subprocess.run([sys.executable, "-c", REFERENCE], env=reference_env, check=True,
+                                          capture_output=True, text=True, timeout=60).stdout)
+    assert sorted(reference) == ["0", "1", "2", "3"]
+
+    collector = NvmlCollector(tmp_path, env, "--nvml")
+    try:
+        text = wait_for(lambda: (t := collector.metrics()) and all(len(by_gpu(t, n)) == 4 for n in SERVED) and t,
+                        what="every NVML row on 4 GPUs", log=collector.log)
+        log = collector.log()
+        assert f"the engine reading NVML ({Path(env['DCGM_ENGINE_NVML_LIB']).resolve()})" in log
+        for name, key in SERVED.items():
+            for gpu, (_, got) in by_gpu(text, name).items():
+                want = reference[gpu][key]
+                assert got == pytest.approx(want, abs=1e-6), (name, gpu, got, want)
+        # a field the NVML source does not map is NOT_SUPPORTED: no series, nothing invented
+        assert not by_gpu(text, "DCGM_FI_DEV_ENC_UTIL")
+        assert fresh(text) and value(text, "dcgm_collector_up") == 1
+        nvml_labels = {gpu: {k: labels[k] for k in LABELS}
+                       for gpu, (labels, _) in by_gpu(text, "DCGM_FI_DEV_GPU_TEMP").items()}
+        assert "Traceback" not in collector.log()
+    finally:
+        collector.end()
+
+    # the same node through --sim carries the same identity labels
+    sim = NvmlCollector(tmp_path, _env(), "--sim", "4")
+    try:
+        text = wait_for(lambda: (t := sim.metrics()) and len(by_gpu(t, "DCGM_FI_DEV_GPU_TEMP")) == 4 and t,
+                        what="4 GPUs through --sim", log=sim.log)
+        sim_labels = {gpu: {k: labels[k] for k in LABELS}
+                      for gpu, (labels, _) in by_gpu(text, "DCGM_FI_DEV_GPU_TEMP").items()}
+        assert nvml_labels == sim_labels
+        # and --sim serves what --nvml leaves out, so its absence above is the source's doing
+        assert len(by_gpu(text, "DCGM_FI_DEV_ENC_UTIL")) == 4
+    finally:
+        sim.end()
+
+
+def test_a_lost_gpu_stops_while_the_others_stay_fresh(tmp_path):
+    (tmp_path / "lost.toml").write_text(LOST_SCENARIO)
+    env = _nvml_env(DCGM_SIM_SCENARIO=str(tmp_path / "lost.toml"))
+    collector = NvmlCollector(tmp_path, env, "--nvml", "--window", "1")
+    try:
+        text = wait_for(lambda: (t := collector.metrics()) and len(by_gpu(t, "DCGM_FI_DEV_GPU_TEMP")) == 3 and t,
+                        what="3 GPUs", log=collector.log)
+        started = time.monotonic()
+        while "1" in by_gpu(text := collector.metrics(), "DCGM_FI_DEV_GPU_TEMP"):
+            assert set(by_gpu(text, "DCGM_FI_DEV_GPU_TEMP")) == {"0", "1", "2"}
+            assert fresh(text), "a lost GPU must not make the target stale"
+            assert time.monotonic() - started < LOST_AT_S + STALE_AFTER_S + 5, "GPU 1 never dropped out"
+            time.sleep(0.2)
+        assert set(by_gpu(text, "DCGM_FI_DEV_GPU_TEMP")) == {"0", "2"}
+        assert set(by_gpu(text, "DCGM_FI_DEV_POWER_USAGE")) == {"0", "2"}
+        time.sleep(1.0)
+        text = collector.metrics()
+        assert fresh(text) and value(text, "dcgm_collector_up") == 1
+        assert set(by_gpu(text, "DCGM_FI_DEV_GPU_TEMP")) == {"0", "2"}
+        assert "Traceback" not in collector.log()
+    finally:
+        collector.end()
+
+
+def test_no_libnvidia_ml_exits_1_with_one_line(tmp_path):
+    env = _env(DCGM_SIM_SCENARIO="2", DCGM_ENGINE_NVML_LIB="", LD_LIBRARY_PATH="")
+    done = run_once(["--nvml", "-a", "127.0.0.1:0"], env, tmp_path)
+    assert done.returncode == 1, done
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "libnvidia-ml.so.1" in lines[0] and "DCGM_ENGINE_NVML_LIB" in lines[0]
+    assert "dynamic linker" in lines[0] and "leave out --nvml" in lines[0]
+
+    env["DCGM_ENGINE_NVML_LIB"] = str(tmp_path / "nowhere" / "libnvidia-ml.so.1")
+    done = run_once(["--nvml", "-a", "127.0.0.1:0"], env, tmp_path)
+    assert done.returncode == 1, done
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and str(tmp_path / "nowhere") in lines[0], done.stderr
+
+
+@pytest.mark.parametrize("other", [["--sim", "2"], ["--dcgm-lib", "/nonexistent/libdcgm.so.4"]])
+def test_nvml_with_another_library_is_a_one_line_usage_error(tmp_path, other):
+    done = run_once(["--nvml", *other, "-a", "127.0.0.1:0"], _env(), tmp_path)
+    assert done.returncode == 2, done
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "give --nvml, --sim or --dcgm-lib, not two" in lines[0], done.stderr
+
+
+def test_nvml_env_var_with_sim_is_refused_too(tmp_path):
+    done = run_once(["--sim", "2", "-a", "127.0.0.1:0"], _env(DCGM_COLLECTOR_NVML="true"), tmp_path)
+    assert done.returncode == 2, done
+    assert "give --nvml, --sim or --dcgm-lib, not two" in done.stderr
