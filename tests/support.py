@@ -187,3 +187,20 @@ def log_messages(text: str) -> list[tuple[str, str]]:
             message = found.group(1)
             out.append((level.group(1), json.loads(message) if message.startswith('"') else message))
     return out
+
+
+def lost_gpu_scenario(lost_at_s: float) -> str:
+    """An engine scenario: GPU 1 of 3 H100s falls off the bus (XID 79) at ``lost_at_s``; the others carry on."""
+    return f"""\
+# GPU 1 of 3 falls off the bus; the others carry on.
+seed = 3
+[[gpu]]
+model = "H100"
+count = 3
+
+[[event]]
+at = {lost_at_s}
+gpu = 1
+kind = "lost"
+xid = 79
+"""

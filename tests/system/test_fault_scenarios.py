@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import COLLECTOR, SERVING, samples
+from support import COLLECTOR, SERVING, lost_gpu_scenario, samples
 from test_faults import Collector as _FaultsCollector
 from test_faults import Hostengine, Proc, _env, fresh, gpu_series, value, wait_for
 
@@ -27,19 +27,7 @@ pytestmark = pytest.mark.slow
 LOST_AT_S = 1.0     # node time at which the lost GPU falls off the bus
 STALE_AFTER_S = 5.0   # exposition.MIN_STALE_AFTER_S: -c 200 makes 3 intervals less than that
 
-LOST_SCENARIO = f"""\
-# GPU 1 of 3 falls off the bus early; the others carry on.
-seed = 3
-[[gpu]]
-model = "H100"
-count = 3
-
-[[event]]
-at = {LOST_AT_S}
-gpu = 1
-kind = "lost"
-xid = 79
-"""
+LOST_SCENARIO = lost_gpu_scenario(LOST_AT_S)
 
 # Two overlapping bursts on GPU 0 (XID 31 ends last, at 1.6 + 29 * 0.01 = 1.89 s),
 # one on GPU 1; GPU 2 stays clean.

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import COLLECTOR, SERVING, launch, samples
+from support import COLLECTOR, SERVING, launch, lost_gpu_scenario, samples
 from test_faults import Proc, _env, fresh, value, wait_for
 
 FROZEN_US = 5_000_000
@@ -62,18 +62,7 @@ REFERENCE = textwrap.dedent("""
 
 LOST_AT_S = 2.0
 STALE_AFTER_S = 5.0
-LOST_SCENARIO = f"""\
-seed = 3
-[[gpu]]
-model = "H100"
-count = 3
-
-[[event]]
-at = {LOST_AT_S}
-gpu = 1
-kind = "lost"
-xid = 79
-"""
+LOST_SCENARIO = lost_gpu_scenario(LOST_AT_S)
 
 
 def _nvml_env(**extra: str) -> dict[str, str]:
