@@ -475,21 +475,21 @@ static int64_t node_xid_count(const sim_gpu *g, int64_t xid, int64_t t_us)
 
 /* ---- values ------------------------------------------------------------- */
 
-static void node_put_int(sim_value *v, int64_t x)
+void sim_put_int(sim_value *v, int64_t x)
 {
     v->kind = SIM_VALUE_OK;
     v->i64 = x;
     v->dbl = (double)x;
 }
 
-static void node_put_double(sim_value *v, double x)
+void sim_put_double(sim_value *v, double x)
 {
     v->kind = SIM_VALUE_OK;
     v->dbl = x;
     v->i64 = (int64_t)llround(x);
 }
 
-static void node_put_str(sim_value *v, const char *s)
+void sim_put_str(sim_value *v, const char *s)
 {
     v->kind = SIM_VALUE_OK;
     snprintf(v->str, sizeof v->str, "%s", s);
@@ -507,10 +507,10 @@ static void node_put_sentinel(sim_value *v, sim_value_kind kind)
 static int node_sample_global(const sim_node *node, unsigned short id, sim_value *out)
 {
     switch (id) {
-    case 1: node_put_str(out, SIM_DRIVER_VERSION); break;
-    case 2: node_put_str(out, SIM_NVML_VERSION); break;
-    case 4: node_put_int(out, node->gpu_count); break;
-    case 5: node_put_int(out, SIM_CUDA_DRIVER_VERSION); break;
+    case 1: sim_put_str(out, SIM_DRIVER_VERSION); break;
+    case 2: sim_put_str(out, SIM_NVML_VERSION); break;
+    case 4: sim_put_int(out, node->gpu_count); break;
+    case 5: sim_put_int(out, SIM_CUDA_DRIVER_VERSION); break;
     default: node_put_sentinel(out, SIM_VALUE_NOT_SUPPORTED); break;
     }
     return DCGM_ST_OK;
@@ -549,47 +549,47 @@ static bool node_sample_identity(const sim_node *node, unsigned int index, unsig
     const sim_gpu *g = &node->gpus[index];
     const sim_model *m = g->model;
     switch (id) {
-    case 50: node_put_str(out, m->name); return true;
-    case 51: node_put_str(out, m->brand); return true;
-    case 52: case 55: node_put_int(out, index); return true;
-    case 53: node_put_str(out, g->serial); return true;
-    case 54: case 68: node_put_str(out, g->uuid); return true;
-    case 56: node_put_str(out, m->inforom_oem); return true;
-    case 57: node_put_str(out, g->bus_id); return true;
-    case 58: node_put_int(out, ((int64_t)m->pci_device_id << 16) | 0x10DE); return true;
-    case 59: node_put_int(out, m->pci_subsys_id); return true;
-    case 63: node_put_int(out, ((int64_t)m->cc_major << 32) | m->cc_minor); return true;
-    case 64: node_put_int(out, node_nvlink_p2p_mask(node, index)); return true;
-    case 65: case 74: case 500: node_put_int(out, 0); return true;
-    case 66: case 84: case 300: case 301: node_put_int(out, 1); return true;
-    case 67: node_put_int(out, g->mig_instances > 0); return true;
-    case 69: node_put_int(out, 7); return true;
+    case 50: sim_put_str(out, m->name); return true;
+    case 51: sim_put_str(out, m->brand); return true;
+    case 52: case 55: sim_put_int(out, index); return true;
+    case 53: sim_put_str(out, g->serial); return true;
+    case 54: case 68: sim_put_str(out, g->uuid); return true;
+    case 56: sim_put_str(out, m->inforom_oem); return true;
+    case 57: sim_put_str(out, g->bus_id); return true;
+    case 58: sim_put_int(out, ((int64_t)m->pci_device_id << 16) | 0x10DE); return true;
+    case 59: sim_put_int(out, m->pci_subsys_id); return true;
+    case 63: sim_put_int(out, ((int64_t)m->cc_major << 32) | m->cc_minor); return true;
+    case 64: sim_put_int(out, node_nvlink_p2p_mask(node, index)); return true;
+    case 65: case 74: case 500: sim_put_int(out, 0); return true;
+    case 66: case 84: case 300: case 301: sim_put_int(out, 1); return true;
+    case 67: sim_put_int(out, g->mig_instances > 0); return true;
+    case 69: sim_put_int(out, 7); return true;
     case 70: case 71: case 72: case 73:
-        node_put_int(out, node_cpu_affinity_word(node, index, id - 70)); return true;
-    case 80: node_put_str(out, m->inforom_ecc); return true;
-    case 82: node_put_str(out, m->inforom_image); return true;
-    case 83: node_put_int(out, (int64_t)(node_hash(node->seed, index, CH_IDENTITY, 3) & 0xffffffffu)); return true;
-    case 85: node_put_str(out, m->vbios); return true;
-    case 86: node_put_int(out, (node->gpu_count > 1 && index >= node->gpu_count / 2) ? 2 : 1); return true;
-    case 87: case 88: case 89: node_put_int(out, 0); return true;
-    case 90: node_put_int(out, m->bar1_total_mib); return true;
-    case 94: node_put_int(out, m->gpm); return true;
-    case 110: case 113: node_put_int(out, m->sm_clock_max); return true;
-    case 111: case 114: node_put_int(out, m->mem_clock_max); return true;
-    case 115: node_put_int(out, m->video_clock_max); return true;
-    case 152: node_put_int(out, m->temp_gpu_max_op); return true;
-    case 151: node_put_int(out, m->temp_mem_max_op); return true;
-    case 158: node_put_int(out, m->temp_slowdown); return true;
-    case 159: node_put_int(out, m->temp_shutdown); return true;
-    case 160: case 164: node_put_double(out, g->power_limit_w); return true;
-    case 161: node_put_double(out, m->power_min_w); return true;
-    case 162: node_put_double(out, m->power_max_w); return true;
-    case 163: node_put_double(out, m->power_default_w); return true;
-    case 235: node_put_int(out, m->pcie_gen); return true;
-    case 236: case 238: node_put_int(out, m->pcie_width); return true;
-    case 250: node_put_int(out, m->fb_total_mib); return true;
-    case 253: node_put_int(out, m->fb_reserved_mib); return true;
-    case 242: case 243: case 245: node_put_int(out, 0); return true;
+        sim_put_int(out, node_cpu_affinity_word(node, index, id - 70)); return true;
+    case 80: sim_put_str(out, m->inforom_ecc); return true;
+    case 82: sim_put_str(out, m->inforom_image); return true;
+    case 83: sim_put_int(out, (int64_t)(node_hash(node->seed, index, CH_IDENTITY, 3) & 0xffffffffu)); return true;
+    case 85: sim_put_str(out, m->vbios); return true;
+    case 86: sim_put_int(out, (node->gpu_count > 1 && index >= node->gpu_count / 2) ? 2 : 1); return true;
+    case 87: case 88: case 89: sim_put_int(out, 0); return true;
+    case 90: sim_put_int(out, m->bar1_total_mib); return true;
+    case 94: sim_put_int(out, m->gpm); return true;
+    case 110: case 113: sim_put_int(out, m->sm_clock_max); return true;
+    case 111: case 114: sim_put_int(out, m->mem_clock_max); return true;
+    case 115: sim_put_int(out, m->video_clock_max); return true;
+    case 152: sim_put_int(out, m->temp_gpu_max_op); return true;
+    case 151: sim_put_int(out, m->temp_mem_max_op); return true;
+    case 158: sim_put_int(out, m->temp_slowdown); return true;
+    case 159: sim_put_int(out, m->temp_shutdown); return true;
+    case 160: case 164: sim_put_double(out, g->power_limit_w); return true;
+    case 161: sim_put_double(out, m->power_min_w); return true;
+    case 162: sim_put_double(out, m->power_max_w); return true;
+    case 163: sim_put_double(out, m->power_default_w); return true;
+    case 235: sim_put_int(out, m->pcie_gen); return true;
+    case 236: case 238: sim_put_int(out, m->pcie_width); return true;
+    case 250: sim_put_int(out, m->fb_total_mib); return true;
+    case 253: sim_put_int(out, m->fb_reserved_mib); return true;
+    case 242: case 243: case 245: sim_put_int(out, 0); return true;
     default: return false;
     }
 }
@@ -686,27 +686,27 @@ static bool node_sample_nvlink_fields(const node_now *n, unsigned short id, sim_
     int family = node_nvlink_family(id);
     int lane = sim_model_nvlink_lane(id);
     if (family >= 0 && lane >= 0) {
-        node_put_int(out, s->nvlink_errors[family][lane]);
+        sim_put_int(out, s->nvlink_errors[family][lane]);
         return true;
     }
     if (lane >= 0) {
         /* the only per-lane fields left are throughputs, in MB/s */
-        node_put_int(out, (int64_t)node_nvlink_lane_mb(n, lane));
+        sim_put_int(out, (int64_t)node_nvlink_lane_mb(n, lane));
         return true;
     }
     double total_mb = 0;
     switch (id) {
-    case 409: node_put_int(out, (int64_t)node_nvlink_error_total(s, 0)); return true;
-    case 419: node_put_int(out, (int64_t)node_nvlink_error_total(s, 1)); return true;
-    case 429: case 499: node_put_int(out, (int64_t)node_nvlink_error_total(s, 2)); return true;
-    case 439: case 498: node_put_int(out, (int64_t)node_nvlink_error_total(s, 3)); return true;
+    case 409: sim_put_int(out, (int64_t)node_nvlink_error_total(s, 0)); return true;
+    case 419: sim_put_int(out, (int64_t)node_nvlink_error_total(s, 1)); return true;
+    case 429: case 499: sim_put_int(out, (int64_t)node_nvlink_error_total(s, 2)); return true;
+    case 439: case 498: sim_put_int(out, (int64_t)node_nvlink_error_total(s, 3)); return true;
     case 497:
-        node_put_int(out, (int64_t)(node_nvlink_error_total(s, 0) + node_nvlink_error_total(s, 1)));
+        sim_put_int(out, (int64_t)(node_nvlink_error_total(s, 0) + node_nvlink_error_total(s, 1)));
         return true;
     case 449:
         for (int l = 0; l < n->model->nvlinks; l++)
             total_mb += (double)(int64_t)node_nvlink_lane_mb(n, l);
-        node_put_int(out, (int64_t)total_mb);
+        sim_put_int(out, (int64_t)total_mb);
         return true;
     default:
         break;
@@ -715,11 +715,11 @@ static bool node_sample_nvlink_fields(const node_now *n, unsigned short id, sim_
         double sum = 0;
         for (int l = 0; l < n->model->nvlinks; l++)
             sum += node_nvlink_lane_rate(n, l, id == 1011);
-        node_put_int(out, (int64_t)sum);
+        sim_put_int(out, (int64_t)sum);
         return true;
     }
     if (id >= 1040 && id <= 1075) {
-        node_put_int(out, (int64_t)node_nvlink_lane_rate(n, (id - 1040) / 2, (id - 1040) % 2 == 0));
+        sim_put_int(out, (int64_t)node_nvlink_lane_rate(n, (id - 1040) / 2, (id - 1040) % 2 == 0));
         return true;
     }
     return false;
@@ -732,24 +732,24 @@ static bool node_sample_profiling(const node_now *n, unsigned short id, sim_valu
     double tensor = u * node_tensor_share(kind);
     double sm_active = u * 0.93;
     switch (id) {
-    case 1001: node_put_double(out, u * 0.99); return true;
-    case 1002: node_put_double(out, sm_active); return true;
-    case 1003: node_put_double(out, sm_active * 0.48); return true;
-    case 1004: node_put_double(out, tensor); return true;
-    case 1005: node_put_double(out, u * node_memory_share(kind) * 1.1); return true;
-    case 1006: node_put_double(out, u * 0.004); return true;
-    case 1007: node_put_double(out, u * 0.22); return true;
-    case 1008: node_put_double(out, u * 0.08); return true;
-    case 1009: node_put_int(out, (int64_t)node_pcie_rate(n, true)); return true;
-    case 1010: node_put_int(out, (int64_t)node_pcie_rate(n, false)); return true;
-    case 1013: case 1015: node_put_double(out, 0.0); return true;
-    case 1014: node_put_double(out, tensor * 0.98); return true;
-    case 1016: node_put_double(out, u * 0.12); return true;
+    case 1001: sim_put_double(out, u * 0.99); return true;
+    case 1002: sim_put_double(out, sm_active); return true;
+    case 1003: sim_put_double(out, sm_active * 0.48); return true;
+    case 1004: sim_put_double(out, tensor); return true;
+    case 1005: sim_put_double(out, u * node_memory_share(kind) * 1.1); return true;
+    case 1006: sim_put_double(out, u * 0.004); return true;
+    case 1007: sim_put_double(out, u * 0.22); return true;
+    case 1008: sim_put_double(out, u * 0.08); return true;
+    case 1009: sim_put_int(out, (int64_t)node_pcie_rate(n, true)); return true;
+    case 1010: sim_put_int(out, (int64_t)node_pcie_rate(n, false)); return true;
+    case 1013: case 1015: sim_put_double(out, 0.0); return true;
+    case 1014: sim_put_double(out, tensor * 0.98); return true;
+    case 1016: sim_put_double(out, u * 0.12); return true;
     default:
         break;
     }
     if (id >= 1017 && id <= 1034) {
-        node_put_double(out, 0.0);
+        sim_put_double(out, 0.0);
         return true;
     }
     return false;
@@ -764,25 +764,25 @@ static bool node_sample_memory(const node_now *n, unsigned short id, sim_value *
     uint64_t sbe_agg = (uint64_t)n->gpu->ecc_sbe_base + n->state->ecc_sbe;
     int64_t bar1_used = node_active(n) ? 37 : 2;
     switch (id) {
-    case 251: node_put_int(out, usable - used); return true;
-    case 252: node_put_int(out, used); return true;
-    case 254: node_put_double(out, (double)used / (double)usable); return true;
-    case 92: node_put_int(out, bar1_used); return true;
-    case 93: node_put_int(out, m->bar1_total_mib - bar1_used); return true;
-    case 310: case 318: node_put_int(out, n->state->ecc_sbe); return true;
-    case 311: case 319: node_put_int(out, dbe); return true;
-    case 312: case 328: node_put_int(out, (int64_t)sbe_agg); return true;
-    case 313: case 329: node_put_int(out, dbe); return true;
+    case 251: sim_put_int(out, usable - used); return true;
+    case 252: sim_put_int(out, used); return true;
+    case 254: sim_put_double(out, (double)used / (double)usable); return true;
+    case 92: sim_put_int(out, bar1_used); return true;
+    case 93: sim_put_int(out, m->bar1_total_mib - bar1_used); return true;
+    case 310: case 318: sim_put_int(out, n->state->ecc_sbe); return true;
+    case 311: case 319: sim_put_int(out, dbe); return true;
+    case 312: case 328: sim_put_int(out, (int64_t)sbe_agg); return true;
+    case 313: case 329: sim_put_int(out, dbe); return true;
     case 314: case 315: case 316: case 317: case 320: case 321: case 322: case 323:
     case 324: case 325: case 326: case 327: case 330: case 331: case 332: case 333:
-        node_put_int(out, 0); return true;
-    case 385: node_put_int(out, 640 - dbe); return true;
-    case 386: node_put_int(out, dbe); return true;
-    case 387: case 388: case 389: case 395: node_put_int(out, 0); return true;
-    case 390: node_put_int(out, (int64_t)(sbe_agg / 25)); return true;
-    case 391: case 393: node_put_int(out, dbe); return true;
-    case 392: case 396: node_put_int(out, dbe > 0); return true;
-    case 394: node_put_int(out, (int64_t)(sbe_agg / 25)); return true;
+        sim_put_int(out, 0); return true;
+    case 385: sim_put_int(out, 640 - dbe); return true;
+    case 386: sim_put_int(out, dbe); return true;
+    case 387: case 388: case 389: case 395: sim_put_int(out, 0); return true;
+    case 390: sim_put_int(out, (int64_t)(sbe_agg / 25)); return true;
+    case 391: case 393: sim_put_int(out, dbe); return true;
+    case 392: case 396: sim_put_int(out, dbe > 0); return true;
+    case 394: sim_put_int(out, (int64_t)(sbe_agg / 25)); return true;
     default: return false;
     }
 }
@@ -795,40 +795,40 @@ static bool node_sample_dynamic(const node_now *n, unsigned short id, sim_value 
     double u = n->inst.util;
     double partial_s = (double)(n->t_us - s->step * SIM_STEP_US) * 1e-6;
     switch (id) {
-    case 100: node_put_int(out, node_sm_clock(n)); return true;
-    case 101: node_put_int(out, active ? m->mem_clock_max : m->mem_clock_idle); return true;
+    case 100: sim_put_int(out, node_sm_clock(n)); return true;
+    case 101: sim_put_int(out, active ? m->mem_clock_max : m->mem_clock_idle); return true;
     case 102:
-        node_put_int(out, active ? (int)(m->video_clock_max * n->inst.clock_factor) : m->video_clock_idle);
+        sim_put_int(out, active ? (int)(m->video_clock_max * n->inst.clock_factor) : m->video_clock_idle);
         return true;
-    case 112: node_put_int(out, (int64_t)n->inst.reasons); return true;
-    case 140: node_put_int(out, (int64_t)llround(s->mem_temp_c)); return true;
-    case 150: node_put_int(out, (int64_t)llround(s->temp_c)); return true;
-    case 153: node_put_int(out, m->temp_slowdown - (int64_t)llround(s->temp_c)); return true;
-    case 155: node_put_double(out, round(n->inst.power_w * 1000.0) / 1000.0); return true;
+    case 112: sim_put_int(out, (int64_t)n->inst.reasons); return true;
+    case 140: sim_put_int(out, (int64_t)llround(s->mem_temp_c)); return true;
+    case 150: sim_put_int(out, (int64_t)llround(s->temp_c)); return true;
+    case 153: sim_put_int(out, m->temp_slowdown - (int64_t)llround(s->temp_c)); return true;
+    case 155: sim_put_double(out, round(n->inst.power_w * 1000.0) / 1000.0); return true;
     case 157: {
         double raw = n->inst.power_w * (1.0 + 0.03 * node_white(n->node->seed, n->index, CH_POWER_RAW, n->t_us, 10000));
-        node_put_double(out, round(raw * 1000.0) / 1000.0);
+        sim_put_double(out, round(raw * 1000.0) / 1000.0);
         return true;
     }
     case 156: {
         double mj = n->gpu->energy_base_mj + s->energy_mj + s->power_w * partial_s * 1000.0;
-        node_put_int(out, (int64_t)mj);
+        sim_put_int(out, (int64_t)mj);
         return true;
     }
-    case 190: node_put_int(out, active ? 0 : m->idle_pstate); return true;
-    case 200: node_put_int(out, (int64_t)(node_pcie_rate(n, true) / 1024.0)); return true;
-    case 201: node_put_int(out, (int64_t)(node_pcie_rate(n, false) / 1024.0)); return true;
-    case 202: node_put_int(out, s->pcie_replays); return true;
-    case 203: node_put_int(out, (int64_t)llround(u * 100.0)); return true;
+    case 190: sim_put_int(out, active ? 0 : m->idle_pstate); return true;
+    case 200: sim_put_int(out, (int64_t)(node_pcie_rate(n, true) / 1024.0)); return true;
+    case 201: sim_put_int(out, (int64_t)(node_pcie_rate(n, false) / 1024.0)); return true;
+    case 202: sim_put_int(out, s->pcie_replays); return true;
+    case 203: sim_put_int(out, (int64_t)llround(u * 100.0)); return true;
     case 204:
-        node_put_int(out, (int64_t)llround(u * node_memory_share(n->seg->workload.kind) * 100.0));
+        sim_put_int(out, (int64_t)llround(u * node_memory_share(n->seg->workload.kind) * 100.0));
         return true;
-    case 206: case 207: node_put_int(out, 0); return true;
-    case 237: node_put_int(out, (!active && m->idle_pstate > 0) ? 1 : m->pcie_gen); return true;
-    case 240: node_put_int(out, (int64_t)s->power_violation_ns); return true;
-    case 241: case 247: node_put_int(out, (int64_t)s->thermal_violation_ns); return true;
-    case 244: node_put_int(out, (int64_t)s->low_util_violation_ns); return true;
-    case 246: node_put_int(out, (int64_t)(s->power_violation_ns + s->thermal_violation_ns)); return true;
+    case 206: case 207: sim_put_int(out, 0); return true;
+    case 237: sim_put_int(out, (!active && m->idle_pstate > 0) ? 1 : m->pcie_gen); return true;
+    case 240: sim_put_int(out, (int64_t)s->power_violation_ns); return true;
+    case 241: case 247: sim_put_int(out, (int64_t)s->thermal_violation_ns); return true;
+    case 244: sim_put_int(out, (int64_t)s->low_util_violation_ns); return true;
+    case 246: sim_put_int(out, (int64_t)(s->power_violation_ns + s->thermal_violation_ns)); return true;
     default: return false;
     }
 }
@@ -841,7 +841,7 @@ static void node_sample_event(const sim_gpu *g, int64_t t_us, sim_value *out)
     if (last == NULL)
         node_put_sentinel(out, SIM_VALUE_BLANK);
     else
-        node_put_int(out, last->value);
+        sim_put_int(out, last->value);
 }
 
 static int node_sample_gpu(sim_node *node, unsigned int index, unsigned short id, int64_t t_us,

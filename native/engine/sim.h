@@ -51,6 +51,12 @@ typedef struct sim_value {
     char str[256];               /* NUL terminated, strings only */
 } sim_value;
 
+/* A reading into *v (kind OK): an integer (also as double), a double (also rounded to an integer), a string.
+ * Every value source fills its values through these (node.c). */
+void sim_put_int(sim_value *v, int64_t x);
+void sim_put_double(sim_value *v, double x);
+void sim_put_str(sim_value *v, const char *s);
+
 typedef struct sim_event {
     int64_t t_rel_us;            /* when it happened, after node start */
     int64_t value;               /* e.g. the XID number */

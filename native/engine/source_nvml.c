@@ -75,27 +75,6 @@ static int is_mapped(unsigned short f)
     return 0;
 }
 
-static void put_int(sim_value *out, int64_t v)
-{
-    out->kind = SIM_VALUE_OK;
-    out->i64 = v;
-    out->dbl = (double)v;
-}
-
-static void put_double(sim_value *out, double v)
-{
-    out->kind = SIM_VALUE_OK;
-    out->dbl = v;
-    out->i64 = (int64_t)v;
-}
-
-static void put_str(sim_value *out, const char *s)
-{
-    out->kind = SIM_VALUE_OK;
-    snprintf(out->str, sizeof out->str, "%s", s);
-}
-
-/* An NVML failure as DCGM's blank kind; GPU_IS_LOST marks the GPU lost. */
 static void put_error(nvml_source *s, unsigned int gpu, nvmlReturn_t r, int64_t t_rel,
                       sim_value *out)
 {
@@ -174,67 +153,67 @@ static int nvml_sample(void *impl, unsigned int gpu, unsigned short f, int64_t t
     switch (f) {
     case 1:
         if ((r = s->driver_version(buf, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE)) == NVML_SUCCESS)
-            put_str(out, buf);
+            sim_put_str(out, buf);
         break;
     case 50:
         if ((r = s->name(dev, buf, NVML_DEVICE_NAME_V2_BUFFER_SIZE)) == NVML_SUCCESS)
-            put_str(out, buf);
+            sim_put_str(out, buf);
         break;
     case 53:
         if ((r = s->serial(dev, buf, NVML_DEVICE_SERIAL_BUFFER_SIZE)) == NVML_SUCCESS)
-            put_str(out, buf);
+            sim_put_str(out, buf);
         break;
     case 54:
         if ((r = s->uuid(dev, buf, NVML_DEVICE_UUID_V2_BUFFER_SIZE)) == NVML_SUCCESS)
-            put_str(out, buf);
+            sim_put_str(out, buf);
         break;
     case 51: {
         nvmlBrandType_t b = NVML_BRAND_UNKNOWN;
         if ((r = s->brand(dev, &b)) == NVML_SUCCESS)
-            put_str(out, brand_name(b));
+            sim_put_str(out, brand_name(b));
         break;
     }
     case 57: {
         nvmlPciInfo_t pci;
         memset(&pci, 0, sizeof pci);
         if ((r = s->pci(dev, &pci)) == NVML_SUCCESS)
-            put_str(out, pci.busId);
+            sim_put_str(out, pci.busId);
         break;
     }
     case 100: case 101:
         if ((r = s->clock(dev, f == 100 ? NVML_CLOCK_SM : NVML_CLOCK_MEM, &u)) == NVML_SUCCESS)
-            put_int(out, u);
+            sim_put_int(out, u);
         break;
     case 112:
         if ((r = s->reasons(dev, &ull)) == NVML_SUCCESS)
-            put_int(out, (int64_t)ull);
+            sim_put_int(out, (int64_t)ull);
         break;
     case 150:
         if ((r = s->temperature(dev, NVML_TEMPERATURE_GPU, &u)) == NVML_SUCCESS && u <= 200)
-            put_int(out, u);
+            sim_put_int(out, u);
         break;
     case 140:
         /* DCGM reads value.uiVal whatever valueType says; over 200 is no reading */
         if ((r = read_field(s, dev, NVML_FI_DEV_MEMORY_TEMP, &fv)) == NVML_SUCCESS &&
             fv.value.uiVal <= 200)
-            put_int(out, fv.value.uiVal);
+            sim_put_int(out, fv.value.uiVal);
         break;
     case 155:
         if ((r = s->power(dev, &u)) == NVML_SUCCESS)
-            put_double(out, (double)u / 1000.0);
+            sim_put_double(out, (double)u / 1000.0);
         break;
     case 156:
         if ((r = read_field(s, dev, NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, &fv)) == NVML_SUCCESS)
-            put_int(out, field_value_i64(&fv));
+            sim_put_int(out, field_value_i64(&fv));
         break;
     case 202:
         if ((r = s->replay(dev, &u)) == NVML_SUCCESS)
-            put_int(out, u);
+            sim_put_int(out, u);
         break;
     case 203: case 204: {
         nvmlUtilization_t ut;
         if ((r = s->util(dev, &ut)) == NVML_SUCCESS)
-            put_int(out, f == 203 ? ut.gpu : ut.memory);
+            sim_put_int(out, f == 203 ? ut.gpu : ut.memory);
         break;
     }
     case 250: case 251: case 252: {
@@ -243,7 +222,7 @@ static int nvml_sample(void *impl, unsigned int gpu, unsigned short f, int64_t t
         m.version = nvmlMemory_v2;
         if ((r = s->memory(dev, &m)) == NVML_SUCCESS) {
             unsigned long long bytes = f == 250 ? m.total : f == 251 ? m.free : m.used;
-            put_int(out, (int64_t)(bytes / (1024ull * 1024ull)));
+            sim_put_int(out, (int64_t)(bytes / (1024ull * 1024ull)));
         }
         break;
     }
