@@ -43,8 +43,10 @@ def render_self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows:
            [_series("dcgm_collector_skipped_ticks_total", r.labels, r.stats.skipped_ticks) for r in rows])
     family("dcgm_collector_dcgm_errors_total", [
         _series("dcgm_collector_dcgm_errors_total", ",".join(filter(None, (
-            r.labels, f'code="{code}",name="{r.stats.error_names.get(code, code)}"'))), n)
-        for r in rows for code, n in sorted(r.stats.errors_by_code.items())])
+            r.labels, f'code="{code}",name="{names.get(code, code)}"'))), n)
+        for r in rows if r.stats.errors_by_code
+        for names in (r.stats.error_names,)   # the names once per target, not once per code
+        for code, n in sorted(r.stats.errors_by_code.items())])
     family("dcgm_collector_reconnects_total", [
         _series("dcgm_collector_reconnects_total", r.labels, r.reconnects) for r in rows if r.reconnects is not None])
     if scrape_s is not None:
