@@ -273,7 +273,9 @@ static void costs_apply_token(const char *token, int depth)
         warn("ignoring cost for \"%s\"%s: not an entry point of this library", name, "");
 }
 
-static void costs_apply_text(const char *text, int depth)
+/* Calls each(token, ctx) for every token of text, tokens being separated by commas or white space
+ * (a token is cut at 255 bytes). */
+static void for_each_token(const char *text, void (*each)(const char *token, void *ctx), void *ctx)
 {
     char token[256];
     size_t len = 0;
@@ -286,7 +288,7 @@ static void costs_apply_text(const char *text, int depth)
         }
         if (len > 0) {
             token[len] = '\0';
-            costs_apply_token(token, depth);
+            each(token, ctx);
             len = 0;
         }
         if (*p == '\0')
@@ -294,36 +296,35 @@ static void costs_apply_text(const char *text, int depth)
     }
 }
 
+static void cost_token(const char *token, void *depth)
+{
+    costs_apply_token(token, *(const int *)depth);
+}
+
+static void costs_apply_text(const char *text, int depth)
+{
+    for_each_token(text, cost_token, &depth);
+}
+
+static void deny_token(const char *token, void *unused)
+{
+    (void)unused;
+    bool found = false;
+    for (size_t i = 0; i < FN_NAME_COUNT; i++) {
+        if (strcmp(fn_names[i].name, token) == 0) {
+            lib.denied[fn_names[i].fn] = true;
+            found = true;
+        }
+    }
+    if (!found)
+        warn("%s: \"%s\" is not an entry point of this library", NVML_SIM_NO_PERMISSION_ENV, token);
+}
+
 static void permissions_load(const char *text)
 {
     memset(lib.denied, 0, sizeof lib.denied);
-    if (text == NULL)
-        return;
-    char token[128];
-    size_t len = 0;
-    for (const char *p = text;; p++) {
-        bool separator = *p == '\0' || *p == ',' || isspace((unsigned char)*p);
-        if (!separator) {
-            if (len + 1 < sizeof token)
-                token[len++] = *p;
-            continue;
-        }
-        if (len > 0) {
-            token[len] = '\0';
-            bool found = false;
-            for (size_t i = 0; i < FN_NAME_COUNT; i++) {
-                if (strcmp(fn_names[i].name, token) == 0) {
-                    lib.denied[fn_names[i].fn] = true;
-                    found = true;
-                }
-            }
-            if (!found)
-                warn("%s: \"%s\" is not an entry point of this library", NVML_SIM_NO_PERMISSION_ENV, token);
-            len = 0;
-        }
-        if (*p == '\0')
-            break;
-    }
+    if (text != NULL)
+        for_each_token(text, deny_token, NULL);
 }
 
 /* ---- clock and cost primitives -------------------------------------------- */
