@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from dcgm_collector.collect.counters import CounterSet
 from dcgm_collector.collect.fields import Field, field_table
-from dcgm_collector.collect.options import DEFAULT_RETENTION_S, SamplingOptions
+from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.dcgm import MAX_FIELDS_PER_FIELD_GROUP
 
 __all__ = [
@@ -88,12 +88,10 @@ class WatchGroup:
 
 @dataclass(frozen=True)
 class WatchPlan:
+    """The field groups to watch, and the watch parameters, all derived from the sampling options."""
+
     groups: tuple[WatchGroup, ...]
-    update_freq_us: int          # the watch interval
-    max_keep_age_s: float        # how long the hostengine keeps samples
-    ring_capacity: int           # rows per value ring: retention at the watch interval, plus slack
-    collect_interval_us: int = 1_000_000
-    retention_s: float = DEFAULT_RETENTION_S
+    options: SamplingOptions
     event_capacity: int = EVENT_CAPACITY
 
     def of_kind(self, kind: str) -> tuple[WatchGroup, ...]:
@@ -103,6 +101,29 @@ class WatchPlan:
     def field_ids(self) -> tuple[int, ...]:
         """Every field id the plan watches, each once."""
         return tuple(dict.fromkeys(f for g in self.groups for f in g.field_ids))
+
+    @property
+    def update_freq_us(self) -> int:
+        """The watch interval."""
+        return self.options.update_freq_us
+
+    @property
+    def collect_interval_us(self) -> int:
+        return self.options.collect_interval_us
+
+    @property
+    def retention_s(self) -> float:
+        return float(self.options.retention_s)
+
+    @property
+    def max_keep_age_s(self) -> float:
+        """How long the hostengine keeps samples: a few collect intervals, at least MIN_KEEP_AGE_S."""
+        return max(MIN_KEEP_AGE_S, KEEP_AGE_INTERVALS * self.collect_interval_us / 1e6)
+
+    @property
+    def ring_capacity(self) -> int:
+        """Rows per value ring: the retention at the watch interval, plus slack."""
+        return ring_capacity(self.retention_s, self.update_freq_us)
 
 
 def watch_level(field: Field) -> str:
@@ -119,17 +140,7 @@ def plan_watches(counters: CounterSet, options: SamplingOptions | None = None) -
     100 ms watch, 1 s collect) lets the rings see what happens between two
     collects (SamplingOptions refuses a slower one).
     """
-    options = options if options is not None else SamplingOptions()
-    update_freq_us = options.update_freq_us
-    collect_us = options.collect_interval_us
-    return WatchPlan(
-        groups=_groups(counters),
-        update_freq_us=update_freq_us,
-        max_keep_age_s=max(MIN_KEEP_AGE_S, KEEP_AGE_INTERVALS * collect_us / 1e6),
-        ring_capacity=ring_capacity(options.retention_s, update_freq_us),
-        collect_interval_us=collect_us,
-        retention_s=float(options.retention_s),
-    )
+    return WatchPlan(groups=_groups(counters), options=options if options is not None else SamplingOptions())
 
 
 def ring_capacity(retention_s: float, update_freq_us: int) -> int:
