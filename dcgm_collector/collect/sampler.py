@@ -234,8 +234,9 @@ class Sampler:
 
     @property
     def connected(self) -> bool:
-        """False once the handle is closed or its connection was lost: no more samples will come."""
-        return not self.handle.closed and self.connection_lost is None
+        """False once the sampler's DCGM handle is closed.  A connection lost under an open handle is the
+        target's to report (it names the hostengine and the status), so it does not count here."""
+        return not self.handle.closed
 
     @property
     def running(self) -> bool:
