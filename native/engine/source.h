@@ -21,6 +21,21 @@
 #define VALUE_SOURCE_NVML_LIB_ENV "DCGM_ENGINE_NVML_LIB"
 #define VALUE_SOURCE_NVML_SONAME "libnvidia-ml.so.1"
 
+/* What a source spent on one field: its reads of the hardware and their
+ * cadence where the source reads the field on its own schedule. */
+typedef struct value_source_field_stats {
+    unsigned short field_id;
+    uint64_t reads;                     /* reads of the hardware for this field */
+    uint64_t read_ns;                   /* wall time spent in them */
+    uint64_t late;                      /* reads made more than one cadence late */
+    int64_t period_us;                  /* own cadence of the read; 0 = at each sample */
+    /* estimated fields (energy between true reads): each true read's correction,
+     * the estimate minus the true value, in the field's unit */
+    uint64_t corrections;
+    double last_correction;
+    double max_abs_correction;
+} value_source_field_stats;
+
 typedef struct value_source_ops {
     const char *kind;                                   /* "models" or "nvml" */
     unsigned int (*gpu_count)(void *impl);
@@ -36,6 +51,10 @@ typedef struct value_source_ops {
     unsigned int (*mig_instances)(void *impl, unsigned int gpu);
     /* one line: what the source reads, e.g. the path of the NVML library */
     void (*describe)(void *impl, char *buf, size_t len);
+    /* per-field statistics into out (at most max), returns how many there are */
+    int (*field_stats)(void *impl, value_source_field_stats *out, int max);
+    /* one line worth a warning at start-up (e.g. entry points the library lacks), or "" */
+    void (*notes)(void *impl, char *buf, size_t len);
     void (*free)(void *impl);
 } value_source_ops;
 

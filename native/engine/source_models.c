@@ -48,11 +48,35 @@ static void models_describe(void *impl, char *buf, size_t len)
     snprintf(buf, len, "models");
 }
 
+/* the node's values cost nothing worth counting */
+static int models_field_stats(void *impl, value_source_field_stats *out, int max)
+{
+    (void)impl, (void)out, (void)max;
+    return 0;
+}
+
+static void models_notes(void *impl, char *buf, size_t len)
+{
+    (void)impl;
+    if (len)
+        buf[0] = '\0';
+}
+
 static void models_free(void *impl) { sim_node_free(impl); }
 
 static const value_source_ops models_ops = {
-    "models", models_gpu_count, models_sample, models_field_supported, models_is_event_field,
-    models_events, models_gpu_lost_at, models_mig_instances, models_describe, models_free,
+    .kind = "models",
+    .gpu_count = models_gpu_count,
+    .sample = models_sample,
+    .field_supported = models_field_supported,
+    .is_event_field = models_is_event_field,
+    .events = models_events,
+    .gpu_lost_at = models_gpu_lost_at,
+    .mig_instances = models_mig_instances,
+    .describe = models_describe,
+    .field_stats = models_field_stats,
+    .notes = models_notes,
+    .free = models_free,
 };
 
 int value_source_models_open(const char *spec, value_source *src, char *err, size_t errlen)

@@ -408,4 +408,34 @@ typedef struct nvmlGpmMetricsGet_st {
     nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
 } nvmlGpmMetricsGet_t;
 
+/* vGPU licensing (DCGM_FI_DEV_VGPU_LICENSE_STATUS reads the VGPU entry) */
+#define NVML_GRID_LICENSE_BUFFER_SIZE 128
+#define NVML_GRID_LICENSE_FEATURE_MAX_COUNT 3
+
+typedef enum nvmlGridLicenseFeatureCode_enum {
+    NVML_GRID_LICENSE_FEATURE_CODE_UNKNOWN = 0,
+    NVML_GRID_LICENSE_FEATURE_CODE_VGPU = 1,
+} nvmlGridLicenseFeatureCode_t;
+
+typedef struct nvmlGridLicenseExpiry_st {
+    unsigned int year;
+    unsigned short month, day, hour, min, sec;
+    unsigned char status;
+} nvmlGridLicenseExpiry_t;
+
+typedef struct nvmlGridLicensableFeature_st {
+    nvmlGridLicenseFeatureCode_t featureCode;
+    unsigned int featureState;          /* 0 unlicensed, else licensed */
+    char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+    char productName[NVML_GRID_LICENSE_BUFFER_SIZE];
+    unsigned int featureEnabled;
+    nvmlGridLicenseExpiry_t licenseExpiry;
+} nvmlGridLicensableFeature_t;
+
+typedef struct nvmlGridLicensableFeatures_st {
+    int isGridLicenseSupported;         /* 0 on bare metal */
+    unsigned int licensableFeaturesCount;
+    nvmlGridLicensableFeature_t gridLicensableFeatures[NVML_GRID_LICENSE_FEATURE_MAX_COUNT];
+} nvmlGridLicensableFeatures_t;
+
 #endif /* DCGM_SIM_NVML_ABI_H */
