@@ -621,6 +621,25 @@ typedef int (*dcgmFieldValueEntityEnumeration_f)(dcgm_field_entity_group_t entit
 #define DCGM_TCP_SOCKET_PREFIX "tcp://"
 #define DCGM_VSOCK_SOCKET_PREFIX "vsock://"
 
+/* ---- dcgm-collector's engine only (not in NVIDIA's libdcgm) -------------
+ * What the embedded engine spent per field: samples its passes took, those
+ * taken more than half a watch interval late, and its value source's reads
+ * of the hardware (NVML: cost, own cadence, and for the energy estimate the
+ * corrections each true read made). */
+typedef struct {
+    unsigned int fieldId;
+    unsigned int reserved;
+    long long samples;
+    long long lateSamples;
+    long long reads;
+    long long readNs;
+    long long lateReads;
+    long long periodUs;          /* the source's own cadence for the field; 0 = each sample */
+    long long corrections;
+    double lastCorrection;       /* estimate minus true value, in the field's unit */
+    double maxAbsCorrection;
+} dcgmSimFieldStats_t;
+
 #include "dcgm_functions.h"
 
 #endif /* DCGM_COLLECTOR_DCGM_ABI_H */

@@ -79,6 +79,7 @@ DCGM_FN(dcgmReturn_t, dcgmSimGetStartTime, (long long *startUs), (startUs), DCGM
 DCGM_FN(dcgmReturn_t, dcgmSimGetValueAt, (unsigned int gpuId, unsigned short fieldId, long long tRelUs, dcgmFieldValue_v1 *value), (gpuId, fieldId, tRelUs, value), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimCheckScenario, (const char *spec, char *errorText, int errorTextLen), (spec, errorText, errorTextLen), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimSourceName, (char *name, int nameLen), (name, nameLen), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmSimFieldStats, (dcgmSimFieldStats_t *stats, int capacity, int *count), (stats, capacity, count), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimServe, (const char *address, unsigned int port, int isUnixSocket, const char *scenario, int readyFd, int stopFd, char *errorText, int errorTextLen), (address, port, isUnixSocket, scenario, readyFd, stopFd, errorText, errorTextLen), DCGM_ST_FUNCTION_NOT_FOUND)
 
 #define DCGM_DECLARE_PROTOTYPE(ret, name, params, args, missing) ret name params;

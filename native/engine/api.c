@@ -760,3 +760,16 @@ dcgmReturn_t dcgmSimSourceName(char *name, int nameLen)
     pthread_mutex_unlock(&api.lock);
     return rc;
 }
+
+/* The embedded engine's per-field statistics (dcgmSimFieldStats_t). */
+dcgmReturn_t dcgmSimFieldStats(dcgmSimFieldStats_t *stats, int capacity, int *count)
+{
+    if (!count || capacity < 0 || (!stats && capacity > 0))
+        return DCGM_ST_BADPARAM;
+    pthread_mutex_lock(&api.lock);
+    dcgmReturn_t rc = DCGM_ST_UNINITIALIZED;
+    if (api.embedded)
+        rc = (dcgmReturn_t)engine_field_stats(api.embedded->impl, stats, capacity, count);
+    pthread_mutex_unlock(&api.lock);
+    return rc;
+}

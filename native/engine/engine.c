@@ -291,6 +291,61 @@ int64_t engine_start_time_us(const sim_engine *e)
     return e ? e->t0_us : 0;
 }
 
+static dcgmSimFieldStats_t *stats_row(dcgmSimFieldStats_t *rows, int *n, unsigned short f)
+{
+    for (int i = 0; i < *n; i++)
+        if (rows[i].fieldId == f)
+            return &rows[i];
+    dcgmSimFieldStats_t *row = &rows[(*n)++];
+    memset(row, 0, sizeof *row);
+    row->fieldId = f;
+    return row;
+}
+
+int engine_field_stats(sim_engine *e, dcgmSimFieldStats_t *stats, int capacity, int *count)
+{
+    if (!e || !count || capacity < 0 || (!stats && capacity > 0))
+        return DCGM_ST_BADPARAM;
+    /* gathered in full first (few fields are ever watched), then copied out */
+    dcgmSimFieldStats_t *rows = calloc(DCGM_FI_MAX_FIELDS, sizeof *rows);
+    value_source_field_stats *src = calloc(DCGM_FI_MAX_FIELDS, sizeof *src);
+    if (!rows || !src) {
+        free(rows);
+        free(src);
+        return DCGM_ST_MEMORY;
+    }
+    int n = 0;
+    pthread_mutex_lock(&e->lock);
+    for (unsigned int f = 0; f < DCGM_FI_MAX_FIELDS; f++)
+        if (e->field_samples[f]) {
+            dcgmSimFieldStats_t *row = stats_row(rows, &n, (unsigned short)f);
+            row->samples = (long long)e->field_samples[f];
+            row->lateSamples = (long long)e->field_late[f];
+        }
+    int n_src = e->src->ops->field_stats(e->src->impl, src, DCGM_FI_MAX_FIELDS);
+    pthread_mutex_unlock(&e->lock);
+    if (n_src > DCGM_FI_MAX_FIELDS)
+        n_src = DCGM_FI_MAX_FIELDS;
+    for (int i = 0; i < n_src; i++) {
+        if (src[i].field_id >= DCGM_FI_MAX_FIELDS)
+            continue;
+        dcgmSimFieldStats_t *row = stats_row(rows, &n, src[i].field_id);
+        row->reads = (long long)src[i].reads;
+        row->readNs = (long long)src[i].read_ns;
+        row->lateReads = (long long)src[i].late;
+        row->periodUs = (long long)src[i].period_us;
+        row->corrections = (long long)src[i].corrections;
+        row->lastCorrection = src[i].last_correction;
+        row->maxAbsCorrection = src[i].max_abs_correction;
+    }
+    for (int i = 0; i < n && i < capacity; i++)
+        stats[i] = rows[i];
+    *count = n;
+    free(rows);
+    free(src);
+    return DCGM_ST_OK;
+}
+
 /* ---- entity queries ------------------------------------------------------ */
 
 int engine_gpu_ids(sim_engine *e, int only_supported, unsigned int *ids, int *count)

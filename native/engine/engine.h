@@ -49,6 +49,9 @@ void engine_destroy(sim_engine *engine);
 void engine_release_owner(sim_engine *engine, engine_owner owner);
 /* Microseconds since the Unix epoch at which the node started (t_rel 0). */
 int64_t engine_start_time_us(const sim_engine *engine);
+/* Per-field statistics of the engine and its value source into stats (at
+ * most capacity rows); *count is how many there are. */
+int engine_field_stats(sim_engine *engine, dcgmSimFieldStats_t *stats, int capacity, int *count);
 
 /* ---- entities ----------------------------------------------------------- */
 

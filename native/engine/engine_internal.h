@@ -129,6 +129,10 @@ struct sim_engine {
     engine_field_group *field_groups[ENGINE_MAX_FIELD_GROUPS];
     engine_series *buckets[ENGINE_HASH_BUCKETS];
     size_t n_series;
+    /* per field id: samples taken by passes, and those taken more than half a
+     * watch interval after they were due (dcgmSimFieldStats) */
+    uint64_t field_samples[DCGM_FI_MAX_FIELDS];
+    uint64_t field_late[DCGM_FI_MAX_FIELDS];
 };
 
 /* engine.c */

@@ -138,8 +138,18 @@ static int append_value(sim_engine *e, engine_series *s, int64_t ts, const sim_v
     return engine_series_append_locked(e, s, ts, &sample, now_us);
 }
 
+static void count_sample(sim_engine *e, const engine_series *s, int64_t now_us)
+{
+    if (s->field_id >= DCGM_FI_MAX_FIELDS)
+        return;
+    e->field_samples[s->field_id]++;
+    if (s->last_sampled_us != 0 && now_us - (s->last_sampled_us + s->freq_us) > s->freq_us / 2)
+        e->field_late[s->field_id]++;
+}
+
 static void sample_series(sim_engine *e, engine_series *s, int64_t now_us)
 {
+    count_sample(e, s, now_us);
     s->last_sampled_us = now_us;
     const engine_entity *ent = engine_find_entity_locked(e, s->group, s->entity);
     if (!ent || ent->fake)
