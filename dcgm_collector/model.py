@@ -73,6 +73,31 @@ class GpuInfo:
 
 
 @dataclass(frozen=True)
+class FieldCost:
+    """What the engine spent on one field (dcgm-collector's engine only; real DCGM does not say).
+
+    ``samples``/``late_samples``: samples the engine's passes took, and those taken more than
+    half a watch interval after they were due.  ``reads``/``read_seconds``: reads of the
+    hardware its value source made for the field and the wall time they took; ``period_s`` the
+    source's own cadence for a costly field (0: read at each sample), ``late_reads`` such reads
+    made more than one cadence late.  For a field served as an estimate between true reads
+    (energy): ``corrections`` made so far and the latest and largest of them (estimate minus
+    true value, in the field's unit).
+    """
+
+    field_id: int
+    samples: int
+    late_samples: int
+    reads: int
+    read_seconds: float
+    late_reads: int
+    period_s: float
+    corrections: int = 0
+    last_correction: float = 0.0
+    max_abs_correction: float = 0.0
+
+
+@dataclass(frozen=True)
 class HealthIncident:
     system: int          # DCGM_HEALTH_WATCH_* bit
     health: str          # "WARN" or "FAIL"

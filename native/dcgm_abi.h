@@ -603,24 +603,6 @@ typedef int (*dcgmFieldValueEntityEnumeration_f)(dcgm_field_entity_group_t entit
                                                  dcgmFieldValue_v1 *values, int numValues,
                                                  void *userData);
 
-/* CDEF-END */
-
-/* 2^47 and its neighbours: not expressible as cdef integer literals */
-#define DCGM_FP64_BLANK 140737488355328.0
-#define DCGM_FP64_NOT_FOUND 140737488355329.0
-#define DCGM_FP64_NOT_SUPPORTED 140737488355330.0
-#define DCGM_FP64_NOT_PERMISSIONED 140737488355331.0
-
-#define DCGM_STR_BLANK "<<<NULL>>>"
-#define DCGM_STR_NOT_FOUND "<<<NOT_FOUND>>>"
-#define DCGM_STR_NOT_SUPPORTED "<<<NOT_SUPPORTED>>>"
-#define DCGM_STR_NOT_PERMISSIONED "<<<NOT_PERM>>>"
-
-#define DCGM_DEFAULT_SOCKET_PATH "/tmp/nv-hostengine"
-#define DCGM_UNIX_SOCKET_PREFIX "unix://"
-#define DCGM_TCP_SOCKET_PREFIX "tcp://"
-#define DCGM_VSOCK_SOCKET_PREFIX "vsock://"
-
 /* ---- dcgm-collector's engine only (not in NVIDIA's libdcgm) -------------
  * What the embedded engine spent per field: samples its passes took, those
  * taken more than half a watch interval late, and its value source's reads
@@ -639,6 +621,25 @@ typedef struct {
     double lastCorrection;       /* estimate minus true value, in the field's unit */
     double maxAbsCorrection;
 } dcgmSimFieldStats_t;
+
+/* CDEF-END */
+
+/* 2^47 and its neighbours: not expressible as cdef integer literals */
+#define DCGM_FP64_BLANK 140737488355328.0
+#define DCGM_FP64_NOT_FOUND 140737488355329.0
+#define DCGM_FP64_NOT_SUPPORTED 140737488355330.0
+#define DCGM_FP64_NOT_PERMISSIONED 140737488355331.0
+
+#define DCGM_STR_BLANK "<<<NULL>>>"
+#define DCGM_STR_NOT_FOUND "<<<NOT_FOUND>>>"
+#define DCGM_STR_NOT_SUPPORTED "<<<NOT_SUPPORTED>>>"
+#define DCGM_STR_NOT_PERMISSIONED "<<<NOT_PERM>>>"
+
+#define DCGM_DEFAULT_SOCKET_PATH "/tmp/nv-hostengine"
+#define DCGM_UNIX_SOCKET_PREFIX "unix://"
+#define DCGM_TCP_SOCKET_PREFIX "tcp://"
+#define DCGM_VSOCK_SOCKET_PREFIX "vsock://"
+
 
 #include "dcgm_functions.h"
 

@@ -42,6 +42,7 @@ from types import MappingProxyType
 
 from dcgm_collector.collect import drain
 from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.collect.fields import field_table
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.ring import EventRing, RingBuffer, SeriesKey
 from dcgm_collector.collect.watches import WatchGroup, WatchPlan, plan_watches
@@ -56,6 +57,7 @@ from dcgm_collector.dcgm import (
     status_name,
 )
 from dcgm_collector.dcgm._native import lib
+from dcgm_collector.model import FieldCost
 
 __all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 
@@ -77,6 +79,8 @@ LABEL_REFRESH_S = 10.0
 HEALTH_CHECK_S = 5.0
 HEALTH_HOLD_S = 60.0
 HEALTH_COUNTER = "DCGM_EXP_GPU_HEALTH_STATUS"
+# The engine's per-field costs are read this often: enough for a 15 s scrape, one call each.
+FIELD_COSTS_EVERY_S = 1.0
 
 
 @dataclass
@@ -97,6 +101,9 @@ class SamplerStats:
     lost_gpus: tuple[int, ...] = ()     # GPUs taken out of the group because DCGM lost them
     dropped_groups: int = 0             # field groups not watched (a profiling watch DCGM refused, ...)
     tick_failures: int = 0              # ticks that raised something other than a DCGM status
+    # what the engine spent per field (dcgm-collector's embedded engine only), with the
+    # name each field has in the counters; replaced, never mutated
+    field_costs: tuple[tuple[str, FieldCost], ...] = ()
 
     @property
     def errors(self) -> int:
@@ -180,6 +187,7 @@ class Sampler:
         self.health_interval_s = HEALTH_CHECK_S
         self._health_group: EntityGroup | None = None
         self._next_health = 0.0
+        self._next_costs = 0.0
         self.tick_origin: float | None = None   # monotonic time tick 0 was due
         self._drains: list[_Drain] = []
         self._label_groups: list[FieldGroup] = []
@@ -414,6 +422,8 @@ class Sampler:
             good = self._refresh_labels() and good
         if self._health_group is not None and time.monotonic() >= self._next_health and not lost:
             self._check_health()  # a failed check is counted, but samples still flow
+        if started >= self._next_costs and not lost:
+            self._read_field_costs()
         stats.ticks += 1
         if newest:
             stats.last_sample_time = newest / 1e6
@@ -421,6 +431,17 @@ class Sampler:
         if good:
             stats.last_good_tick_time = time.time()
         stats.last_tick_duration_s = time.monotonic() - started
+
+    def _read_field_costs(self) -> None:
+        self._next_costs = time.monotonic() + FIELD_COSTS_EVERY_S
+        costs = self.handle.field_costs()
+        if not costs:
+            return
+        names = {c.field.id: c.name for c in self.counters.field_counters() if c.field is not None}
+        table = field_table()
+        self.stats.field_costs = tuple(
+            (names.get(c.field_id) or getattr(table.by_id(c.field_id), "name", None) or f"field_{c.field_id}", c)
+            for c in costs)
 
     def _drain(self, d: _Drain, raw: int) -> drain.DrainResult | None:
         """One drain; on a failure, repair what can be repaired and try once more."""

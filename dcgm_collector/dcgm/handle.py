@@ -51,7 +51,7 @@ from dcgm_collector.dcgm.library import (
     load_library,
     loaded_library,
 )
-from dcgm_collector.model import EntityType, GpuInfo, HealthIncident, HealthReport
+from dcgm_collector.model import EntityType, FieldCost, GpuInfo, HealthIncident, HealthReport
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -411,6 +411,8 @@ GroupArg = EntityGroup | int
 FieldGroupsArg = FieldGroup | Iterable[FieldGroup]
 
 _name_counter = itertools.count(1)
+# more rows than fields anyone watches at once (dcgmSimFieldStats says how many there are)
+_FIELD_STATS_CAPACITY = 512
 _embedded_lock = threading.Lock()
 _embedded_users = 0
 _embedded_mode: str | None = None
@@ -817,6 +819,21 @@ class Handle:
                 self._release(key)
             else:
                 check(lib.dcgmUnwatchFields(self._h(), group_id, fg.id), "dcgmUnwatchFields")
+
+    def field_costs(self) -> tuple[FieldCost, ...]:
+        """Per-field statistics of the embedded engine (dcgmSimFieldStats): () for a
+        hostengine connection and for a libdcgm without the extension (NVIDIA's)."""
+        if self.remote:
+            return ()
+        capacity = _FIELD_STATS_CAPACITY
+        rows = ffi.new("dcgmSimFieldStats_t[]", capacity)
+        count = ffi.new("int *")
+        if lib.dcgmSimFieldStats(rows, capacity, count) != lib.DCGM_ST_OK:
+            return ()
+        return tuple(
+            FieldCost(r.fieldId, r.samples, r.lateSamples, r.reads, r.readNs / 1e9, r.lateReads,
+                      r.periodUs / 1e6, r.corrections, r.lastCorrection, r.maxAbsCorrection)
+            for r in rows[0:min(count[0], capacity)])
 
     def update_all_fields(self, wait: bool = True) -> None:
         """Sample every due watch now (needed in manual mode)."""

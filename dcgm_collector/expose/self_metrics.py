@@ -1,12 +1,14 @@
-"""The collector's own ``dcgm_collector_*`` metrics: up, sample age, counts, errors, build info."""
+"""The collector's own ``dcgm_collector_*`` metrics: up, sample age, counts, errors, build info,
+and what the engine spent per field where the engine says (dcgm-collector's own)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dcgm_collector.collect.sampler import SamplerStats
 from dcgm_collector.expose.text import Header, family_types
+from dcgm_collector.model import FieldCost
 
 __all__ = ["SelfRow", "render_self_metrics"]
 
@@ -49,12 +51,44 @@ def render_self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows:
         for code, n in sorted(r.stats.errors_by_code.items())])
     family("dcgm_collector_reconnects_total", [
         _series("dcgm_collector_reconnects_total", r.labels, r.reconnects) for r in rows if r.reconnects is not None])
+    _render_field_costs(family, rows)
     if scrape_s is not None:
         family("dcgm_collector_scrape_duration_seconds",
                [f"dcgm_collector_scrape_duration_seconds {scrape_s:f}\n"])
     family("dcgm_collector_build_info", [f"dcgm_collector_build_info{{{build_info}}} 1\n"])
 
 
+def _render_field_costs(family: Callable[[str, list[str]], None], rows: Sequence[SelfRow]) -> None:
+    """The engine's per-field costs (dcgm-collector's embedded engine only)."""
+    costs = [(",".join(filter(None, (r.labels, f'field="{name}"'))), cost)
+             for r in rows for name, cost in r.stats.field_costs]
+    if not costs:
+        return
+
+    def each(name: str, value: Callable[[FieldCost], object], when: Callable[[FieldCost], bool] = bool) -> None:
+        family(name, [_series(name, labels, value(c)) for labels, c in costs if when(c)])
+
+    each("dcgm_collector_field_late_samples_total", lambda c: c.late_samples, lambda c: c.samples > 0)
+    each("dcgm_collector_field_reads_total", lambda c: c.reads, lambda c: c.reads > 0)
+    each("dcgm_collector_field_read_seconds_total", lambda c: f"{c.read_seconds:f}", lambda c: c.reads > 0)
+    each("dcgm_collector_field_read_interval_seconds", lambda c: f"{c.period_s:g}", lambda c: c.period_s > 0)
+    each("dcgm_collector_field_late_reads_total", lambda c: c.late_reads, lambda c: c.period_s > 0)
+    each("dcgm_collector_field_estimate_correction", lambda c: f"{c.last_correction:f}",
+         lambda c: c.corrections > 0)
+    each("dcgm_collector_field_estimate_correction_max", lambda c: f"{c.max_abs_correction:f}",
+         lambda c: c.corrections > 0)
+
+
+_LATE_SAMPLES_HELP = ("Samples of the field the engine took more than half a watch interval after they were due "
+                      "(dcgm-collector's engine only).")
+_READS_HELP = "Reads of the hardware the engine's value source made for the field (NVML source only)."
+_READ_SECONDS_HELP = "Wall time the engine's value source spent reading the field from the hardware, in seconds."
+_READ_INTERVAL_HELP = ("How often the engine truly reads a costly field (energy, PCIe replays) on its own reader "
+                       "thread, in seconds; samples between serve the latest reading or an estimate.")
+_LATE_READS_HELP = "Reads of a costly field made more than one read interval late."
+_CORRECTION_HELP = ("For a field served as an estimate between true reads (energy: the instant power integrated): "
+                    "the latest correction a true read made, estimate minus true value, in the field's unit.")
+_CORRECTION_MAX_HELP = "The largest correction (absolute) a true read has made to the field's estimate so far."
 _UP_HELP = "1 when the last read from DCGM succeeded and the newest sample is fresh, else 0."
 _AGE_HELP = "Seconds since the newest sample DCGM took (its own timestamp)."
 _SAMPLES_HELP = "Samples stored in the rings, blank ones included."
@@ -77,6 +111,13 @@ def _self_headers() -> dict[str, Header]:
         ("dcgm_collector_reconnects_total", "counter", _RECONNECTS_HELP),
         ("dcgm_collector_scrape_duration_seconds", "gauge", _SCRAPE_HELP),
         ("dcgm_collector_build_info", "gauge", _BUILD_HELP),
+        ("dcgm_collector_field_late_samples_total", "counter", _LATE_SAMPLES_HELP),
+        ("dcgm_collector_field_reads_total", "counter", _READS_HELP),
+        ("dcgm_collector_field_read_seconds_total", "counter", _READ_SECONDS_HELP),
+        ("dcgm_collector_field_read_interval_seconds", "gauge", _READ_INTERVAL_HELP),
+        ("dcgm_collector_field_late_reads_total", "counter", _LATE_READS_HELP),
+        ("dcgm_collector_field_estimate_correction", "gauge", _CORRECTION_HELP),
+        ("dcgm_collector_field_estimate_correction_max", "gauge", _CORRECTION_MAX_HELP),
     )
     return {name: Header.of(name, text, *family_types(kind, name)) for name, kind, text in specs}
 

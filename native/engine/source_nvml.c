@@ -169,6 +169,8 @@ static void nvml_free(void *impl)
         s->api.shutdown();
     if (s->lib)
         dlclose(s->lib);
+    for (unsigned int i = 0; i < NVML_SRC_MAX_GPUS; i++)
+        free(s->gpus[i].cache);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -239,7 +241,12 @@ int value_source_nvml_open(value_source *src, char *err, size_t errlen)
     if (!s)
         return DCGM_ST_MEMORY;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->wake, NULL);
+    /* the reader waits on CLOCK_MONOTONIC deadlines: the condition must use that clock */
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &attr);
+    pthread_condattr_destroy(&attr);
     s->t0_mono_us = nvml_src_mono_us();
     const char *env = getenv(VALUE_SOURCE_NVML_LIB_ENV);
     const char *path = env && env[0] ? env : VALUE_SOURCE_NVML_SONAME;

@@ -118,8 +118,16 @@ typedef struct nvml_gpm {
     nvmlReturn_t rcs[NVML_GPM_METRICS];
 } nvml_gpm;
 
+/* the latest reading of a field read less often than it is sampled */
+typedef struct nvml_cached {
+    int have;
+    int64_t read_ns;                    /* CLOCK_MONOTONIC */
+    sim_value value;
+} nvml_cached;
+
 typedef struct nvml_gpu {
     nvmlDevice_t dev;
+    nvml_cached *cache;                 /* per field map entry, allocated on first use */
     int64_t lost_at;                    /* -1 while it answers */
     nvml_memo util_memo;
     nvmlUtilization_t util;

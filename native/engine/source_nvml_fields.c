@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "source_nvml.h"
@@ -28,95 +29,102 @@ typedef struct field_map {
     read_kind kind;
     unsigned int arg;                   /* NVML enum, field id, link or memory member */
     size_t need;                        /* offsetof(nvml_api, entry point it needs) */
+    int64_t refresh_us;                 /* read again only this long after the last read; 0 = each sample */
 } field_map;
 
 #define NEED(member) offsetof(nvml_api, member)
+/* How often a field whose value hardly ever changes is read again; samples
+ * in between serve the latest reading.  Error counters, remapped rows and
+ * licensing change on events that happen hours apart; the driver version
+ * only with a driver reload (when NVML itself is reopened). */
+#define COUNTS_REFRESH_US 1000000
+#define STATIC_REFRESH_US 10000000
 #define ALL_LINKS UINT_MAX
 
 enum { MEM_TOTAL, MEM_FREE, MEM_USED, MEM_RESERVED };
 
 static const field_map field_maps[] = {
-    { 1, RK_DRIVER_VERSION, 0, NEED(driver_version) },
-    { 2, RK_NVML_VERSION, 0, NEED(nvml_version) },
-    { 50, RK_NAME, 0, NEED(name) },
-    { 51, RK_BRAND, 0, NEED(brand) },
-    { 53, RK_SERIAL, 0, NEED(serial) },
-    { 54, RK_UUID, 0, NEED(uuid) },
-    { 56, RK_INFOROM, NVML_INFOROM_OEM, NEED(inforom) },
-    { 57, RK_PCI_BUS_ID, 0, NEED(pci) },
-    { 80, RK_INFOROM, NVML_INFOROM_ECC, NEED(inforom) },
-    { 81, RK_INFOROM, NVML_INFOROM_POWER, NEED(inforom) },
-    { 82, RK_INFOROM_IMAGE, 0, NEED(inforom_image) },
-    { 85, RK_VBIOS, 0, NEED(vbios) },
-    { 100, RK_CLOCK, NVML_CLOCK_SM, NEED(clock) },
-    { 101, RK_CLOCK, NVML_CLOCK_MEM, NEED(clock) },
-    { 112, RK_REASONS, 0, NEED(reasons) },
-    { 140, RK_FIELD_UINT_TEMP, NVML_FI_DEV_MEMORY_TEMP, NEED(fields) },
-    { 150, RK_TEMPERATURE, NVML_TEMPERATURE_GPU, NEED(temperature) },
-    { 155, RK_POWER, 0, NEED(power) },
-    { 156, RK_SLOW, 0, NEED(fields) },
-    { 202, RK_SLOW, 0, NEED(replay) },
-    { 203, RK_UTIL, 0, NEED(util) },
-    { 204, RK_UTIL, 1, NEED(util) },
-    { 206, RK_ENCODER, 0, NEED(encoder) },
-    { 207, RK_DECODER, 0, NEED(decoder) },
-    { 230, RK_EVENT, 0, NEED(event_wait) },
-    { 240, RK_FIELD, NVML_FI_DEV_PERF_POLICY_POWER, NEED(fields) },
-    { 241, RK_FIELD, NVML_FI_DEV_PERF_POLICY_THERMAL, NEED(fields) },
-    { 242, RK_FIELD, NVML_FI_DEV_PERF_POLICY_SYNC_BOOST, NEED(fields) },
-    { 243, RK_FIELD, NVML_FI_DEV_PERF_POLICY_BOARD_LIMIT, NEED(fields) },
-    { 244, RK_FIELD, NVML_FI_DEV_PERF_POLICY_LOW_UTILIZATION, NEED(fields) },
-    { 245, RK_FIELD, NVML_FI_DEV_PERF_POLICY_RELIABILITY, NEED(fields) },
-    { 250, RK_MEMORY, MEM_TOTAL, NEED(memory) },
-    { 251, RK_MEMORY, MEM_FREE, NEED(memory) },
-    { 252, RK_MEMORY, MEM_USED, NEED(memory) },
-    { 253, RK_MEMORY, MEM_RESERVED, NEED(memory) },
-    { 310, RK_FIELD, NVML_FI_DEV_ECC_SBE_VOL_TOTAL, NEED(fields) },
-    { 311, RK_FIELD, NVML_FI_DEV_ECC_DBE_VOL_TOTAL, NEED(fields) },
-    { 312, RK_FIELD, NVML_FI_DEV_ECC_SBE_AGG_TOTAL, NEED(fields) },
-    { 313, RK_FIELD, NVML_FI_DEV_ECC_DBE_AGG_TOTAL, NEED(fields) },
+    { 1, RK_DRIVER_VERSION, 0, NEED(driver_version), STATIC_REFRESH_US },
+    { 2, RK_NVML_VERSION, 0, NEED(nvml_version), STATIC_REFRESH_US },
+    { 50, RK_NAME, 0, NEED(name), 0 },
+    { 51, RK_BRAND, 0, NEED(brand), 0 },
+    { 53, RK_SERIAL, 0, NEED(serial), 0 },
+    { 54, RK_UUID, 0, NEED(uuid), 0 },
+    { 56, RK_INFOROM, NVML_INFOROM_OEM, NEED(inforom), 0 },
+    { 57, RK_PCI_BUS_ID, 0, NEED(pci), 0 },
+    { 80, RK_INFOROM, NVML_INFOROM_ECC, NEED(inforom), 0 },
+    { 81, RK_INFOROM, NVML_INFOROM_POWER, NEED(inforom), 0 },
+    { 82, RK_INFOROM_IMAGE, 0, NEED(inforom_image), 0 },
+    { 85, RK_VBIOS, 0, NEED(vbios), 0 },
+    { 100, RK_CLOCK, NVML_CLOCK_SM, NEED(clock), 0 },
+    { 101, RK_CLOCK, NVML_CLOCK_MEM, NEED(clock), 0 },
+    { 112, RK_REASONS, 0, NEED(reasons), 0 },
+    { 140, RK_FIELD_UINT_TEMP, NVML_FI_DEV_MEMORY_TEMP, NEED(fields), 0 },
+    { 150, RK_TEMPERATURE, NVML_TEMPERATURE_GPU, NEED(temperature), 0 },
+    { 155, RK_POWER, 0, NEED(power), 0 },
+    { 156, RK_SLOW, 0, NEED(fields), 0 },
+    { 202, RK_SLOW, 0, NEED(replay), 0 },
+    { 203, RK_UTIL, 0, NEED(util), 0 },
+    { 204, RK_UTIL, 1, NEED(util), 0 },
+    { 206, RK_ENCODER, 0, NEED(encoder), 0 },
+    { 207, RK_DECODER, 0, NEED(decoder), 0 },
+    { 230, RK_EVENT, 0, NEED(event_wait), 0 },
+    { 240, RK_FIELD, NVML_FI_DEV_PERF_POLICY_POWER, NEED(fields), 0 },
+    { 241, RK_FIELD, NVML_FI_DEV_PERF_POLICY_THERMAL, NEED(fields), 0 },
+    { 242, RK_FIELD, NVML_FI_DEV_PERF_POLICY_SYNC_BOOST, NEED(fields), 0 },
+    { 243, RK_FIELD, NVML_FI_DEV_PERF_POLICY_BOARD_LIMIT, NEED(fields), 0 },
+    { 244, RK_FIELD, NVML_FI_DEV_PERF_POLICY_LOW_UTILIZATION, NEED(fields), 0 },
+    { 245, RK_FIELD, NVML_FI_DEV_PERF_POLICY_RELIABILITY, NEED(fields), 0 },
+    { 250, RK_MEMORY, MEM_TOTAL, NEED(memory), 0 },
+    { 251, RK_MEMORY, MEM_FREE, NEED(memory), 0 },
+    { 252, RK_MEMORY, MEM_USED, NEED(memory), 0 },
+    { 253, RK_MEMORY, MEM_RESERVED, NEED(memory), 0 },
+    { 310, RK_FIELD, NVML_FI_DEV_ECC_SBE_VOL_TOTAL, NEED(fields), COUNTS_REFRESH_US },
+    { 311, RK_FIELD, NVML_FI_DEV_ECC_DBE_VOL_TOTAL, NEED(fields), COUNTS_REFRESH_US },
+    { 312, RK_FIELD, NVML_FI_DEV_ECC_SBE_AGG_TOTAL, NEED(fields), COUNTS_REFRESH_US },
+    { 313, RK_FIELD, NVML_FI_DEV_ECC_DBE_AGG_TOTAL, NEED(fields), COUNTS_REFRESH_US },
     { 390, RK_RETIRED_PAGES, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
-      NEED(retired_pages) },
-    { 391, RK_FIELD, NVML_FI_DEV_RETIRED_DBE, NEED(fields) },
-    { 392, RK_FIELD, NVML_FI_DEV_RETIRED_PENDING, NEED(fields) },
-    { 393, RK_FIELD, NVML_FI_DEV_REMAPPED_UNC, NEED(fields) },
-    { 394, RK_FIELD, NVML_FI_DEV_REMAPPED_COR, NEED(fields) },
-    { 395, RK_FIELD, NVML_FI_DEV_REMAPPED_FAILURE, NEED(fields) },
-    { 409, RK_FIELD, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, NEED(fields) },
-    { 419, RK_FIELD, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, NEED(fields) },
-    { 429, RK_FIELD, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, NEED(fields) },
-    { 439, RK_FIELD, NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, NEED(fields) },
+      NEED(retired_pages), COUNTS_REFRESH_US },
+    { 391, RK_FIELD, NVML_FI_DEV_RETIRED_DBE, NEED(fields), COUNTS_REFRESH_US },
+    { 392, RK_FIELD, NVML_FI_DEV_RETIRED_PENDING, NEED(fields), COUNTS_REFRESH_US },
+    { 393, RK_FIELD, NVML_FI_DEV_REMAPPED_UNC, NEED(fields), COUNTS_REFRESH_US },
+    { 394, RK_FIELD, NVML_FI_DEV_REMAPPED_COR, NEED(fields), COUNTS_REFRESH_US },
+    { 395, RK_FIELD, NVML_FI_DEV_REMAPPED_FAILURE, NEED(fields), COUNTS_REFRESH_US },
+    { 409, RK_FIELD, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, NEED(fields), COUNTS_REFRESH_US },
+    { 419, RK_FIELD, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, NEED(fields), COUNTS_REFRESH_US },
+    { 429, RK_FIELD, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, NEED(fields), COUNTS_REFRESH_US },
+    { 439, RK_FIELD, NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, NEED(fields), COUNTS_REFRESH_US },
     /* NvLink throughput per link (DCGM's link order of field ids) and in all */
-    { 440, RK_NVLINK_RATE, 0, NEED(fields) },
-    { 441, RK_NVLINK_RATE, 1, NEED(fields) },
-    { 442, RK_NVLINK_RATE, 2, NEED(fields) },
-    { 443, RK_NVLINK_RATE, 3, NEED(fields) },
-    { 444, RK_NVLINK_RATE, 4, NEED(fields) },
-    { 445, RK_NVLINK_RATE, 5, NEED(fields) },
-    { 446, RK_NVLINK_RATE, 12, NEED(fields) },
-    { 447, RK_NVLINK_RATE, 13, NEED(fields) },
-    { 448, RK_NVLINK_RATE, 14, NEED(fields) },
-    { 449, RK_NVLINK_RATE, ALL_LINKS, NEED(fields) },
-    { 475, RK_NVLINK_RATE, 6, NEED(fields) },
-    { 476, RK_NVLINK_RATE, 7, NEED(fields) },
-    { 477, RK_NVLINK_RATE, 8, NEED(fields) },
-    { 478, RK_NVLINK_RATE, 9, NEED(fields) },
-    { 479, RK_NVLINK_RATE, 10, NEED(fields) },
-    { 480, RK_NVLINK_RATE, 11, NEED(fields) },
-    { 494, RK_NVLINK_RATE, 15, NEED(fields) },
-    { 495, RK_NVLINK_RATE, 16, NEED(fields) },
-    { 496, RK_NVLINK_RATE, 17, NEED(fields) },
-    { 526, RK_VGPU_LICENSE, 0, NEED(grid_licensable) },
-    { 1001, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1002, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1003, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1004, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1005, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1006, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1007, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1008, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1009, RK_GPM, 0, NEED(gpm_metrics) },
-    { 1010, RK_GPM, 0, NEED(gpm_metrics) },
+    { 440, RK_NVLINK_RATE, 0, NEED(fields), 0 },
+    { 441, RK_NVLINK_RATE, 1, NEED(fields), 0 },
+    { 442, RK_NVLINK_RATE, 2, NEED(fields), 0 },
+    { 443, RK_NVLINK_RATE, 3, NEED(fields), 0 },
+    { 444, RK_NVLINK_RATE, 4, NEED(fields), 0 },
+    { 445, RK_NVLINK_RATE, 5, NEED(fields), 0 },
+    { 446, RK_NVLINK_RATE, 12, NEED(fields), 0 },
+    { 447, RK_NVLINK_RATE, 13, NEED(fields), 0 },
+    { 448, RK_NVLINK_RATE, 14, NEED(fields), 0 },
+    { 449, RK_NVLINK_RATE, ALL_LINKS, NEED(fields), 0 },
+    { 475, RK_NVLINK_RATE, 6, NEED(fields), 0 },
+    { 476, RK_NVLINK_RATE, 7, NEED(fields), 0 },
+    { 477, RK_NVLINK_RATE, 8, NEED(fields), 0 },
+    { 478, RK_NVLINK_RATE, 9, NEED(fields), 0 },
+    { 479, RK_NVLINK_RATE, 10, NEED(fields), 0 },
+    { 480, RK_NVLINK_RATE, 11, NEED(fields), 0 },
+    { 494, RK_NVLINK_RATE, 15, NEED(fields), 0 },
+    { 495, RK_NVLINK_RATE, 16, NEED(fields), 0 },
+    { 496, RK_NVLINK_RATE, 17, NEED(fields), 0 },
+    { 526, RK_VGPU_LICENSE, 0, NEED(grid_licensable), STATIC_REFRESH_US },
+    { 1001, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1002, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1003, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1004, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1005, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1006, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1007, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1008, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1009, RK_GPM, 0, NEED(gpm_metrics), 0 },
+    { 1010, RK_GPM, 0, NEED(gpm_metrics), 0 },
 };
 
 #define N_FIELD_MAPS (sizeof field_maps / sizeof field_maps[0])
@@ -156,6 +164,19 @@ void nvml_fields_describe_missing(const nvml_source *s, char *buf, size_t len)
         if (!have_entry_point(s, &field_maps[i]))
             used += (size_t)snprintf(buf + used, len - used, "%s%u", used ? "," : "",
                                      field_maps[i].field_id);
+}
+
+/* The slot of a slowly changing field on one GPU, allocated on first use:
+ * one per field map entry with a refresh period. */
+static nvml_cached *cache_slot(nvml_source *s, unsigned int gpu, const field_map *m)
+{
+    nvml_gpu *g = &s->gpus[gpu];
+    if (!g->cache) {
+        g->cache = calloc(N_FIELD_MAPS, sizeof *g->cache);
+        if (!g->cache)
+            return NULL;
+    }
+    return &g->cache[m - field_maps];
 }
 
 /* NVML's brand enum as DCGM's string (fieldmap: enum -> string table) */
@@ -380,11 +401,24 @@ int nvml_fields_sample(nvml_source *s, unsigned int gpu, unsigned short f, int64
         out->kind = SIM_VALUE_NOT_SUPPORTED;
         return DCGM_ST_OK;
     }
+    nvml_cached *cached = NULL;
     int64_t start = nvml_src_mono_ns();
+    if (m->refresh_us > 0) {
+        cached = cache_slot(s, gpu, m);
+        if (cached && cached->have && start - cached->read_ns < m->refresh_us * 1000) {
+            *out = cached->value;
+            return DCGM_ST_OK;
+        }
+    }
     nvmlReturn_t r = read_mapped(s, gpu, m, t_rel, out);
     nvml_src_count_read(s, f, (uint64_t)(nvml_src_mono_ns() - start));
     if (r != NVML_SUCCESS)
         nvml_src_put_error(s, gpu, r, t_rel, out);
+    if (cached && r != NVML_ERROR_GPU_IS_LOST) {
+        cached->have = 1;
+        cached->read_ns = start;
+        cached->value = *out;
+    }
     return DCGM_ST_OK;
 }
 

@@ -10,7 +10,8 @@
  *   field_stats      dcgmSimFieldStats reports the reads, the cadence of the
  *                    slow fields and the energy corrections
  *   watched          an AUTO-mode watch at 100 ms: samples counted per field,
- *                    and the slow fields read at their own cadence
+ *                    the slow fields read at their own cadence, and the
+ *                    slowly changing ones (remapped rows) once a second
  *
  * usage: test_nvml_cost BUILD_DIR
  */
@@ -139,16 +140,16 @@ static void test_watched(void)
     start("4", DCGM_OPERATION_MODE_AUTO);
     dcgmGpuGrp_t group = 0;
     CHECK_RC(p_dcgmGroupCreate(EMB, DCGM_GROUP_DEFAULT, "all", &group), DCGM_ST_OK);
-    unsigned short ids[] = { 150, 155, 156, 202, 203, 252 };
+    unsigned short ids[] = { 150, 155, 156, 202, 203, 252, 393 };
     dcgmFieldGrp_t fg = 0;
-    CHECK_RC(p_dcgmFieldGroupCreate(EMB, 6, ids, "cost", &fg), DCGM_ST_OK);
+    CHECK_RC(p_dcgmFieldGroupCreate(EMB, 7, ids, "cost", &fg), DCGM_ST_OK);
     CHECK_RC(p_dcgmWatchFields(EMB, group, fg, 100000, 60.0, 0), DCGM_ST_OK);
     sleep_ms(1500);
     dcgmSimFieldStats_t rows[64];
     int n = 0;
     CHECK_RC(p_dcgmSimFieldStats(rows, 64, &n), DCGM_ST_OK);
     n = n < 64 ? n : 64;
-    for (unsigned int i = 0; i < 6; i++) {
+    for (unsigned int i = 0; i < 7; i++) {
         const dcgmSimFieldStats_t *r = find(rows, n, ids[i]);
         CHECK(r != NULL, "no stats for watched field %u", ids[i]);
         if (!r)
@@ -168,6 +169,13 @@ static void test_watched(void)
     if (temp)
         CHECK(temp->periodUs == 0 && temp->reads >= temp->samples,
               "temperature read at each sample: %lld reads, %lld samples", temp->reads, temp->samples);
+    /* remapped rows hardly ever change: read again once a second, not at each sample */
+    const dcgmSimFieldStats_t *rows_remapped = find(rows, n, 393);
+    if (rows_remapped)
+        CHECK(rows_remapped->reads >= 4 && rows_remapped->reads <= 4 * 2 &&
+              rows_remapped->samples >= 4 * 8,
+              "remapped rows: %lld reads for %lld samples", rows_remapped->reads,
+              rows_remapped->samples);
     /* every watched value is there: the replay counter from its cell, energy estimated */
     for (unsigned int g = 0; g < 4; g++) {
         dcgmFieldValue_v1 v;
