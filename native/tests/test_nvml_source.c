@@ -88,6 +88,9 @@ static void test_values(void)
         v = value_of(g, 250);
         CHECK(v.value.i64 == (int64_t)(mem.total / (1024 * 1024)), "gpu %u fb total %lld", g,
               (long long)v.value.i64);
+        /* bare metal: no vGPU license (nvmlDeviceGetGridLicensableFeatures_v4) */
+        v = value_of(g, 526);
+        CHECK(v.value.i64 == 0, "gpu %u vgpu license %lld", g, (long long)v.value.i64);
         /* not in the NVML field map (NvLink TX bytes from GPM): NOT_SUPPORTED, never invented */
         v = value_of(g, 1011);
         CHECK(v.value.i64 == DCGM_INT64_NOT_SUPPORTED, "gpu %u nvlink tx %lld", g, (long long)v.value.i64);
