@@ -193,6 +193,7 @@ typedef struct nvml_source {
     /* events (source_nvml_events.c) */
     nvmlEventSet_t event_set;
     int events_state;                   /* 0 not tried, 1 registered, -1 unavailable */
+    int64_t events_drained_to;          /* the latest t_rel the set was drained at */
     struct nvml_xid_queue *xids;        /* per GPU, owned by source_nvml_events.c */
 } nvml_source;
 

@@ -143,6 +143,154 @@ static void test_lost_gpu(void)
     unlink(path);
 }
 
+static const char *write_scenario(const char *tag, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/test_nvml_source_%d_%s.toml", (int)getpid(), tag);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static dcgmFieldGrp_t make_field_group(const char *name, const unsigned short *ids, int n)
+{
+    dcgmFieldGrp_t fg = 0;
+    CHECK_RC(p_dcgmFieldGroupCreate(EMB, n, ids, name, &fg), DCGM_ST_OK);
+    return fg;
+}
+
+static int collect_entity(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                          dcgmFieldValue_v1 *values, int n, void *user)
+{
+    recs_append(user, group, entity, values, n);
+    return 0;
+}
+
+/* ---- XIDs through NVML events -------------------------------------------- */
+
+static const char xid_scenario[] =
+    "seed = 5\n"
+    "[[gpu]]\nmodel = \"H100\"\ncount = 2\nworkload = \"training\"\n"
+    "[[event]]\nat = 0.5\ngpu = 0\nkind = \"xid\"\nxid = 13\ncount = 2\ninterval = 0.1\n"
+    "[[event]]\nat = 0.7\ngpu = 1\nkind = \"xid\"\nxid = 48\n";
+
+static void test_xids(void)
+{
+    /* events need a running clock: a frozen one never reaches an XID after registration */
+    unsetenv("DCGM_SIM_NVML_TIME_US");
+    const char *path = write_scenario("xid", xid_scenario);
+    start(path);
+    long long t0 = 0;
+    CHECK_RC(p_dcgmSimGetStartTime(&t0), DCGM_ST_OK);
+    unsigned short xid = 230;
+    dcgmFieldGrp_t fg = make_field_group("xid", &xid, 1);
+    CHECK_RC(p_dcgmWatchFields(EMB, DCGM_GROUP_ALL_GPUS, fg, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmHealthSet(EMB, DCGM_GROUP_ALL_GPUS, DCGM_HEALTH_WATCH_ALL), DCGM_ST_OK);
+    dcgmHealthResponse_t *hr = calloc(1, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(EMB, DCGM_GROUP_ALL_GPUS, hr), DCGM_ST_OK);
+    CHECK(hr->overallHealth == DCGM_HEALTH_RESULT_PASS && hr->incidentCount == 0,
+          "priming check %d/%u", hr->overallHealth, hr->incidentCount);
+
+    recs *r = recs_new(64);
+    long long next = 0;
+    int64_t early = wall_us() - t0;
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, 0, &next, collect_entity, r),
+             DCGM_ST_OK);
+    if (early < 400000) /* a stalled machine may already be past the first XID */
+        CHECK(r->count == 2 && r->items[0].v.status == DCGM_ST_NO_DATA &&
+              r->items[1].v.status == DCGM_ST_NO_DATA, "before any XID: %d records", r->count);
+    while (wall_us() - t0 < 1000000)
+        sleep_ms(50);
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
+    int64_t read_at = wall_us();
+    r->count = 0;
+    CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, 0, &next, collect_entity, r),
+             DCGM_ST_OK);
+    int on_gpu[2] = { 0, 0 };
+    for (int i = 0; i < r->count; i++) {
+        const rec *x = &r->items[i];
+        CHECK(x->entity < 2 && x->v.status == DCGM_ST_OK, "record %d: gpu %u status %d", i,
+              x->entity, x->v.status);
+        if (x->entity >= 2 || x->v.status != DCGM_ST_OK)
+            continue;
+        on_gpu[x->entity]++;
+        /* stamped when the engine read the event set: not before the XID, not after now */
+        CHECK(x->v.value.i64 == (x->entity == 0 ? 13 : 48) && x->v.ts >= t0 + 450000 &&
+              x->v.ts <= read_at, "gpu %u: XID %lld at +%lld us", x->entity,
+              (long long)x->v.value.i64, (long long)(x->v.ts - t0));
+    }
+    CHECK(on_gpu[0] == 2 && on_gpu[1] == 1, "XIDs on gpu 0: %d, gpu 1: %d", on_gpu[0], on_gpu[1]);
+    dcgmFieldValue_v1 v;
+    CHECK_RC(p_dcgmGetLatestValuesForFields(EMB, 1, &xid, 1, &v), DCGM_ST_OK);
+    CHECK(v.status == DCGM_ST_OK && v.value.i64 == 48, "latest XID on gpu 1: %d %lld", v.status,
+          (long long)v.value.i64);
+    /* nothing new since */
+    r->count = 0;
+    long long cursor = next;
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, cursor, &next, collect_entity,
+                                     r), DCGM_ST_OK);
+    CHECK(r->count == 2 && r->items[0].v.status == DCGM_ST_NO_DATA, "again: %d records", r->count);
+
+    /* the health check sees them too: XID 13 a driver warning, XID 48 a memory failure */
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(EMB, DCGM_GROUP_ALL_GPUS, hr), DCGM_ST_OK);
+    int mem_fail = 0, driver_warn = 0;
+    for (unsigned int i = 0; i < hr->incidentCount; i++) {
+        const dcgmIncidentInfo_t *inc = &hr->incidents[i];
+        if (inc->system == DCGM_HEALTH_WATCH_MEM && inc->health == DCGM_HEALTH_RESULT_FAIL &&
+            inc->entityInfo.entityId == 1)
+            mem_fail++;
+        if (inc->system == DCGM_HEALTH_WATCH_DRIVER && inc->health == DCGM_HEALTH_RESULT_WARN &&
+            inc->entityInfo.entityId == 0)
+            driver_warn++;
+    }
+    CHECK(hr->overallHealth == DCGM_HEALTH_RESULT_FAIL && hr->incidentCount == 3 &&
+          mem_fail == 1 && driver_warn == 2, "health %d incidents %u (mem %d, driver %d)",
+          hr->overallHealth, hr->incidentCount, mem_fail, driver_warn);
+    free(hr);
+    recs_free(r);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+    setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
+    unlink(path);
+}
+
+/* No watch of field 230: the priming health check alone makes the source listen. */
+static void test_xid_health_only(void)
+{
+    unsetenv("DCGM_SIM_NVML_TIME_US");
+    const char *path = write_scenario("xidhealth", xid_scenario);
+    start(path);
+    long long t0 = 0;
+    CHECK_RC(p_dcgmSimGetStartTime(&t0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmHealthSet(EMB, DCGM_GROUP_ALL_GPUS, DCGM_HEALTH_WATCH_MEM), DCGM_ST_OK);
+    dcgmHealthResponse_t *hr = calloc(1, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(EMB, DCGM_GROUP_ALL_GPUS, hr), DCGM_ST_OK);
+    int64_t primed = wall_us() - t0;
+    while (wall_us() - t0 < 900000)
+        sleep_ms(50);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(EMB, DCGM_GROUP_ALL_GPUS, hr), DCGM_ST_OK);
+    if (primed < 600000) /* primed before XID 48 happened */
+        CHECK(hr->overallHealth == DCGM_HEALTH_RESULT_FAIL && hr->incidentCount == 1 &&
+              hr->incidents[0].system == DCGM_HEALTH_WATCH_MEM &&
+              hr->incidents[0].entityInfo.entityId == 1,
+              "XID 48 by health check only: health %d incidents %u", hr->overallHealth,
+              hr->incidentCount);
+    free(hr);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+    setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
+    unlink(path);
+}
+
 static void test_missing_library(void)
 {
     setenv("DCGM_ENGINE_SOURCE", "nvml", 1);
@@ -174,7 +322,8 @@ int main(int argc, char **argv)
         return 2;
     const check_test tests[] = {
         { "values", test_values }, { "no_permission", test_no_permission },
-        { "lost_gpu", test_lost_gpu }, { "missing_library", test_missing_library },
+        { "lost_gpu", test_lost_gpu }, { "xids", test_xids },
+        { "xid_health_only", test_xid_health_only }, { "missing_library", test_missing_library },
     };
     run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_NVML_SOURCE_ONLY"));
     CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
