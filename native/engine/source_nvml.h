@@ -113,6 +113,7 @@ typedef struct nvml_gpm {
     int checked, supported;
     nvmlGpmSample_t prev, cur;          /* allocated on first use */
     int have_prev;
+    int have_values;                    /* the memo's pass measured between two samples */
     nvml_memo memo;
     double values[NVML_GPM_METRICS];
     nvmlReturn_t rcs[NVML_GPM_METRICS];
@@ -237,6 +238,8 @@ void nvml_events_free(nvml_source *s);
 
 /* source_nvml_gpm.c */
 int nvml_gpm_is_field(unsigned short f);
+/* whether the GPU has GPM (asked once), for the profiling metric groups */
+int nvml_gpm_gpu_supported(nvml_source *s, unsigned int gpu);
 int nvml_gpm_sample(nvml_source *s, unsigned int gpu, unsigned short f, int64_t t_rel,
                     sim_value *out);
 void nvml_gpm_free(nvml_source *s);
