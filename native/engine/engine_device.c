@@ -296,12 +296,18 @@ int engine_health_check(sim_engine *e, dcgmGpuGrp_t group, dcgmHealthResponse_v5
         out->overallHealth = DCGM_HEALTH_RESULT_PASS;
         out->incidentCount = 0;
         int64_t now_rel = engine_now_locked(e) - e->t0_us;
-        /* the first check only sets the point later checks report from */
-        for (unsigned int i = 0; g->health_primed && i < n; i++) {
+        /* the first check only sets the point later checks report from; its empty
+         * read of XIDs lets a source that must subscribe to them (NVML) start
+         * listening, so that the next check sees what happened in between */
+        for (unsigned int i = 0; i < n; i++) {
             const engine_entity *ent =
                 engine_find_entity_locked(e, entities[i].entityGroupId, entities[i].entityId);
-            if (ent && ent->group == DCGM_FE_GPU && !ent->fake && ent->gpu != ENGINE_NO_GPU)
+            if (!ent || ent->group != DCGM_FE_GPU || ent->fake || ent->gpu == ENGINE_NO_GPU)
+                continue;
+            if (g->health_primed)
                 check_gpu(e, ent, g->health_systems, g->health_last_rel, now_rel, out);
+            else
+                vs_events(e->src, ent->gpu, FIELD_XID, now_rel, now_rel, NULL, 0);
         }
         g->health_primed = 1;
         g->health_last_rel = now_rel;

@@ -96,7 +96,10 @@ static unsigned int nvml_gpu_count(void *impl) { return ((nvml_source *)impl)->c
 static int nvml_field_supported(void *impl, unsigned int gpu, unsigned short f)
 {
     nvml_source *s = impl;
-    return gpu < s->count && nvml_fields_is_mapped(s, f);
+    if (gpu >= s->count || !nvml_fields_is_mapped(s, f))
+        return 0;
+    /* the profiling fields exist only where the GPU has GPM (Hopper and later) */
+    return !nvml_gpm_is_field(f) || nvml_gpm_gpu_supported(s, gpu);
 }
 
 static int nvml_is_event_field(void *impl, unsigned short f)

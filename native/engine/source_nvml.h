@@ -113,6 +113,7 @@ typedef struct nvml_gpm {
     int checked, supported;
     nvmlGpmSample_t prev, cur;          /* allocated on first use */
     int have_prev;
+    int have_values;                    /* the memo's pass measured between two samples */
     nvml_memo memo;
     double values[NVML_GPM_METRICS];
     nvmlReturn_t rcs[NVML_GPM_METRICS];
@@ -201,6 +202,7 @@ typedef struct nvml_source {
     /* events (source_nvml_events.c) */
     nvmlEventSet_t event_set;
     int events_state;                   /* 0 not tried, 1 registered, -1 unavailable */
+    int64_t events_drained_to;          /* the latest t_rel the set was drained at */
     struct nvml_xid_queue *xids;        /* per GPU, owned by source_nvml_events.c */
 } nvml_source;
 
@@ -244,6 +246,8 @@ void nvml_events_free(nvml_source *s);
 
 /* source_nvml_gpm.c */
 int nvml_gpm_is_field(unsigned short f);
+/* whether the GPU has GPM (asked once), for the profiling metric groups */
+int nvml_gpm_gpu_supported(nvml_source *s, unsigned int gpu);
 int nvml_gpm_sample(nvml_source *s, unsigned int gpu, unsigned short f, int64_t t_rel,
                     sim_value *out);
 void nvml_gpm_free(nvml_source *s);

@@ -129,6 +129,8 @@ static const struct {
     {"nvmlDeviceGetViolationStatus", NVML_FN_VIOLATION_STATUS},
     {"nvmlDeviceGetP2PStatus", NVML_FN_P2P_STATUS},
     {"nvmlDeviceGetNvLinkState", NVML_FN_NVLINK_STATE},
+    {"nvmlDeviceGetGridLicensableFeatures", NVML_FN_GRID_LICENSABLE_FEATURES},
+    {"nvmlDeviceGetGridLicensableFeatures_v4", NVML_FN_GRID_LICENSABLE_FEATURES},
     {"nvmlDeviceGetFieldValues", NVML_FN_FIELD_VALUES},
     {"nvmlEventSetCreate", NVML_FN_EVENT_SET},
     {"nvmlEventSetFree", NVML_FN_EVENT_SET},

@@ -8,6 +8,7 @@
  * NOT_SUPPORTED is NVML_ERROR_NOT_SUPPORTED here.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -828,4 +829,33 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice
     else
         *p2pStatus = NVML_P2P_STATUS_OK;
     return nvml_end(NVML_SUCCESS);
+}
+
+/* ---- vGPU licensing ------------------------------------------------------------------ */
+
+/* Bare metal, as every simulated GPU is: no vGPU licensing and no licensable
+ * features.  Each version of the struct starts with the same two members
+ * (supported flag, feature count), so the unversioned name writes only those
+ * and never past an older caller's smaller struct. */
+static nvmlReturn_t grid_licensable_features(nvmlDevice_t device, nvmlGridLicensableFeatures_t *features,
+                                             size_t size)
+{
+    BEGIN_DEVICE(NVML_FN_GRID_LICENSABLE_FEATURES, device);
+    if (features == NULL)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    memset(features, 0, size);
+    return nvml_end(NVML_SUCCESS);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v4(nvmlDevice_t device,
+                                                                nvmlGridLicensableFeatures_t *pGridLicensableFeatures)
+{
+    return grid_licensable_features(device, pGridLicensableFeatures, sizeof *pGridLicensableFeatures);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGridLicensableFeatures(nvmlDevice_t device,
+                                                             nvmlGridLicensableFeatures_t *pGridLicensableFeatures)
+{
+    return grid_licensable_features(device, pGridLicensableFeatures,
+                                    offsetof(nvmlGridLicensableFeatures_t, gridLicensableFeatures));
 }

@@ -88,6 +88,9 @@ static void test_values(void)
         v = value_of(g, 250);
         CHECK(v.value.i64 == (int64_t)(mem.total / (1024 * 1024)), "gpu %u fb total %lld", g,
               (long long)v.value.i64);
+        /* bare metal: no vGPU license (nvmlDeviceGetGridLicensableFeatures_v4) */
+        v = value_of(g, 526);
+        CHECK(v.value.i64 == 0, "gpu %u vgpu license %lld", g, (long long)v.value.i64);
         /* not in the NVML field map (NvLink TX bytes from GPM): NOT_SUPPORTED, never invented */
         v = value_of(g, 1011);
         CHECK(v.value.i64 == DCGM_INT64_NOT_SUPPORTED, "gpu %u nvlink tx %lld", g, (long long)v.value.i64);
@@ -140,6 +143,342 @@ static void test_lost_gpu(void)
     unlink(path);
 }
 
+static const char *write_scenario(const char *tag, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/test_nvml_source_%d_%s.toml", (int)getpid(), tag);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static dcgmFieldGrp_t make_field_group(const char *name, const unsigned short *ids, int n)
+{
+    dcgmFieldGrp_t fg = 0;
+    CHECK_RC(p_dcgmFieldGroupCreate(EMB, n, ids, name, &fg), DCGM_ST_OK);
+    return fg;
+}
+
+static int collect_entity(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                          dcgmFieldValue_v1 *values, int n, void *user)
+{
+    recs_append(user, group, entity, values, n);
+    return 0;
+}
+
+/* the simulated NVML's own entry points, read beside the engine */
+typedef struct nvml_lib {
+    void *so;
+    nvmlReturn_t (*init)(void);
+    nvmlReturn_t (*shutdown)(void);
+    nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *);
+    nvmlReturn_t (*gpm_alloc)(nvmlGpmSample_t *);
+    nvmlReturn_t (*gpm_free)(nvmlGpmSample_t);
+    nvmlReturn_t (*gpm_sample)(nvmlDevice_t, nvmlGpmSample_t);
+    nvmlReturn_t (*gpm_metrics)(nvmlGpmMetricsGet_t *);
+} nvml_lib;
+
+static int nvml_open(nvml_lib *n)
+{
+    memset(n, 0, sizeof *n);
+    n->so = dlopen(nvml_path, RTLD_NOW | RTLD_LOCAL);
+    CHECK(n->so != NULL, "dlopen %s", nvml_path);
+    if (!n->so)
+        return 0;
+    *(void **)&n->init = dlsym(n->so, "nvmlInit_v2");
+    *(void **)&n->shutdown = dlsym(n->so, "nvmlShutdown");
+    *(void **)&n->handle = dlsym(n->so, "nvmlDeviceGetHandleByIndex_v2");
+    *(void **)&n->gpm_alloc = dlsym(n->so, "nvmlGpmSampleAlloc");
+    *(void **)&n->gpm_free = dlsym(n->so, "nvmlGpmSampleFree");
+    *(void **)&n->gpm_sample = dlsym(n->so, "nvmlGpmSampleGet");
+    *(void **)&n->gpm_metrics = dlsym(n->so, "nvmlGpmMetricsGet");
+    CHECK(n->init && n->shutdown && n->handle && n->gpm_alloc && n->gpm_free && n->gpm_sample &&
+          n->gpm_metrics, "NVML entry points missing");
+    CHECK_RC(n->init(), NVML_SUCCESS);
+    return 1;
+}
+
+static void nvml_close(nvml_lib *n)
+{
+    CHECK_RC(n->shutdown(), NVML_SUCCESS);
+    dlclose(n->so);
+}
+
+/* ---- XIDs through NVML events -------------------------------------------- */
+
+static const char xid_scenario[] =
+    "seed = 5\n"
+    "[[gpu]]\nmodel = \"H100\"\ncount = 2\nworkload = \"training\"\n"
+    "[[event]]\nat = 0.5\ngpu = 0\nkind = \"xid\"\nxid = 13\ncount = 2\ninterval = 0.1\n"
+    "[[event]]\nat = 0.7\ngpu = 1\nkind = \"xid\"\nxid = 48\n";
+
+static void test_xids(void)
+{
+    /* events need a running clock: a frozen one never reaches an XID after registration */
+    unsetenv("DCGM_SIM_NVML_TIME_US");
+    const char *path = write_scenario("xid", xid_scenario);
+    start(path);
+    long long t0 = 0;
+    CHECK_RC(p_dcgmSimGetStartTime(&t0), DCGM_ST_OK);
+    unsigned short xid = 230;
+    dcgmFieldGrp_t fg = make_field_group("xid", &xid, 1);
+    CHECK_RC(p_dcgmWatchFields(EMB, DCGM_GROUP_ALL_GPUS, fg, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmHealthSet(EMB, DCGM_GROUP_ALL_GPUS, DCGM_HEALTH_WATCH_ALL), DCGM_ST_OK);
+    dcgmHealthResponse_t *hr = calloc(1, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(EMB, DCGM_GROUP_ALL_GPUS, hr), DCGM_ST_OK);
+    CHECK(hr->overallHealth == DCGM_HEALTH_RESULT_PASS && hr->incidentCount == 0,
+          "priming check %d/%u", hr->overallHealth, hr->incidentCount);
+
+    recs *r = recs_new(64);
+    long long next = 0;
+    int64_t early = wall_us() - t0;
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, 0, &next, collect_entity, r),
+             DCGM_ST_OK);
+    if (early < 400000) /* a stalled machine may already be past the first XID */
+        CHECK(r->count == 2 && r->items[0].v.status == DCGM_ST_NO_DATA &&
+              r->items[1].v.status == DCGM_ST_NO_DATA, "before any XID: %d records", r->count);
+    while (wall_us() - t0 < 1000000)
+        sleep_ms(50);
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
+    int64_t read_at = wall_us();
+    r->count = 0;
+    CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, 0, &next, collect_entity, r),
+             DCGM_ST_OK);
+    int on_gpu[2] = { 0, 0 };
+    for (int i = 0; i < r->count; i++) {
+        const rec *x = &r->items[i];
+        CHECK(x->entity < 2 && x->v.status == DCGM_ST_OK, "record %d: gpu %u status %d", i,
+              x->entity, x->v.status);
+        if (x->entity >= 2 || x->v.status != DCGM_ST_OK)
+            continue;
+        on_gpu[x->entity]++;
+        /* stamped when the engine read the event set: not before the XID, not after now */
+        CHECK(x->v.value.i64 == (x->entity == 0 ? 13 : 48) && x->v.ts >= t0 + 450000 &&
+              x->v.ts <= read_at, "gpu %u: XID %lld at +%lld us", x->entity,
+              (long long)x->v.value.i64, (long long)(x->v.ts - t0));
+    }
+    CHECK(on_gpu[0] == 2 && on_gpu[1] == 1, "XIDs on gpu 0: %d, gpu 1: %d", on_gpu[0], on_gpu[1]);
+    dcgmFieldValue_v1 v;
+    CHECK_RC(p_dcgmGetLatestValuesForFields(EMB, 1, &xid, 1, &v), DCGM_ST_OK);
+    CHECK(v.status == DCGM_ST_OK && v.value.i64 == 48, "latest XID on gpu 1: %d %lld", v.status,
+          (long long)v.value.i64);
+    /* nothing new since */
+    r->count = 0;
+    long long cursor = next;
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, cursor, &next, collect_entity,
+                                     r), DCGM_ST_OK);
+    CHECK(r->count == 2 && r->items[0].v.status == DCGM_ST_NO_DATA, "again: %d records", r->count);
+
+    /* the health check sees them too: XID 13 a driver warning, XID 48 a memory failure */
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(EMB, DCGM_GROUP_ALL_GPUS, hr), DCGM_ST_OK);
+    int mem_fail = 0, driver_warn = 0;
+    for (unsigned int i = 0; i < hr->incidentCount; i++) {
+        const dcgmIncidentInfo_t *inc = &hr->incidents[i];
+        if (inc->system == DCGM_HEALTH_WATCH_MEM && inc->health == DCGM_HEALTH_RESULT_FAIL &&
+            inc->entityInfo.entityId == 1)
+            mem_fail++;
+        if (inc->system == DCGM_HEALTH_WATCH_DRIVER && inc->health == DCGM_HEALTH_RESULT_WARN &&
+            inc->entityInfo.entityId == 0)
+            driver_warn++;
+    }
+    CHECK(hr->overallHealth == DCGM_HEALTH_RESULT_FAIL && hr->incidentCount == 3 &&
+          mem_fail == 1 && driver_warn == 2, "health %d incidents %u (mem %d, driver %d)",
+          hr->overallHealth, hr->incidentCount, mem_fail, driver_warn);
+    free(hr);
+    recs_free(r);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+    setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
+    unlink(path);
+}
+
+/* No watch of field 230: the priming health check alone makes the source listen. */
+static void test_xid_health_only(void)
+{
+    unsetenv("DCGM_SIM_NVML_TIME_US");
+    const char *path = write_scenario("xidhealth", xid_scenario);
+    start(path);
+    long long t0 = 0;
+    CHECK_RC(p_dcgmSimGetStartTime(&t0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmHealthSet(EMB, DCGM_GROUP_ALL_GPUS, DCGM_HEALTH_WATCH_MEM), DCGM_ST_OK);
+    dcgmHealthResponse_t *hr = calloc(1, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(EMB, DCGM_GROUP_ALL_GPUS, hr), DCGM_ST_OK);
+    int64_t primed = wall_us() - t0;
+    while (wall_us() - t0 < 900000)
+        sleep_ms(50);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(EMB, DCGM_GROUP_ALL_GPUS, hr), DCGM_ST_OK);
+    if (primed < 600000) /* primed before XID 48 happened */
+        CHECK(hr->overallHealth == DCGM_HEALTH_RESULT_FAIL && hr->incidentCount == 1 &&
+              hr->incidents[0].system == DCGM_HEALTH_WATCH_MEM &&
+              hr->incidents[0].entityInfo.entityId == 1,
+              "XID 48 by health check only: health %d incidents %u", hr->overallHealth,
+              hr->incidentCount);
+    free(hr);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+    setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
+    unlink(path);
+}
+
+/* ---- profiling fields from GPM ------------------------------------------- */
+
+#define N_PROF 10
+
+/* any of DCGM's blanks (plain, not supported, not found, ...) */
+static int is_blank(const dcgmFieldValue_v1 *v)
+{
+    return v->fieldType == DCGM_FT_DOUBLE ? v->value.dbl >= DCGM_FP64_BLANK
+                                          : v->value.i64 >= DCGM_INT64_BLANK;
+}
+
+/* the plain blank: no reading yet */
+static int is_plain_blank(const dcgmFieldValue_v1 *v)
+{
+    return v->fieldType == DCGM_FT_DOUBLE ? v->value.dbl == DCGM_FP64_BLANK
+                                          : v->value.i64 == DCGM_INT64_BLANK;
+}
+
+static void test_gpm(void)
+{
+    static const unsigned int metric_ids[N_PROF] = { 1, 2, 3, 5, 10, 11, 12, 13, 20, 21 };
+    start("2");
+    unsigned short ids[N_PROF];
+    for (int i = 0; i < N_PROF; i++)
+        ids[i] = (unsigned short)(1001 + i);
+    dcgmFieldGrp_t fg = make_field_group("prof", ids, N_PROF);
+    /* the watch request runs the first pass: no earlier sample to measure from */
+    CHECK_RC(p_dcgmWatchFields(EMB, DCGM_GROUP_ALL_GPUS, fg, 100000, 60.0, 0), DCGM_ST_OK);
+    dcgmFieldValue_v1 vals[N_PROF];
+    for (unsigned int g = 0; g < 2; g++) {
+        CHECK_RC(p_dcgmGetLatestValuesForFields(EMB, (int)g, ids, N_PROF, vals), DCGM_ST_OK);
+        for (int i = 0; i < N_PROF; i++)
+            CHECK(vals[i].status == DCGM_ST_OK && is_plain_blank(&vals[i]),
+                  "gpu %u field %u first pass not blank: %d %lld %g", g, ids[i], vals[i].status,
+                  (long long)vals[i].value.i64, vals[i].value.dbl);
+    }
+    sleep_ms(120);
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
+
+    /* what GPM itself says between two samples; the clock is frozen, so the
+     * engine's two samples and these two all measure the same instant */
+    nvml_lib n;
+    if (!nvml_open(&n)) {
+        CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+        return;
+    }
+    nvmlGpmMetricsGet_t *mg = calloc(1, sizeof *mg);
+    for (unsigned int g = 0; g < 2; g++) {
+        nvmlDevice_t dev;
+        nvmlGpmSample_t s1 = NULL, s2 = NULL;
+        CHECK_RC(n.handle(g, &dev), NVML_SUCCESS);
+        CHECK_RC(n.gpm_alloc(&s1), NVML_SUCCESS);
+        CHECK_RC(n.gpm_alloc(&s2), NVML_SUCCESS);
+        CHECK_RC(n.gpm_sample(dev, s1), NVML_SUCCESS);
+        CHECK_RC(n.gpm_sample(dev, s2), NVML_SUCCESS);
+        memset(mg, 0, sizeof *mg);
+        mg->version = NVML_GPM_METRICS_GET_VERSION;
+        mg->numMetrics = N_PROF;
+        mg->sample1 = s1;
+        mg->sample2 = s2;
+        for (int i = 0; i < N_PROF; i++)
+            mg->metrics[i].metricId = metric_ids[i];
+        CHECK_RC(n.gpm_metrics(mg), NVML_SUCCESS);
+        CHECK_RC(n.gpm_free(s1), NVML_SUCCESS);
+        CHECK_RC(n.gpm_free(s2), NVML_SUCCESS);
+        CHECK_RC(p_dcgmGetLatestValuesForFields(EMB, (int)g, ids, N_PROF, vals), DCGM_ST_OK);
+        int nonzero = 0;
+        for (int i = 0; i < N_PROF; i++) {
+            CHECK_RC(mg->metrics[i].nvmlReturn, NVML_SUCCESS);
+            CHECK(vals[i].status == DCGM_ST_OK, "gpu %u field %u status %d", g, ids[i],
+                  vals[i].status);
+            if (i < 8) {
+                double want = mg->metrics[i].value / 100.0;
+                CHECK(vals[i].fieldType == DCGM_FT_DOUBLE && vals[i].value.dbl == want &&
+                      want >= 0.0 && want <= 1.0, "gpu %u field %u: %g, GPM %g", g, ids[i],
+                      vals[i].value.dbl, want);
+                nonzero += vals[i].value.dbl > 0.0;
+            } else {
+                int64_t want = (int64_t)(mg->metrics[i].value * 1048576.0);
+                CHECK(vals[i].fieldType == DCGM_FT_INT64 && vals[i].value.i64 == want && want >= 0,
+                      "gpu %u field %u: %lld, GPM %lld", g, ids[i], (long long)vals[i].value.i64,
+                      (long long)want);
+                nonzero += vals[i].value.i64 > 0;
+            }
+        }
+        CHECK(nonzero >= 3, "gpu %u: only %d profiling fields above 0 under training", g, nonzero);
+    }
+    free(mg);
+    nvml_close(&n);
+
+    /* the profiling metric groups (the collector's discovery asks) list them */
+    dcgmProfGetMetricGroups_t *groups = calloc(1, sizeof *groups);
+    groups->version = dcgmProfGetMetricGroups_version;
+    groups->gpuId = 0;
+    CHECK_RC(p_dcgmProfGetSupportedMetricGroups(EMB, groups), DCGM_ST_OK);
+    int listed = 0;
+    for (unsigned int i = 0; i < groups->numMetricGroups; i++)
+        for (unsigned int j = 0; j < groups->metricGroups[i].numFieldIds; j++) {
+            unsigned short f = groups->metricGroups[i].fieldIds[j];
+            CHECK(f >= 1001 && f <= 1010, "H100 lists profiling field %u", f);
+            listed++;
+        }
+    CHECK(listed == N_PROF, "H100 lists %d profiling fields", listed);
+    free(groups);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+}
+
+static const char no_gpm_scenario[] =
+    "seed = 2\n"
+    "[[gpu]]\nmodel = \"A100\"\ncount = 1\n"
+    "[[gpu]]\nmodel = \"L4\"\ncount = 1\n"
+    "[[gpu]]\nmodel = \"H100\"\ncount = 1\n";
+
+static void test_gpm_unsupported(void)
+{
+    const char *path = write_scenario("nogpm", no_gpm_scenario);
+    start(path);
+    unsigned short ids[N_PROF];
+    for (int i = 0; i < N_PROF; i++)
+        ids[i] = (unsigned short)(1001 + i);
+    dcgmFieldGrp_t fg = make_field_group("prof", ids, N_PROF);
+    CHECK_RC(p_dcgmWatchFields(EMB, DCGM_GROUP_ALL_GPUS, fg, 100000, 60.0, 0), DCGM_ST_OK);
+    sleep_ms(120);
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
+    dcgmFieldValue_v1 vals[N_PROF];
+    dcgmProfGetMetricGroups_t *groups = calloc(1, sizeof *groups);
+    for (unsigned int g = 0; g < 3; g++) {
+        CHECK_RC(p_dcgmGetLatestValuesForFields(EMB, (int)g, ids, N_PROF, vals), DCGM_ST_OK);
+        for (int i = 0; i < N_PROF; i++) {
+            int unsupported = vals[i].fieldType == DCGM_FT_DOUBLE
+                                  ? vals[i].value.dbl == DCGM_FP64_NOT_SUPPORTED
+                                  : vals[i].value.i64 == DCGM_INT64_NOT_SUPPORTED;
+            if (g < 2)
+                CHECK(unsupported, "gpu %u (no GPM) field %u: %lld %g", g, ids[i],
+                      (long long)vals[i].value.i64, vals[i].value.dbl);
+            else
+                CHECK(!unsupported && !is_blank(&vals[i]), "gpu 2 (H100) field %u: %lld %g",
+                      ids[i], (long long)vals[i].value.i64, vals[i].value.dbl);
+        }
+        memset(groups, 0, sizeof *groups);
+        groups->version = dcgmProfGetMetricGroups_version;
+        groups->gpuId = g;
+        CHECK_RC(p_dcgmProfGetSupportedMetricGroups(EMB, groups),
+                 g < 2 ? DCGM_ST_NOT_SUPPORTED : DCGM_ST_OK);
+    }
+    free(groups);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+    unlink(path);
+}
+
 static void test_missing_library(void)
 {
     setenv("DCGM_ENGINE_SOURCE", "nvml", 1);
@@ -171,7 +510,9 @@ int main(int argc, char **argv)
         return 2;
     const check_test tests[] = {
         { "values", test_values }, { "no_permission", test_no_permission },
-        { "lost_gpu", test_lost_gpu }, { "missing_library", test_missing_library },
+        { "lost_gpu", test_lost_gpu }, { "xids", test_xids },
+        { "xid_health_only", test_xid_health_only }, { "gpm", test_gpm },
+        { "gpm_unsupported", test_gpm_unsupported }, { "missing_library", test_missing_library },
     };
     run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_NVML_SOURCE_ONLY"));
     CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);

@@ -62,6 +62,28 @@ REFERENCE = textwrap.dedent("""
     print(json.dumps(out))
 """)
 
+# XIDs come through an NVML event set, which hears only what happens after it
+# subscribes: the simulated clock must run for the XID to come after that
+XID_AT_S = 1.5
+XID_SCENARIO = textwrap.dedent(f"""\
+    seed = 4
+    [[gpu]]
+    model = "H100"
+    count = 2
+    workload = "training"
+
+    [[event]]
+    at = {XID_AT_S}
+    gpu = 1
+    kind = "xid"
+    xid = 48
+""")
+EVENT_AND_PROF_COUNTERS = textwrap.dedent("""\
+    DCGM_FI_DEV_GPU_TEMP, gauge, temperature
+    DCGM_FI_DEV_XID_ERRORS, gauge, last XID
+    DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, graphics engine active (GPM)
+""")
+
 LOST_AT_S = 2.0
 STALE_AFTER_S = 5.0
 LOST_SCENARIO = lost_gpu_scenario(LOST_AT_S)
@@ -74,9 +96,9 @@ def _nvml_env(**extra: str) -> dict[str, str]:
 
 
 class NvmlCollector(Proc):
-    def __init__(self, cwd: Path, env: dict[str, str], *args: str) -> None:
+    def __init__(self, cwd: Path, env: dict[str, str], *args: str, counters_csv: str = COUNTERS) -> None:
         counters = cwd / "counters.csv"
-        counters.write_text(COUNTERS)
+        counters.write_text(counters_csv)
         super().__init__(COLLECTOR, ["-f", str(counters), "-c", "200", "--watch-interval", "100",
                                      "-a", "127.0.0.1:0", *args], cwd, env, "collector")
         self.port = int(self.wait_log(SERVING)[1])
@@ -167,6 +189,28 @@ def test_a_lost_gpu_stops_while_the_others_stay_fresh(tmp_path):
         text = collector.metrics()
         assert fresh(text) and value(text, "dcgm_collector_up") == 1
         assert set(by_gpu(text, "DCGM_FI_DEV_GPU_TEMP")) == {"0", "2"}
+        assert "Traceback" not in collector.log()
+    finally:
+        collector.end()
+
+
+def test_an_xid_and_a_profiling_field_come_through_nvml(tmp_path):
+    (tmp_path / "xid.toml").write_text(XID_SCENARIO)
+    env = _nvml_env(DCGM_SIM_SCENARIO=str(tmp_path / "xid.toml"))
+    collector = NvmlCollector(tmp_path, env, "--nvml", counters_csv=EVENT_AND_PROF_COUNTERS)
+    try:
+        # GPM: the first pass only takes a sample; from the second on, a ratio of the time between
+        text = wait_for(lambda: (t := collector.metrics()) and len(by_gpu(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")) == 2
+                        and t, what="DCGM_FI_PROF_GR_ENGINE_ACTIVE on 2 GPUs", log=collector.log)
+        for gpu, (_, got) in by_gpu(text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE").items():
+            assert 0.0 < got <= 1.0, (gpu, got)     # a training load keeps the engine busy
+        text = wait_for(lambda: (t := collector.metrics()) and "1" in by_gpu(t, "DCGM_FI_DEV_XID_ERRORS") and t,
+                        what="XID 48 on GPU 1", log=collector.log)
+        xids = by_gpu(text, "DCGM_FI_DEV_XID_ERRORS")
+        labels, got = xids["1"]
+        assert got == 48 and labels["err_code"] == "48", (labels, got)
+        assert "0" not in xids, "GPU 0 had no XID"
+        assert fresh(text) and value(text, "dcgm_collector_up") == 1
         assert "Traceback" not in collector.log()
     finally:
         collector.end()
