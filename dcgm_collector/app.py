@@ -156,6 +156,10 @@ class Collector:
             models = Tally(gpu.name for gpu in generation.topology.gpus)
             lines.append(f"{where}: GPUs {id_ranges(generation.sampler.gpu_ids)} "
                          f"({', '.join(f'{n} x {model}' for model, n in models.items()) or 'none'})")
+            unsupported = generation.sampler.unsupported_counters()
+            if unsupported:
+                lines.append(f"{where}: not served, NOT_SUPPORTED on every GPU ({len(unsupported)}): "
+                             f"{', '.join(unsupported)}")
             rings = generation.sampler.rings.values()
             series += sum(ring.n_series for ring in rings)
             ring_bytes += sum(ring.nbytes for ring in rings) + generation.sampler.events.nbytes

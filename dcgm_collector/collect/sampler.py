@@ -432,6 +432,28 @@ class Sampler:
             stats.last_good_tick_time = time.time()
         stats.last_tick_duration_s = time.monotonic() - started
 
+    def unsupported_counters(self) -> tuple[str, ...]:
+        """The counters DCGM answers NOT_SUPPORTED for on every GPU sampled, in counters order.
+
+        Read from DCGM's latest values (a new watch is sampled at once), so call it after
+        :meth:`start`; a GPU that lacks a field only for now (lost, no profiling) does not
+        make it unsupported.
+        """
+        if self.group is None:
+            return ()
+        groups = [d.field_group for d in self._drains if not d.is_events]
+        try:
+            values = self.handle.latest_values(self.group, groups) if groups else []
+        except DcgmError as error:
+            self._count(error.code)
+            return ()
+        kinds: dict[int, set[str | None]] = {}
+        for v in values:
+            if v.entity_group == FE_GPU:
+                kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
+        never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
+        return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
+
     def _read_field_costs(self) -> None:
         self._next_costs = time.monotonic() + FIELD_COSTS_EVERY_S
         costs = self.handle.field_costs()

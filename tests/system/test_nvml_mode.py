@@ -33,6 +33,8 @@ COUNTERS = textwrap.dedent("""\
     DCGM_FI_DEV_FB_USED, gauge, framebuffer used
     DCGM_FI_DEV_ENC_UTIL, gauge, encoder utilisation
     DCGM_FI_PROF_NVLINK_TX_BYTES, gauge, NvLink bytes sent (no NVML mapping in DCGM)
+    DCGM_FI_DEV_RETIRED_SBE, counter, pages retired for single-bit errors
+    DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, PCIe replays
 """)
 SERVED = {"DCGM_FI_DEV_GPU_TEMP": "temp", "DCGM_FI_DEV_POWER_USAGE": "power",
           "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy", "DCGM_FI_DEV_GPU_UTIL": "util",
@@ -147,8 +149,12 @@ def test_nvml_mode_serves_the_nvml_readings_with_the_sim_labels(tmp_path):
                     assert want <= got <= want + most, (name, gpu, got, want, most)
                     continue
                 assert got == pytest.approx(want, abs=1e-6), (name, gpu, got, want)
-        # a field DCGM itself reads from no NVML call is NOT_SUPPORTED: no series, nothing invented
+        # a field DCGM itself reads from no NVML call is NOT_SUPPORTED: no series, nothing invented,
+        # and one start-up line says so
         assert not by_gpu(text, "DCGM_FI_PROF_NVLINK_TX_BYTES")
+        # page retirement is pre-Ampere: NVML answers NOT_SUPPORTED on an H100, as on the real H200
+        assert not by_gpu(text, "DCGM_FI_DEV_RETIRED_SBE")
+        assert "embedded DCGM: not served, NOT_SUPPORTED on every GPU (1): DCGM_FI_DEV_RETIRED_SBE" in log
         assert fresh(text) and value(text, "dcgm_collector_up") == 1
         nvml_labels = {gpu: {k: labels[k] for k in LABELS}
                        for gpu, (labels, _) in by_gpu(text, "DCGM_FI_DEV_GPU_TEMP").items()}
@@ -214,6 +220,46 @@ def test_an_xid_and_a_profiling_field_come_through_nvml(tmp_path):
         assert "Traceback" not in collector.log()
     finally:
         collector.end()
+
+
+def test_costly_fields_are_read_at_their_own_cadence_and_shown_in_self_metrics(tmp_path):
+    """With the H200's per-call costs: energy and PCIe replays come from the reader thread
+    (true energy read every 10 s, estimated between), and what each field cost is served."""
+    from dcgm_collector.engine import nvml_library_path
+
+    env = _env(DCGM_ENGINE_NVML_LIB=str(nvml_library_path()), DCGM_SIM_SCENARIO="2")
+    collector = NvmlCollector(tmp_path, env, "--nvml")
+    try:
+        def costs_ready() -> str | None:
+            t = collector.metrics()
+            ready = [n for n, labels, v in samples(t) if n == "dcgm_collector_field_read_interval_seconds"]
+            return t if len(ready) >= 2 and len(by_gpu(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")) == 2 else None
+
+        text = wait_for(costs_ready, what="per-field costs in the self-metrics", log=collector.log)
+        costs = {(n, labels.get("field")): v for n, labels, v in samples(text) if n.startswith("dcgm_collector_field_")}
+        energy, replay = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
+        assert costs[("dcgm_collector_field_read_interval_seconds", energy)] == 10
+        assert costs[("dcgm_collector_field_read_interval_seconds", replay)] == 1
+        # a cheap field is read at each sample, so it has no interval of its own
+        assert ("dcgm_collector_field_read_interval_seconds", "DCGM_FI_DEV_GPU_TEMP") not in costs
+        assert costs[("dcgm_collector_field_reads_total", "DCGM_FI_DEV_GPU_TEMP")] >= 2
+        # a true energy read spins ~3 ms: the time spent shows
+        assert costs[("dcgm_collector_field_read_seconds_total", energy)] >= 0.002
+        assert ("dcgm_collector_field_late_samples_total", "DCGM_FI_DEV_GPU_TEMP") in costs
+        assert "# TYPE dcgm_collector_field_read_seconds_total counter" in text
+        for gpu, (_, mj) in by_gpu(text, energy).items():
+            assert mj > 0, gpu
+    finally:
+        collector.end()
+
+    # the physics source reads no hardware: samples are counted, reads are not
+    sim = NvmlCollector(tmp_path, _env(), "--sim", "2")
+    try:
+        text = wait_for(lambda: (t := sim.metrics()) and "dcgm_collector_field_late_samples_total" in t and t,
+                        what="late-sample counts through --sim", log=sim.log)
+        assert "dcgm_collector_field_reads_total" not in text
+    finally:
+        sim.end()
 
 
 def test_no_libnvidia_ml_exits_1_with_one_line(tmp_path):
