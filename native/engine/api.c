@@ -39,7 +39,8 @@ static struct {
     api_backend **remotes;
     size_t n_remotes, cap_remotes;
     dcgmHandle_t next_remote_id;
-} api = { PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, 0, 0, 1 };
+    char last_start_error[512];  /* the last reason an embedded start failed, printed once */
+} api = { PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, 0, 0, 1, "" };
 
 static void backend_free(api_backend *b)
 {
@@ -180,8 +181,11 @@ static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handl
             api.embedded = b;
             *handle = DCGM_EMBEDDED_HANDLE;
         } else {
-            if (b && err[0])
+            /* a caller retrying (NVML not ready yet) sees each new reason once */
+            if (b && err[0] && strcmp(err, api.last_start_error) != 0)
                 fprintf(stderr, "libdcgm (simulated): %s\n", err);
+            if (b)
+                snprintf(api.last_start_error, sizeof api.last_start_error, "%s", err);
             free(b);
         }
     }

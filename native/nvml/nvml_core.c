@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nvml_internal.h"
 
@@ -562,9 +563,19 @@ static nvmlReturn_t init_locked(void)
     return NVML_SUCCESS;
 }
 
+/* A driver that is not loaded (yet), as while it is being reinstalled or
+ * reloaded: read at every init, so a test can load it while a client retries. */
+static bool driver_not_loaded(void)
+{
+    const char *gate = getenv(NVML_SIM_NOT_LOADED_ENV);
+    return gate != NULL && gate[0] != '\0' && access(gate, F_OK) == 0;
+}
+
 NVML_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 {
     (void)flags; /* NO_GPUS / NO_ATTACH change nothing for a simulated node */
+    if (driver_not_loaded())
+        return NVML_ERROR_DRIVER_NOT_LOADED;
     pthread_rwlock_wrlock(&lib_lock);
     nvmlReturn_t rc = init_locked();
     pthread_rwlock_unlock(&lib_lock);
