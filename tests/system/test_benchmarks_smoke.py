@@ -1,0 +1,80 @@
+"""benchmarks/hardware_check.py: its field map copy, its tolerance parser, and one short dry run.
+
+The script is meant to be copied alone to a machine with a GPU, so it holds
+a copy of the field map's columns it needs: the copy must match
+reference/nvml/fieldmap.tsv.  The dry run (--simulated, 3 s) reads the
+simulated libnvidia-ml.so.1 from both the collector and pynvml and must
+write a report with its field table.  Nothing here looks at a timing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "hardware_check.py"
+FIELDMAP = ROOT / "reference" / "nvml" / "fieldmap.tsv"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("hardware_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("hardware_check", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+hc = _module()
+
+
+def test_the_held_field_map_matches_the_reference_file():
+    assert hc.embedded_fieldmap() == hc.fieldmap_from_tsv(FIELDMAP)
+
+
+@pytest.mark.parametrize("text, phase, kind, limit, pct", [
+    ("exact", "idle", "exact", 0, 0),
+    ("exact (HBM clock is fixed in P0)", "load", "exact", 0, 0),
+    ("abs(d)<=2", "load", "abs", 2, 0),
+    ("idle: exact; load: abs(d)<=max(30 MHz,2%)", "load", "abs_or_pct", 30, 2),
+    ("idle: exact; load: abs(d)<=max(30 MHz,2%)", "idle", "exact", 0, 0),
+    ("idle: 0==0; steady load: abs(d)<=10 pp", "load", "abs", 10, 0),
+    ("abs(ratio - smi/100)<=0.05 (steady load)", "idle", "abs", 0.05, 0),
+    ("within 10% under steady copy load", "idle", "pct", 0, 10),
+    ("Yes==1", "idle", "exact", 0, 0),
+    ("dE[mJ]/dt[ms] within 5% of mean power.draw over >=10 s", "idle", "energy_rate", 0, 5),
+    ("monotonic non-decreasing only", "idle", "monotonic", 0, 0),
+])
+def test_tolerance_forms(text, phase, kind, limit, pct):
+    rule, _ = hc.parse_tolerance(text).for_phase(phase)
+    assert (rule.kind, rule.limit, rule.pct) == (kind, limit, pct)
+
+
+def test_a_tolerance_it_cannot_read_is_not_compared():
+    tolerance = hc.parse_tolerance("event-driven; not comparable without XID injection")
+    assert tolerance.for_phase("idle") == (None, "")
+    assert tolerance.not_understood == ["event-driven", "not comparable without XID injection"]
+
+
+def test_rules_compare_values():
+    assert hc.parse_clause("abs(d)<=max(5 W,3%)").allows(700.0, 690.0)[0]          # 3 % of 690 W = 20.7 W
+    assert not hc.parse_clause("abs(d)<=max(5 W,3%)").allows(100.0, 90.0)[0]
+    assert hc.parse_clause("exact").allows("550.54.15", "550.54.15")[0]
+    assert not hc.parse_clause("exact").allows(1980.0, 1965)[0]
+
+
+@pytest.mark.slow
+def test_a_simulated_dry_run_writes_the_report(tmp_path):
+    out = tmp_path / "report.md"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--simulated", "--seconds-per-phase", "3", "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = out.read_text()
+    assert "| field | id | served | pynvml |" in report
+    assert "| DCGM_FI_DEV_GPU_TEMP | 150 |" in report
+    assert "## Summary" in report and "(simulated)" in report
+    assert "Traceback" not in done.stderr
