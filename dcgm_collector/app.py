@@ -44,7 +44,7 @@ from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.collect.counters import CountersError, CounterSet, load_counters
 from dcgm_collector.collect.discovery import id_ranges
 from dcgm_collector.collect.sampler import Sampler
-from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, Target, TargetError
+from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
 from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_label
 from dcgm_collector.dcgm import DcgmError, Handle, Library
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
@@ -142,8 +142,12 @@ class Collector:
         kind = "NVIDIA DCGM"
         if library is not None and library.is_simulator:
             source = engine.source_name(library)
-            kind = (f"the engine reading NVML ({source.partition(' ')[2]})" if source.startswith("nvml")
-                    else "dcgm-collector's simulated engine")
+            if source.startswith("nvml"):
+                kind = f"the engine reading NVML ({source.partition(' ')[2]})"
+            elif config.nvml:   # the engine has not started yet (NVML not ready): the target retries
+                kind = "the engine reading NVML, not started yet"
+            else:
+                kind = "dcgm-collector's simulated engine"
         lines = [f"dcgm-collector {__version__}; DCGM library {library.path if library else '?'} "
                  f"({kind}, version {self.library_version})"]
         series = windows = ring_bytes = 0
@@ -281,7 +285,11 @@ class Collector:
     def _open_embedded(library: Library) -> Handle:
         try:
             return dcgm.Handle.embedded(library=library)
-        except (dcgm.DcgmError, ValueError) as error:
+        except dcgm.DcgmError as error:
+            if error.code in RETRY_START_CODES:
+                raise   # the target retries (NVML not ready yet)
+            raise StartupError(f"cannot start DCGM embedded: {error}") from None
+        except ValueError as error:
             raise StartupError(f"cannot start DCGM embedded: {error}") from None
 
     def _expose(self, sampler: Sampler, gpus: tuple[GpuInfo, ...], hostname: str | None) -> Exposition:

@@ -23,8 +23,11 @@ and no gap.  When they changed, the new sampler has rings of its own and the
 old series go away.
 
 A failed connect at start-up is one more "down": the collector serves its
-own metrics and /health says why.  An embedded target has no supervisor:
-its start-up works or fails the collector's start-up, as it always did.
+own metrics and /health says why.  An embedded target's start-up works or
+fails the collector's start-up, except when DCGM answers INIT_ERROR (the
+driver not loaded yet, as while it is installed or reloaded; NVML's init
+failed): then a supervisor retries with the same backoff as for a lost
+hostengine, and the target runs unsupervised once it is up.
 
 Threads: at most two per remote target at any time (the supervisor and the
 current sampler); a sampler is joined before the next one starts, and each
@@ -47,16 +50,20 @@ from dcgm_collector.collect.discovery import DiscoveryError, Topology, discover
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler, SamplerStats
 from dcgm_collector.dcgm import DcgmError, GpuInfo, Handle
+from dcgm_collector.dcgm._native import lib
 from dcgm_collector.dcgm.errors import status_name
 from dcgm_collector.model import DeviceSelection
 
-__all__ = ["Backoff", "Generation", "State", "Target", "TargetError", "Topology"]
+__all__ = ["RETRY_START_CODES", "Backoff", "Generation", "State", "Target", "TargetError", "Topology"]
 
 log = logging.getLogger(__name__)
 
 # A hostengine on the same rack answers in milliseconds; DCGM's own default
 # (5 s, retried every 50 ms inside the call) only slows down shutdown.
 CONNECT_TIMEOUT_MS = 2000
+# Statuses of an embedded start worth retrying: DCGM (or its NVML) could not initialise,
+# e.g. the driver is not loaded yet; anything else is a configuration the user must fix.
+RETRY_START_CODES = frozenset({int(lib.DCGM_ST_INIT_ERROR)})
 # How long stop() waits for a supervisor stuck in a DCGM call.
 STOP_TIMEOUT_S = CONNECT_TIMEOUT_MS / 1000 + 3.0
 
@@ -179,7 +186,15 @@ class Target:
         if self._thread is not None or self._stop.is_set():
             raise RuntimeError("a Target starts once")
         if not self.remote:
-            handle = self._connect()
+            try:
+                handle = self._connect()
+            except DcgmError as error:
+                if error.code not in RETRY_START_CODES:
+                    raise
+                self._count(error)
+                self._failed(f"cannot start DCGM embedded: {error}")
+                self._start_supervisor(first_wait_s=self.backoff.next())
+                return
             try:
                 with self._lock:
                     self._build(handle, self.counters)
@@ -189,7 +204,14 @@ class Target:
             self._connected_once = True
             self._set_state(State.UP, "OK")
             return
-        self._thread = threading.Thread(target=self._supervise, name=f"dcgm-target-{self.name}", daemon=True)
+        self._start_supervisor()
+
+    def _start_supervisor(self, first_wait_s: float = 0.0) -> None:
+        def run() -> None:
+            if not self._stop.wait(first_wait_s):
+                self._supervise()
+
+        self._thread = threading.Thread(target=run, name=f"dcgm-target-{self.name}", daemon=True)
         self._thread.start()
 
     def request_stop(self) -> None:
@@ -306,6 +328,8 @@ class Target:
 
     def _attempt(self) -> bool:
         """Connect and build once; True when up."""
+        if not self.remote:
+            return self._attempt_embedded()
         self._set_state(State.CONNECTING, self.reason if self._connected_once else
                         f"connecting to the hostengine at {self.address}")
         try:
@@ -334,6 +358,32 @@ class Target:
             log.info("%sconnected to the hostengine at %s (%d GPUs)", self._prefix(), self.address,
                      len(self.generation.topology.gpus))   # type: ignore[union-attr]
         self._connected_once = True
+        self._set_state(State.UP, "OK")
+        return True
+
+    def _attempt_embedded(self) -> bool:
+        """Start the embedded engine once more (it answered INIT_ERROR before); True when up."""
+        try:
+            handle = self._connect()
+        except DcgmError as error:
+            self._count(error)
+            return self._failed(f"cannot start DCGM embedded: {error}")
+        except Exception as error:   # the opener's own refusal of another status: say it, keep trying
+            return self._failed(str(error))
+        try:
+            with self._lock:
+                if self._stop.is_set():
+                    handle.close()
+                    return False
+                self._build(handle, self.counters)
+        except (DcgmError, TargetError, RuntimeError, ValueError) as error:
+            self._count(error)
+            handle.close()
+            return self._failed(f"DCGM embedded: cannot start sampling: {error}")
+        log.info("DCGM embedded started after %d failed attempts (%d GPUs)", self.backoff.failures,
+                 len(self.generation.topology.gpus))   # type: ignore[union-attr]
+        self._connected_once = True
+        self.backoff.reset()
         self._set_state(State.UP, "OK")
         return True
 

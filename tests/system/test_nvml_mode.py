@@ -262,6 +262,37 @@ def test_costly_fields_are_read_at_their_own_cadence_and_shown_in_self_metrics(t
         sim.end()
 
 
+def test_a_driver_not_loaded_yet_is_retried_until_it_is(tmp_path):
+    """nvmlInit failing (the driver being installed or reloaded) does not end the collector:
+    it serves its own metrics, /health says why, and it starts the engine once NVML answers."""
+    from support import http_get
+
+    from dcgm_collector.collect.target import Backoff
+
+    gate = tmp_path / "driver-not-loaded"
+    gate.touch()
+    collector = NvmlCollector(tmp_path, _nvml_env(DCGM_SIM_SCENARIO="2", DCGM_SIM_NVML_NOT_LOADED_WHILE=str(gate)),
+                              "--nvml")
+    try:
+        status, body = http_get(f"http://127.0.0.1:{collector.port}/health", timeout=5)
+        assert status == 503 and b"DCGM_ST_INIT_ERROR" in body
+        text = collector.metrics()
+        assert value(text, "dcgm_collector_up") == 0 and not by_gpu(text, "DCGM_FI_DEV_GPU_TEMP")
+        log = collector.log()
+        assert log.count("the NVIDIA kernel driver is not loaded") == 1   # the engine's reason, once
+        assert "cannot start DCGM embedded: DCGM_ST_INIT_ERROR" in log and "retrying" in log
+        assert "the engine reading NVML, not started yet" in log
+        gate.unlink()
+        # the next attempt comes within the longest backoff delay
+        wait_for(lambda: len(by_gpu(collector.metrics(), "DCGM_FI_DEV_GPU_TEMP")) == 2,
+                 timeout=Backoff().longest_s + 5, what="the GPUs once the driver is loaded", log=collector.log)
+        status, _ = http_get(f"http://127.0.0.1:{collector.port}/health", timeout=5)
+        assert status == 200
+        assert "DCGM embedded started after" in collector.log()
+    finally:
+        collector.end()
+
+
 def test_no_libnvidia_ml_exits_1_with_one_line(tmp_path):
     env = _env(DCGM_SIM_SCENARIO="2", DCGM_ENGINE_NVML_LIB="", LD_LIBRARY_PATH="")
     done = run_once(["--nvml", "-a", "127.0.0.1:0"], env, tmp_path)
