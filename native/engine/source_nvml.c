@@ -302,6 +302,14 @@ int value_source_nvml_open(value_source *src, char *err, size_t errlen)
     int rc = nvml_slow_start(s, err, errlen);
     if (rc != DCGM_ST_OK)
         return fail(s, rc);
+    /* one warning for an older driver: what it lacks, and so which fields are NOT_SUPPORTED */
+    if (s->missing[0]) {
+        char fields[512];
+        nvml_fields_describe_missing(s, fields, sizeof fields);
+        fprintf(stderr, "libdcgm (engine): %s lacks %s (a driver older than this engine knows); "
+                "NOT_SUPPORTED for that reason: fields %s\n", s->path, s->missing,
+                fields[0] ? fields : "none");
+    }
     src->ops = &nvml_ops;
     src->impl = s;
     return DCGM_ST_OK;

@@ -63,6 +63,7 @@
     X(decoder, nvmlReturn_t, (nvmlDevice_t, unsigned int *, unsigned int *),        \
       "nvmlDeviceGetDecoderUtilization")                                            \
     X(memory, nvmlReturn_t, (nvmlDevice_t, nvmlMemory_v2_t *), "nvmlDeviceGetMemoryInfo_v2") \
+    X(memory_v1, nvmlReturn_t, (nvmlDevice_t, nvmlMemory_t *), "nvmlDeviceGetMemoryInfo") \
     X(fields, nvmlReturn_t, (nvmlDevice_t, int, nvmlFieldValue_t *), "nvmlDeviceGetFieldValues") \
     X(retired_pages, nvmlReturn_t, (nvmlDevice_t, nvmlPageRetirementCause_t, unsigned int *, \
                                     unsigned long long *), "nvmlDeviceGetRetiredPages") \

@@ -75,9 +75,10 @@ static const field_map field_maps[] = {
     { 243, RK_FIELD, NVML_FI_DEV_PERF_POLICY_BOARD_LIMIT, NEED(fields), 0 },
     { 244, RK_FIELD, NVML_FI_DEV_PERF_POLICY_LOW_UTILIZATION, NEED(fields), 0 },
     { 245, RK_FIELD, NVML_FI_DEV_PERF_POLICY_RELIABILITY, NEED(fields), 0 },
-    { 250, RK_MEMORY, MEM_TOTAL, NEED(memory), 0 },
-    { 251, RK_MEMORY, MEM_FREE, NEED(memory), 0 },
-    { 252, RK_MEMORY, MEM_USED, NEED(memory), 0 },
+    /* drivers before 510 lack the _v2 call: DCGM then reads v1 (its used includes the reserved) */
+    { 250, RK_MEMORY, MEM_TOTAL, NEED(memory_v1), 0 },
+    { 251, RK_MEMORY, MEM_FREE, NEED(memory_v1), 0 },
+    { 252, RK_MEMORY, MEM_USED, NEED(memory_v1), 0 },
     { 253, RK_MEMORY, MEM_RESERVED, NEED(memory), 0 },
     { 310, RK_FIELD, NVML_FI_DEV_ECC_SBE_VOL_TOTAL, NEED(fields), COUNTS_REFRESH_US },
     { 311, RK_FIELD, NVML_FI_DEV_ECC_DBE_VOL_TOTAL, NEED(fields), COUNTS_REFRESH_US },
@@ -341,8 +342,17 @@ static nvmlReturn_t read_mapped(nvml_source *s, unsigned int gpu, const field_ma
     case RK_MEMORY:
         if (g->memory_memo.t_rel != t_rel) {
             memset(&g->memory, 0, sizeof g->memory);
-            g->memory.version = nvmlMemory_v2;
-            g->memory_memo.rc = s->api.memory(dev, &g->memory);
+            if (s->api.memory) {
+                g->memory.version = nvmlMemory_v2;
+                g->memory_memo.rc = s->api.memory(dev, &g->memory);
+            } else {
+                nvmlMemory_t v1;
+                memset(&v1, 0, sizeof v1);
+                g->memory_memo.rc = s->api.memory_v1(dev, &v1);
+                g->memory.total = v1.total;
+                g->memory.free = v1.free;
+                g->memory.used = v1.used;
+            }
             g->memory_memo.t_rel = t_rel;
         }
         if ((r = g->memory_memo.rc) == NVML_SUCCESS) {

@@ -293,6 +293,81 @@ def test_a_driver_not_loaded_yet_is_retried_until_it_is(tmp_path):
         collector.end()
 
 
+# An NVML library of a driver older than the engine knows: the calls an R4xx driver already had
+# for these readings, and none of the newer ones (no _v2 memory info, no field values, no GPM).
+OLD_DRIVER_NVML = r"""
+#include <string.h>
+#include "nvml_abi.h"
+static struct nvmlDevice_st { int index; } gpu0 = { 0 };
+nvmlReturn_t nvmlInit_v2(void) { return NVML_SUCCESS; }
+nvmlReturn_t nvmlShutdown(void) { return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) { *n = 1; return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d)
+{ if (i) return NVML_ERROR_INVALID_ARGUMENT; *d = &gpu0; return NVML_SUCCESS; }
+nvmlReturn_t nvmlSystemGetDriverVersion(char *b, unsigned int n) { strncpy(b, "470.256.02", n); return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *b, unsigned int n)
+{ strncpy(b, "Tesla V100-SXM2-32GB", n); return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *b, unsigned int n)
+{ strncpy(b, "GPU-00000000-1111-2222-3333-444444444444", n); return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, nvmlTemperatureSensors_t s, unsigned int *t)
+{ *t = 41; return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw) { *mw = 61250; return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
+{ m->total = 34359738368ull; m->used = 3221225472ull; m->free = m->total - m->used; return NVML_SUCCESS; }
+"""
+OLD_DRIVER_COUNTERS = textwrap.dedent("""\
+    DCGM_FI_DEV_GPU_TEMP, gauge, temperature
+    DCGM_FI_DEV_POWER_USAGE, gauge, power
+    DCGM_FI_DEV_FB_USED, gauge, framebuffer used
+    DCGM_FI_DEV_FB_RESERVED, gauge, framebuffer reserved (needs the _v2 call)
+    DCGM_FI_DEV_MEMORY_TEMP, gauge, memory temperature (needs field values)
+""")
+
+
+def test_an_older_driver_serves_what_it_has_and_says_what_it_lacks(tmp_path):
+    """A libnvidia-ml.so.1 without the newer entry points: their fields are NOT_SUPPORTED,
+    one warning names what is missing, and DCGM's v1 fallback still gives the framebuffer."""
+    import shutil
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("needs a C compiler to build the old driver's library")
+    from support import http_get
+
+    source = tmp_path / "old_nvml.c"
+    source.write_text(OLD_DRIVER_NVML)
+    library = tmp_path / "libnvidia-ml.so.1"
+    header_dir = Path(__file__).resolve().parents[2] / "native" / "nvml"
+    subprocess.run([compiler, "-shared", "-fPIC", "-O1", f"-I{header_dir}", "-o", str(library), str(source)],
+                   check=True, timeout=120)
+    counters = tmp_path / "old.csv"
+    counters.write_text(OLD_DRIVER_COUNTERS)
+    env = _env(DCGM_ENGINE_NVML_LIB=str(library))
+    proc = Proc(COLLECTOR, ["--nvml", "-f", str(counters), "-c", "200", "--watch-interval", "100",
+                            "-a", "127.0.0.1:0"], tmp_path, env, "collector")
+    try:
+        port = int(proc.wait_log(SERVING)[1])
+
+        def metrics() -> str:
+            return http_get(f"http://127.0.0.1:{port}/metrics", timeout=5)[1].decode()
+
+        text = wait_for(lambda: (t := metrics()) and by_gpu(t, "DCGM_FI_DEV_FB_USED") and t,
+                        what="the old driver's readings", log=proc.log)
+        assert by_gpu(text, "DCGM_FI_DEV_GPU_TEMP")["0"][1] == 41
+        assert by_gpu(text, "DCGM_FI_DEV_POWER_USAGE")["0"][1] == pytest.approx(61.25)
+        labels, used = by_gpu(text, "DCGM_FI_DEV_FB_USED")["0"]
+        assert used == 3072 and labels["modelName"] == "Tesla V100-SXM2-32GB"
+        assert not by_gpu(text, "DCGM_FI_DEV_FB_RESERVED") and not by_gpu(text, "DCGM_FI_DEV_MEMORY_TEMP")
+        log = proc.log()
+        warnings = [line for line in log.splitlines() if "a driver older than this engine knows" in line]
+        assert len(warnings) == 1, log
+        assert "nvmlDeviceGetMemoryInfo_v2" in warnings[0] and "nvmlDeviceGetFieldValues" in warnings[0]
+        assert ("not served, NOT_SUPPORTED on every GPU (2): DCGM_FI_DEV_FB_RESERVED, DCGM_FI_DEV_MEMORY_TEMP"
+                in log)
+    finally:
+        proc.end()
+
+
 def test_no_libnvidia_ml_exits_1_with_one_line(tmp_path):
     env = _env(DCGM_SIM_SCENARIO="2", DCGM_ENGINE_NVML_LIB="", LD_LIBRARY_PATH="")
     done = run_once(["--nvml", "-a", "127.0.0.1:0"], env, tmp_path)
