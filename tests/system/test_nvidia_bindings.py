@@ -1,4 +1,4 @@
-"""NVIDIA's own Python DCGM bindings run unchanged against the simulator.
+"""NVIDIA's own Python DCGM bindings run unchanged against the engine, with either value source.
 
 The bindings (DcgmReader, pydcgm, dcgm_agent, dcgm_structs, ... from
 NVIDIA/DCGM testing/python3) are not part of this project and are never
@@ -7,8 +7,10 @@ copied into it: point DCGM_NVIDIA_BINDINGS at a directory holding them
 tests are skipped.
 
 The reader runs in a child interpreter with only that directory on
-PYTHONPATH and the simulator's directory on LD_LIBRARY_PATH, which is how the
-bindings find a real libdcgm.so.4.  The child prints what it read as JSON;
+PYTHONPATH and the engine's directory on LD_LIBRARY_PATH, which is how the
+bindings find a real libdcgm.so.4.  The engine reads its simulated GPUs either
+from its physics models or through the simulated libnvidia-ml.so.1 (NVML
+mode, DCGM_ENGINE_SOURCE=nvml), as it reads real GPUs on a node without DCGM.  The child prints what it read as JSON;
 the checks live here.  Its stderr must stay free of tracebacks, including the
 ones NVIDIA's destructors print at interpreter exit when a teardown call
 answers an unexpected code.
@@ -107,10 +109,13 @@ def sim_library_dir() -> Path:
     return directory
 
 
-def _run_reader(bindings: Path, library_dir: Path, workdir: Path, teardown: str):
+def _run_reader(bindings: Path, library_dir: Path, workdir: Path, teardown: str, source: str = "models"):
     script = workdir / "read_with_dcgm_reader.py"
     script.write_text(READER_SCRIPT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DCGM_SIM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DCGM_SIM_", "DCGM_ENGINE_"))}
+    env["DCGM_ENGINE_SOURCE"] = source
+    if source == "nvml":
+        env["DCGM_ENGINE_NVML_LIB"] = str(library_dir / "libnvidia-ml.so.1")
     env["PYTHONPATH"] = str(bindings)
     env["LD_LIBRARY_PATH"] = str(library_dir)
     fields = ",".join(str(f) for f in FIELD_IDS.values())
@@ -120,10 +125,11 @@ def _run_reader(bindings: Path, library_dir: Path, workdir: Path, teardown: str)
     )
 
 
-@pytest.mark.parametrize("teardown", ["shutdown", "interpreter-exit"])
+@pytest.mark.parametrize(("source", "teardown"), [("models", "shutdown"), ("models", "interpreter-exit"),
+                                                  ("nvml", "shutdown"), ("nvml", "interpreter-exit")])
 def test_dcgm_reader_reads_simulated_node(nvidia_bindings: Path, sim_library_dir: Path,
-                                          tmp_path: Path, teardown: str) -> None:
-    result = _run_reader(nvidia_bindings, sim_library_dir, tmp_path, teardown)
+                                          tmp_path: Path, source: str, teardown: str) -> None:
+    result = _run_reader(nvidia_bindings, sim_library_dir, tmp_path, teardown, source)
     report = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
 
     assert result.returncode == 0, report
