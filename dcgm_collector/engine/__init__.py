@@ -1,11 +1,13 @@
-"""The simulated libdcgm.so.4 that ships inside this package.
+"""The DCGM-compatible engine (libdcgm.so.4) that ships inside this package.
 
 The library is a plain C shared library exporting DCGM's C ABI; any DCGM
 client can use it, e.g. ``LD_LIBRARY_PATH=$(python -m dcgm_collector.engine
-libdir) some-dcgm-client``.  Which node it simulates is read from the
-environment variable ``DCGM_SIM_SCENARIO`` when the embedded engine starts:
-empty for the default node (8 H100s training), a number for that many GPUs,
-or the path of a scenario file (see ``scenarios/README.md``).
+libdir) some-dcgm-client``.  It has two value sources, chosen by
+``DCGM_ENGINE_SOURCE`` when the embedded engine starts: ``models`` (the
+default) simulates a node from ``DCGM_SIM_SCENARIO`` (empty for 8 H100s
+training, a number for that many GPUs, or the path of a scenario file, see
+``scenarios/README.md``); ``nvml`` reads the real GPUs through the driver's
+``libnvidia-ml.so.1`` (``DCGM_ENGINE_NVML_LIB`` to name it).
 
 Beside it ships a simulated ``libnvidia-ml.so.1`` (NVML) on the same node and
 scenario: ``LD_LIBRARY_PATH=$(python -m dcgm_collector.engine nvml-libdir)

@@ -23,11 +23,12 @@ _READ_COLUMNS = ((203, "util %", "{:>6}"), (155, "power W", "{:>8.1f}"), (150, "
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m dcgm_collector.engine",
-        description="The simulated libdcgm.so.4 shipped with dcgm-collector.",
+        description="The DCGM-compatible engine (libdcgm.so.4) shipped with dcgm-collector.",
         epilog=(
-            "Run any DCGM client against the simulator with\n"
+            "Run any DCGM client against the engine with\n"
             "  LD_LIBRARY_PATH=$(python -m dcgm_collector.engine libdir) CLIENT\n"
-            f"and choose the simulated node with {engine.SCENARIO_ENV}=N (N GPUs) or =FILE."
+            f"and choose the simulated node with {engine.SCENARIO_ENV}=N (N GPUs) or =FILE,\n"
+            f"or read the real GPUs through NVML with {engine.SOURCE_ENV}=nvml."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -131,7 +131,8 @@ class Exposition:
         return sum(1 for family in self._families if isinstance(family, FieldFamily) and family.aggregate)
 
     def health(self, now_s: float | None = None) -> tuple[bool, str]:
-        """(ok, reason): ok only while DCGM answers and the newest sample is fresh."""
+        """(ok, reason): ok only while DCGM answers and the newest sample is fresh; a healthy
+        target that lost GPUs says which ("OK; lost GPU 1 (its series stop)")."""
         return self._state(time.time() if now_s is None else now_s)
 
     def observe_scrape(self, seconds: float) -> None:
@@ -152,6 +153,9 @@ class Exposition:
             names = stats.error_names
             errors = ", ".join(f"{names.get(code, code)} x{n}" for code, n in sorted(stats.errors_by_code.items()))
             return False, f"the last read from DCGM failed (errors so far: {errors or 'none counted'})"
+        if stats.lost_gpus:
+            # still healthy (the other GPUs are fresh), but say which stopped
+            return True, f"OK; lost GPU {', '.join(str(gpu) for gpu in stats.lost_gpus)} (its series stop)"
         return True, "OK"
 
     # -- set-up

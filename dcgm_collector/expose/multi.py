@@ -95,9 +95,16 @@ class MultiExposition:
     def health(self) -> tuple[bool, str]:
         """OK when every target is up and fresh; else one line per target that is not."""
         now_s = time.time()
-        bad = [(t, reason) for t in self.targets for ok, reason in (t.health(now_s),) if not ok]
+        answers = [(t, *t.health(now_s)) for t in self.targets]
+        bad = [(t, reason) for t, ok, reason in answers if not ok]
         if not bad:
-            return True, "OK"
+            # healthy, with what a healthy target still wants said (GPUs it lost)
+            notes = [(t, reason.removeprefix("OK; ")) for t, _, reason in answers if reason != "OK"]
+            if not notes:
+                return True, "OK"
+            if len(self.targets) == 1:
+                return True, f"OK; {notes[0][1]}"
+            return True, "OK; " + "; ".join(f"{t.name}: {note}" for t, note in notes)
         if len(self.targets) == 1:
             return False, bad[0][1]
         return False, "\n".join(f"{t.name}: {reason}" for t, reason in bad)

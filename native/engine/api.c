@@ -183,7 +183,7 @@ static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handl
         } else {
             /* a caller retrying (NVML not ready yet) sees each new reason once */
             if (b && err[0] && strcmp(err, api.last_start_error) != 0)
-                fprintf(stderr, "libdcgm (simulated): %s\n", err);
+                fprintf(stderr, "libdcgm (engine): %s\n", err);
             if (b)
                 snprintf(api.last_start_error, sizeof api.last_start_error, "%s", err);
             free(b);

@@ -57,7 +57,7 @@ static int64_t period_from_env(const char *name, int64_t fallback_us)
     errno = 0;
     long long ms = strtoll(text, &end, 10);
     if (errno || *end || ms < 1 || ms > 3600000) {
-        fprintf(stderr, "libdcgm.so.4 (engine): %s=%s is not a count of milliseconds in "
+        fprintf(stderr, "libdcgm (engine): %s=%s is not a count of milliseconds in "
                 "[1, 3600000]; using %lld\n", name, text, (long long)(fallback_us / 1000));
         return fallback_us;
     }

@@ -195,6 +195,11 @@ def test_a_lost_gpu_stops_while_the_others_stay_fresh(tmp_path):
         text = collector.metrics()
         assert fresh(text) and value(text, "dcgm_collector_up") == 1
         assert set(by_gpu(text, "DCGM_FI_DEV_GPU_TEMP")) == {"0", "2"}
+        # healthy (the others are fresh), and /health says which GPU stopped
+        from support import http_get
+
+        assert http_get(f"http://127.0.0.1:{collector.port}/health", timeout=5) == (
+            200, b"OK; lost GPU 1 (its series stop)")
         assert "Traceback" not in collector.log()
     finally:
         collector.end()
