@@ -79,8 +79,9 @@ LABEL_REFRESH_S = 10.0
 HEALTH_CHECK_S = 5.0
 HEALTH_HOLD_S = 60.0
 HEALTH_COUNTER = "DCGM_EXP_GPU_HEALTH_STATUS"
-# The engine's per-field costs are read this often: enough for a 15 s scrape, one call each.
-FIELD_COSTS_EVERY_S = 1.0
+# Once a second the sampler reads the engine's per-field costs (enough for a 15 s scrape) and
+# asks DCGM for the status of each GPU (one call per GPU: cheap even on a remote hostengine).
+HOUSEKEEPING_EVERY_S = 1.0
 
 
 @dataclass
@@ -423,7 +424,11 @@ class Sampler:
         if self._health_group is not None and time.monotonic() >= self._next_health and not lost:
             self._check_health()  # a failed check is counted, but samples still flow
         if started >= self._next_costs and not lost:
+            self._next_costs = started + HOUSEKEEPING_EVERY_S
             self._read_field_costs()
+            # a GPU DCGM lost without failing a drain (its values just go blank) is found here,
+            # so that /health can say which one stopped
+            self._remove_lost_gpus()
         stats.ticks += 1
         if newest:
             stats.last_sample_time = newest / 1e6
@@ -455,7 +460,6 @@ class Sampler:
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
 
     def _read_field_costs(self) -> None:
-        self._next_costs = time.monotonic() + FIELD_COSTS_EVERY_S
         costs = self.handle.field_costs()
         if not costs:
             return

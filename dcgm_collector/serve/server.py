@@ -504,7 +504,9 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("health check failed: %s", error)
             ok, reason = False, f"health check failed: {type(error).__name__}"
         if ok:
-            self._send(200, b"OK", PLAIN_TYPE)
+            # healthy, perhaps with a note ("OK; lost GPU 1 ...") on one line
+            note = " ".join((reason or "").split())
+            self._send(200, note.encode() if note.startswith("OK; ") else b"OK", PLAIN_TYPE)
         else:
             self._send(503, _lines(reason or "unhealthy"), PLAIN_TYPE)
 

@@ -291,9 +291,10 @@ static void correct(nvml_source *s, nvml_energy *e, const nvml_slow_cell *c)
     e->have_base = 1;
     e->base_rel = c->read_rel;
     e->base_mj = true_mj;
-    /* what has been drawn since the read, at the latest power */
-    e->integral_mj = e->have_power && e->power_rel > c->read_rel
-                         ? e->power_mw * (double)(e->power_rel - c->read_rel) / 1e6 : 0.0;
+    /* the integral now runs from the moment of the true read: what was drawn since, at the
+     * latest power -- negative when the latest power reading came before the true read, so that
+     * the next trapezoid (which starts at that reading) does not count that stretch twice */
+    e->integral_mj = e->have_power ? e->power_mw * (double)(e->power_rel - c->read_rel) / 1e6 : 0.0;
     (void)s;
 }
 

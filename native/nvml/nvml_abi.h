@@ -67,6 +67,13 @@ typedef enum nvmlEnableState_enum {
     NVML_FEATURE_ENABLED = 1
 } nvmlEnableState_t;
 
+/* Windows driver models; NVML on Linux answers NOT_SUPPORTED for them */
+typedef enum nvmlDriverModel_enum {
+    NVML_DRIVER_WDDM = 0,
+    NVML_DRIVER_WDM = 1,
+    NVML_DRIVER_MCDM = 2
+} nvmlDriverModel_t;
+
 typedef enum nvmlBrandType_enum {
     NVML_BRAND_UNKNOWN = 0,
     NVML_BRAND_QUADRO = 1,

@@ -701,6 +701,41 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlE
     return nvml_end(rc);
 }
 
+/* A data-centre GPU drives no display: both answers are DISABLED. */
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device, nvmlEnableState_t *display)
+{
+    BEGIN_DEVICE(NVML_FN_DISPLAY, device);
+    if (display == NULL)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    *display = NVML_FEATURE_DISABLED;
+    return nvml_end(NVML_SUCCESS);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device, nvmlEnableState_t *isActive)
+{
+    BEGIN_DEVICE(NVML_FN_DISPLAY, device);
+    if (isActive == NULL)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    *isActive = NVML_FEATURE_DISABLED;
+    return nvml_end(NVML_SUCCESS);
+}
+
+/* Driver models (WDDM, WDM, MCDM) are a Windows notion: on Linux NVML answers NOT_SUPPORTED. */
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetDriverModel(nvmlDevice_t device, nvmlDriverModel_t *current,
+                                                  nvmlDriverModel_t *pending)
+{
+    BEGIN_DEVICE(NVML_FN_DRIVER_MODEL, device);
+    if (current == NULL && pending == NULL)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    return nvml_end(NVML_ERROR_NOT_SUPPORTED);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetDriverModel_v2(nvmlDevice_t device, nvmlDriverModel_t *current,
+                                                     nvmlDriverModel_t *pending)
+{
+    return nvmlDeviceGetDriverModel(device, current, pending);
+}
+
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                               unsigned int *pendingMode)
 {

@@ -267,6 +267,37 @@ def test_costly_fields_are_read_at_their_own_cadence_and_shown_in_self_metrics(t
         sim.end()
 
 
+def test_a_hostengine_in_nvml_mode_serves_a_remote_collector(tmp_path):
+    """Remote collection from a node without DCGM: the engine's hostengine reads NVML, the
+    collector reaches it with -r exactly as it reaches NVIDIA's nv-hostengine."""
+    from test_hostengine import _start
+
+    env = _nvml_env(DCGM_SIM_SCENARIO="2", DCGM_SIM_NVML_TIME_US=str(FROZEN_US))
+    hostengine = _start(tmp_path, "--port", "0", "--nvml", env=env)
+    try:
+        from dcgm_collector.engine import library_path
+
+        # the collector's side has no DCGM either: the engine's libdcgm.so.4 is its client library
+        collector = NvmlCollector(tmp_path, _env(), "-r", hostengine.address, "--dcgm-lib", str(library_path()))
+        try:
+            text = wait_for(lambda: (t := collector.metrics()) and len(by_gpu(t, "DCGM_FI_DEV_GPU_TEMP")) == 2 and t,
+                            what="2 GPUs through the NVML hostengine", log=collector.log)
+            reference_env = dict(env, LD_LIBRARY_PATH=str(Path(env["DCGM_ENGINE_NVML_LIB"]).parent))
+            reference = json.loads(subprocess.run([sys.executable, "-c", REFERENCE], env=reference_env, check=True,
+                                                  capture_output=True, text=True, timeout=60).stdout)
+            for gpu, (_, temp) in by_gpu(text, "DCGM_FI_DEV_GPU_TEMP").items():
+                assert temp == reference[gpu]["temp"]
+            for gpu, (_, used) in by_gpu(text, "DCGM_FI_DEV_FB_USED").items():
+                assert used == reference[gpu]["fb_used"]
+            # the engine's per-field costs stay in the hostengine's process: nothing claims otherwise here
+            assert "dcgm_collector_field_reads_total" not in text
+            assert fresh(text) and value(text, "dcgm_collector_up") == 1
+        finally:
+            collector.end()
+    finally:
+        assert hostengine.stop() == 0
+
+
 def test_a_driver_not_loaded_yet_is_retried_until_it_is(tmp_path):
     """nvmlInit failing (the driver being installed or reloaded) does not end the collector:
     it serves its own metrics, /health says why, and it starts the engine once NVML answers."""

@@ -26,6 +26,7 @@ NOT_IN_REFERENCE = {
     "DCGM_SIM_NVML_ABI_H",  # include guard
     "nvmlComputeMode_t", "NVML_COMPUTEMODE_DEFAULT", "NVML_COMPUTEMODE_EXCLUSIVE_THREAD",
     "NVML_COMPUTEMODE_PROHIBITED", "NVML_COMPUTEMODE_EXCLUSIVE_PROCESS",
+    "nvmlDriverModel_t", "NVML_DRIVER_WDDM", "NVML_DRIVER_WDM", "NVML_DRIVER_MCDM",
 }
 
 # What an NVML reader passes across the ABI: all must be declared, so all are checked.

@@ -172,3 +172,16 @@ def test_gpustat_runs_against_the_simulated_library(scenario, tmp_path):
     report = json.loads(done.stdout)
     assert [g["name"] for g in report["gpus"]] == ["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA L4"]
     assert all(g["temperature.gpu"] > 0 and g["memory.total"] > 0 for g in report["gpus"])
+
+
+def test_nvitop_runs_against_the_simulated_library(scenario, tmp_path):
+    """nvitop (nvidia-ml-py underneath) prints its one-shot table without a missing entry point."""
+    nvitop = shutil.which("nvitop", path=os.path.dirname(sys.executable)) or shutil.which("nvitop")
+    assert nvitop is not None, "nvitop (in the test extra) is not installed"
+    done = subprocess.run([nvitop, "--once", "--ascii"], env=_env(scenario), capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "ERROR" not in done.stderr and "undefined symbol" not in done.stderr, done.stderr
+    assert "Driver Version: " in done.stdout
+    rows = [line for line in done.stdout.splitlines() if "H100 80GB HBM3" in line or "L4" in line]
+    assert len(rows) == 3, done.stdout
