@@ -337,19 +337,8 @@ class Target:
         except (DcgmError, ValueError, OSError) as error:
             self._count(error)
             return self._failed(f"cannot reach hostengine at {self.address}: {error}")
-        try:
-            with self._lock:
-                if self._stop.is_set():
-                    handle.close()
-                    return False
-                self._build(handle, self.counters)
-        except (DcgmError, TargetError, RuntimeError, ValueError) as error:
-            self._count(error)
-            handle.close()
-            return self._failed(f"hostengine at {self.address}: cannot start sampling: {error}")
-        except BaseException:
-            handle.close()
-            raise
+        if not self._build_new(handle, f"hostengine at {self.address}"):
+            return False
         if self._connected_once:
             self.reconnects += 1
             log.info("%sreconnected to the hostengine at %s (%d GPUs)", self._prefix(), self.address,
@@ -370,6 +359,17 @@ class Target:
             return self._failed(f"cannot start DCGM embedded: {error}")
         except Exception as error:   # the opener's own refusal of another status: say it, keep trying
             return self._failed(str(error))
+        if not self._build_new(handle, "DCGM embedded"):
+            return False
+        log.info("DCGM embedded started after %d failed attempts (%d GPUs)", self.backoff.failures,
+                 len(self.generation.topology.gpus))   # type: ignore[union-attr]
+        self._connected_once = True
+        self.backoff.reset()
+        self._set_state(State.UP, "OK")
+        return True
+
+    def _build_new(self, handle: Handle, what: str) -> bool:
+        """A generation on a freshly opened handle; False (the handle closed) when stopping or it fails."""
         try:
             with self._lock:
                 if self._stop.is_set():
@@ -379,12 +379,10 @@ class Target:
         except (DcgmError, TargetError, RuntimeError, ValueError) as error:
             self._count(error)
             handle.close()
-            return self._failed(f"DCGM embedded: cannot start sampling: {error}")
-        log.info("DCGM embedded started after %d failed attempts (%d GPUs)", self.backoff.failures,
-                 len(self.generation.topology.gpus))   # type: ignore[union-attr]
-        self._connected_once = True
-        self.backoff.reset()
-        self._set_state(State.UP, "OK")
+            return self._failed(f"{what}: cannot start sampling: {error}")
+        except BaseException:
+            handle.close()
+            raise
         return True
 
     def _failed(self, reason: str) -> bool:

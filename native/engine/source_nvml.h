@@ -219,6 +219,11 @@ void nvml_src_mark_lost(nvml_source *s, unsigned int gpu, int64_t t_rel);
 void nvml_src_count_read(nvml_source *s, unsigned short f, uint64_t ns);
 
 /* source_nvml_fields.c */
+/* one id of nvmlDeviceGetFieldValues; the call's status, else the entry's own */
+nvmlReturn_t nvml_src_read_field(nvml_source *s, nvmlDevice_t dev, unsigned int nvml_id,
+                                 unsigned int scope, nvmlFieldValue_t *fv);
+/* a field value as an int64, whichever member NVML filled */
+int64_t nvml_src_field_i64(const nvmlFieldValue_t *v);
 int nvml_fields_is_mapped(const nvml_source *s, unsigned short f);
 int nvml_fields_sample(nvml_source *s, unsigned int gpu, unsigned short f, int64_t t_rel,
                        sim_value *out);

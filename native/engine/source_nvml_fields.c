@@ -196,7 +196,7 @@ static const char *brand_name(nvmlBrandType_t b)
 }
 
 /* a field value as an int64, whichever member NVML filled */
-static int64_t field_value_i64(const nvmlFieldValue_t *v)
+int64_t nvml_src_field_i64(const nvmlFieldValue_t *v)
 {
     switch (v->valueType) {
     case NVML_VALUE_TYPE_DOUBLE: return (int64_t)v->value.dVal;
@@ -210,8 +210,8 @@ static int64_t field_value_i64(const nvmlFieldValue_t *v)
     }
 }
 
-static nvmlReturn_t read_field(nvml_source *s, nvmlDevice_t dev, unsigned int nvml_id,
-                               unsigned int scope, nvmlFieldValue_t *fv)
+nvmlReturn_t nvml_src_read_field(nvml_source *s, nvmlDevice_t dev, unsigned int nvml_id,
+                                 unsigned int scope, nvmlFieldValue_t *fv)
 {
     memset(fv, 0, sizeof *fv);
     fv->fieldId = nvml_id;
@@ -235,8 +235,8 @@ static nvmlReturn_t nvlink_rate(nvml_source *s, nvml_gpu *g, unsigned int scope,
         r = fv[0].nvmlReturn != NVML_SUCCESS ? fv[0].nvmlReturn : fv[1].nvmlReturn;
     if (r != NVML_SUCCESS)
         return r;
-    unsigned long long kib = (unsigned long long)field_value_i64(&fv[0]) +
-                             (unsigned long long)field_value_i64(&fv[1]);
+    unsigned long long kib = (unsigned long long)nvml_src_field_i64(&fv[0]) +
+                             (unsigned long long)nvml_src_field_i64(&fv[1]);
     nvml_nvlink_prev *prev = &g->nvlink[scope == ALL_LINKS ? NVML_NVLINK_MAX_LINKS : scope];
     int64_t rate = 0;
     if (prev->have && t_rel > prev->t_rel && kib >= prev->kib)
@@ -316,7 +316,7 @@ static nvmlReturn_t read_mapped(nvml_source *s, unsigned int gpu, const field_ma
         break;
     case RK_FIELD_UINT_TEMP:
         /* DCGM reads value.uiVal whatever valueType says; over 200 is no reading */
-        if ((r = read_field(s, dev, m->arg, 0, &fv)) == NVML_SUCCESS && fv.value.uiVal <= 200)
+        if ((r = nvml_src_read_field(s, dev, m->arg, 0, &fv)) == NVML_SUCCESS && fv.value.uiVal <= 200)
             sim_put_int(out, fv.value.uiVal);
         break;
     case RK_POWER:
@@ -364,8 +364,8 @@ static nvmlReturn_t read_mapped(nvml_source *s, unsigned int gpu, const field_ma
         }
         break;
     case RK_FIELD:
-        if ((r = read_field(s, dev, m->arg, 0, &fv)) == NVML_SUCCESS)
-            sim_put_int(out, field_value_i64(&fv));
+        if ((r = nvml_src_read_field(s, dev, m->arg, 0, &fv)) == NVML_SUCCESS)
+            sim_put_int(out, nvml_src_field_i64(&fv));
         break;
     case RK_RETIRED_PAGES: {
         /* a count only: no address array, so INSUFFICIENT_SIZE is the answer to expect */

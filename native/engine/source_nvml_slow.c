@@ -74,14 +74,9 @@ static int64_t wanted_for(int64_t period_us)
 static nvmlReturn_t read_energy(nvml_source *s, nvmlDevice_t dev, unsigned long long *mj)
 {
     nvmlFieldValue_t fv;
-    memset(&fv, 0, sizeof fv);
-    fv.fieldId = NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION;
-    nvmlReturn_t r = s->api.fields(dev, 1, &fv);
+    nvmlReturn_t r = nvml_src_read_field(s, dev, NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, 0, &fv);
     if (r == NVML_SUCCESS)
-        r = fv.nvmlReturn;
-    if (r == NVML_SUCCESS)
-        *mj = fv.valueType == NVML_VALUE_TYPE_DOUBLE ? (unsigned long long)fv.value.dVal
-                                                     : fv.value.ullVal;
+        *mj = (unsigned long long)nvml_src_field_i64(&fv);
     return r;
 }
 
@@ -257,13 +252,9 @@ static void ask(nvml_source *s, nvml_slow_cell *c, int64_t now)
 static nvmlReturn_t instant_power_mw(nvml_source *s, nvmlDevice_t dev, double *mw)
 {
     nvmlFieldValue_t fv;
-    memset(&fv, 0, sizeof fv);
-    fv.fieldId = NVML_FI_DEV_POWER_INSTANT;
-    nvmlReturn_t r = s->api.fields(dev, 1, &fv);
-    if (r == NVML_SUCCESS)
-        r = fv.nvmlReturn;
+    nvmlReturn_t r = nvml_src_read_field(s, dev, NVML_FI_DEV_POWER_INSTANT, 0, &fv);
     if (r == NVML_SUCCESS) {
-        *mw = fv.valueType == NVML_VALUE_TYPE_DOUBLE ? fv.value.dVal : (double)fv.value.uiVal;
+        *mw = fv.valueType == NVML_VALUE_TYPE_DOUBLE ? fv.value.dVal : (double)nvml_src_field_i64(&fv);
         return r;
     }
     unsigned int u = 0;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../dcgm_abi.h"
 
@@ -82,6 +83,30 @@ static inline void sleep_ms(int ms)
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+/* Writes a scenario to /tmp/<program>_<pid>_<tag>.toml; the path stays valid until the next call. */
+static inline char *write_scenario_as(const char *program, const char *tag, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/%s_%d_%s.toml", program, (int)getpid(), tag);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* The simulated libnvidia-ml.so.1 of a build folder, as an absolute path: the engine
+ * and the test then dlopen the very same instance (one simulated clock). */
+static inline void nvml_library_in(const char *build_dir, char *out, size_t len)
+{
+    char *dir = realpath(build_dir, NULL);
+    snprintf(out, len, "%s/libnvidia-ml.so.1", dir ? dir : build_dir);
+    free(dir);
 }
 
 #ifdef CHECK_SCRATCH_FILES

@@ -48,16 +48,7 @@ static dcgmFieldGrp_t make_field_group(const char *name, const unsigned short *i
 
 static char *write_scenario(const char *tag, const char *text)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "/tmp/test_api_%d_%s.toml", (int)getpid(), tag);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fputs(text, f);
-    fclose(f);
-    return path;
+    return write_scenario_as("test_api", tag, text);
 }
 
 /* ---- record collection through callbacks --------------------------------- */

@@ -197,9 +197,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
         return 2;
     }
-    char *dir = realpath(argv[1], NULL);
-    snprintf(nvml_path, sizeof nvml_path, "%s/libnvidia-ml.so.1", dir ? dir : argv[1]);
-    free(dir);
+    nvml_library_in(argv[1], nvml_path, sizeof nvml_path);
     setenv("DCGM_SIM_NVML_COSTS", "off", 1);
     unsetenv("DCGM_SIM_NVML_TIME_US");
     void *lib = load_library(argv[1]);

@@ -145,16 +145,7 @@ static void test_lost_gpu(void)
 
 static const char *write_scenario(const char *tag, const char *text)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "/tmp/test_nvml_source_%d_%s.toml", (int)getpid(), tag);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fputs(text, f);
-    fclose(f);
-    return path;
+    return write_scenario_as("test_nvml_source", tag, text);
 }
 
 static dcgmFieldGrp_t make_field_group(const char *name, const unsigned short *ids, int n)
@@ -500,9 +491,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
         return 2;
     }
-    char *dir = realpath(argv[1], NULL);
-    snprintf(nvml_path, sizeof nvml_path, "%s/libnvidia-ml.so.1", dir ? dir : argv[1]);
-    free(dir);
+    nvml_library_in(argv[1], nvml_path, sizeof nvml_path);
     setenv("DCGM_SIM_NVML_COSTS", "off", 1);
     setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
     void *lib = load_library(argv[1]);
