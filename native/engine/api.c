@@ -412,6 +412,34 @@ dcgmReturn_t dcgmGroupRemoveEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupI
     API_CALL(pDcgmHandle, group_remove_entity, groupId, entityGroupId, entityId);
 }
 
+dcgmReturn_t dcgmGroupRemoveDevice(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                   unsigned int gpuId)
+{
+    API_CALL(pDcgmHandle, group_remove_entity, groupId, DCGM_FE_GPU, gpuId);
+}
+
+/* Every group's id, ascending, DCGM's own two included (DcgmGroupManager::GetAllGroupIds).
+ * groupIdList holds DCGM_MAX_NUM_GROUPS entries, as DCGM's callers size it. */
+dcgmReturn_t dcgmGroupGetAllIds(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupIdList[],
+                                unsigned int *count)
+{
+    if (!groupIdList || !count)
+        return DCGM_ST_BADPARAM;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    engine_group_ids ids;
+    rc = (dcgmReturn_t)b->ops->group_get_all_ids(b->impl, &ids);
+    api_leave(b);
+    if (rc == DCGM_ST_OK) {
+        for (unsigned int i = 0; i < ids.count && i < DCGM_MAX_NUM_GROUPS; i++)
+            groupIdList[i] = (dcgmGpuGrp_t)ids.ids[i];
+        *count = ids.count;
+    }
+    return rc;
+}
+
 dcgmReturn_t dcgmGroupDestroy(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId)
 {
     API_CALL(pDcgmHandle, group_destroy, groupId);

@@ -39,6 +39,7 @@ typedef struct backend_ops {
                                dcgm_field_eid_t entity);
     int (*group_destroy)(void *self, dcgmGpuGrp_t id);
     int (*group_get_info)(void *self, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info);
+    int (*group_get_all_ids)(void *self, engine_group_ids *out);
     int (*field_group_create)(void *self, int count, const unsigned short *field_ids,
                               const char *name, dcgmFieldGrp_t *id);
     int (*field_group_destroy)(void *self, dcgmFieldGrp_t id);

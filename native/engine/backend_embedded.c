@@ -81,6 +81,11 @@ static int embedded_group_destroy(void *self, dcgmGpuGrp_t id)
     return engine_group_destroy(self, id);
 }
 
+static int embedded_group_get_all_ids(void *self, engine_group_ids *out)
+{
+    return engine_group_get_all_ids(self, out);
+}
+
 static int embedded_group_get_info(void *self, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info)
 {
     return engine_group_get_info(self, id, info);
@@ -260,6 +265,7 @@ const backend_ops embedded_backend_ops = {
     .group_remove_entity = embedded_group_remove_entity,
     .group_destroy = embedded_group_destroy,
     .group_get_info = embedded_group_get_info,
+    .group_get_all_ids = embedded_group_get_all_ids,
     .field_group_create = embedded_field_group_create,
     .field_group_destroy = embedded_field_group_destroy,
     .field_group_get_info = embedded_field_group_get_info,

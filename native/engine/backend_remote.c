@@ -81,6 +81,11 @@ static int remote_op_group_destroy(void *self, dcgmGpuGrp_t id)
     return remote_group_destroy(self, id);
 }
 
+static int remote_op_group_get_all_ids(void *self, engine_group_ids *out)
+{
+    return remote_group_get_all_ids(self, out);
+}
+
 static int remote_op_group_get_info(void *self, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info)
 {
     return remote_group_get_info(self, id, info);
@@ -253,6 +258,7 @@ const backend_ops remote_backend_ops = {
     .group_remove_entity = remote_op_group_remove_entity,
     .group_destroy = remote_op_group_destroy,
     .group_get_info = remote_op_group_get_info,
+    .group_get_all_ids = remote_op_group_get_all_ids,
     .field_group_create = remote_op_field_group_create,
     .field_group_destroy = remote_op_field_group_destroy,
     .field_group_get_info = remote_op_field_group_get_info,

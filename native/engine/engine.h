@@ -73,6 +73,12 @@ int engine_group_remove_entity(sim_engine *engine, dcgmGpuGrp_t id,
                                dcgm_field_entity_group_t group, dcgm_field_eid_t entity);
 int engine_group_destroy(sim_engine *engine, dcgmGpuGrp_t id);
 int engine_group_get_info(sim_engine *engine, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info);
+/* Every group id, DCGM's own two included, ascending (dcgmGroupGetAllIds). */
+typedef struct engine_group_ids {
+    unsigned int count;
+    unsigned int ids[DCGM_MAX_NUM_GROUPS];
+} engine_group_ids;
+int engine_group_get_all_ids(sim_engine *engine, engine_group_ids *out);
 
 int engine_field_group_create(sim_engine *engine, engine_owner owner, int count,
                               const unsigned short *field_ids, const char *name,

@@ -35,15 +35,19 @@ int engine_groups_init(sim_engine *e)
         if (!g)
             return DCGM_ST_MEMORY;
         g->used = 1;
+        g->id = (unsigned int)i;
         g->owner = OWNER_INTERNAL;
         snprintf(g->name, sizeof g->name, "%s", internal_group_names[i]);
         e->groups[i] = g;
     }
+    e->next_group_id = ENGINE_FIRST_USER_GROUP;
+    e->next_field_group_id = ENGINE_FIRST_USER_FIELD_GROUP;
     for (int i = 0; i < ENGINE_FIRST_USER_FIELD_GROUP; i++) {
         engine_field_group *fg = calloc(1, sizeof *fg);
         if (!fg)
             return DCGM_ST_MEMORY;
         fg->used = 1;
+        fg->id = (unsigned int)i;
         fg->owner = OWNER_INTERNAL;
         snprintf(fg->name, sizeof fg->name, "%s", internal_field_groups[i].name);
         for (int k = 0; k < 8 && internal_field_groups[i].ids[k]; k++)
@@ -102,6 +106,15 @@ static int is_instance(const engine_entity *x) { return x->group == DCGM_FE_GPU_
 static int is_compute_instance(const engine_entity *x) { return x->group == DCGM_FE_GPU_CI; }
 static int is_any(const engine_entity *x) { return x->group != DCGM_FE_NONE; }
 
+/* the slot holding group id32, or -1 */
+static int group_slot_of(const sim_engine *e, unsigned int id32)
+{
+    for (int i = 0; i < ENGINE_MAX_GROUPS; i++)
+        if (e->groups[i] && e->groups[i]->id == id32)
+            return i;
+    return -1;
+}
+
 engine_group *engine_group_slot_locked(sim_engine *e, dcgmGpuGrp_t id)
 {
     unsigned int id32 = engine_id32(id);
@@ -109,9 +122,8 @@ engine_group *engine_group_slot_locked(sim_engine *e, dcgmGpuGrp_t id)
         id32 = 0;
     else if (id32 == DCGM_GROUP_ALL_NVSWITCHES)
         id32 = 1;
-    if (id32 >= ENGINE_MAX_GROUPS || !e->groups[id32])
-        return NULL;
-    return e->groups[id32];
+    int slot = group_slot_of(e, id32);
+    return slot < 0 ? NULL : e->groups[slot];
 }
 
 int engine_group_entities_locked(sim_engine *e, dcgmGpuGrp_t id,
@@ -142,9 +154,10 @@ int engine_group_entities_locked(sim_engine *e, dcgmGpuGrp_t id,
     default:
         break;
     }
-    if (id32 >= ENGINE_MAX_GROUPS || !e->groups[id32])
+    int slot = group_slot_of(e, id32);
+    if (slot < 0)
         return DCGM_ST_NOT_CONFIGURED;
-    const engine_group *g = e->groups[id32];
+    const engine_group *g = e->groups[slot];
     memcpy(out, g->entities, g->count * sizeof *out);
     *count = g->count;
     return DCGM_ST_OK;
@@ -209,8 +222,9 @@ int engine_group_create(sim_engine *e, engine_owner owner, dcgmGroupType_t type,
     if (rc == DCGM_ST_OK && slot >= ENGINE_MAX_GROUPS)
         rc = DCGM_ST_MAX_LIMIT;
     if (rc == DCGM_ST_OK) {
+        g->id = e->next_group_id++;
         e->groups[slot] = g;
-        *id = (dcgmGpuGrp_t)slot;
+        *id = (dcgmGpuGrp_t)g->id;
         g = NULL;
     }
     pthread_mutex_unlock(&e->lock);
@@ -221,9 +235,8 @@ int engine_group_create(sim_engine *e, engine_owner owner, dcgmGroupType_t type,
 static engine_group *user_group_locked(sim_engine *e, dcgmGpuGrp_t id)
 {
     unsigned int id32 = engine_id32(id);
-    if (id32 < ENGINE_FIRST_USER_GROUP || id32 >= ENGINE_MAX_GROUPS)
-        return NULL;
-    return e->groups[id32];
+    int slot = id32 < ENGINE_FIRST_USER_GROUP ? -1 : group_slot_of(e, id32);
+    return slot < 0 ? NULL : e->groups[slot];
 }
 
 static int find_member(const engine_group *g, dcgm_field_entity_group_t group,
@@ -289,7 +302,7 @@ int engine_group_destroy(sim_engine *e, dcgmGpuGrp_t id)
     pthread_mutex_lock(&e->lock);
     engine_group *g = user_group_locked(e, id);
     if (g) {
-        e->groups[engine_id32(id)] = NULL;
+        e->groups[group_slot_of(e, g->id)] = NULL;
         free(g);
     }
     pthread_mutex_unlock(&e->lock);
@@ -315,14 +328,41 @@ int engine_group_get_info(sim_engine *e, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info
     return rc;
 }
 
+static int by_id(const void *a, const void *b)
+{
+    unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+    return x < y ? -1 : x > y;
+}
+
+int engine_group_get_all_ids(sim_engine *e, engine_group_ids *out)
+{
+    if (!e || !out)
+        return DCGM_ST_BADPARAM;
+    pthread_mutex_lock(&e->lock);
+    out->count = 0;
+    for (int i = 0; i < ENGINE_MAX_GROUPS && out->count < DCGM_MAX_NUM_GROUPS; i++)
+        if (e->groups[i])
+            out->ids[out->count++] = e->groups[i]->id;
+    pthread_mutex_unlock(&e->lock);
+    qsort(out->ids, out->count, sizeof out->ids[0], by_id);
+    return DCGM_ST_OK;
+}
+
 /* ---- field groups -------------------------------------------------------- */
+
+/* the slot holding field group id32, or -1 */
+static int field_group_slot_of(const sim_engine *e, unsigned int id32)
+{
+    for (int i = 0; i < ENGINE_MAX_FIELD_GROUPS; i++)
+        if (e->field_groups[i] && e->field_groups[i]->id == id32)
+            return i;
+    return -1;
+}
 
 const engine_field_group *engine_field_group_locked(const sim_engine *e, dcgmFieldGrp_t id)
 {
-    unsigned int id32 = engine_id32(id);
-    if (id32 >= ENGINE_MAX_FIELD_GROUPS)
-        return NULL;
-    return e->field_groups[id32];
+    int slot = field_group_slot_of(e, engine_id32(id));
+    return slot < 0 ? NULL : e->field_groups[slot];
 }
 
 static int name_taken(const sim_engine *e, const char *name)
@@ -364,8 +404,9 @@ int engine_field_group_create(sim_engine *e, engine_owner owner, int count,
     if (rc == DCGM_ST_OK && slot >= ENGINE_MAX_FIELD_GROUPS)
         rc = DCGM_ST_MAX_LIMIT;
     if (rc == DCGM_ST_OK) {
+        fg->id = e->next_field_group_id++;
         e->field_groups[slot] = fg;
-        *id = (dcgmFieldGrp_t)slot;
+        *id = (dcgmFieldGrp_t)fg->id;
         fg = NULL;
     }
     pthread_mutex_unlock(&e->lock);
@@ -380,10 +421,10 @@ int engine_field_group_destroy(sim_engine *e, dcgmFieldGrp_t id)
     unsigned int id32 = engine_id32(id);
     pthread_mutex_lock(&e->lock);
     int rc = DCGM_ST_NOT_CONFIGURED;
-    if (id32 >= ENGINE_FIRST_USER_FIELD_GROUP &&
-        id32 < ENGINE_MAX_FIELD_GROUPS && e->field_groups[id32]) {
-        free(e->field_groups[id32]);
-        e->field_groups[id32] = NULL;
+    int slot = id32 < ENGINE_FIRST_USER_FIELD_GROUP ? -1 : field_group_slot_of(e, id32);
+    if (slot >= 0) {
+        free(e->field_groups[slot]);
+        e->field_groups[slot] = NULL;
         rc = DCGM_ST_OK;
     }
     pthread_mutex_unlock(&e->lock);
@@ -409,7 +450,7 @@ int engine_field_group_get_info(sim_engine *e, dcgmFieldGroupInfo_v1 *info)
     pthread_mutex_lock(&e->lock);
     const engine_field_group *fg = engine_field_group_locked(e, info->fieldGroupId);
     if (fg)
-        describe(fg, engine_id32(info->fieldGroupId), info);
+        describe(fg, fg->id, info);
     pthread_mutex_unlock(&e->lock);
     return fg ? DCGM_ST_OK : DCGM_ST_NOT_CONFIGURED;
 }
@@ -424,7 +465,7 @@ int engine_field_group_get_all(sim_engine *e, dcgmAllFieldGroup_v1 *all)
     unsigned int n = 0;
     for (unsigned int i = 0; i < ENGINE_MAX_FIELD_GROUPS; i++)
         if (e->field_groups[i])
-            describe(e->field_groups[i], i, &all->fieldGroups[n++]);
+            describe(e->field_groups[i], e->field_groups[i]->id, &all->fieldGroups[n++]);
     all->numFieldGroups = n;
     pthread_mutex_unlock(&e->lock);
     return DCGM_ST_OK;

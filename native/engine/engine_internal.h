@@ -76,6 +76,7 @@ typedef struct engine_series {
 
 typedef struct engine_group {
     int used;
+    unsigned int id;             /* DCGM's ids only grow: never the slot it sits in */
     engine_owner owner;
     char name[DCGM_MAX_STR_LENGTH];
     unsigned int count;
@@ -87,6 +88,7 @@ typedef struct engine_group {
 
 typedef struct engine_field_group {
     int used;
+    unsigned int id;
     engine_owner owner;
     char name[DCGM_MAX_STR_LENGTH];
     unsigned int count;
@@ -127,6 +129,10 @@ struct sim_engine {
     size_t n_entities, cap_entities;
     engine_group *groups[ENGINE_MAX_GROUPS];
     engine_field_group *field_groups[ENGINE_MAX_FIELD_GROUPS];
+    /* the next ids handed out: a sequence, as DCGM's group managers keep
+     * (DcgmGroupManager::GetNextGroupId, DcgmFieldGroupManager), so an id
+     * is never reused after a delete */
+    unsigned int next_group_id, next_field_group_id;
     engine_series *buckets[ENGINE_HASH_BUCKETS];
     size_t n_series;
     /* per field id: samples taken by passes, and those taken more than half a

@@ -83,6 +83,11 @@ static int fill_fg_all(sim_engine *e, const wire_request *req, void *p)
     return engine_field_group_get_all(e, p);
 }
 
+static int fill_group_ids(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_group_get_all_ids(e, p);
+}
+
 static int fill_prof(sim_engine *e, const wire_request *req, void *p)
 {
     return engine_prof_metric_groups(e, p);
@@ -376,6 +381,7 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op health = { sizeof(dcgmHostengineHealth_t), fill_health };
     static const inout_op attributes = { sizeof(dcgmDeviceAttributes_v3), fill_attributes };
     static const inout_op group_info = { sizeof(dcgmGroupInfo_v3), fill_group_info };
+    static const inout_op group_ids = { sizeof(engine_group_ids), fill_group_ids };
     switch (op) {
     case WIRE_OP_CREATE_FAKE_ENTITIES: return &fake;
     case WIRE_OP_MIG_HIERARCHY: return &mig;
@@ -386,6 +392,7 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_HOSTENGINE_HEALTH: return &health;
     case WIRE_OP_DEVICE_ATTRIBUTES: return &attributes;
     case WIRE_OP_GROUP_GET_INFO: return &group_info;
+    case WIRE_OP_GROUP_GET_ALL_IDS: return &group_ids;
     default: return NULL;
     }
 }

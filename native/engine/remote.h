@@ -87,6 +87,7 @@ typedef enum wire_op {
     WIRE_OP_VERSION_INFO,
     WIRE_OP_HOSTENGINE_HEALTH,
     WIRE_OP_START_TIME,
+    WIRE_OP_GROUP_GET_ALL_IDS,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -162,6 +163,7 @@ int remote_group_remove_entity(remote_conn *c, dcgmGpuGrp_t id,
                                dcgm_field_entity_group_t group, dcgm_field_eid_t entity);
 int remote_group_destroy(remote_conn *c, dcgmGpuGrp_t id);
 int remote_group_get_info(remote_conn *c, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *info);
+int remote_group_get_all_ids(remote_conn *c, engine_group_ids *out);
 
 int remote_field_group_create(remote_conn *c, int count, const unsigned short *field_ids,
                               const char *name, dcgmFieldGrp_t *id);

@@ -242,6 +242,12 @@ int remote_field_group_get_info(remote_conn *c, dcgmFieldGroupInfo_v1 *info)
     return call_struct(c, WIRE_OP_FIELD_GROUP_GET_INFO, info, sizeof *info);
 }
 
+int remote_group_get_all_ids(remote_conn *c, engine_group_ids *out)
+{
+    memset(out, 0, sizeof *out);
+    return call_struct(c, WIRE_OP_GROUP_GET_ALL_IDS, out, sizeof *out);
+}
+
 int remote_field_group_get_all(remote_conn *c, dcgmAllFieldGroup_v1 *all)
 {
     return call_struct(c, WIRE_OP_FIELD_GROUP_GET_ALL, all, sizeof *all);

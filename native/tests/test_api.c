@@ -273,6 +273,25 @@ static void test_groups(void)
     CHECK(info->count == 8, "default group has %u", info->count);
     for (int i = 0; i < made; i++)
         CHECK_RC(p_dcgmGroupDestroy(EMB, all[i]), DCGM_ST_OK);
+
+    /* ids only grow, as DCGM's sequence: a new group never takes a deleted one's id */
+    dcgmGpuGrp_t again = 0;
+    CHECK_RC(p_dcgmGroupCreate(EMB, DCGM_GROUP_EMPTY, "again", &again), DCGM_ST_OK);
+    CHECK(again > all[made - 1] && again > g, "new id %lu after %lu", (unsigned long)again,
+          (unsigned long)all[made - 1]);
+    CHECK_RC(p_dcgmGroupGetInfo(EMB, all[0], info), DCGM_ST_NOT_CONFIGURED);
+    /* every id, DCGM's own two included, ascending */
+    dcgmGpuGrp_t listed[DCGM_MAX_NUM_GROUPS];
+    unsigned int n_listed = 0;
+    CHECK_RC(p_dcgmGroupGetAllIds(EMB, listed, NULL), DCGM_ST_BADPARAM);
+    CHECK_RC(p_dcgmGroupGetAllIds(EMB, listed, &n_listed), DCGM_ST_OK);
+    CHECK(n_listed == 3 && listed[0] == 0 && listed[1] == 1 && listed[2] == again,
+          "ids: %u listed, last %lu", n_listed, (unsigned long)(n_listed ? listed[n_listed - 1] : 0));
+    /* RemoveDevice is RemoveEntity for a GPU */
+    CHECK_RC(p_dcgmGroupAddDevice(EMB, again, 3), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupRemoveDevice(EMB, again, 3), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupRemoveDevice(EMB, again, 3), DCGM_ST_BADPARAM);
+    CHECK_RC(p_dcgmGroupDestroy(EMB, again), DCGM_ST_OK);
     free(info);
 
     unsigned short ids[130];

@@ -204,6 +204,11 @@ static void same_script(dcgmHandle_t h, const char *tag)
     CHECK(info->count == 2 && strcmp(info->groupName, "remote-test") == 0, "%s: group %u %s",
           tag, info->count, info->groupName);
     free(info);
+    dcgmGpuGrp_t group_ids[DCGM_MAX_NUM_GROUPS];
+    unsigned int n_ids = 0;
+    CHECK_RC(p_dcgmGroupGetAllIds(h, group_ids, &n_ids), DCGM_ST_OK);
+    CHECK(n_ids >= 3 && group_ids[0] == 0 && group_ids[1] == 1 && group_ids[n_ids - 1] == group,
+          "%s: %u group ids", tag, n_ids);
 
     dcgmFieldGrp_t fg = 0, dup = 0;
     CHECK_RC(p_dcgmFieldGroupCreate(h, N_WATCHED, watched, "remote-fields", &fg), DCGM_ST_OK);
