@@ -420,9 +420,10 @@ int engine_field_group_destroy(sim_engine *e, dcgmFieldGrp_t id)
         return DCGM_ST_BADPARAM;
     unsigned int id32 = engine_id32(id);
     pthread_mutex_lock(&e->lock);
-    int rc = DCGM_ST_NOT_CONFIGURED;
-    int slot = id32 < ENGINE_FIRST_USER_FIELD_GROUP ? -1 : field_group_slot_of(e, id32);
-    if (slot >= 0) {
+    /* DcgmFieldGroupManager::RemoveFieldGroup: unknown -> NO_DATA, DCGM's own -> NO_PERMISSION */
+    int slot = field_group_slot_of(e, id32);
+    int rc = slot < 0 ? DCGM_ST_NO_DATA : DCGM_ST_NO_PERMISSION;
+    if (slot >= 0 && id32 >= ENGINE_FIRST_USER_FIELD_GROUP) {
         free(e->field_groups[slot]);
         e->field_groups[slot] = NULL;
         rc = DCGM_ST_OK;
@@ -452,7 +453,8 @@ int engine_field_group_get_info(sim_engine *e, dcgmFieldGroupInfo_v1 *info)
     if (fg)
         describe(fg, fg->id, info);
     pthread_mutex_unlock(&e->lock);
-    return fg ? DCGM_ST_OK : DCGM_ST_NOT_CONFIGURED;
+    /* DcgmFieldGroupManager::PopulateFieldGroupInfo answers NO_DATA for an unknown id */
+    return fg ? DCGM_ST_OK : DCGM_ST_NO_DATA;
 }
 
 int engine_field_group_get_all(sim_engine *e, dcgmAllFieldGroup_v1 *all)

@@ -343,7 +343,16 @@ static void test_groups(void)
     for (int i = 0; i < fmade; i++)
         CHECK_RC(p_dcgmFieldGroupDestroy(EMB, fgs[i]), DCGM_ST_OK);
     CHECK_RC(p_dcgmFieldGroupDestroy(EMB, fg), DCGM_ST_OK);
-    CHECK_RC(p_dcgmFieldGroupDestroy(EMB, fg), DCGM_ST_NOT_CONFIGURED);
+    CHECK_RC(p_dcgmFieldGroupDestroy(EMB, fg), DCGM_ST_NO_DATA);
+    CHECK_RC(p_dcgmFieldGroupDestroy(EMB, 0), DCGM_ST_NO_PERMISSION);   /* DCGM's own */
+    fi.version = dcgmFieldGroupInfo_version1;
+    fi.fieldGroupId = fg;
+    CHECK_RC(p_dcgmFieldGroupGetInfo(EMB, &fi), DCGM_ST_NO_DATA);   /* deleted: NO_DATA, as DCGM */
+    /* field group ids only grow too */
+    dcgmFieldGrp_t fg_again = 0;
+    CHECK_RC(p_dcgmFieldGroupCreate(EMB, 1, ids, "again", &fg_again), DCGM_ST_OK);
+    CHECK(fg_again > fg, "field group id %lu after %lu", (unsigned long)fg_again, (unsigned long)fg);
+    CHECK_RC(p_dcgmFieldGroupDestroy(EMB, fg_again), DCGM_ST_OK);
     stop_engine();
 }
 

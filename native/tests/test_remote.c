@@ -317,7 +317,7 @@ static void same_script(dcgmHandle_t h, const char *tag)
 
     CHECK_RC(p_dcgmUnwatchFields(h, group, fg), DCGM_ST_OK);
     CHECK_RC(p_dcgmFieldGroupDestroy(h, fg), DCGM_ST_OK);
-    CHECK_RC(p_dcgmFieldGroupDestroy(h, fg), DCGM_ST_NOT_CONFIGURED);
+    CHECK_RC(p_dcgmFieldGroupDestroy(h, fg), DCGM_ST_NO_DATA);
     CHECK_RC(p_dcgmGroupDestroy(h, group), DCGM_ST_OK);
     recs_free(r);
 }
