@@ -129,12 +129,14 @@ static int append_value(sim_engine *e, engine_series *s, int64_t ts, const sim_v
         if (!sample.str)
             return DCGM_ST_MEMORY;
     }
+    /* Samples go in timestamp order, as DCGM's cache keeps each series sorted: a sample
+     * injected with a future timestamp stays after the ones sampled before that time.
+     * Only an exact clash moves the new stamp on a microsecond (the append would
+     * otherwise replace the sample already there). */
     const engine_ring *r = &s->ring;
-    if (r->count > 0) {
-        int64_t last = engine_ring_at(r, r->count - 1)->ts;
-        if (ts <= last)
-            ts = last + 1;
-    }
+    for (size_t at = engine_ring_lower_bound(r, ts); at < r->count && engine_ring_at(r, at)->ts == ts;
+         at = engine_ring_lower_bound(r, ts))
+        ts++;
     return engine_series_append_locked(e, s, ts, &sample, now_us);
 }
 

@@ -667,6 +667,28 @@ static void test_cache(void)
     CHECK_RC(p_dcgmEmptyCache(EMB), DCGM_ST_OK);
     CHECK_RC(p_dcgmGetLatestValuesForFields(EMB, 3, &power, 1, &v), DCGM_ST_OK);
     CHECK(v.status == DCGM_ST_NOT_WATCHED, "after EmptyCache %d", v.status);
+
+    /* a value injected into a watched series with a future timestamp stays last: the
+     * series is kept in timestamp order, the samples taken meanwhile go before it */
+    CHECK_RC(p_dcgmWatchFieldValue(EMB, 1, F_TEMP, 100000, 30.0, 0), DCGM_ST_OK);
+    inj.fieldId = F_TEMP;
+    inj.fieldType = 'i';
+    inj.value.i64 = 99;
+    inj.ts = wall_us() + 10000000;
+    CHECK_RC(p_dcgmInjectFieldValue(EMB, 1, &inj), DCGM_ST_OK);
+    sleep_ms(450);
+    count = 100;
+    CHECK_RC(p_dcgmGetMultipleValuesForField(EMB, 1, F_TEMP, &count, 0, 0, DCGM_ORDER_ASCENDING,
+                                             vals), DCGM_ST_OK);
+    CHECK(count >= 4 && vals[count - 1].ts == inj.ts && vals[count - 1].value.i64 == 99,
+          "%d samples, last at %lld (injected at %lld)", count, (long long)vals[count - 1].ts,
+          (long long)inj.ts);
+    for (int i = 1; i < count; i++)
+        CHECK(vals[i].ts > vals[i - 1].ts, "sample %d at %lld after %lld", i, (long long)vals[i].ts,
+              (long long)vals[i - 1].ts);
+    CHECK(count < 2 || vals[count - 2].ts < wall_us(), "a sample taken now stamped %lld",
+          (long long)vals[count - 2].ts);
+    CHECK_RC(p_dcgmUnwatchFieldValue(EMB, 1, F_TEMP, 1), DCGM_ST_OK);
     free(vals);
     stop_engine();
 }
