@@ -334,6 +334,13 @@ typedef struct dcgmGroupEntityPair_s {
     dcgm_field_eid_t entityId;
 } dcgmGroupEntityPair_t;
 
+/* one error of a dcgmStatus_t list */
+typedef struct {
+    unsigned int gpuId;
+    short fieldId;
+    int status;
+} dcgmErrorInfo_t;
+
 /* ---- connecting and starting ------------------------------------------- */
 typedef struct dcgmConnectV2Params_v1_s {
     unsigned int version;

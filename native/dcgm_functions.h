@@ -36,6 +36,11 @@ DCGM_FN(dcgmReturn_t, dcgmGetEntityGroupEntities, (dcgmHandle_t dcgmHandle, dcgm
 DCGM_FN(dcgmReturn_t, dcgmGroupCreate, (dcgmHandle_t pDcgmHandle, dcgmGroupType_t type, const char *groupName, dcgmGpuGrp_t *pDcgmGrpId), (pDcgmHandle, type, groupName, pDcgmGrpId), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGroupAddEntity, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgm_field_entity_group_t entityGroupId, dcgm_field_eid_t entityId), (pDcgmHandle, groupId, entityGroupId, entityId), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGroupAddDevice, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, unsigned int gpuId), (pDcgmHandle, groupId, gpuId), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmStatusCreate, (dcgmStatus_t *statusHandle), (statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmStatusDestroy, (dcgmStatus_t statusHandle), (statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmStatusGetCount, (dcgmStatus_t statusHandle, unsigned int *count), (statusHandle, count), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmStatusPopError, (dcgmStatus_t statusHandle, dcgmErrorInfo_t *pDcgmErrorInfo), (statusHandle, pDcgmErrorInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmStatusClear, (dcgmStatus_t statusHandle), (statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGroupRemoveDevice, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, unsigned int gpuId), (pDcgmHandle, groupId, gpuId), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGroupGetAllIds, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupIdList[], unsigned int *count), (pDcgmHandle, groupIdList, count), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGroupRemoveEntity, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgm_field_entity_group_t entityGroupId, dcgm_field_eid_t entityId), (pDcgmHandle, groupId, entityGroupId, entityId), DCGM_ST_FUNCTION_NOT_FOUND) \

@@ -693,6 +693,27 @@ static void test_cache(void)
     stop_engine();
 }
 
+/* ---- status lists (caller side, as DCGM's) ------------------------------- */
+
+static void test_status(void)
+{
+    dcgmStatus_t st = 0;
+    CHECK_RC(p_dcgmStatusCreate(NULL), DCGM_ST_BADPARAM);
+    CHECK_RC(p_dcgmStatusCreate(&st), DCGM_ST_OK);
+    CHECK(st != 0, "status handle %lu", (unsigned long)st);
+    unsigned int n = 99;
+    CHECK_RC(p_dcgmStatusGetCount(st, &n), DCGM_ST_OK);
+    CHECK(n == 0, "fresh list holds %u", n);
+    dcgmErrorInfo_t err;
+    CHECK_RC(p_dcgmStatusPopError(st, &err), DCGM_ST_NO_DATA);
+    CHECK_RC(p_dcgmStatusPopError(st, NULL), DCGM_ST_BADPARAM);
+    CHECK_RC(p_dcgmStatusClear(st), DCGM_ST_OK);
+    CHECK_RC(p_dcgmStatusGetCount(0, &n), DCGM_ST_BADPARAM);
+    CHECK_RC(p_dcgmStatusClear(0), DCGM_ST_BADPARAM);
+    CHECK_RC(p_dcgmStatusDestroy(st), DCGM_ST_OK);
+    CHECK_RC(p_dcgmStatusDestroy(0), DCGM_ST_BADPARAM);
+}
+
 /* ---- MANUAL mode --------------------------------------------------------- */
 
 static void test_manual(void)
@@ -1147,7 +1168,7 @@ int main(int argc, char **argv)
     void *lib = load_library(argv[1]);
     const check_test tests[] = {
         { "lifecycle", test_lifecycle }, { "devices", test_devices },
-        { "groups", test_groups },       { "auto_sampling", test_auto_sampling },
+        { "groups", test_groups }, { "status", test_status },       { "auto_sampling", test_auto_sampling },
         { "cache", test_cache },         { "manual", test_manual },
         { "xid_and_health", test_xid_and_health }, { "lost_gpu", test_lost_gpu },
         { "mig", test_mig },             { "concurrency", test_concurrency },
