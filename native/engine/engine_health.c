@@ -143,7 +143,8 @@ static const xid_rule xid_rules[] = {
     { 74, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "NVLink error", 0 },
     { 79, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_FALLEN_OFF_BUS, "fell off the bus", 0 },
     { 94, ALL_SYSTEMS, DCGM_HEALTH_RESULT_WARN, FR_CONTAINED_ERROR, "contained memory error", 0 },
-    { 95, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_UNCONTAINED_ERROR, "uncontained memory error", 0 },
+    { 95, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_UNCONTAINED_ERROR,
+      "uncontained memory error", 0 },
     { 119, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "GSP call timed out", 0 },
     { 120, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "GSP error", 0 },
     { 140, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "unrecovered ECC error", 0 },
@@ -151,12 +152,17 @@ static const xid_rule xid_rules[] = {
     { 39, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "PCIe fabric error", 0 },
     { 42, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "PCIe replay error", 0 },
     { 67, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "NVLink error", 0 },
-    { 73, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "NVLink flow control error", 0 },
-    { 121, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "corrected C2C link error", 0 },
-    { 137, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "NVLink FLA privilege error", 0 },
+    { 73, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "NVLink flow control error", 0 },
+    { 121, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "corrected C2C link error", 0 },
+    { 137, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "NVLink FLA privilege error", 0 },
     { 31, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "memory page fault", 0 },
-    { 32, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "corrupted push buffer stream", 0 },
-    { 43, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "channel stopped by a fault", 0 },
+    { 32, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "corrupted push buffer stream", 0 },
+    { 43, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "channel stopped by a fault", 0 },
     { 63, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_PENDING_PAGE_RETIREMENTS,
       "page retirement or row remapping pending", 0 },
     { 64, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, FR_ROW_REMAP_FAILURE,
@@ -165,13 +171,19 @@ static const xid_rule xid_rules[] = {
       DCGM_CHIP_ARCH_VOLTA },
     { 60, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_CLOCKS_EVENT_THERMAL,
       "clocks slowed for temperature", 0 },
-    { 61, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "power brake at a thermal limit", 0 },
-    { 62, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "thermal violation", 0 },
-    { 54, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "power state changed", 0 },
+    { 61, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "power brake at a thermal limit", 0 },
+    { 62, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "thermal violation", 0 },
+    { 54, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "power state changed", 0 },
     { 56, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "clocks changed", 0 },
-    { 57, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_CLOCKS_EVENT_POWER, "clocks changed for power", 0 },
-    { 58, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "clocks changed for temperature", 0 },
-    { 78, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "power state forced to change", 0 },
+    { 57, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_CLOCKS_EVENT_POWER,
+      "clocks changed for power", 0 },
+    { 58, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "clocks changed for temperature", 0 },
+    { 78, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+      "power state forced to change", 0 },
 };
 #define N_XID_RULES (sizeof xid_rules / sizeof xid_rules[0])
 
@@ -398,7 +410,8 @@ static void report_xid(check_ctx *c, const xid_rule *r, dcgmHealthSystems_t syst
     unsigned int gpu = c->ent->id;
     switch (r->code) {
     case FR_FALLEN_OFF_BUS:
-        add_incident(c, system, r->health, r->code, "GPU %u fell off the bus (XID %d)", gpu, r->xid);
+        add_incident(c, system, r->health, r->code, "GPU %u fell off the bus (XID %d)", gpu,
+                     r->xid);
         break;
     case FR_CONTAINED_ERROR:
         add_incident(c, system, r->health, r->code,
@@ -406,8 +419,8 @@ static void report_xid(check_ctx *c, const xid_rule *r, dcgmHealthSystems_t syst
                      gpu, r->xid);
         break;
     case FR_UNCONTAINED_ERROR:
-        add_incident(c, system, r->health, r->code, "GPU %u had an uncontained memory error (XID %d)",
-                     gpu, r->xid);
+        add_incident(c, system, r->health, r->code,
+                     "GPU %u had an uncontained memory error (XID %d)", gpu, r->xid);
         break;
     default:
         add_incident(c, system, r->health, r->code, "GPU %u reported XID %d: %s", gpu, r->xid,
@@ -422,7 +435,8 @@ static void check_devastating_xids(check_ctx *c)
     if (c->ent->group != DCGM_FE_GPU)
         return;
     for (size_t i = 0; i < N_XID_RULES; i++)
-        if (xid_rules[i].system == ALL_SYSTEMS && xid_seen_locked(c->e, c->ent->id, xid_rules[i].xid))
+        if (xid_rules[i].system == ALL_SYSTEMS &&
+            xid_seen_locked(c->e, c->ent->id, xid_rules[i].xid))
             report_xid(c, &xid_rules[i], ALL_SYSTEMS);
 }
 
@@ -578,7 +592,8 @@ static void check_power(check_ctx *c)
     check_system_xids(c, DCGM_HEALTH_WATCH_POWER);
     if (c->ent->group == DCGM_FE_GPU) {
         hval watts = latest(c, F_BOARD_POWER);
-        if (watts.st == DCGM_ST_OK && is_blank_dbl(watts.dbl) && watts.dbl != DCGM_FP64_NOT_SUPPORTED)
+        if (watts.st == DCGM_ST_OK && is_blank_dbl(watts.dbl) &&
+            watts.dbl != DCGM_FP64_NOT_SUPPORTED)
             add_incident(c, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_POWER_UNREADABLE,
                          "GPU %u: its power draw cannot be read", c->ent->id);
     }
@@ -614,8 +629,10 @@ static void check_driver(check_ctx *c)
                      "(recovery action %lld)", id, a);
         break;
     case 3:
-        add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_WARN, FR_GPU_RECOVERY_DRAIN_P2P,
-                     "GPU %u needs its peer-to-peer traffic quiesced (recovery action %lld)", id, a);
+        add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_WARN,
+                     FR_GPU_RECOVERY_DRAIN_P2P,
+                     "GPU %u needs its peer-to-peer traffic quiesced (recovery action %lld)", id,
+                     a);
         break;
     case 4:
         add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_FAIL,
@@ -660,7 +677,8 @@ static void check_nvlink_counters(check_ctx *c)
             continue;
         if (fields[i] == F_NVLINK_REPLAY || fields[i] == F_NVLINK_RECOVERY) {
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                         FR_NVLINK_ERROR_CRITICAL, "GPU %u: %lld %s NVLink errors; none are expected",
+                         FR_NVLINK_ERROR_CRITICAL,
+                         "GPU %u: %lld %s NVLink errors; none are expected",
                          c->ent->id, errors, field_tag(fields[i]));
             continue;
         }
@@ -737,7 +755,8 @@ static void check_nvlink5_counters(check_ctx *c)
         long long errors = (long long)abs_diff(first.i64, last.i64);
         if (errors >= LIMIT_NVLINK_ERROR)
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                         FR_NVLINK_ERROR_CRITICAL, "GPU %u: %lld %s NVLink errors; none are expected",
+                         FR_NVLINK_ERROR_CRITICAL,
+                         "GPU %u: %lld %s NVLink errors; none are expected",
                          c->ent->id, errors, field_tag(f));
     }
 }
@@ -756,12 +775,14 @@ static void check_fabric(check_ctx *c)
         long long m = (long long)mask.i64;
         for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
             if (((m >> flags[i].shift) & 0x3) == 1) /* _TRUE */
-                add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, FR_FIELD_VIOLATION,
-                             "GPU %u fabric health: %s (mask 0x%llx)", id, flags[i].what, m);
+                add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
+                             FR_FIELD_VIOLATION, "GPU %u fabric health: %s (mask 0x%llx)", id,
+                             flags[i].what, m);
         int config = (int)((m >> 8) & 0xf); /* 0 not supported, 1 correct */
         if (config > 1)
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, FR_FIELD_VIOLATION,
-                         "GPU %u fabric health: Incorrect Configuration %d (mask 0x%llx)", id, config, m);
+                         "GPU %u fabric health: Incorrect Configuration %d (mask 0x%llx)", id,
+                         config, m);
     }
     hval fm = latest(c, F_FABRIC_MANAGER_STATUS);
     if (fm.st != DCGM_ST_OK || is_blank_i64(fm.i64))
@@ -772,8 +793,9 @@ static void check_fabric(check_ctx *c)
     long long st = (long long)fm.i64;
     if (st == 0 || st == 3)
         return;
-    add_incident(c, DCGM_HEALTH_WATCH_NVLINK, st == 2 ? DCGM_HEALTH_RESULT_WARN : DCGM_HEALTH_RESULT_FAIL,
-                 FR_FABRIC_PROBE_STATE, "GPU %u: fabric manager state %s (%lld)", id,
+    add_incident(c, DCGM_HEALTH_WATCH_NVLINK,
+                 st == 2 ? DCGM_HEALTH_RESULT_WARN : DCGM_HEALTH_RESULT_FAIL, FR_FABRIC_PROBE_STATE,
+                 "GPU %u: fabric manager state %s (%lld)", id,
                  st > 0 && st < 7 ? names[st] : "Unknown", st);
 }
 
@@ -826,7 +848,8 @@ static void watch(sim_engine *e, engine_owner owner, const engine_entity *ent, u
                             engine_retention_us(freq_us, keep_s, 0), &created);
 }
 
-static void unwatch(sim_engine *e, engine_owner owner, const engine_entity *ent, unsigned short field)
+static void unwatch(sim_engine *e, engine_owner owner, const engine_entity *ent,
+                    unsigned short field)
 {
     dcgm_field_entity_group_t group = ent->group;
     dcgm_field_eid_t id = ent->id;
@@ -956,8 +979,10 @@ int engine_health_set(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group, uns
             /* SetGlobalChecks: IMEX status, on the node */
             const engine_entity *node = engine_find_entity_locked(e, DCGM_FE_NONE, 0);
             if (node) {
-                watch(e, health_owner, node, F_IMEX_DOMAIN_STATUS, update_interval_us, max_keep_age_s);
-                watch(e, health_owner, node, F_IMEX_DAEMON_STATUS, update_interval_us, max_keep_age_s);
+                watch(e, health_owner, node, F_IMEX_DOMAIN_STATUS, update_interval_us,
+                      max_keep_age_s);
+                watch(e, health_owner, node, F_IMEX_DAEMON_STATUS, update_interval_us,
+                      max_keep_age_s);
             }
         }
         /* UpdateAllFields(1): every watched field has a sample before the call returns */
