@@ -74,8 +74,9 @@ GONE_STATUSES = frozenset({"Lost", "Inaccessible", "Detached", "Disabled"})
 # Labels (UUID, names, driver version) hardly ever change; reading them every
 # tick would only make Python objects for nothing.
 LABEL_REFRESH_S = 10.0
-# DCGM reports a health incident once, in the first check after it happened;
-# incidents are kept this long so that a scrape some seconds later still sees them.
+# DCGM reports a counter's incident only while the counter moved within the minute
+# before a check (an XID, from then on); incidents are kept this long so that a
+# scrape some seconds later still sees them.
 HEALTH_CHECK_S = 5.0
 HEALTH_HOLD_S = 60.0
 HEALTH_COUNTER = "DCGM_EXP_GPU_HEALTH_STATUS"
@@ -565,7 +566,7 @@ class Sampler:
                 _quietly(self._health_group.destroy)
                 self._health_group = None
             return
-        self._check_health()  # DCGM's first check sets the point later checks report from
+        self._check_health()  # known from the start, not a HEALTH_CHECK_S later
 
     def _check_health(self) -> bool:
         assert self._health_group is not None

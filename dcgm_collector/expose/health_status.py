@@ -51,7 +51,7 @@ class HealthFamily(Family):
     """DCGM_EXP_GPU_HEALTH_STATUS: the worst recent result per entity and health system.
 
     "Recent" is what the sampler holds (incidents of the last HEALTH_HOLD_S),
-    since DCGM reports an incident in one check only.  ALL shows the incidents
+    since DCGM reports a counter's incident only while it moves.  ALL shows the incidents
     DCGM files under ALL, as dcgm-exporter does, not a summary of the others.
     """
 

@@ -652,10 +652,12 @@ dcgmReturn_t dcgmGetMultipleValuesForField(dcgmHandle_t pDcgmHandle, int gpuId,
 
 /* ---- health and profiling ------------------------------------------------ */
 
+/* dcgmHealthSet watches every 30 s and keeps 10 minutes, as DCGM's
+ * tsapiEngineHealthSet (dcgmlib/src/DcgmApi.cpp) */
 dcgmReturn_t dcgmHealthSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
                            dcgmHealthSystems_t systems)
 {
-    API_CALL(pDcgmHandle, health_set, groupId, (unsigned int)systems);
+    API_CALL(pDcgmHandle, health_set, groupId, (unsigned int)systems, 30000000LL, 600.0);
 }
 
 dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *params)
@@ -664,7 +666,8 @@ dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *
         return DCGM_ST_BADPARAM;
     if (params->version != dcgmHealthSetParams_version2)
         return DCGM_ST_VER_MISMATCH;
-    API_CALL(pDcgmHandle, health_set, params->groupId, (unsigned int)params->systems);
+    API_CALL(pDcgmHandle, health_set, params->groupId, (unsigned int)params->systems,
+             params->updateInterval, params->maxKeepAge);
 }
 
 dcgmReturn_t dcgmHealthGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,

@@ -80,7 +80,8 @@ typedef struct backend_ops {
                            dcgmFieldValue_v1 *values);
 
     /* ---- health, profiling, versions ---- */
-    int (*health_set)(void *self, dcgmGpuGrp_t group, unsigned int systems);
+    int (*health_set)(void *self, dcgmGpuGrp_t group, unsigned int systems,
+                      long long update_interval_us, double max_keep_age_s);
     int (*health_get)(void *self, dcgmGpuGrp_t group, unsigned int *systems);
     int (*health_check)(void *self, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out);
     int (*prof_metric_groups)(void *self, dcgmProfGetMetricGroups_v3 *groups);

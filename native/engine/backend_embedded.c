@@ -199,9 +199,10 @@ static int embedded_multiple_values(void *self, unsigned int gpu, unsigned short
 
 /* ---- health, profiling, versions ------------------------------------------ */
 
-static int embedded_health_set(void *self, dcgmGpuGrp_t group, unsigned int systems)
+static int embedded_health_set(void *self, dcgmGpuGrp_t group, unsigned int systems,
+                               long long update_interval_us, double max_keep_age_s)
 {
-    return engine_health_set(self, group, systems);
+    return engine_health_set(self, OWNER, group, systems, update_interval_us, max_keep_age_s);
 }
 
 static int embedded_health_get(void *self, dcgmGpuGrp_t group, unsigned int *systems)

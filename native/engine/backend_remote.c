@@ -199,9 +199,10 @@ static int remote_op_multiple_values(void *self, unsigned int gpu, unsigned shor
 
 /* ---- health, profiling, versions ------------------------------------------ */
 
-static int remote_op_health_set(void *self, dcgmGpuGrp_t group, unsigned int systems)
+static int remote_op_health_set(void *self, dcgmGpuGrp_t group, unsigned int systems,
+                                long long update_interval_us, double max_keep_age_s)
 {
-    return remote_health_set(self, group, systems);
+    return remote_health_set(self, group, systems, update_interval_us, max_keep_age_s);
 }
 
 static int remote_op_health_get(void *self, dcgmGpuGrp_t group, unsigned int *systems)

@@ -188,6 +188,7 @@ static void free_state(sim_engine *e)
 {
     engine_series_free_all_locked(e);
     engine_groups_free(e);
+    free(e->xid_seen);
     free(e->entities);
     value_source_free(e->src);
 }
@@ -275,11 +276,22 @@ void engine_release_owner(sim_engine *e, engine_owner owner)
         return;
     pthread_mutex_lock(&e->lock);
     engine_groups_release_owner_locked(e, owner);
+    engine_owner health = engine_health_owner(owner);
     for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++) {
         engine_series *s = e->buckets[b];
         while (s) {
             engine_series *next = s->next;
-            engine_unwatch_one_locked(e, owner, s);
+            /* unwatching an owner that does not watch it would drop a series
+             * that only holds injected values */
+            int mine = 0, theirs = 0;
+            for (size_t i = 0; i < s->n_watchers; i++) {
+                mine |= s->watchers[i].owner == owner;
+                theirs |= s->watchers[i].owner == health;
+            }
+            if (mine)
+                engine_unwatch_one_locked(e, owner, s);
+            if (theirs)
+                engine_unwatch_one_locked(e, health, s);
             s = next;
         }
     }

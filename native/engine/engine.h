@@ -24,6 +24,9 @@ typedef struct sim_engine sim_engine;
  * served by a hostengine get their own ids. */
 typedef unsigned int engine_owner;
 #define ENGINE_OWNER_EMBEDDED 0u
+/* Set on the owner of the watches dcgmHealthSet makes for an owner (DCGM's
+ * health watcher of that connection): never on an owner handed out. */
+#define ENGINE_OWNER_HEALTH 0x80000000u
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
@@ -45,7 +48,8 @@ int engine_create_source(const char *source, const char *spec, dcgmOperationMode
 void engine_source_describe(const sim_engine *engine, char *buf, size_t len);
 /* Stops the cache-manager thread and frees everything, node included. */
 void engine_destroy(sim_engine *engine);
-/* Removes the groups, field groups and watchers an owner created. */
+/* Removes the groups, field groups and watchers an owner created, its
+ * health watches included. */
 void engine_release_owner(sim_engine *engine, engine_owner owner);
 /* Microseconds since the Unix epoch at which the node started (t_rel 0). */
 int64_t engine_start_time_us(const sim_engine *engine);
@@ -134,7 +138,12 @@ int engine_multiple_values(sim_engine *engine, unsigned int gpu, unsigned short 
 
 /* ---- health, profiling, simulator extensions ---------------------------- */
 
-int engine_health_set(sim_engine *engine, dcgmGpuGrp_t group, unsigned int systems);
+/* DCGM's health module on the cache (engine_health.c).  health_set watches
+ * what the systems need on behalf of the owner's health watcher, with DCGM's
+ * per-system floors over update_interval_us / max_keep_age_s (dcgmHealthSet
+ * passes 30 s and 600 s). */
+int engine_health_set(sim_engine *engine, engine_owner owner, dcgmGpuGrp_t group,
+                      unsigned int systems, long long update_interval_us, double max_keep_age_s);
 int engine_health_get(sim_engine *engine, dcgmGpuGrp_t group, unsigned int *systems);
 int engine_health_check(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out);
 int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);

@@ -81,9 +81,7 @@ typedef struct engine_group {
     char name[DCGM_MAX_STR_LENGTH];
     unsigned int count;
     dcgmGroupEntityPair_t entities[DCGM_GROUP_MAX_ENTITIES_V2];
-    unsigned int health_systems;
-    int health_primed;
-    int64_t health_last_rel;
+    unsigned int health_systems; /* dcgmHealthSet's systems */
 } engine_group;
 
 typedef struct engine_field_group {
@@ -109,6 +107,12 @@ typedef struct engine_record {
         char str[DCGM_MAX_STR_LENGTH];
     } v;
 } engine_record;
+
+/* an XID the health module has seen on a GPU (engine_health.c) */
+typedef struct engine_xid_seen {
+    unsigned int gpu;
+    int64_t xid;
+} engine_xid_seen;
 
 typedef struct engine_record_buf {
     engine_record *items;
@@ -139,6 +143,10 @@ struct sim_engine {
      * watch interval after they were due (dcgmSimFieldStats) */
     uint64_t field_samples[DCGM_FI_MAX_FIELDS];
     uint64_t field_late[DCGM_FI_MAX_FIELDS];
+    /* XIDs the health checks report, kept for the engine's life as DCGM's
+     * health module keeps them */
+    engine_xid_seen *xid_seen;
+    size_t n_xid_seen, cap_xid_seen;
 };
 
 /* engine.c */
@@ -195,6 +203,11 @@ int engine_watch_one_locked(sim_engine *e, engine_owner owner, dcgm_field_entity
                             int64_t keep_us, int *created);
 void engine_unwatch_one_locked(sim_engine *e, engine_owner owner, engine_series *s);
 int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep_samples);
+
+/* engine_health.c */
+engine_owner engine_health_owner(engine_owner owner);
+/* Called for every value stored in a series: an XID the health module watches is remembered. */
+void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_t xid);
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);

@@ -179,7 +179,9 @@ static void drop_expired(engine_series *s, int64_t now_us)
 int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
                                 const engine_sample *value, int64_t now_us)
 {
-    (void)e;
+    /* DCGM tells its health module of every XID stored, sampled or injected */
+    if (s->field_id == 230)
+        engine_health_note_xid_locked(e, s, value->num.i64);
     engine_ring *r = &s->ring;
     size_t at = engine_ring_lower_bound(r, ts);
     if (at < r->count && engine_ring_at(r, at)->ts == ts) {

@@ -263,8 +263,9 @@ static void accept_one(hostengine *he)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* fails harmlessly on unix */
     c->session.fd = fd;
     c->session.engine = he->engine;
-    if (++he->next_owner == ENGINE_OWNER_EMBEDDED)
-        ++he->next_owner;
+    /* owner ids wrap before the health watcher's bit */
+    if (++he->next_owner >= ENGINE_OWNER_HEALTH)
+        he->next_owner = ENGINE_OWNER_EMBEDDED + 1;
     c->session.owner = he->next_owner;
     atomic_init(&c->done, 0);
     if (pthread_create(&c->thread, NULL, connection_main, c) != 0) {

@@ -237,7 +237,9 @@ static int serve_simple(he_session *s, const wire_request *req, const unsigned c
     case WIRE_OP_EMPTY_CACHE:
         return engine_empty_cache(e);
     case WIRE_OP_HEALTH_SET:
-        return engine_health_set(e, req->id[0], u[0]);
+        if (u[1] == 0) /* a client from before dcgmHealthSet_v2 travelled: dcgmHealthSet's */
+            return engine_health_set(e, s->owner, req->id[0], u[0], 30000000, 600.0);
+        return engine_health_set(e, s->owner, req->id[0], u[0], req->ts[0], req->dbl);
     case WIRE_OP_INJECT: {
         dcgmFieldValue_v1 *value = struct_from_tail(req, tail, sizeof *value);
         int rc = value ? engine_inject(e, (dcgm_field_entity_group_t)u[0], u[1], value)

@@ -558,7 +558,10 @@ static bool node_sample_identity(const sim_node *node, unsigned int index, unsig
     case 57: sim_put_str(out, g->bus_id); return true;
     case 58: sim_put_int(out, ((int64_t)m->pci_device_id << 16) | 0x10DE); return true;
     case 59: sim_put_int(out, m->pci_subsys_id); return true;
-    case 63: sim_put_int(out, ((int64_t)m->cc_major << 32) | m->cc_minor); return true;
+    /* major in the upper 16 bits, minor in the lower 16, as DCGM's cache manager stores it
+     * (DcgmCacheManager.cpp, DCGM_FI_CUDA_GPU_COMPUTE_CAPABILITY; the header's comment
+     * says 32, the code and DcgmCoreProxy::GetCudaComputeCapabilityMajorVersion use 16) */
+    case 63: sim_put_int(out, ((int64_t)m->cc_major << 16) | m->cc_minor); return true;
     case 64: sim_put_int(out, node_nvlink_p2p_mask(node, index)); return true;
     case 65: case 74: case 500: sim_put_int(out, 0); return true;
     case 66: case 84: case 300: case 301: sim_put_int(out, 1); return true;

@@ -204,7 +204,8 @@ int remote_multiple_values(remote_conn *c, unsigned int gpu, unsigned short fiel
                            int *count, long long start_ts, long long end_ts,
                            dcgmOrder_t order, dcgmFieldValue_v1 *values);
 
-int remote_health_set(remote_conn *c, dcgmGpuGrp_t group, unsigned int systems);
+int remote_health_set(remote_conn *c, dcgmGpuGrp_t group, unsigned int systems,
+                      long long update_interval_us, double max_keep_age_s);
 int remote_health_get(remote_conn *c, dcgmGpuGrp_t group, unsigned int *systems);
 int remote_health_check(remote_conn *c, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out);
 int remote_prof_metric_groups(remote_conn *c, dcgmProfGetMetricGroups_v3 *groups);

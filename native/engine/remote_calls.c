@@ -518,12 +518,16 @@ int remote_multiple_values(remote_conn *c, unsigned int gpu, unsigned short fiel
 
 /* ---- health, profiling, versions ----------------------------------------- */
 
-int remote_health_set(remote_conn *c, dcgmGpuGrp_t group, unsigned int systems)
+int remote_health_set(remote_conn *c, dcgmGpuGrp_t group, unsigned int systems,
+                      long long update_interval_us, double max_keep_age_s)
 {
     wire_request req;
     request_init(&req, WIRE_OP_HEALTH_SET);
     req.id[0] = group;
     req.u[0] = systems;
+    req.u[1] = 1; /* interval and keep age travel (a client that sends 0 gets dcgmHealthSet's) */
+    req.ts[0] = update_interval_us;
+    req.dbl = max_keep_age_s;
     return call_status(c, &req);
 }
 

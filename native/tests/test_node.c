@@ -175,6 +175,9 @@ static void test_identity(void)
     CHECK(strcmp(sample(node, 5, 1, 0).str, "550.54.15") == 0, "driver version");
     CHECK(sample_i(node, 0, 250, 0) == 81559, "fb total");
     CHECK(sample_d(node, 0, 162, 0) == 700.0 && sample_d(node, 0, 161, 0) == 200.0, "power limits");
+    /* compute capability 9.0: major in bits 16-31, as DCGM stores it */
+    CHECK(sample_i(node, 0, 63, 0) == (9 << 16), "compute capability 0x%llx",
+          (long long)sample_i(node, 0, 63, 0));
     for (unsigned int i = 0; i < 8; i++) {
         sim_value u = sample(node, i, 54, 0);
         unsigned int a, b, c, d;
