@@ -199,6 +199,9 @@ typedef enum dcgmMigProfile_enum {
 /* ---- limits and special values ----------------------------------------- */
 #define DCGM_MAX_NUM_DEVICES 32
 #define DCGM_MAX_NUM_SWITCHES 12
+#define DCGM_NVLINK_MAX_LINKS_PER_GPU 36
+#define DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3 18
+#define DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH 256
 #define DCGM_MAX_STR_LENGTH 256
 #define DCGM_MAX_BLOB_LENGTH 4096
 #define DCGM_MAX_CLOCKS 256
@@ -292,6 +295,10 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmHostengineHealth_version 0x01000008
 #define dcgmCreateFakeEntities_version2 0x02002308
 #define dcgmCreateFakeEntities_version 0x02002308
+#define dcgmNvLinkStatus_version4 0x040039bc
+#define dcgmNvLinkStatus_version5 0x050042bc
+#define dcgmNvLinkStatus_version 0x050042bc
+#define dcgmSetNvLinkLinkState_version1 0x01000018
 
 /* ---- field values ------------------------------------------------------ */
 /* value union shared by v1 and v2 records; blob is the largest member */
@@ -581,6 +588,58 @@ typedef struct dcgmHostengineHealth_v1_s {
     unsigned int overallHealth;     /* 0 = healthy */
 } dcgmHostengineHealth_v1;
 typedef dcgmHostengineHealth_v1 dcgmHostengineHealth_t;
+
+/* ---- NvLink link states ------------------------------------------------ */
+typedef enum dcgmNvLinkLinkState_enum {
+    DcgmNvLinkLinkStateNotSupported = 0,   /* no such link on this device */
+    DcgmNvLinkLinkStateDisabled = 1,
+    DcgmNvLinkLinkStateDown = 2,
+    DcgmNvLinkLinkStateUp = 3
+} dcgmNvLinkLinkState_t;
+
+/* one GPU's links: 18 of them in the v3 record, 36 in the v4 record */
+typedef struct {
+    dcgm_field_eid_t entityId;
+    dcgmNvLinkLinkState_t linkState[DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3];
+} dcgmNvLinkGpuLinkStatus_v3;
+
+typedef struct {
+    dcgm_field_eid_t entityId;
+    dcgmNvLinkLinkState_t linkState[DCGM_NVLINK_MAX_LINKS_PER_GPU];
+} dcgmNvLinkGpuLinkStatus_v4;
+
+typedef struct {
+    dcgm_field_eid_t entityId;
+    dcgmNvLinkLinkState_t linkState[DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH];
+} dcgmNvLinkNvSwitchLinkStatus_t;
+
+/* dcgmGetNvLinkLinkStatus's answer; v5 is the current one */
+typedef struct {
+    unsigned int version;
+    unsigned int numGpus;
+    dcgmNvLinkGpuLinkStatus_v3 gpus[DCGM_MAX_NUM_DEVICES];
+    unsigned int numNvSwitches;
+    dcgmNvLinkNvSwitchLinkStatus_t nvSwitches[DCGM_MAX_NUM_SWITCHES];
+} dcgmNvLinkStatus_v4;
+
+typedef struct {
+    unsigned int version;
+    unsigned int numGpus;
+    dcgmNvLinkGpuLinkStatus_v4 gpus[DCGM_MAX_NUM_DEVICES];
+    unsigned int numNvSwitches;
+    dcgmNvLinkNvSwitchLinkStatus_t nvSwitches[DCGM_MAX_NUM_SWITCHES];
+} dcgmNvLinkStatus_v5;
+typedef dcgmNvLinkStatus_v5 dcgmNvLinkStatus_t;
+
+/* dcgmSetEntityNvLinkLinkState's request (a test API in DCGM) */
+typedef struct {
+    unsigned int version;
+    dcgm_field_entity_group_t entityGroupId;
+    dcgm_field_eid_t entityId;
+    unsigned int linkId;
+    dcgmNvLinkLinkState_t linkState;
+    unsigned int unused;            /* 0 */
+} dcgmSetNvLinkLinkState_v1;
 
 /* ---- field metadata ---------------------------------------------------- */
 typedef struct dcgm_field_output_format_s {

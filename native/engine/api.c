@@ -693,6 +693,53 @@ dcgmReturn_t dcgmHealthCheck(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
     API_CALL(pDcgmHandle, health_check, groupId, results);
 }
 
+/* ---- NvLink link states (DcgmApi.cpp: tsapiGetNvLinkLinkStatus,
+ * tsapiSetEntityNvLinkLinkState; the version checks are the client's) ---- */
+
+/* v5 is the engine's record; a v4 caller gets the first 18 links of each GPU */
+dcgmReturn_t dcgmGetNvLinkLinkStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkStatus_v5 *linkStatus)
+{
+    if (!linkStatus)
+        return DCGM_ST_BADPARAM;
+    if (linkStatus->version == dcgmNvLinkStatus_version5)
+        API_CALL(dcgmHandle, nvlink_status, linkStatus);
+    if (linkStatus->version != dcgmNvLinkStatus_version4)
+        return DCGM_ST_VER_MISMATCH;
+    dcgmNvLinkStatus_v5 *full = calloc(1, sizeof *full);
+    if (!full)
+        return DCGM_ST_MEMORY;
+    full->version = dcgmNvLinkStatus_version5;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc == DCGM_ST_OK) {
+        rc = (dcgmReturn_t)b->ops->nvlink_status(b->impl, full);
+        api_leave(b);
+    }
+    if (rc == DCGM_ST_OK) {
+        dcgmNvLinkStatus_v4 *old = (dcgmNvLinkStatus_v4 *)linkStatus;
+        old->numGpus = full->numGpus;
+        for (unsigned int i = 0; i < DCGM_MAX_NUM_DEVICES; i++) {
+            old->gpus[i].entityId = full->gpus[i].entityId;
+            memcpy(old->gpus[i].linkState, full->gpus[i].linkState,
+                   sizeof old->gpus[i].linkState);
+        }
+        old->numNvSwitches = full->numNvSwitches;
+        memcpy(old->nvSwitches, full->nvSwitches, sizeof old->nvSwitches);
+    }
+    free(full);
+    return rc;
+}
+
+dcgmReturn_t dcgmSetEntityNvLinkLinkState(dcgmHandle_t dcgmHandle,
+                                          dcgmSetNvLinkLinkState_v1 *linkState)
+{
+    if (!linkState)
+        return DCGM_ST_BADPARAM;
+    if (linkState->version != dcgmSetNvLinkLinkState_version1)
+        return DCGM_ST_VER_MISMATCH;
+    API_CALL(dcgmHandle, nvlink_set_state, linkState);
+}
+
 dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
                                               dcgmProfGetMetricGroups_t *metricGroups)
 {

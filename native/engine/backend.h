@@ -84,6 +84,8 @@ typedef struct backend_ops {
                       long long update_interval_us, double max_keep_age_s);
     int (*health_get)(void *self, dcgmGpuGrp_t group, unsigned int *systems);
     int (*health_check)(void *self, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out);
+    int (*nvlink_status)(void *self, dcgmNvLinkStatus_v5 *status);
+    int (*nvlink_set_state)(void *self, const dcgmSetNvLinkLinkState_v1 *request);
     int (*prof_metric_groups)(void *self, dcgmProfGetMetricGroups_v3 *groups);
     int (*version_info)(void *self, dcgmVersionInfo_t *info);
     int (*hostengine_health)(void *self, dcgmHostengineHealth_t *health);

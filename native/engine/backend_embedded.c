@@ -238,6 +238,16 @@ static int embedded_hostengine_health(void *self, dcgmHostengineHealth_t *health
     return DCGM_ST_OK;
 }
 
+static int embedded_nvlink_status(void *self, dcgmNvLinkStatus_v5 *status)
+{
+    return engine_nvlink_status(self, status);
+}
+
+static int embedded_nvlink_set_state(void *self, const dcgmSetNvLinkLinkState_v1 *request)
+{
+    return engine_nvlink_set_state(self, request);
+}
+
 /* ---- simulator extensions ------------------------------------------------- */
 
 static int embedded_start_time(void *self, long long *start_us)
@@ -267,6 +277,8 @@ const backend_ops embedded_backend_ops = {
     .group_destroy = embedded_group_destroy,
     .group_get_info = embedded_group_get_info,
     .group_get_all_ids = embedded_group_get_all_ids,
+    .nvlink_status = embedded_nvlink_status,
+    .nvlink_set_state = embedded_nvlink_set_state,
     .field_group_create = embedded_field_group_create,
     .field_group_destroy = embedded_field_group_destroy,
     .field_group_get_info = embedded_field_group_get_info,

@@ -210,6 +210,16 @@ static int remote_op_health_get(void *self, dcgmGpuGrp_t group, unsigned int *sy
     return remote_health_get(self, group, systems);
 }
 
+static int remote_op_nvlink_status(void *self, dcgmNvLinkStatus_v5 *status)
+{
+    return remote_nvlink_status(self, status);
+}
+
+static int remote_op_nvlink_set_state(void *self, const dcgmSetNvLinkLinkState_v1 *request)
+{
+    return remote_nvlink_set_state(self, request);
+}
+
 static int remote_op_health_check(void *self, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out)
 {
     return remote_health_check(self, group, out);
@@ -279,6 +289,8 @@ const backend_ops remote_backend_ops = {
     .health_set = remote_op_health_set,
     .health_get = remote_op_health_get,
     .health_check = remote_op_health_check,
+    .nvlink_status = remote_op_nvlink_status,
+    .nvlink_set_state = remote_op_nvlink_set_state,
     .prof_metric_groups = remote_op_prof_metric_groups,
     .version_info = remote_op_version_info,
     .hostengine_health = remote_op_hostengine_health,

@@ -146,6 +146,11 @@ int engine_health_set(sim_engine *engine, engine_owner owner, dcgmGpuGrp_t group
                       unsigned int systems, long long update_interval_us, double max_keep_age_s);
 int engine_health_get(sim_engine *engine, dcgmGpuGrp_t group, unsigned int *systems);
 int engine_health_check(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out);
+
+/* NvLink link states (engine_nvlink.c).  status is always the v5 record; the
+ * API converts for older versions. */
+int engine_nvlink_status(sim_engine *engine, dcgmNvLinkStatus_v5 *status);
+int engine_nvlink_set_state(sim_engine *engine, const dcgmSetNvLinkLinkState_v1 *request);
 int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);
 /* The node's value at t_rel_us, encoded as a stored sample would be. */
 int engine_sim_value_at(sim_engine *engine, unsigned int gpu, unsigned short field_id,

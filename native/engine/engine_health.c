@@ -22,9 +22,9 @@
  *    others under their system when it is enabled (DcgmHealthWatch::
  *    BuildXidMappings, ProcessXidFv, MonitorDevastatingXids).
  *
- * Not modelled: NvLink link states and IMEX (the engine has no NvLink link
- * status, so DCGM's SystemHasNvLinks is false), NvSwitch, CPU and ConnectX
- * checks.  XIDs are matched to GPU entities only (DCGM matches the bare
+ * NvLink link states are checked (engine_nvlink.c keeps them).  Not
+ * modelled: IMEX (DCGM's global check, run only when SystemHasNvLinks),
+ * NvSwitch, CPU and ConnectX checks.  XIDs are matched to GPU entities only (DCGM matches the bare
  * entity id, which lets an instance with the same number pick up a GPU's).
  */
 #include <math.h>
@@ -47,6 +47,7 @@ enum {
     FR_POWER_UNREADABLE = 11,
     FR_CLOCKS_EVENT_POWER = 12,
     FR_NVLINK_ERROR_THRESHOLD = 13,
+    FR_NVLINK_DOWN = 14,
     FR_FIELD_VIOLATION = 33,
     FR_FAULTY_MEMORY = 52,
     FR_NVLINK_CRC_ERROR_THRESHOLD = 70,
@@ -824,13 +825,31 @@ static void check_nvlink_totals(check_ctx *c)
     }
 }
 
-/* MonitorNVLink.  The link states DCGM also checks (MonitorNVLinkStatus) are
- * not modelled: the engine answers no link status. */
+/* MonitorNVLinkStatus: a GPU (not its instances) fails for each link Down;
+ * in MIG mode the driver reports links down, so they are passed over */
+static void check_nvlink_links(check_ctx *c)
+{
+    if (c->ent->group != DCGM_FE_GPU)
+        return;
+    dcgmNvLinkLinkState_t states[DCGM_NVLINK_MAX_LINKS_PER_GPU];
+    if (engine_nvlink_gpu_states_locked(c->e, c->ent->id, c->now - c->e->t0_us, states) !=
+        DCGM_ST_OK)
+        return;
+    if (!c->ent->fake && vs_mig_instances(c->e->src, c->ent->gpu) > 0)
+        return;
+    for (unsigned int link = 0; link < DCGM_NVLINK_MAX_LINKS_PER_GPU; link++)
+        if (states[link] == DcgmNvLinkLinkStateDown)
+            add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, FR_NVLINK_DOWN,
+                         "GPU %u: NvLink link %u is down", c->ent->id, link);
+}
+
+/* MonitorNVLink */
 static void check_nvlink(check_ctx *c)
 {
     check_nvlink_counters(c);
     check_nvlink5_counters(c);
     check_system_xids(c, DCGM_HEALTH_WATCH_NVLINK);
+    check_nvlink_links(c);
     check_fabric(c);
     check_nvlink_totals(c);
 }

@@ -147,6 +147,9 @@ struct sim_engine {
      * health module keeps them */
     engine_xid_seen *xid_seen;
     size_t n_xid_seen, cap_xid_seen;
+    /* per GPU id, per link: the dcgmNvLinkLinkState_t last set or read
+     * (engine_nvlink.c); zero is NotSupported, a fake GPU's start */
+    dcgmNvLinkLinkState_t nvlink_state[DCGM_MAX_NUM_DEVICES][DCGM_NVLINK_MAX_LINKS_PER_GPU];
 };
 
 /* engine.c */
@@ -191,6 +194,11 @@ void engine_value_from_sim(const sim_value *v, char type, engine_sample *out,
                            char *strbuf, size_t strlen);
 void engine_blank_sample(char type, int64_t code_offset, engine_sample *out, char *strbuf,
                          size_t strlen);
+
+/* engine_nvlink.c: a GPU's link states, a live GPU's read afresh;
+ * DCGM_ST_BADPARAM for no such GPU */
+int engine_nvlink_gpu_states_locked(sim_engine *e, unsigned int gpu, int64_t t_rel,
+                                    dcgmNvLinkLinkState_t *states);
 
 /* engine_watch.c */
 int engine_run_pass_locked(sim_engine *e, int64_t now_us);

@@ -103,6 +103,16 @@ static int fill_group_info(sim_engine *e, const wire_request *req, void *p)
     return engine_group_get_info(e, req->id[0], p);
 }
 
+static int fill_nvlink_status(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_nvlink_status(e, p);
+}
+
+static int fill_nvlink_set(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_nvlink_set_state(e, p);
+}
+
 typedef struct inout_op {
     size_t size;
     int (*fill)(sim_engine *e, const wire_request *req, void *p);
@@ -384,6 +394,8 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op attributes = { sizeof(dcgmDeviceAttributes_v3), fill_attributes };
     static const inout_op group_info = { sizeof(dcgmGroupInfo_v3), fill_group_info };
     static const inout_op group_ids = { sizeof(engine_group_ids), fill_group_ids };
+    static const inout_op nvlink_status = { sizeof(dcgmNvLinkStatus_v5), fill_nvlink_status };
+    static const inout_op nvlink_set = { sizeof(dcgmSetNvLinkLinkState_v1), fill_nvlink_set };
     switch (op) {
     case WIRE_OP_CREATE_FAKE_ENTITIES: return &fake;
     case WIRE_OP_MIG_HIERARCHY: return &mig;
@@ -395,6 +407,8 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_DEVICE_ATTRIBUTES: return &attributes;
     case WIRE_OP_GROUP_GET_INFO: return &group_info;
     case WIRE_OP_GROUP_GET_ALL_IDS: return &group_ids;
+    case WIRE_OP_NVLINK_STATUS: return &nvlink_status;
+    case WIRE_OP_NVLINK_SET_STATE: return &nvlink_set;
     default: return NULL;
     }
 }

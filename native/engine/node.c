@@ -438,6 +438,13 @@ unsigned int sim_node_gpu_mig_instances(const sim_node *node, unsigned int gpu)
     return node->gpus[gpu].mig_instances;
 }
 
+unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu)
+{
+    if (node == NULL || gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count)
+        return 0;
+    return node->gpus[gpu].model->nvlinks > 0 ? (unsigned int)node->gpus[gpu].model->nvlinks : 0;
+}
+
 /* ---- events -------------------------------------------------------------- */
 
 int sim_node_is_event_field(unsigned short fieldId)

@@ -248,6 +248,19 @@ int remote_group_get_all_ids(remote_conn *c, engine_group_ids *out)
     return call_struct(c, WIRE_OP_GROUP_GET_ALL_IDS, out, sizeof *out);
 }
 
+int remote_nvlink_status(remote_conn *c, dcgmNvLinkStatus_v5 *status)
+{
+    return call_struct(c, WIRE_OP_NVLINK_STATUS, status, sizeof *status);
+}
+
+int remote_nvlink_set_state(remote_conn *c, const dcgmSetNvLinkLinkState_v1 *request)
+{
+    if (!request)
+        return DCGM_ST_BADPARAM;
+    dcgmSetNvLinkLinkState_v1 copy = *request;
+    return call_struct(c, WIRE_OP_NVLINK_SET_STATE, &copy, sizeof copy);
+}
+
 int remote_field_group_get_all(remote_conn *c, dcgmAllFieldGroup_v1 *all)
 {
     return call_struct(c, WIRE_OP_FIELD_GROUP_GET_ALL, all, sizeof *all);

@@ -106,4 +106,7 @@ int64_t sim_node_gpu_lost_at(const sim_node *node, unsigned int gpu);
 /* Number of MIG GPU instances (each with one compute instance); 0 = MIG off. */
 unsigned int sim_node_gpu_mig_instances(const sim_node *node, unsigned int gpu);
 
+/* NvLink links the GPU's model has (0 on PCIe parts). */
+unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu);
+
 #endif /* DCGM_SIM_SIM_H */

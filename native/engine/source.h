@@ -36,6 +36,8 @@ typedef struct value_source_field_stats {
     double max_abs_correction;
 } value_source_field_stats;
 
+enum { VS_LINK_NONE = 0, VS_LINK_DOWN = 1, VS_LINK_UP = 2 };
+
 typedef struct value_source_ops {
     const char *kind;                                   /* "models" or "nvml" */
     unsigned int (*gpu_count)(void *impl);
@@ -49,6 +51,9 @@ typedef struct value_source_ops {
     /* when the GPU was lost (us after start), -1 while it is not */
     int64_t (*gpu_lost_at)(void *impl, unsigned int gpu);
     unsigned int (*mig_instances)(void *impl, unsigned int gpu);
+    /* one NvLink link of a GPU: VS_LINK_UP, VS_LINK_DOWN or VS_LINK_NONE (no such
+     * link, or the hardware would not say) */
+    int (*nvlink_state)(void *impl, unsigned int gpu, unsigned int link);
     /* one line: what the source reads, e.g. the path of the NVML library */
     void (*describe)(void *impl, char *buf, size_t len);
     /* per-field statistics into out (at most max), returns how many there are */
@@ -102,6 +107,11 @@ static inline int64_t vs_gpu_lost_at(value_source *s, unsigned int gpu)
 static inline unsigned int vs_mig_instances(value_source *s, unsigned int gpu)
 {
     return s->ops->mig_instances(s->impl, gpu);
+}
+
+static inline int vs_nvlink_state(value_source *s, unsigned int gpu, unsigned int link)
+{
+    return s->ops->nvlink_state ? s->ops->nvlink_state(s->impl, gpu, link) : VS_LINK_NONE;
 }
 
 #endif /* DCGM_SIM_SOURCE_H */

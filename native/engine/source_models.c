@@ -42,6 +42,12 @@ static unsigned int models_mig_instances(void *impl, unsigned int gpu)
     return sim_node_gpu_mig_instances(impl, gpu);
 }
 
+/* every link the model has is up */
+static int models_nvlink_state(void *impl, unsigned int gpu, unsigned int link)
+{
+    return link < sim_node_gpu_nvlinks(impl, gpu) ? VS_LINK_UP : VS_LINK_NONE;
+}
+
 static void models_describe(void *impl, char *buf, size_t len)
 {
     (void)impl;
@@ -73,6 +79,7 @@ static const value_source_ops models_ops = {
     .events = models_events,
     .gpu_lost_at = models_gpu_lost_at,
     .mig_instances = models_mig_instances,
+    .nvlink_state = models_nvlink_state,
     .describe = models_describe,
     .field_stats = models_field_stats,
     .notes = models_notes,

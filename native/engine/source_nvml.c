@@ -118,6 +118,19 @@ static int64_t nvml_gpu_lost_at(void *impl, unsigned int gpu) { return lost_at(i
 
 static unsigned int nvml_mig_instances(void *impl, unsigned int gpu) { return 0; }
 
+/* Any error (a link the part lacks, an older driver) reads as no link, as
+ * DCGM's UpdateNvLinkLinkStateFromNvml (DcgmTopology.cpp) treats it. */
+static int nvml_nvlink_state(void *impl, unsigned int gpu, unsigned int link)
+{
+    nvml_source *s = impl;
+    if (gpu >= s->count || !s->api.nvlink_state || lost_at(s, gpu) >= 0)
+        return VS_LINK_NONE;
+    nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+    if (s->api.nvlink_state(s->gpus[gpu].dev, link, &active) != NVML_SUCCESS)
+        return VS_LINK_NONE;
+    return active == NVML_FEATURE_ENABLED ? VS_LINK_UP : VS_LINK_DOWN;
+}
+
 static void nvml_describe(void *impl, char *buf, size_t len)
 {
     snprintf(buf, len, "nvml %s", ((nvml_source *)impl)->path);
@@ -188,6 +201,7 @@ static const value_source_ops nvml_ops = {
     .events = nvml_events,
     .gpu_lost_at = nvml_gpu_lost_at,
     .mig_instances = nvml_mig_instances,
+    .nvlink_state = nvml_nvlink_state,
     .describe = nvml_describe,
     .field_stats = nvml_stats,
     .notes = nvml_notes,

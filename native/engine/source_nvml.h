@@ -81,7 +81,9 @@
     X(gpm_alloc, nvmlReturn_t, (nvmlGpmSample_t *), "nvmlGpmSampleAlloc")           \
     X(gpm_free, nvmlReturn_t, (nvmlGpmSample_t), "nvmlGpmSampleFree")               \
     X(gpm_sample, nvmlReturn_t, (nvmlDevice_t, nvmlGpmSample_t), "nvmlGpmSampleGet") \
-    X(gpm_metrics, nvmlReturn_t, (nvmlGpmMetricsGet_t *), "nvmlGpmMetricsGet")
+    X(gpm_metrics, nvmlReturn_t, (nvmlGpmMetricsGet_t *), "nvmlGpmMetricsGet") \
+    X(nvlink_state, nvmlReturn_t, (nvmlDevice_t, unsigned int, nvmlEnableState_t *),  \
+      "nvmlDeviceGetNvLinkState")
 
 #define NVML_SRC_DECLARE(member, ret, args, symbol) ret(*member) args;
 

@@ -1,0 +1,281 @@
+/*
+ * test_nvlink.c -- NvLink link states: dcgmGetNvLinkLinkStatus (v5 and v4),
+ * dcgmSetEntityNvLinkLinkState, and the health check's NVLINK system
+ * reporting a Down link.  The same script runs on an embedded engine and
+ * through a hostengine.
+ *
+ * usage: test_nvlink BUILD_DIR   (loads BUILD_DIR/libdcgm.so.4)
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHECK_DLOPEN_DCGM
+#define CHECK_SCRATCH_FILES
+#include "check.h"
+
+#define FR_NVLINK_DOWN 14 /* dcgm_errors.h */
+
+/* GPU 0 an H100 SXM (18 links), 1 an A100 SXM (12), 2 an L4 (none), 3 an H100 in MIG mode */
+static const char SCENARIO_TEXT[] =
+    "[[gpu]]\nmodel = \"H100\"\ncount = 1\n"
+    "[[gpu]]\nmodel = \"A100\"\ncount = 1\n"
+    "[[gpu]]\nmodel = \"L4\"\ncount = 1\n"
+    "[[gpu]]\nmodel = \"H100\"\ncount = 1\nmig_instances = 2\n";
+static char scenario[512]; /* its path */
+static const unsigned int UP_LINKS[] = { 18, 12, 0, 0 };
+
+static unsigned int count_state(const dcgmNvLinkLinkState_t *s, int n, dcgmNvLinkLinkState_t want)
+{
+    unsigned int c = 0;
+    for (int i = 0; i < n; i++)
+        c += s[i] == want;
+    return c;
+}
+
+static const dcgmNvLinkGpuLinkStatus_v4 *find_gpu(const dcgmNvLinkStatus_v5 *st, unsigned int id)
+{
+    for (unsigned int i = 0; i < st->numGpus && i < DCGM_MAX_NUM_DEVICES; i++)
+        if (st->gpus[i].entityId == id)
+            return &st->gpus[i];
+    return NULL;
+}
+
+static int set_link(dcgmHandle_t h, dcgm_field_entity_group_t group, unsigned int id,
+                    unsigned int link, dcgmNvLinkLinkState_t state)
+{
+    dcgmSetNvLinkLinkState_v1 req = { dcgmSetNvLinkLinkState_version1, group, id, link, state, 0 };
+    return p_dcgmSetEntityNvLinkLinkState(h, &req);
+}
+
+static unsigned int new_fake_gpu(dcgmHandle_t h)
+{
+    dcgmCreateFakeEntities_t *fake = calloc(1, sizeof *fake);
+    fake->version = dcgmCreateFakeEntities_version2;
+    fake->numToCreate = 1;
+    fake->entityList[0].entity.entityGroupId = DCGM_FE_GPU;
+    CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_OK);
+    unsigned int id = fake->entityList[0].entity.entityId;
+    free(fake);
+    return id;
+}
+
+static void run_script(dcgmHandle_t h, const char *where)
+{
+    dcgmNvLinkStatus_v5 *st = calloc(1, sizeof *st);
+    dcgmNvLinkStatus_v4 *st4 = calloc(1, sizeof *st4);
+
+    /* live GPUs: the model's links up, the rest not supported; no switches */
+    st->version = dcgmNvLinkStatus_version5;
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, st), DCGM_ST_OK);
+    CHECK(st->numGpus == 4, "%s: %u GPUs", where, st->numGpus);
+    CHECK(st->numNvSwitches == 0, "%s: %u switches", where, st->numNvSwitches);
+    for (unsigned int g = 0; g < 4; g++) {
+        const dcgmNvLinkGpuLinkStatus_v4 *row = find_gpu(st, g);
+        CHECK(row != NULL, "%s: GPU %u missing", where, g);
+        if (!row)
+            continue;
+        unsigned int up = count_state(row->linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU,
+                                      DcgmNvLinkLinkStateUp);
+        unsigned int none = count_state(row->linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU,
+                                        DcgmNvLinkLinkStateNotSupported);
+        CHECK(up == UP_LINKS[g], "%s: GPU %u has %u links up, want %u", where, g, up, UP_LINKS[g]);
+        CHECK(up + none == DCGM_NVLINK_MAX_LINKS_PER_GPU, "%s: GPU %u other states", where, g);
+        if (UP_LINKS[g])
+            CHECK(row->linkState[UP_LINKS[g] - 1] == DcgmNvLinkLinkStateUp &&
+                      row->linkState[UP_LINKS[g]] == DcgmNvLinkLinkStateNotSupported,
+                  "%s: GPU %u links are the first ones", where, g);
+    }
+
+    /* the v4 record: 18 links a GPU */
+    st4->version = dcgmNvLinkStatus_version4;
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, (dcgmNvLinkStatus_v5 *)st4), DCGM_ST_OK);
+    CHECK(st4->version == dcgmNvLinkStatus_version4, "%s: v4 version kept", where);
+    CHECK(st4->numGpus == 4 && st4->gpus[1].entityId == 1, "%s: v4 %u GPUs", where, st4->numGpus);
+    CHECK(count_state(st4->gpus[0].linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3,
+                      DcgmNvLinkLinkStateUp) == 18, "%s: v4 GPU 0 links", where);
+    CHECK(count_state(st4->gpus[1].linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3,
+                      DcgmNvLinkLinkStateUp) == 12, "%s: v4 GPU 1 links", where);
+
+    /* versions and parameters */
+    st->version = dcgmNvLinkStatus_version5 + 1;
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, st), DCGM_ST_VER_MISMATCH);
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, NULL), DCGM_ST_BADPARAM);
+    dcgmSetNvLinkLinkState_v1 bad = { dcgmSetNvLinkLinkState_version1 + 1, DCGM_FE_GPU, 0, 0,
+                                      DcgmNvLinkLinkStateDown, 0 };
+    CHECK_RC(p_dcgmSetEntityNvLinkLinkState(h, &bad), DCGM_ST_VER_MISMATCH);
+    CHECK_RC(p_dcgmSetEntityNvLinkLinkState(h, NULL), DCGM_ST_BADPARAM);
+    CHECK_RC(set_link(h, DCGM_FE_GPU, 99, 0, DcgmNvLinkLinkStateDown), DCGM_ST_BADPARAM);
+    CHECK_RC(set_link(h, DCGM_FE_GPU, 0, DCGM_NVLINK_MAX_LINKS_PER_GPU, DcgmNvLinkLinkStateDown),
+             DCGM_ST_BADPARAM);
+    CHECK_RC(set_link(h, DCGM_FE_SWITCH, 0, 1, DcgmNvLinkLinkStateDown), DCGM_ST_BADPARAM);
+    CHECK_RC(set_link(h, DCGM_FE_CPU, 0, 1, DcgmNvLinkLinkStateDown), DCGM_ST_NOT_SUPPORTED);
+
+    /* a fake GPU: no links until set, then what was set */
+    unsigned int fake = new_fake_gpu(h);
+    st->version = dcgmNvLinkStatus_version5;
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, st), DCGM_ST_OK);
+    const dcgmNvLinkGpuLinkStatus_v4 *row = find_gpu(st, fake);
+    CHECK(row && count_state(row->linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU,
+                             DcgmNvLinkLinkStateNotSupported) == DCGM_NVLINK_MAX_LINKS_PER_GPU,
+          "%s: fake GPU %u starts without links", where, fake);
+    for (unsigned int l = 0; l < DCGM_NVLINK_MAX_LINKS_PER_GPU; l++)
+        CHECK_RC(set_link(h, DCGM_FE_GPU, fake, l, DcgmNvLinkLinkStateUp), DCGM_ST_OK);
+    CHECK_RC(set_link(h, DCGM_FE_GPU, fake, 3, DcgmNvLinkLinkStateDown), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, st), DCGM_ST_OK);
+    row = find_gpu(st, fake);
+    CHECK(row && row->linkState[3] == DcgmNvLinkLinkStateDown &&
+              count_state(row->linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU, DcgmNvLinkLinkStateUp) ==
+                  DCGM_NVLINK_MAX_LINKS_PER_GPU - 1,
+          "%s: fake GPU link 3 down, the rest up", where);
+
+    /* a live GPU reads its hardware again: a set lasts until the next read */
+    CHECK_RC(set_link(h, DCGM_FE_GPU, 0, 2, DcgmNvLinkLinkStateDown), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, st), DCGM_ST_OK);
+    row = find_gpu(st, 0);
+    CHECK(row && row->linkState[2] == DcgmNvLinkLinkStateUp, "%s: GPU 0 link 2 read again", where);
+
+    /* health: the down link is one NVLINK failure naming the link */
+    dcgmGpuGrp_t g = 0;
+    CHECK_RC(p_dcgmGroupCreate(h, DCGM_GROUP_EMPTY, "nvlink", &g), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupAddDevice(h, g, fake), DCGM_ST_OK);
+    CHECK_RC(p_dcgmHealthSet(h, g, DCGM_HEALTH_WATCH_NVLINK), DCGM_ST_OK);
+    dcgmHealthResponse_v5 *hr = calloc(1, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, g, hr), DCGM_ST_OK);
+    unsigned int down = 0;
+    for (unsigned int i = 0; i < hr->incidentCount; i++) {
+        if (hr->incidents[i].error.code != FR_NVLINK_DOWN)
+            continue;
+        down++;
+        CHECK(hr->incidents[i].system == DCGM_HEALTH_WATCH_NVLINK &&
+                  hr->incidents[i].health == DCGM_HEALTH_RESULT_FAIL &&
+                  hr->incidents[i].entityInfo.entityGroupId == DCGM_FE_GPU &&
+                  hr->incidents[i].entityInfo.entityId == fake &&
+                  strstr(hr->incidents[i].error.msg, "3") != NULL,
+              "%s: incident %s", where, hr->incidents[i].error.msg);
+    }
+    CHECK(down == 1 && hr->overallHealth == DCGM_HEALTH_RESULT_FAIL,
+          "%s: %u link-down incidents, overall %d", where, down, (int)hr->overallHealth);
+    /* back up: healthy again */
+    CHECK_RC(set_link(h, DCGM_FE_GPU, fake, 3, DcgmNvLinkLinkStateUp), DCGM_ST_OK);
+    memset(hr, 0, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, g, hr), DCGM_ST_OK);
+    CHECK(hr->incidentCount == 0, "%s: %u incidents after link 3 came back", where,
+          hr->incidentCount);
+    /* a live GPU with all links up passes */
+    dcgmGpuGrp_t g0 = 0;
+    unsigned int gpu0 = 0;
+    CHECK_RC(p_dcgmGroupCreate(h, DCGM_GROUP_EMPTY, "nvlink0", &g0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupAddDevice(h, g0, gpu0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmHealthSet(h, g0, DCGM_HEALTH_WATCH_NVLINK), DCGM_ST_OK);
+    memset(hr, 0, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, g0, hr), DCGM_ST_OK);
+    down = 0;
+    for (unsigned int i = 0; i < hr->incidentCount; i++)
+        down += hr->incidents[i].error.code == FR_NVLINK_DOWN;
+    CHECK(down == 0, "%s: live GPU 0 has %u link-down incidents", where, down);
+    CHECK_RC(p_dcgmGroupDestroy(h, g), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupDestroy(h, g0), DCGM_ST_OK);
+
+    free(hr);
+    free(st4);
+    free(st);
+}
+
+static void test_embedded(void)
+{
+    setenv("DCGM_SIM_SCENARIO", scenario, 1);
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_AUTO, &h), DCGM_ST_OK);
+    run_script(EMB, "embedded");
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+}
+
+typedef struct hostengine {
+    pthread_t thread;
+    int ready[2], stop[2];
+    int rc;
+    char err[256];
+} hostengine;
+
+static void *hostengine_main(void *arg)
+{
+    hostengine *he = arg;
+    he->rc = p_dcgmSimServe(NULL, 0, 0, scenario, he->ready[1], he->stop[0], he->err,
+                            (int)sizeof he->err);
+    close(he->ready[1]);
+    return NULL;
+}
+
+static void test_hostengine(void)
+{
+    hostengine he;
+    memset(&he, 0, sizeof he);
+    if (pipe(he.ready) != 0 || pipe(he.stop) != 0)
+        return;
+    pthread_create(&he.thread, NULL, hostengine_main, &he);
+    char line[256] = "";
+    size_t got = 0;
+    int64_t deadline = mono_ms() + 10000;
+    while (got + 1 < sizeof line && mono_ms() < deadline) {
+        struct pollfd p = { he.ready[0], POLLIN, 0 };
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        if (read(he.ready[0], line + got, 1) != 1 || line[got] == '\n')
+            break;
+        got++;
+    }
+    line[got] = '\0';
+    const char *prefix = "listening on ";
+    CHECK(strncmp(line, prefix, strlen(prefix)) == 0, "hostengine: \"%s\" %s", line, he.err);
+    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmConnect_v3(line + strlen(prefix), &params, &h), DCGM_ST_OK);
+    if (h) {
+        run_script(h, "hostengine");
+        CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
+    }
+    CHECK(write(he.stop[1], "x", 1) == 1, "stop");
+    pthread_join(he.thread, NULL);
+    CHECK_RC(he.rc, DCGM_ST_OK);
+    close(he.ready[0]);
+    close(he.stop[0]);
+    close(he.stop[1]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
+        return 2;
+    }
+    snprintf(tmpdir, sizeof tmpdir, "%s/test_nvlink.XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 2;
+    }
+    snprintf(scenario, sizeof scenario, "%s", write_file("node.toml", SCENARIO_TEXT));
+    void *lib = load_library(argv[1]);
+    if (p_dcgmInit() != DCGM_ST_OK)
+        return 2;
+    const check_test tests[] = {
+        { "embedded", test_embedded },
+        { "hostengine", test_hostengine },
+    };
+    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_NVLINK_ONLY"));
+    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
+    dlclose(lib);
+    unlink(scenario);
+    rmdir(tmpdir);
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
