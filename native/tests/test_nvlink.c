@@ -18,6 +18,7 @@
 #define CHECK_DLOPEN_DCGM
 #define CHECK_SCRATCH_FILES
 #include "check.h"
+#include "hostengine.h"
 
 #define FR_NVLINK_DOWN 14 /* dcgm_errors.h */
 
@@ -199,56 +200,19 @@ static void test_embedded(void)
     CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
 }
 
-typedef struct hostengine {
-    pthread_t thread;
-    int ready[2], stop[2];
-    int rc;
-    char err[256];
-} hostengine;
-
-static void *hostengine_main(void *arg)
-{
-    hostengine *he = arg;
-    he->rc = p_dcgmSimServe(NULL, 0, 0, scenario, he->ready[1], he->stop[0], he->err,
-                            (int)sizeof he->err);
-    close(he->ready[1]);
-    return NULL;
-}
-
 static void test_hostengine(void)
 {
     hostengine he;
-    memset(&he, 0, sizeof he);
-    if (pipe(he.ready) != 0 || pipe(he.stop) != 0)
+    if (!hostengine_start(&he, scenario, NULL))
         return;
-    pthread_create(&he.thread, NULL, hostengine_main, &he);
-    char line[256] = "";
-    size_t got = 0;
-    int64_t deadline = mono_ms() + 10000;
-    while (got + 1 < sizeof line && mono_ms() < deadline) {
-        struct pollfd p = { he.ready[0], POLLIN, 0 };
-        if (poll(&p, 1, 100) <= 0)
-            continue;
-        if (read(he.ready[0], line + got, 1) != 1 || line[got] == '\n')
-            break;
-        got++;
-    }
-    line[got] = '\0';
-    const char *prefix = "listening on ";
-    CHECK(strncmp(line, prefix, strlen(prefix)) == 0, "hostengine: \"%s\" %s", line, he.err);
     dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
     dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmConnect_v3(line + strlen(prefix), &params, &h), DCGM_ST_OK);
+    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
     if (h) {
         run_script(h, "hostengine");
         CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
     }
-    CHECK(write(he.stop[1], "x", 1) == 1, "stop");
-    pthread_join(he.thread, NULL);
-    CHECK_RC(he.rc, DCGM_ST_OK);
-    close(he.ready[0]);
-    close(he.stop[0]);
-    close(he.stop[1]);
+    hostengine_stop(&he);
 }
 
 int main(int argc, char **argv)
