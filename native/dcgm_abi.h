@@ -299,6 +299,34 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmNvLinkStatus_version5 0x050042bc
 #define dcgmNvLinkStatus_version 0x050042bc
 #define dcgmSetNvLinkLinkState_version1 0x01000018
+/* version stamps of requests api_versioned.c checks (only the leading
+ * version field of those structs is read, so the structs are not declared) */
+#define dcgmConfig_version2 0x02000048
+#define dcgmConfig_version 0x02000048
+#define dcgmPolicy_version1 0x01000090
+#define dcgmPolicy_version 0x01000090
+#define dcgmPidInfo_version2 0x02004528
+#define dcgmPidInfo_version 0x02004528
+#define dcgmJobInfo_version3 0x030098a8
+#define dcgmJobInfo_version 0x030098a8
+#define dcgmRunDiag_version7 0x070054d0
+#define dcgmRunDiag_version8 0x0801c818
+#define dcgmRunDiag_version9 0x0901cfe8
+#define dcgmRunDiag_version10 0x0a01d1e8
+#define dcgmDiagResponse_version7 0x07099290
+#define dcgmDiagResponse_version8 0x080d9690
+#define dcgmDiagResponse_version9 0x0914f4dc
+#define dcgmDiagResponse_version10 0x0a155abc
+#define dcgmDiagResponse_version11 0x0b155abc
+#define dcgmDiagResponse_version12 0x0c155abc
+#define dcgmIntrospectMemory_version1 0x01000010
+#define dcgmIntrospectMemory_version 0x01000010
+#define dcgmIntrospectCpuUtil_version1 0x01000020
+#define dcgmIntrospectCpuUtil_version 0x01000020
+#define dcgmVgpuDeviceAttributes_version7 0x070029a0
+#define dcgmVgpuDeviceAttributes_version 0x070029a0
+#define dcgmEnvVarInfo_version1 0x01000208
+#define dcgmEnvVarInfo_version 0x01000208
 
 /* ---- field values ------------------------------------------------------ */
 /* value union shared by v1 and v2 records; blob is the largest member */
@@ -640,6 +668,15 @@ typedef struct {
     dcgmNvLinkLinkState_t linkState;
     unsigned int unused;            /* 0 */
 } dcgmSetNvLinkLinkState_v1;
+
+/* dcgmHostengineEnvironmentVariableInfo's request and answer */
+typedef struct {
+    unsigned int version;
+    char envVarName[DCGM_MAX_STR_LENGTH];   /* in */
+    char envVarValue[DCGM_MAX_STR_LENGTH];  /* out */
+    dcgmReturn_t ret;                       /* out: the lookup's own result */
+} dcgmEnvVarInfo_v1;
+typedef dcgmEnvVarInfo_v1 dcgmEnvVarInfo_t;
 
 /* ---- field metadata ---------------------------------------------------- */
 typedef struct dcgm_field_output_format_s {

@@ -84,6 +84,17 @@ DCGM_FN(int, DcgmFieldsTerm, (void), (), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgm_field_meta_p, DcgmFieldGetById, (unsigned short fieldId), (fieldId), NULL) \
 DCGM_FN(dcgm_field_meta_p, DcgmFieldGetByTag, (const char *tag), (tag), NULL) \
 DCGM_FN(const char *, DcgmFieldsGetEntityGroupString, (dcgm_field_entity_group_t entityGroupId), (entityGroupId), NULL) \
+DCGM_FN(dcgmReturn_t, dcgmConfigSet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pDeviceConfig, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, pDeviceConfig, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmConfigGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int type, int count, void *deviceConfigList, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, type, count, deviceConfigList, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmPolicyGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count, void *policy, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, count, policy, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmActionValidate_v2, (dcgmHandle_t pDcgmHandle, void *drd, void *response), (pDcgmHandle, drd, response), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmRunDiagnostic, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int diagLevel, void *diagResponse), (pDcgmHandle, groupId, diagLevel, diagResponse), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetPidInfo, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pidInfo), (pDcgmHandle, groupId, pidInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmJobGetStats, (dcgmHandle_t pDcgmHandle, char jobId[64], void *pJobInfo), (pDcgmHandle, jobId, pJobInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmIntrospectGetHostengineMemoryUsage, (dcgmHandle_t pDcgmHandle, void *memoryInfo, int waitIfNoData), (pDcgmHandle, memoryInfo, waitIfNoData), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmIntrospectGetHostengineCpuUtilization, (dcgmHandle_t pDcgmHandle, void *cpuUtil, int waitIfNoData), (pDcgmHandle, cpuUtil, waitIfNoData), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetVgpuDeviceAttributes, (dcgmHandle_t pDcgmHandle, unsigned int gpuId, void *pDcgmVgpuDeviceAttr), (pDcgmHandle, gpuId, pDcgmVgpuDeviceAttr), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmHostengineEnvironmentVariableInfo, (dcgmHandle_t pDcgmHandle, dcgmEnvVarInfo_t *pEnvVarInfo), (pDcgmHandle, pEnvVarInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimGetStartTime, (long long *startUs), (startUs), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimGetValueAt, (unsigned int gpuId, unsigned short fieldId, long long tRelUs, dcgmFieldValue_v1 *value), (gpuId, fieldId, tRelUs, value), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimCheckScenario, (const char *spec, char *errorText, int errorTextLen), (spec, errorText, errorTextLen), DCGM_ST_FUNCTION_NOT_FOUND) \
