@@ -725,6 +725,51 @@ typedef struct {
     double maxAbsCorrection;
 } dcgmSimFieldStats_t;
 
+/* ---- cache manager field info (dcgmGetCacheManagerFieldInfo) ---------- */
+/* Who holds a watch on a field */
+typedef enum {
+    DcgmWatcherTypeClient = 0,
+    DcgmWatcherTypeHostEngine = 1,
+    DcgmWatcherTypeHealthWatch = 2,
+    DcgmWatcherTypePolicyManager = 3,
+    DcgmWatcherTypeCacheManager = 4,
+    DcgmWatcherTypeConfigManager = 5,
+    DcgmWatcherTypeNvSwitchManager = 6,
+    DcgmWatcherTypeCount = 7
+} DcgmWatcherType_t;
+
+/* flags bit: the field has at least one watcher */
+#define DCGM_CMI_F_WATCHED 1
+/* watchers[] holds at most this many */
+#define DCGM_CM_FIELD_INFO_NUM_WATCHERS 10
+
+typedef struct dcgm_cm_field_info_watcher_s {
+    DcgmWatcherType_t watcherType;
+    unsigned int connectionId;        /* 0: not a remote connection */
+    long long monitorIntervalUsec;    /* this watcher's sampling interval */
+    long long maxAgeUsec;             /* this watcher's retention */
+} dcgm_cm_field_info_watcher_t;
+
+typedef struct dcgmCacheManagerFieldInfo_v4_s {
+    unsigned int version;
+    unsigned int flags;               /* DCGM_CMI_F_* */
+    unsigned int entityId;            /* in: entity asked about */
+    unsigned int entityGroupId;       /* in: its dcgm_field_entity_group_t */
+    unsigned short fieldId;           /* in: field asked about */
+    short lastStatus;                 /* outcome of the last sampling */
+    long long oldestTimestamp;        /* usec since epoch; 0 if nothing cached */
+    long long newestTimestamp;
+    long long monitorIntervalUsec;    /* effective (fastest) interval */
+    long long maxAgeUsec;             /* effective (longest) retention */
+    long long execTimeUsec;           /* time spent sampling it */
+    long long fetchCount;             /* times it was sampled */
+    int numSamples;                   /* samples cached now */
+    int numWatchers;                  /* valid entries of watchers[] */
+    dcgm_cm_field_info_watcher_t watchers[DCGM_CM_FIELD_INFO_NUM_WATCHERS];
+} dcgmCacheManagerFieldInfo_v4_t;
+
+#define dcgmCacheManagerFieldInfo_version4 0x04000140
+
 /* CDEF-END */
 
 /* 2^47 and its neighbours: not expressible as cdef integer literals */

@@ -69,6 +69,7 @@ DCGM_FN(dcgmReturn_t, dcgmHealthSet_v2, (dcgmHandle_t pDcgmHandle, dcgmHealthSet
 DCGM_FN(dcgmReturn_t, dcgmHealthGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmHealthSystems_t *systems), (pDcgmHandle, groupId, systems), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmHealthCheck, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmHealthResponse_t *results), (pDcgmHandle, groupId, results), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetNvLinkLinkStatus, (dcgmHandle_t dcgmHandle, dcgmNvLinkStatus_v5 *linkStatus), (dcgmHandle, linkStatus), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetCacheManagerFieldInfo, (dcgmHandle_t pDcgmHandle, dcgmCacheManagerFieldInfo_v4_t *fieldInfo), (pDcgmHandle, fieldInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSetEntityNvLinkLinkState, (dcgmHandle_t dcgmHandle, dcgmSetNvLinkLinkState_v1 *linkState), (dcgmHandle, linkState), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetGpuInstanceHierarchy, (dcgmHandle_t dcgmHandle, dcgmMigHierarchy_v2 *hierarchy), (dcgmHandle, hierarchy), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmProfGetSupportedMetricGroups, (dcgmHandle_t pDcgmHandle, dcgmProfGetMetricGroups_t *metricGroups), (pDcgmHandle, metricGroups), DCGM_ST_FUNCTION_NOT_FOUND) \

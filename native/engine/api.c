@@ -740,6 +740,17 @@ dcgmReturn_t dcgmSetEntityNvLinkLinkState(dcgmHandle_t dcgmHandle,
     API_CALL(dcgmHandle, nvlink_set_state, linkState);
 }
 
+/* As DCGM's client side: the caller's version is not checked but replaced
+ * by the one version there is; the engine checks what arrives. */
+dcgmReturn_t dcgmGetCacheManagerFieldInfo(dcgmHandle_t pDcgmHandle,
+                                          dcgmCacheManagerFieldInfo_v4_t *fieldInfo)
+{
+    if (!fieldInfo)
+        return DCGM_ST_BADPARAM;
+    fieldInfo->version = dcgmCacheManagerFieldInfo_version4;
+    API_CALL(pDcgmHandle, cache_field_info, fieldInfo);
+}
+
 dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
                                               dcgmProfGetMetricGroups_t *metricGroups)
 {

@@ -86,6 +86,7 @@ typedef struct backend_ops {
     int (*health_check)(void *self, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out);
     int (*nvlink_status)(void *self, dcgmNvLinkStatus_v5 *status);
     int (*nvlink_set_state)(void *self, const dcgmSetNvLinkLinkState_v1 *request);
+    int (*cache_field_info)(void *self, dcgmCacheManagerFieldInfo_v4_t *info);
     int (*prof_metric_groups)(void *self, dcgmProfGetMetricGroups_v3 *groups);
     int (*version_info)(void *self, dcgmVersionInfo_t *info);
     int (*hostengine_health)(void *self, dcgmHostengineHealth_t *health);

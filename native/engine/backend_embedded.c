@@ -243,6 +243,11 @@ static int embedded_nvlink_status(void *self, dcgmNvLinkStatus_v5 *status)
     return engine_nvlink_status(self, status);
 }
 
+static int embedded_cache_field_info(void *self, dcgmCacheManagerFieldInfo_v4_t *info)
+{
+    return engine_cache_field_info(self, info);
+}
+
 static int embedded_nvlink_set_state(void *self, const dcgmSetNvLinkLinkState_v1 *request)
 {
     return engine_nvlink_set_state(self, request);
@@ -279,6 +284,7 @@ const backend_ops embedded_backend_ops = {
     .group_get_all_ids = embedded_group_get_all_ids,
     .nvlink_status = embedded_nvlink_status,
     .nvlink_set_state = embedded_nvlink_set_state,
+    .cache_field_info = embedded_cache_field_info,
     .field_group_create = embedded_field_group_create,
     .field_group_destroy = embedded_field_group_destroy,
     .field_group_get_info = embedded_field_group_get_info,

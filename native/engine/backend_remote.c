@@ -215,6 +215,11 @@ static int remote_op_nvlink_status(void *self, dcgmNvLinkStatus_v5 *status)
     return remote_nvlink_status(self, status);
 }
 
+static int remote_op_cache_field_info(void *self, dcgmCacheManagerFieldInfo_v4_t *info)
+{
+    return remote_cache_field_info(self, info);
+}
+
 static int remote_op_nvlink_set_state(void *self, const dcgmSetNvLinkLinkState_v1 *request)
 {
     return remote_nvlink_set_state(self, request);
@@ -291,6 +296,7 @@ const backend_ops remote_backend_ops = {
     .health_check = remote_op_health_check,
     .nvlink_status = remote_op_nvlink_status,
     .nvlink_set_state = remote_op_nvlink_set_state,
+    .cache_field_info = remote_op_cache_field_info,
     .prof_metric_groups = remote_op_prof_metric_groups,
     .version_info = remote_op_version_info,
     .hostengine_health = remote_op_hostengine_health,

@@ -151,6 +151,9 @@ int engine_health_check(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthRespon
  * API converts for older versions. */
 int engine_nvlink_status(sim_engine *engine, dcgmNvLinkStatus_v5 *status);
 int engine_nvlink_set_state(sim_engine *engine, const dcgmSetNvLinkLinkState_v1 *request);
+/* The cache's state of one field of one entity (dcgmGetCacheManagerFieldInfo):
+ * DCGM_ST_NOT_WATCHED when nothing is kept for it. */
+int engine_cache_field_info(sim_engine *engine, dcgmCacheManagerFieldInfo_v4_t *info);
 int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);
 /* The node's value at t_rel_us, encoded as a stored sample would be. */
 int engine_sim_value_at(sim_engine *engine, unsigned int gpu, unsigned short field_id,

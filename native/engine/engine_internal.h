@@ -71,6 +71,8 @@ typedef struct engine_series {
     int64_t last_sampled_us;     /* stamp of the pass that last sampled it, 0 = never */
     int64_t events_done_rel;     /* event fields: node events up to here are in the ring */
     int last_status;             /* outcome of the last sampling attempt */
+    int64_t fetch_count;         /* values read from the source for it */
+    int64_t exec_us;             /* wall time those reads took */
     engine_ring ring;
 } engine_series;
 

@@ -166,7 +166,10 @@ static void sample_series(sim_engine *e, engine_series *s, int64_t now_us)
         return;
     }
     sim_value v;
+    int64_t started = engine_wall_us();
     engine_sample_entity_locked(e, ent, s->field_id, t_rel, &v);
+    s->exec_us += engine_wall_us() - started;
+    s->fetch_count++;
     s->last_status = append_value(e, s, now_us, &v, now_us);
 }
 
@@ -480,6 +483,52 @@ int engine_empty_cache(sim_engine *e)
     for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++)
         for (engine_series *s = e->buckets[b]; s; s = s->next)
             engine_ring_clear(&s->ring);
+    pthread_mutex_unlock(&e->lock);
+    return DCGM_ST_OK;
+}
+
+/* ---- cache manager field info --------------------------------------------- */
+
+int engine_cache_field_info(sim_engine *e, dcgmCacheManagerFieldInfo_v4_t *info)
+{
+    if (!e || !info)
+        return DCGM_ST_BADPARAM;
+    if (info->version != dcgmCacheManagerFieldInfo_version4)
+        return DCGM_ST_VER_MISMATCH;
+    const dcgm_field_meta_t *meta = sim_field_meta(info->fieldId);
+    if (!meta)
+        return DCGM_ST_BADPARAM;
+    dcgm_field_entity_group_t group = (dcgm_field_entity_group_t)info->entityGroupId;
+    dcgm_field_eid_t entity = info->entityId;
+    engine_storage_key(meta, &group, &entity);
+    pthread_mutex_lock(&e->lock);
+    const engine_series *s = engine_series_find_locked(e, group, entity, info->fieldId);
+    if (!s) {
+        pthread_mutex_unlock(&e->lock);
+        return DCGM_ST_NOT_WATCHED;
+    }
+    info->flags = s->n_watchers ? DCGM_CMI_F_WATCHED : 0;
+    info->lastStatus = (short)s->last_status;
+    info->monitorIntervalUsec = s->n_watchers ? s->freq_us : 0;
+    info->maxAgeUsec = s->n_watchers ? s->keep_us : 0;
+    info->execTimeUsec = s->exec_us;
+    info->fetchCount = s->fetch_count;
+    int n = 0;
+    for (size_t i = 0; i < s->n_watchers && n < DCGM_CM_FIELD_INFO_NUM_WATCHERS; i++, n++) {
+        const engine_watcher *w = &s->watchers[i];
+        dcgm_cm_field_info_watcher_t *out = &info->watchers[n];
+        out->watcherType = (w->owner & ENGINE_OWNER_HEALTH) ? DcgmWatcherTypeHealthWatch
+                                                            : DcgmWatcherTypeClient;
+        out->connectionId = w->owner & ~ENGINE_OWNER_HEALTH;
+        out->monitorIntervalUsec = w->freq_us;
+        out->maxAgeUsec = w->keep_us;
+    }
+    info->numWatchers = n;
+    for (int i = n; i < DCGM_CM_FIELD_INFO_NUM_WATCHERS; i++)
+        memset(&info->watchers[i], 0, sizeof info->watchers[i]);
+    info->numSamples = (int)s->ring.count;
+    info->oldestTimestamp = s->ring.count ? engine_ring_at(&s->ring, 0)->ts : 0;
+    info->newestTimestamp = s->ring.count ? engine_ring_at(&s->ring, s->ring.count - 1)->ts : 0;
     pthread_mutex_unlock(&e->lock);
     return DCGM_ST_OK;
 }

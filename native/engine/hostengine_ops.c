@@ -108,6 +108,11 @@ static int fill_nvlink_status(sim_engine *e, const wire_request *req, void *p)
     return engine_nvlink_status(e, p);
 }
 
+static int fill_cache_field_info(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_cache_field_info(e, p);
+}
+
 static int fill_nvlink_set(sim_engine *e, const wire_request *req, void *p)
 {
     return engine_nvlink_set_state(e, p);
@@ -396,6 +401,7 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op group_ids = { sizeof(engine_group_ids), fill_group_ids };
     static const inout_op nvlink_status = { sizeof(dcgmNvLinkStatus_v5), fill_nvlink_status };
     static const inout_op nvlink_set = { sizeof(dcgmSetNvLinkLinkState_v1), fill_nvlink_set };
+    static const inout_op cache_info = { sizeof(dcgmCacheManagerFieldInfo_v4_t), fill_cache_field_info };
     switch (op) {
     case WIRE_OP_CREATE_FAKE_ENTITIES: return &fake;
     case WIRE_OP_MIG_HIERARCHY: return &mig;
@@ -409,6 +415,7 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_GROUP_GET_ALL_IDS: return &group_ids;
     case WIRE_OP_NVLINK_STATUS: return &nvlink_status;
     case WIRE_OP_NVLINK_SET_STATE: return &nvlink_set;
+    case WIRE_OP_CACHE_FIELD_INFO: return &cache_info;
     default: return NULL;
     }
 }

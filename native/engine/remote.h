@@ -90,6 +90,7 @@ typedef enum wire_op {
     WIRE_OP_GROUP_GET_ALL_IDS,
     WIRE_OP_NVLINK_STATUS,
     WIRE_OP_NVLINK_SET_STATE,
+    WIRE_OP_CACHE_FIELD_INFO,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -168,6 +169,7 @@ int remote_group_get_info(remote_conn *c, dcgmGpuGrp_t id, dcgmGroupInfo_v3 *inf
 int remote_group_get_all_ids(remote_conn *c, engine_group_ids *out);
 int remote_nvlink_status(remote_conn *c, dcgmNvLinkStatus_v5 *status);
 int remote_nvlink_set_state(remote_conn *c, const dcgmSetNvLinkLinkState_v1 *request);
+int remote_cache_field_info(remote_conn *c, dcgmCacheManagerFieldInfo_v4_t *info);
 
 int remote_field_group_create(remote_conn *c, int count, const unsigned short *field_ids,
                               const char *name, dcgmFieldGrp_t *id);

@@ -253,6 +253,11 @@ int remote_nvlink_status(remote_conn *c, dcgmNvLinkStatus_v5 *status)
     return call_struct(c, WIRE_OP_NVLINK_STATUS, status, sizeof *status);
 }
 
+int remote_cache_field_info(remote_conn *c, dcgmCacheManagerFieldInfo_v4_t *info)
+{
+    return call_struct(c, WIRE_OP_CACHE_FIELD_INFO, info, sizeof *info);
+}
+
 int remote_nvlink_set_state(remote_conn *c, const dcgmSetNvLinkLinkState_v1 *request)
 {
     if (!request)
