@@ -225,6 +225,18 @@ static inline int recs_should_stop(const recs *r)
 {
     return r->stop_after && r->count >= r->stop_after;
 }
+/* One fake GPU (dcgmCreateFakeEntities) on handle h; its id. */
+static inline unsigned int new_fake_gpu(dcgmHandle_t h)
+{
+    dcgmCreateFakeEntities_t *fake = calloc(1, sizeof *fake);
+    fake->version = dcgmCreateFakeEntities_version2;
+    fake->numToCreate = 1;
+    fake->entityList[0].entity.entityGroupId = DCGM_FE_GPU;
+    CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_OK);
+    unsigned int id = fake->entityList[0].entity.entityId;
+    free(fake);
+    return id;
+}
 #endif /* CHECK_DLOPEN_DCGM */
 
 #endif /* DCGM_TESTS_CHECK_H */

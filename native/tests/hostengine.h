@@ -84,4 +84,21 @@ static void hostengine_stop(hostengine *he)
     close(he->stop[1]);
 }
 
+/* Start a hostengine on scenario, connect, run script(handle, "hostengine"), disconnect, stop. */
+static inline void run_through_hostengine(const char *scenario,
+                                          void (*script)(dcgmHandle_t, const char *))
+{
+    hostengine he;
+    if (!hostengine_start(&he, scenario, NULL))
+        return;
+    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    if (h) {
+        script(h, "hostengine");
+        CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
+    }
+    hostengine_stop(&he);
+}
+
 #endif /* NATIVE_TESTS_HOSTENGINE_H */

@@ -119,20 +119,7 @@ static void test_embedded(void)
     CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
 }
 
-static void test_hostengine(void)
-{
-    hostengine he;
-    if (!hostengine_start(&he, scenario, NULL))
-        return;
-    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
-    if (h) {
-        run_script(h, "hostengine");
-        CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
-    }
-    hostengine_stop(&he);
-}
+static void test_hostengine(void) { run_through_hostengine(scenario, run_script); }
 
 int main(int argc, char **argv)
 {

@@ -57,18 +57,6 @@ static dcgmHealthResponse_v5 *hr;
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static unsigned int new_fake_gpu(dcgmHandle_t h)
-{
-    dcgmCreateFakeEntities_t *fake = calloc(1, sizeof *fake);
-    fake->version = dcgmCreateFakeEntities_version2;
-    fake->numToCreate = 1;
-    fake->entityList[0].entity.entityGroupId = DCGM_FE_GPU;
-    CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_OK);
-    unsigned int id = fake->entityList[0].entity.entityId;
-    free(fake);
-    return id;
-}
-
 static dcgmGpuGrp_t group_of(dcgmHandle_t h, const unsigned int *gpus, int n)
 {
     dcgmGpuGrp_t g = 0;

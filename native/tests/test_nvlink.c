@@ -54,18 +54,6 @@ static int set_link(dcgmHandle_t h, dcgm_field_entity_group_t group, unsigned in
     return p_dcgmSetEntityNvLinkLinkState(h, &req);
 }
 
-static unsigned int new_fake_gpu(dcgmHandle_t h)
-{
-    dcgmCreateFakeEntities_t *fake = calloc(1, sizeof *fake);
-    fake->version = dcgmCreateFakeEntities_version2;
-    fake->numToCreate = 1;
-    fake->entityList[0].entity.entityGroupId = DCGM_FE_GPU;
-    CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_OK);
-    unsigned int id = fake->entityList[0].entity.entityId;
-    free(fake);
-    return id;
-}
-
 static void run_script(dcgmHandle_t h, const char *where)
 {
     dcgmNvLinkStatus_v5 *st = calloc(1, sizeof *st);
@@ -200,20 +188,7 @@ static void test_embedded(void)
     CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
 }
 
-static void test_hostengine(void)
-{
-    hostengine he;
-    if (!hostengine_start(&he, scenario, NULL))
-        return;
-    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
-    if (h) {
-        run_script(h, "hostengine");
-        CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
-    }
-    hostengine_stop(&he);
-}
+static void test_hostengine(void) { run_through_hostengine(scenario, run_script); }
 
 int main(int argc, char **argv)
 {
