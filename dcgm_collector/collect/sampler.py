@@ -190,6 +190,9 @@ class Sampler:
         self._health_group: EntityGroup | None = None
         self._next_health = 0.0
         self._next_costs = 0.0
+        # the names the engine's per-field costs are served under (the counters' first)
+        self._field_names: dict[int, str] = {c.field.id: c.name for c in counters.field_counters()
+                                             if c.field is not None}
         self.tick_origin: float | None = None   # monotonic time tick 0 was due
         self._drains: list[_Drain] = []
         self._label_groups: list[FieldGroup] = []
@@ -464,11 +467,15 @@ class Sampler:
         costs = self.handle.field_costs()
         if not costs:
             return
-        names = {c.field.id: c.name for c in self.counters.field_counters() if c.field is not None}
-        table = field_table()
-        self.stats.field_costs = tuple(
-            (names.get(c.field_id) or getattr(table.by_id(c.field_id), "name", None) or f"field_{c.field_id}", c)
-            for c in costs)
+        self.stats.field_costs = tuple((self._field_name(c.field_id), c) for c in costs)
+
+    def _field_name(self, field_id: int) -> str:
+        """The name a field has in the counters, else DCGM's; worked out once per field, not once a second."""
+        name = self._field_names.get(field_id)
+        if name is None:
+            field = field_table().by_id(field_id)
+            name = self._field_names[field_id] = field.name if field is not None else f"field_{field_id}"
+        return name
 
     def _drain(self, d: _Drain, raw: int) -> drain.DrainResult | None:
         """One drain; on a failure, repair what can be repaired and try once more."""
