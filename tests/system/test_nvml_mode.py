@@ -297,6 +297,9 @@ def test_a_hostengine_in_nvml_mode_serves_a_remote_collector(tmp_path):
                 assert used == reference[gpu]["fb_used"]
             # the engine's per-field costs stay in the hostengine's process: nothing claims otherwise here
             assert "dcgm_collector_field_reads_total" not in text
+            # the first scrape with both GPUs can precede the first full drain over the wire
+            text = wait_for(lambda: (t := collector.metrics()) and fresh(t) and t, what="fresh samples",
+                            log=collector.log)
             assert fresh(text) and value(text, "dcgm_collector_up") == 1
         finally:
             collector.end()
