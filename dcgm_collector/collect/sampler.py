@@ -80,8 +80,9 @@ LABEL_REFRESH_S = 10.0
 HEALTH_CHECK_S = 5.0
 HEALTH_HOLD_S = 60.0
 HEALTH_COUNTER = "DCGM_EXP_GPU_HEALTH_STATUS"
-# Once a second the sampler reads the engine's per-field costs (enough for a 15 s scrape) and
-# asks DCGM for the status of each GPU (one call per GPU: cheap even on a remote hostengine).
+# Once a second the sampler reads the engine's per-field costs (enough for a 15 s scrape) and,
+# when more cells came back blank than usual, asks DCGM for the status of each GPU (one call
+# per GPU, which on a remote hostengine is one round trip each: not worth making every second).
 HOUSEKEEPING_EVERY_S = 1.0
 
 
@@ -190,6 +191,12 @@ class Sampler:
         self._health_group: EntityGroup | None = None
         self._next_health = 0.0
         self._next_costs = 0.0
+        # cells and blank cells drained since the last housekeeping, and the lowest share of
+        # blanks seen in one housekeeping interval (none yet: -1): fields a GPU does not support
+        # are always blank, a lost GPU makes the share rise above that
+        self._cells = 0
+        self._blank_cells = 0
+        self._usual_blank_share = -1.0
         # the names the engine's per-field costs are served under (the counters' first)
         self._field_names: dict[int, str] = {c.field.id: c.name for c in counters.field_counters()
                                              if c.field is not None}
@@ -420,6 +427,10 @@ class Sampler:
             else:
                 stats.samples += result.samples
                 stats.rows += result.rows
+                # DCGM keeps sampling a lost GPU, storing a blank for each of its fields
+                # (DcgmCacheManager.cpp: a lost GPU's fields get the NVML GPU_IS_LOST error value)
+                self._cells += result.samples
+                self._blank_cells += result.blanks
                 if result.rows:
                     newest = max(newest, d.target.newest_ts or 0)
         lost = self.connection_lost is not None
@@ -432,7 +443,8 @@ class Sampler:
             self._read_field_costs()
             # a GPU DCGM lost without failing a drain (its values just go blank) is found here,
             # so that /health can say which one stopped
-            self._remove_lost_gpus()
+            if self._blanker_than_usual():
+                self._remove_lost_gpus()
         stats.ticks += 1
         if newest:
             stats.last_sample_time = newest / 1e6
@@ -462,6 +474,17 @@ class Sampler:
                 kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
+
+    def _blanker_than_usual(self) -> bool:
+        """Whether the cells drained since the last call had more blanks than the best interval had."""
+        cells, blanks = self._cells, self._blank_cells
+        self._cells = self._blank_cells = 0
+        if not cells:
+            return False
+        share = blanks / cells
+        usual = self._usual_blank_share
+        self._usual_blank_share = share if usual < 0 else min(usual, share)
+        return share > usual   # the first interval is always checked
 
     def _read_field_costs(self) -> None:
         costs = self.handle.field_costs()

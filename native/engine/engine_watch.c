@@ -158,7 +158,15 @@ static void sample_series(sim_engine *e, engine_series *s, int64_t now_us)
         return;
     int64_t t_rel = now_us - e->t0_us;
     if (engine_gpu_lost_locked(e, ent->gpu, t_rel)) {
-        s->last_status = DCGM_ST_GPU_IS_LOST;
+        /* DCGM goes on sampling a lost GPU and stores a blank for each field, so a reader
+         * sees the loss as blanks, not as silence (DCGM: DcgmCacheManager.cpp,
+         * GetGpuFieldValue -> InsertNvmlErrorValue with NVML_ERROR_GPU_IS_LOST). */
+        if (s->type == DCGM_FT_BINARY) {
+            s->last_status = DCGM_ST_GPU_IS_LOST;
+            return;
+        }
+        sim_value blank = { .kind = SIM_VALUE_BLANK, .type = s->type };
+        s->last_status = append_value(e, s, now_us, &blank, now_us);
         return;
     }
     if (s->type == DCGM_FT_BINARY) {

@@ -891,40 +891,62 @@ static void test_lost_gpu(void)
     long long next = 0;
     CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, 0, &next, collect_entity, r),
              DCGM_ST_OK);
+    /* DCGM keeps sampling a lost GPU and stores blanks: its last reading comes
+     * before the loss, every sample after it is a blank */
     int64_t last_gpu1 = 0;
-    int gpu0 = 0;
+    int gpu0 = 0, gpu1_blanks_after = 0, gpu1_readings_after = 0;
     for (int i = 0; i < r->count; i++) {
-        if (r->items[i].entity == 1)
-            last_gpu1 = r->items[i].v.ts;
-        else
+        const dcgmFieldValue_v1 *v = &r->items[i].v;
+        if (r->items[i].entity != 1) {
             gpu0++;
+            continue;
+        }
+        CHECK(v->status == DCGM_ST_OK, "gpu 1 record status %d", v->status);
+        if (!is_int_blank(v->value.i64))
+            last_gpu1 = v->ts;
+        else if (v->ts >= t0 + 800000)
+            gpu1_blanks_after++;
+        if (!is_int_blank(v->value.i64) && v->ts >= t0 + 800000)
+            gpu1_readings_after++;
     }
-    CHECK(last_gpu1 > 0 && last_gpu1 < t0 + 800000, "gpu 1 sample after it was lost: +%lld",
+    CHECK(last_gpu1 > 0 && last_gpu1 < t0 + 800000, "gpu 1 reading after it was lost: +%lld",
           (long long)(last_gpu1 - t0));
+    CHECK(gpu1_readings_after == 0, "gpu 1: %d readings after the loss", gpu1_readings_after);
+    CHECK(gpu1_blanks_after >= 3, "gpu 1: %d blanks after the loss", gpu1_blanks_after);
     CHECK(gpu0 >= 10, "gpu 0 has %d samples", gpu0);
-    sleep_ms(150);
+    sleep_ms(250);
     long long cursor = next;
     r->count = 0;
     CHECK_RC(p_dcgmGetValuesSince_v2(EMB, DCGM_GROUP_ALL_GPUS, fg, cursor, &next, collect_entity,
                                      r), DCGM_ST_OK);
+    int fresh_blanks = 0;
     for (int i = 0; i < r->count; i++)
-        if (r->items[i].entity == 1)
-            CHECK(r->items[i].v.status == DCGM_ST_NO_DATA, "lost gpu record %d",
-                  r->items[i].v.status);
+        if (r->items[i].entity == 1) {
+            CHECK(r->items[i].v.status == DCGM_ST_OK && is_int_blank(r->items[i].v.value.i64),
+                  "lost gpu record status %d value %lld", r->items[i].v.status,
+                  (long long)r->items[i].v.value.i64);
+            fresh_blanks++;
+        }
+    CHECK(fresh_blanks >= 1, "no new blank for the lost gpu in 250 ms");
 
-    /* a watch made after the loss never gets a sample */
+    /* a watch made after the loss is accepted (DCGM refuses only detached GPUs) and
+     * gets blanks */
     unsigned short power = F_POWER;
     CHECK_RC(p_dcgmWatchFieldValue(EMB, 1, power, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmUpdateAllFields(EMB, 1), DCGM_ST_OK);
     dcgmFieldValue_v1 v;
     CHECK_RC(p_dcgmGetLatestValuesForFields(EMB, 1, &power, 1, &v), DCGM_ST_OK);
-    CHECK(v.status == DCGM_ST_GPU_IS_LOST, "latest on lost gpu %d", v.status);
+    CHECK(v.status == DCGM_ST_OK && v.fieldType == DCGM_FT_DOUBLE && v.value.dbl >= DCGM_FP64_BLANK,
+          "latest on lost gpu: status %d type %c", v.status, v.fieldType);
     dcgmFieldGrp_t pfg = make_field_group("lostpower", &power, 1);
     dcgmGpuGrp_t g = 0;
     CHECK_RC(p_dcgmGroupCreate(EMB, DCGM_GROUP_EMPTY, "lostgpu", &g), DCGM_ST_OK);
     CHECK_RC(p_dcgmGroupAddDevice(EMB, g, 1), DCGM_ST_OK);
     next = 0;
-    CHECK_RC(p_dcgmGetValuesSince_v2(EMB, g, pfg, 0, &next, collect_entity, r),
-             DCGM_ST_GPU_IS_LOST);
+    r->count = 0;
+    CHECK_RC(p_dcgmGetValuesSince_v2(EMB, g, pfg, 0, &next, collect_entity, r), DCGM_ST_OK);
+    CHECK(r->count >= 1 && r->items[0].v.value.dbl >= DCGM_FP64_BLANK, "blank power records %d",
+          r->count);
     recs_free(r);
     stop_engine();
     unlink(path);

@@ -131,8 +131,8 @@ def test_nvml_mode_serves_the_nvml_readings_with_the_sim_labels(tmp_path):
                                           capture_output=True, text=True, timeout=60).stdout)
     assert sorted(reference) == ["0", "1", "2", "3"]
 
+    started = time.monotonic()  # before the launch: the engine integrates power from its own start
     collector = NvmlCollector(tmp_path, env, "--nvml")
-    started = time.monotonic()
     try:
         text = wait_for(lambda: (t := collector.metrics()) and all(len(by_gpu(t, n)) == 4 for n in SERVED) and t,
                         what="every NVML row on 4 GPUs", log=collector.log)
