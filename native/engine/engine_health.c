@@ -1079,3 +1079,38 @@ int engine_health_check(sim_engine *e, dcgmGpuGrp_t group, dcgmHealthResponse_v5
     free(entities);
     return rc;
 }
+
+/* RemoveUnhealthyGpus's question to the health module (DcgmHostEngineHandler.cpp,
+ * DCGM_HEALTH_SR_CHECK_GPUS): every system checked on the given GPUs, whatever
+ * watches are set; a GPU with a failing incident is marked in *unhealthy
+ * (bit = GPU id).  Used by dcgmSelectGpusByTopology (engine_topo.c). */
+int engine_health_unhealthy_gpus(sim_engine *e, const unsigned int *gpus, unsigned int n,
+                                 uint64_t *unhealthy)
+{
+    if (!e || !unhealthy || (n && !gpus))
+        return DCGM_ST_BADPARAM;
+    *unhealthy = 0;
+    dcgmHealthResponse_v5 *out = calloc(1, sizeof *out);
+    if (!out)
+        return DCGM_ST_MEMORY;
+    out->version = dcgmHealthResponse_version5;
+    pthread_mutex_lock(&e->lock);
+    int64_t now = engine_now_locked(e);
+    engine_pump_events_locked(e, now);
+    for (unsigned int i = 0; i < n && i < DCGM_MAX_NUM_DEVICES; i++) {
+        dcgmGroupEntityPair_t pair = { DCGM_FE_GPU, gpus[i] };
+        check_ctx c = { e, NULL, NULL, now, now - WINDOW_US, out };
+        c.ent = checked_member(e, &pair, now - e->t0_us, &c.gpu);
+        if (c.ent)
+            check_member(&c, DCGM_HEALTH_WATCH_ALL);
+    }
+    pthread_mutex_unlock(&e->lock);
+    for (unsigned int i = 0; i < out->incidentCount; i++) {
+        const dcgmIncidentInfo_t *inc = &out->incidents[i];
+        if (inc->entityInfo.entityGroupId == DCGM_FE_GPU && inc->entityInfo.entityId < 64 &&
+            inc->health == DCGM_HEALTH_RESULT_FAIL)
+            *unhealthy |= 1ULL << inc->entityInfo.entityId;
+    }
+    free(out);
+    return DCGM_ST_OK;
+}

@@ -219,6 +219,10 @@ engine_owner engine_health_owner(engine_owner owner);
 /* Called for every value stored in a series: an XID the health module watches is remembered. */
 void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_t xid);
 
+/* engine_health.c: RemoveUnhealthyGpus's check (engine_topo.c); takes the lock */
+int engine_health_unhealthy_gpus(sim_engine *e, const unsigned int *gpus, unsigned int n,
+                                 uint64_t *unhealthy);
+
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);
 void engine_records_free(engine_record_buf *buf);
