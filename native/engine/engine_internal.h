@@ -152,6 +152,11 @@ struct sim_engine {
     /* per GPU id, per link: the dcgmNvLinkLinkState_t last set or read
      * (engine_nvlink.c); zero is NotSupported, a fake GPU's start */
     dcgmNvLinkLinkState_t nvlink_state[DCGM_MAX_NUM_DEVICES][DCGM_NVLINK_MAX_LINKS_PER_GPU];
+    /* per NvSwitch id, per port: the state last set; a switch's ports start
+     * Disabled the first time the engine looks at it (engine_nvlink.c) */
+    dcgmNvLinkLinkState_t switch_link_state[DCGM_MAX_NUM_SWITCHES]
+                                           [DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH];
+    unsigned char switch_link_ready[DCGM_MAX_NUM_SWITCHES];
 };
 
 /* engine.c */

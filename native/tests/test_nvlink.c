@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHECK_DLOPEN_DCGM
@@ -173,6 +174,38 @@ static void run_script(dcgmHandle_t h, const char *where)
     CHECK(down == 0, "%s: live GPU 0 has %u link-down incidents", where, down);
     CHECK_RC(p_dcgmGroupDestroy(h, g), DCGM_ST_OK);
     CHECK_RC(p_dcgmGroupDestroy(h, g0), DCGM_ST_OK);
+
+    /* fake NvSwitches: listed with every port Disabled; a set port keeps its state */
+    dcgmCreateFakeEntities_t *cfe = calloc(1, sizeof *cfe);
+    cfe->version = dcgmCreateFakeEntities_version2;
+    cfe->numToCreate = 2;
+    cfe->entityList[0].entity.entityGroupId = DCGM_FE_SWITCH;
+    cfe->entityList[1].entity.entityGroupId = DCGM_FE_SWITCH;
+    CHECK_RC(p_dcgmCreateFakeEntities(h, cfe), DCGM_ST_OK);
+    unsigned int sw0 = cfe->entityList[0].entity.entityId, sw1 = cfe->entityList[1].entity.entityId;
+    CHECK(sw0 != sw1, "%s: two switch ids", where);
+    CHECK_RC(set_link(h, DCGM_FE_SWITCH, sw1, 7, DcgmNvLinkLinkStateUp), DCGM_ST_OK);
+    CHECK_RC(set_link(h, DCGM_FE_SWITCH, sw1, DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH,
+                      DcgmNvLinkLinkStateUp),
+             DCGM_ST_BADPARAM);
+    CHECK_RC(set_link(h, DCGM_FE_SWITCH, sw1 + 10, 7, DcgmNvLinkLinkStateUp), DCGM_ST_BADPARAM);
+    st->version = dcgmNvLinkStatus_version5;
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, st), DCGM_ST_OK);
+    CHECK(st->numNvSwitches == 2 && st->nvSwitches[0].entityId == sw0 &&
+              st->nvSwitches[1].entityId == sw1,
+          "%s: %u switches", where, st->numNvSwitches);
+    CHECK(count_state(st->nvSwitches[0].linkState, DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH,
+                      DcgmNvLinkLinkStateDisabled) == DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH,
+          "%s: switch %u ports start disabled", where, sw0);
+    CHECK(st->nvSwitches[1].linkState[7] == DcgmNvLinkLinkStateUp &&
+              count_state(st->nvSwitches[1].linkState, DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH,
+                          DcgmNvLinkLinkStateDisabled) == DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH - 1,
+          "%s: switch %u port 7 up", where, sw1);
+    st4->version = dcgmNvLinkStatus_version4;
+    CHECK_RC(p_dcgmGetNvLinkLinkStatus(h, (dcgmNvLinkStatus_v5 *)st4), DCGM_ST_OK);
+    CHECK(st4->numNvSwitches == 2 && st4->nvSwitches[1].linkState[7] == DcgmNvLinkLinkStateUp,
+          "%s: v4 switches", where);
+    free(cfe);
 
     free(hr);
     free(st4);
