@@ -825,8 +825,18 @@ static void check_nvlink_totals(check_ctx *c)
     }
 }
 
+/* DcgmHealthWatch::IsGpuMigEnabled: the cached MIG mode (DCGM_FI_DEV_MIG_MODE),
+ * off without a sample or with a blank one */
+#define F_HEALTH_MIG_MODE 67
+static int cached_mig_enabled(const check_ctx *c)
+{
+    hval v = latest(c, F_HEALTH_MIG_MODE);
+    return v.st == DCGM_ST_OK && !is_blank_i64(v.i64) && v.i64 != 0;
+}
+
 /* MonitorNVLinkStatus: a GPU (not its instances) fails for each link Down;
- * in MIG mode the driver reports links down, so they are passed over */
+ * in MIG mode the driver reports links down, so a GPU whose cached MIG mode
+ * is on has its Down links passed over */
 static void check_nvlink_links(check_ctx *c)
 {
     if (c->ent->group != DCGM_FE_GPU)
@@ -835,10 +845,9 @@ static void check_nvlink_links(check_ctx *c)
     if (engine_nvlink_gpu_states_locked(c->e, c->ent->id, c->now - c->e->t0_us, states) !=
         DCGM_ST_OK)
         return;
-    if (!c->ent->fake && vs_mig_instances(c->e->src, c->ent->gpu) > 0)
-        return;
+    int mig = cached_mig_enabled(c);
     for (unsigned int link = 0; link < DCGM_NVLINK_MAX_LINKS_PER_GPU; link++)
-        if (states[link] == DcgmNvLinkLinkStateDown)
+        if (states[link] == DcgmNvLinkLinkStateDown && !mig)
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, FR_NVLINK_DOWN,
                          "GPU %u: NvLink link %u is down", c->ent->id, link);
 }

@@ -152,6 +152,28 @@ static void run_script(dcgmHandle_t h, const char *where)
     }
     CHECK(down == 1 && hr->overallHealth == DCGM_HEALTH_RESULT_FAIL,
           "%s: %u link-down incidents, overall %d", where, down, (int)hr->overallHealth);
+    /* the GPU's cached MIG mode on: a Down link is what the driver reports
+     * for MIG GPUs, so it is passed over; off again: it fails again */
+    dcgmInjectFieldValue_t mig;
+    memset(&mig, 0, sizeof mig);
+    mig.version = dcgmInjectFieldValue_version1;
+    mig.fieldId = 67; /* DCGM_FI_DEV_MIG_MODE */
+    mig.fieldType = DCGM_FT_INT64;
+    mig.ts = (int64_t)time(NULL) * 1000000;
+    mig.value.i64 = 1;
+    CHECK_RC(p_dcgmInjectFieldValue(h, fake, &mig), DCGM_ST_OK);
+    memset(hr, 0, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, g, hr), DCGM_ST_OK);
+    CHECK(hr->incidentCount == 0, "%s: %u incidents with MIG mode on", where, hr->incidentCount);
+    mig.ts += 1000;
+    mig.value.i64 = 0;
+    CHECK_RC(p_dcgmInjectFieldValue(h, fake, &mig), DCGM_ST_OK);
+    memset(hr, 0, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, g, hr), DCGM_ST_OK);
+    CHECK(hr->incidentCount == 1 && hr->incidents[0].error.code == FR_NVLINK_DOWN,
+          "%s: %u incidents with MIG mode off again", where, hr->incidentCount);
     /* back up: healthy again */
     CHECK_RC(set_link(h, DCGM_FE_GPU, fake, 3, DcgmNvLinkLinkStateUp), DCGM_ST_OK);
     memset(hr, 0, sizeof *hr);
