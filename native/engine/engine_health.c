@@ -863,6 +863,42 @@ static void check_nvlink(check_ctx *c)
     check_nvlink_totals(c);
 }
 
+/* ---- NvSwitches (MonitorNvSwitchErrorCounts) ---------------------------------------------- */
+
+#define F_SXID_FATAL 856
+#define F_SXID_NON_FATAL 857
+#define FR_NVSWITCH_FATAL 15
+#define FR_NVSWITCH_NON_FATAL 16
+
+/* A switch's SXID count of the last minute above zero is an incident (fatal:
+ * FAIL, non-fatal: WARN); in the fatal check every port Down is one too. */
+static void check_switch_errors(check_ctx *c, int fatal)
+{
+    hval v = last_in_window(c, fatal ? F_SXID_FATAL : F_SXID_NON_FATAL);
+    dcgmHealthSystems_t system =
+        fatal ? DCGM_HEALTH_WATCH_NVSWITCH_FATAL : DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL;
+    dcgmHealthWatchResults_t result = fatal ? DCGM_HEALTH_RESULT_FAIL : DCGM_HEALTH_RESULT_WARN;
+    if (v.st == DCGM_ST_OK && !is_blank_i64(v.i64) && v.i64 > 0)
+        add_incident(c, system, result, fatal ? FR_NVSWITCH_FATAL : FR_NVSWITCH_NON_FATAL,
+                     "NvSwitch %u reported %s errors (link 0)", c->ent->id,
+                     fatal ? "fatal" : "non-fatal");
+    if (!fatal)
+        return;
+    const dcgmNvLinkLinkState_t *ports = engine_nvlink_switch_states_locked(c->e, c->ent);
+    for (unsigned int p = 0; ports && p < DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH; p++)
+        if (ports[p] == DcgmNvLinkLinkStateDown)
+            add_incident(c, system, result, FR_NVLINK_DOWN, "NvSwitch %u: NvLink port %u is down",
+                         c->ent->id, p);
+}
+
+static void check_switch(check_ctx *c, unsigned int systems)
+{
+    if (systems & DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL)
+        check_switch_errors(c, 0);
+    if (systems & DCGM_HEALTH_WATCH_NVSWITCH_FATAL)
+        check_switch_errors(c, 1);
+}
+
 /* ---- watches ----------------------------------------------------------------------------- */
 
 static void watch(sim_engine *e, engine_owner owner, const engine_entity *ent, unsigned short field,
@@ -1002,6 +1038,15 @@ int engine_health_set(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group, uns
             const engine_entity *ent = checked_member(e, &entities[i], now - e->t0_us, &gpu);
             if (ent)
                 watch_entity(e, health_owner, ent, systems, update_interval_us, max_keep_age_s);
+            else if (entities[i].entityGroupId == DCGM_FE_SWITCH &&
+                     (ent = engine_find_entity_locked(e, DCGM_FE_SWITCH, entities[i].entityId))) {
+                /* SetNvSwitchWatches */
+                if (systems & DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL)
+                    watch(e, health_owner, ent, F_SXID_NON_FATAL, update_interval_us,
+                          max_keep_age_s);
+                if (systems & DCGM_HEALTH_WATCH_NVSWITCH_FATAL)
+                    watch(e, health_owner, ent, F_SXID_FATAL, update_interval_us, max_keep_age_s);
+            }
         }
         if (systems & DCGM_HEALTH_WATCH_NVLINK) {
             /* SetGlobalChecks: IMEX status, on the node */
@@ -1082,6 +1127,9 @@ int engine_health_check(sim_engine *e, dcgmGpuGrp_t group, dcgmHealthResponse_v5
             c.ent = checked_member(e, &entities[i], now - e->t0_us, &c.gpu);
             if (c.ent)
                 check_member(&c, systems);
+            else if (entities[i].entityGroupId == DCGM_FE_SWITCH &&
+                     (c.ent = engine_find_entity_locked(e, DCGM_FE_SWITCH, entities[i].entityId)))
+                check_switch(&c, systems);
         }
     }
     pthread_mutex_unlock(&e->lock);

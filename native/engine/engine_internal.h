@@ -207,6 +207,10 @@ void engine_blank_sample(char type, int64_t code_offset, engine_sample *out, cha
 int engine_nvlink_gpu_states_locked(sim_engine *e, unsigned int gpu, int64_t t_rel,
                                     dcgmNvLinkLinkState_t *states);
 
+/* engine_nvlink.c: an NvSwitch entity's port states (Disabled until set), NULL
+ * for anything else */
+dcgmNvLinkLinkState_t *engine_nvlink_switch_states_locked(sim_engine *e, const engine_entity *ent);
+
 /* engine_watch.c */
 int engine_run_pass_locked(sim_engine *e, int64_t now_us);
 void engine_pump_events_locked(sim_engine *e, int64_t now_us);

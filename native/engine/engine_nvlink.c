@@ -53,7 +53,7 @@ static void refresh_live_locked(sim_engine *e, const engine_entity *ent, int64_t
 
 /* The port states of a switch entity, Disabled until first set; NULL when
  * the engine keeps none for that id */
-static dcgmNvLinkLinkState_t *switch_states_locked(sim_engine *e, const engine_entity *ent)
+dcgmNvLinkLinkState_t *engine_nvlink_switch_states_locked(sim_engine *e, const engine_entity *ent)
 {
     if (!ent || ent->group != DCGM_FE_SWITCH || ent->id >= DCGM_MAX_NUM_SWITCHES)
         return NULL;
@@ -102,7 +102,7 @@ int engine_nvlink_status(sim_engine *e, dcgmNvLinkStatus_v5 *status)
     memset(status->nvSwitches, 0, sizeof status->nvSwitches);
     unsigned int ns = 0;
     for (size_t i = 0; i < e->n_entities && ns < DCGM_MAX_NUM_SWITCHES; i++) {
-        const dcgmNvLinkLinkState_t *ports = switch_states_locked(e, &e->entities[i]);
+        const dcgmNvLinkLinkState_t *ports = engine_nvlink_switch_states_locked(e, &e->entities[i]);
         if (!ports)
             continue;
         status->nvSwitches[ns].entityId = e->entities[i].id;
@@ -124,7 +124,7 @@ int engine_nvlink_set_state(sim_engine *e, const dcgmSetNvLinkLinkState_v1 *requ
         if (request->linkId >= DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH)
             return DCGM_ST_BADPARAM;
         pthread_mutex_lock(&e->lock);
-        dcgmNvLinkLinkState_t *ports = switch_states_locked(
+        dcgmNvLinkLinkState_t *ports = engine_nvlink_switch_states_locked(
             e, engine_find_entity_locked(e, DCGM_FE_SWITCH, request->entityId));
         if (ports)
             ports[request->linkId] = request->linkState;

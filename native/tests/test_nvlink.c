@@ -229,6 +229,64 @@ static void run_script(dcgmHandle_t h, const char *where)
           "%s: v4 switches", where);
     free(cfe);
 
+    /* NvSwitch health: an SXID count in the last minute is an incident (fatal
+     * FAIL, non-fatal WARN), and so is a port Down in the fatal check */
+    dcgmGpuGrp_t gs = 0;
+    CHECK_RC(p_dcgmGroupCreate(h, DCGM_GROUP_EMPTY, "switches", &gs), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupAddEntity(h, gs, DCGM_FE_SWITCH, sw0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmHealthSet(h, gs, DCGM_HEALTH_WATCH_NVSWITCH_FATAL |
+                                         DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL),
+             DCGM_ST_OK);
+    memset(hr, 0, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, gs, hr), DCGM_ST_OK);
+    CHECK(hr->incidentCount == 0, "%s: %u switch incidents before errors", where,
+          hr->incidentCount);
+    dcgmInjectFieldValue_t sx;
+    memset(&sx, 0, sizeof sx);
+    sx.version = dcgmInjectFieldValue_version1;
+    sx.fieldId = 856; /* DCGM_FI_DEV_SXID_FATAL_ERROR */
+    sx.fieldType = DCGM_FT_INT64;
+    sx.ts = ((int64_t)time(NULL) - 90) * 1000000; /* older than a minute: not counted */
+    sx.value.i64 = 9;
+    CHECK_RC(p_dcgmInjectEntityFieldValue(h, DCGM_FE_SWITCH, sw0, &sx), DCGM_ST_OK);
+    memset(hr, 0, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, gs, hr), DCGM_ST_OK);
+    CHECK(hr->incidentCount == 0, "%s: an old SXID gave %u incidents", where, hr->incidentCount);
+    sx.ts = ((int64_t)time(NULL) - 1) * 1000000;
+    sx.value.i64 = 5;
+    CHECK_RC(p_dcgmInjectEntityFieldValue(h, DCGM_FE_SWITCH, sw0, &sx), DCGM_ST_OK);
+    memset(hr, 0, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, gs, hr), DCGM_ST_OK);
+    CHECK(hr->incidentCount == 1 && hr->incidents[0].entityInfo.entityGroupId == DCGM_FE_SWITCH &&
+              hr->incidents[0].entityInfo.entityId == sw0 &&
+              hr->incidents[0].system == DCGM_HEALTH_WATCH_NVSWITCH_FATAL &&
+              hr->incidents[0].health == DCGM_HEALTH_RESULT_FAIL &&
+              hr->incidents[0].error.code == 15,
+          "%s: fatal SXID: %u incidents", where, hr->incidentCount);
+    sx.fieldId = 857; /* DCGM_FI_DEV_SXID_NON_FATAL_ERROR */
+    sx.value.i64 = 2;
+    CHECK_RC(p_dcgmInjectEntityFieldValue(h, DCGM_FE_SWITCH, sw0, &sx), DCGM_ST_OK);
+    CHECK_RC(set_link(h, DCGM_FE_SWITCH, sw0, 5, DcgmNvLinkLinkStateDown), DCGM_ST_OK);
+    memset(hr, 0, sizeof *hr);
+    hr->version = dcgmHealthResponse_version5;
+    CHECK_RC(p_dcgmHealthCheck(h, gs, hr), DCGM_ST_OK);
+    unsigned int warn = 0, port_down = 0;
+    for (unsigned int i = 0; i < hr->incidentCount; i++) {
+        warn += hr->incidents[i].error.code == 16 &&
+                hr->incidents[i].health == DCGM_HEALTH_RESULT_WARN &&
+                hr->incidents[i].system == DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL;
+        port_down += hr->incidents[i].error.code == FR_NVLINK_DOWN &&
+                     hr->incidents[i].system == DCGM_HEALTH_WATCH_NVSWITCH_FATAL;
+    }
+    CHECK(hr->incidentCount == 3 && warn == 1 && port_down == 1 &&
+              hr->overallHealth == DCGM_HEALTH_RESULT_FAIL,
+          "%s: %u switch incidents, %u warnings, %u ports down", where, hr->incidentCount, warn,
+          port_down);
+    CHECK_RC(p_dcgmGroupDestroy(h, gs), DCGM_ST_OK);
+
     free(hr);
     free(st4);
     free(st);
