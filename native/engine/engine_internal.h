@@ -157,6 +157,8 @@ struct sim_engine {
     dcgmNvLinkLinkState_t switch_link_state[DCGM_MAX_NUM_SWITCHES]
                                            [DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH];
     unsigned char switch_link_ready[DCGM_MAX_NUM_SWITCHES];
+    /* NvLink entities named so far (engine_link.c) */
+    struct engine_link_node *links;
 };
 
 /* engine.c */
@@ -210,6 +212,14 @@ int engine_nvlink_gpu_states_locked(sim_engine *e, unsigned int gpu, int64_t t_r
 /* engine_nvlink.c: an NvSwitch entity's port states (Disabled until set), NULL
  * for anything else */
 dcgmNvLinkLinkState_t *engine_nvlink_switch_states_locked(sim_engine *e, const engine_entity *ent);
+
+/* engine_link.c: DCGM_FE_LINK entities, found (and kept) by their packed id;
+ * NULL for a link whose owner or index does not exist */
+const engine_entity *engine_link_entity_locked(const sim_engine *e, dcgm_field_eid_t raw);
+void engine_links_free(sim_engine *e);
+/* A link's own reading of field_id into out: 1 when ent is a link (out filled), else 0 */
+int engine_link_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                              int64_t t_rel, sim_value *out);
 
 /* engine_watch.c */
 int engine_run_pass_locked(sim_engine *e, int64_t now_us);

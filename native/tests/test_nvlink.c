@@ -287,6 +287,61 @@ static void run_script(dcgmHandle_t h, const char *where)
           port_down);
     CHECK_RC(p_dcgmGroupDestroy(h, gs), DCGM_ST_OK);
 
+    /* NvLink entities: a GPU's link by its packed id (group in bits 0-7, port in
+     * 8-23, GPU in 24-31), valid while the GPU exists and the port is below 72 */
+#define LINK_ID(type, owner, port) ((unsigned int)(type) | ((unsigned int)(port) << 8) | \
+                                    ((unsigned int)(owner) << 24))
+    dcgmGpuGrp_t gl = 0;
+    CHECK_RC(p_dcgmGroupCreate(h, DCGM_GROUP_EMPTY, "links", &gl), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupAddEntity(h, gl, DCGM_FE_LINK, LINK_ID(DCGM_FE_GPU, 0, 1)), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupAddEntity(h, gl, DCGM_FE_LINK, LINK_ID(DCGM_FE_GPU, 0, 20)), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupAddEntity(h, gl, DCGM_FE_LINK, LINK_ID(DCGM_FE_GPU, fake, 4)), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupAddEntity(h, gl, DCGM_FE_LINK, LINK_ID(DCGM_FE_GPU, 0, 72)),
+             DCGM_ST_BADPARAM);
+    CHECK_RC(p_dcgmGroupAddEntity(h, gl, DCGM_FE_LINK, LINK_ID(DCGM_FE_GPU, 99, 1)),
+             DCGM_ST_BADPARAM);
+    CHECK_RC(p_dcgmGroupAddEntity(h, gl, DCGM_FE_LINK, LINK_ID(DCGM_FE_CPU, 0, 1)),
+             DCGM_ST_BADPARAM);
+    unsigned short state_field = 1508; /* DCGM_FI_DEV_NVLINK_GET_STATE */
+    dcgmFieldGrp_t fgl = 0;
+    CHECK_RC(p_dcgmFieldGroupCreate(h, 1, &state_field, "link_state", &fgl), DCGM_ST_OK);
+    CHECK_RC(p_dcgmWatchFields(h, gl, fgl, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmUpdateAllFields(h, 1), DCGM_ST_OK);
+    dcgmFieldValue_v1 lv;
+    memset(&lv, 0, sizeof lv);
+    CHECK_RC(p_dcgmEntityGetLatestValues(h, DCGM_FE_LINK, (int)LINK_ID(DCGM_FE_GPU, 0, 1),
+                                         &state_field, 1, &lv),
+             DCGM_ST_OK);
+    CHECK(lv.status == DCGM_ST_OK && lv.value.i64 == 1, "%s: GPU 0 link 1 state %lld (st %d)",
+          where, (long long)lv.value.i64, lv.status);
+    memset(&lv, 0, sizeof lv);
+    CHECK_RC(p_dcgmEntityGetLatestValues(h, DCGM_FE_LINK, (int)LINK_ID(DCGM_FE_GPU, 0, 20),
+                                         &state_field, 1, &lv),
+             DCGM_ST_OK);
+    CHECK(lv.status != DCGM_ST_OK || lv.value.i64 >= DCGM_INT64_BLANK,
+          "%s: GPU 0 has no link 20, read %lld", where, (long long)lv.value.i64);
+    /* an injected value on a fake GPU's link is what a read gets */
+    dcgmInjectFieldValue_t lj;
+    memset(&lj, 0, sizeof lj);
+    lj.version = dcgmInjectFieldValue_version1;
+    lj.fieldId = state_field;
+    lj.fieldType = DCGM_FT_INT64;
+    lj.ts = (int64_t)time(NULL) * 1000000;
+    lj.value.i64 = 1;
+    CHECK_RC(p_dcgmInjectEntityFieldValue(h, DCGM_FE_LINK, LINK_ID(DCGM_FE_GPU, fake, 4), &lj),
+             DCGM_ST_OK);
+    CHECK_RC(p_dcgmInjectEntityFieldValue(h, DCGM_FE_LINK, LINK_ID(DCGM_FE_GPU, 99, 4), &lj),
+             DCGM_ST_BADPARAM);
+    memset(&lv, 0, sizeof lv);
+    CHECK_RC(p_dcgmEntityGetLatestValues(h, DCGM_FE_LINK, (int)LINK_ID(DCGM_FE_GPU, fake, 4),
+                                         &state_field, 1, &lv),
+             DCGM_ST_OK);
+    CHECK(lv.status == DCGM_ST_OK && lv.value.i64 == 1, "%s: injected link state %lld", where,
+          (long long)lv.value.i64);
+    CHECK_RC(p_dcgmUnwatchFields(h, gl, fgl), DCGM_ST_OK);
+    CHECK_RC(p_dcgmFieldGroupDestroy(h, fgl), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGroupDestroy(h, gl), DCGM_ST_OK);
+
     free(hr);
     free(st4);
     free(st);
