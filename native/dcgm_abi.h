@@ -770,6 +770,86 @@ typedef struct dcgmCacheManagerFieldInfo_v4_s {
 
 #define dcgmCacheManagerFieldInfo_version4 0x04000140
 
+/* ---- topology, chip architecture, NvLink P2P (dcgmGetDeviceTopology,
+ * dcgmGetGroupTopology, dcgmSelectGpusByTopology, dcgmGetNvLinkP2PStatus) ---- */
+
+#define DCGM_AFFINITY_BITMASK_ARRAY_SIZE 8
+#define DCGM_TOPO_HINT_F_NONE 0x00000000
+#define DCGM_TOPO_HINT_F_IGNOREHEALTH 0x00000001
+
+typedef uint64_t dcgmGpuTopologyLevel_t;
+
+/* the v1 structs carry 32-bit paths and link masks (at most 24 links) */
+typedef struct {
+    unsigned int version;
+    unsigned long cpuAffinityMask[DCGM_AFFINITY_BITMASK_ARRAY_SIZE];
+    unsigned int numGpus;
+    struct {
+        unsigned int gpuId;
+        unsigned int path;
+        unsigned int localNvLinkIds;
+    } gpuPaths[DCGM_MAX_NUM_DEVICES - 1];
+} dcgmDeviceTopology_v1;
+
+typedef struct {
+    unsigned int version;
+    unsigned long cpuAffinityMask[DCGM_AFFINITY_BITMASK_ARRAY_SIZE];
+    unsigned int numGpus;
+    struct {
+        unsigned int gpuId;
+        dcgmGpuTopologyLevel_t path;
+        uint64_t localNvLinkIds;
+    } gpuPaths[DCGM_MAX_NUM_DEVICES - 1];
+} dcgmDeviceTopology_v2;
+typedef dcgmDeviceTopology_v2 dcgmDeviceTopology_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned long groupCpuAffinityMask[DCGM_AFFINITY_BITMASK_ARRAY_SIZE];
+    unsigned int numaOptimalFlag;
+    unsigned int slowestPath;
+} dcgmGroupTopology_v1;
+
+typedef struct {
+    unsigned int version;
+    unsigned long groupCpuAffinityMask[DCGM_AFFINITY_BITMASK_ARRAY_SIZE];
+    unsigned int numaOptimalFlag;
+    dcgmGpuTopologyLevel_t slowestPath;
+} dcgmGroupTopology_v2;
+typedef dcgmGroupTopology_v2 dcgmGroupTopology_t;
+
+#define dcgmDeviceTopology_version1 0x010001c0
+#define dcgmDeviceTopology_version2 0x02000338
+#define dcgmDeviceTopology_version 0x02000338
+#define dcgmGroupTopology_version1 0x01000050
+#define dcgmGroupTopology_version2 0x02000058
+#define dcgmGroupTopology_version 0x02000058
+
+/* NVML's nvmlGpuP2PStatus_t values, one per GPU pair */
+typedef enum dcgmNvLinkGpuP2PStatus_enum {
+    DcgmNvLinkP2pStatusOK = 0,
+    DcgmNvLinkP2pStatusChipsetNotSupported = 1,
+    DcgmNvLinkP2pStatusGpuNotSupported = 2,
+    DcgmNvLinkP2pStatusTopologyNotSupported = 3,
+    DcgmNvLinkP2pStatusDisabledByRegKey = 4,
+    DcgmNvLinkP2pStatusNotSupported = 5,
+    DcgmNvLinkP2pStatusUnknown = 6
+} dcgmNvLinkGpuP2PStatus_t;
+
+typedef struct {
+    dcgm_field_eid_t entityId;
+    dcgmNvLinkGpuP2PStatus_t linkStatus[DCGM_MAX_NUM_DEVICES];
+} dcgmNvLinkGpuLinkP2PStatus_v1;
+
+/* numGpus 0 asks for every GPU; otherwise gpus[0..numGpus).entityId name them */
+typedef struct {
+    unsigned int version;
+    unsigned int numGpus;
+    dcgmNvLinkGpuLinkP2PStatus_v1 gpus[DCGM_MAX_NUM_DEVICES];
+} dcgmNvLinkP2PStatus_v1;
+typedef dcgmNvLinkP2PStatus_v1 dcgmNvLinkP2PStatus_t;
+#define dcgmNvLinkP2PStatus_version1 0x01001088
+
 /* CDEF-END */
 
 /* 2^47 and its neighbours: not expressible as cdef integer literals */
@@ -790,5 +870,19 @@ typedef struct dcgmCacheManagerFieldInfo_v4_s {
 
 
 #include "dcgm_functions.h"
+
+
+/* a path's PCI part sits in the low byte; the NvLink part is one bit for
+ * the number of links (bit 8 = 1 link ... bit 43 = 36 links) */
+#define DCGM_TOPOLOGY_UNINITIALIZED 0x0ULL
+#define DCGM_TOPOLOGY_BOARD 0x1ULL
+#define DCGM_TOPOLOGY_SINGLE 0x2ULL
+#define DCGM_TOPOLOGY_MULTIPLE 0x4ULL
+#define DCGM_TOPOLOGY_HOSTBRIDGE 0x8ULL
+#define DCGM_TOPOLOGY_CPU 0x10ULL
+#define DCGM_TOPOLOGY_SYSTEM 0x20ULL
+#define DCGM_TOPOLOGY_NVLINK1 0x100ULL
+#define DCGM_TOPOLOGY_PATH_PCI(x) ((dcgmGpuTopologyLevel_t)((uint64_t)(x) & 0xFFULL))
+#define DCGM_TOPOLOGY_PATH_NVLINK(x) ((dcgmGpuTopologyLevel_t)((uint64_t)(x) & 0xFFFFFFFFFFFFFF00ULL))
 
 #endif /* DCGM_COLLECTOR_DCGM_ABI_H */

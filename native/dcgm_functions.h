@@ -71,6 +71,11 @@ DCGM_FN(dcgmReturn_t, dcgmHealthCheck, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t g
 DCGM_FN(dcgmReturn_t, dcgmGetNvLinkLinkStatus, (dcgmHandle_t dcgmHandle, dcgmNvLinkStatus_v5 *linkStatus), (dcgmHandle, linkStatus), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetCacheManagerFieldInfo, (dcgmHandle_t pDcgmHandle, dcgmCacheManagerFieldInfo_v4_t *fieldInfo), (pDcgmHandle, fieldInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSetEntityNvLinkLinkState, (dcgmHandle_t dcgmHandle, dcgmSetNvLinkLinkState_v1 *linkState), (dcgmHandle, linkState), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetGpuChipArchitecture, (dcgmHandle_t dcgmHandle, unsigned int gpuId, dcgmChipArchitecture_t *chipArchitecture), (dcgmHandle, gpuId, chipArchitecture), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetDeviceTopology, (dcgmHandle_t pDcgmHandle, unsigned int gpuId, dcgmDeviceTopology_t *pDcgmDeviceTopology), (pDcgmHandle, gpuId, pDcgmDeviceTopology), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetGroupTopology, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmGroupTopology_t *pDcgmGroupTopology), (pDcgmHandle, groupId, pDcgmGroupTopology), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmSelectGpusByTopology, (dcgmHandle_t pDcgmHandle, uint64_t inputGpuIds, uint32_t numGpus, uint64_t *outputGpuIds, uint64_t hintFlags), (pDcgmHandle, inputGpuIds, numGpus, outputGpuIds, hintFlags), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetNvLinkP2PStatus, (dcgmHandle_t dcgmHandle, dcgmNvLinkP2PStatus_v1 *linkStatus), (dcgmHandle, linkStatus), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetGpuInstanceHierarchy, (dcgmHandle_t dcgmHandle, dcgmMigHierarchy_v2 *hierarchy), (dcgmHandle, hierarchy), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmProfGetSupportedMetricGroups, (dcgmHandle_t pDcgmHandle, dcgmProfGetMetricGroups_t *metricGroups), (pDcgmHandle, metricGroups), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmVersionInfo, (dcgmVersionInfo_t *pVersionInfo), (pVersionInfo), DCGM_ST_FUNCTION_NOT_FOUND) \

@@ -37,3 +37,8 @@ CHECK_STAMP(dcgmVersionInfo_v2, 2, dcgmVersionInfo_version2);
 CHECK_STAMP(dcgmHostengineHealth_v1, 1, dcgmHostengineHealth_version1);
 CHECK_STAMP(dcgmCreateFakeEntities_v2, 2, dcgmCreateFakeEntities_version2);
 _Static_assert(sizeof(dcgm_field_meta_t) == 72, "dcgm_field_meta_t is 72 bytes");
+CHECK_STAMP(dcgmDeviceTopology_v1, 1, dcgmDeviceTopology_version1);
+CHECK_STAMP(dcgmDeviceTopology_v2, 2, dcgmDeviceTopology_version2);
+CHECK_STAMP(dcgmGroupTopology_v1, 1, dcgmGroupTopology_version1);
+CHECK_STAMP(dcgmGroupTopology_v2, 2, dcgmGroupTopology_version2);
+CHECK_STAMP(dcgmNvLinkP2PStatus_v1, 1, dcgmNvLinkP2PStatus_version1);

@@ -740,6 +740,138 @@ dcgmReturn_t dcgmSetEntityNvLinkLinkState(dcgmHandle_t dcgmHandle,
     API_CALL(dcgmHandle, nvlink_set_state, linkState);
 }
 
+/* ---- chips and topology (DcgmApi.cpp: tsapiGetGpuChipArchitecture,
+ * tsapiEngineGetDeviceTopology, tsapiEngineGroupTopology,
+ * helperSelectGpusByTopology, tsapiGetNvLinkP2PStatus) ---- */
+
+dcgmReturn_t dcgmGetGpuChipArchitecture(dcgmHandle_t dcgmHandle, unsigned int gpuId,
+                                        dcgmChipArchitecture_t *chipArchitecture)
+{
+    if (!chipArchitecture)
+        return DCGM_ST_BADPARAM;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    unsigned int arch = 0;
+    rc = (dcgmReturn_t)b->ops->chip_arch(b->impl, gpuId, &arch);
+    api_leave(b);
+    /* DCGM copies the answer back before looking at the engine's status */
+    *chipArchitecture = (dcgmChipArchitecture_t)arch;
+    return rc;
+}
+
+/* The legacy 32-bit path keeps the PCIe part and at most 18 links'
+ * worth of NvLink bit (TopologyPathToLegacy). */
+static unsigned int topology_path_v1(dcgmGpuTopologyLevel_t path)
+{
+    uint64_t nvlink = DCGM_TOPOLOGY_PATH_NVLINK(path) >> 8;
+    unsigned int links = 0;
+    while (nvlink) {
+        links++;
+        nvlink >>= 1;
+    }
+    if (links > DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3)
+        links = DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3;
+    uint64_t v1 = DCGM_TOPOLOGY_PATH_PCI(path);
+    if (links)
+        v1 |= DCGM_TOPOLOGY_NVLINK1 << (links - 1);
+    return (unsigned int)v1;
+}
+
+dcgmReturn_t dcgmGetDeviceTopology(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
+                                   dcgmDeviceTopology_t *pDcgmDeviceTopology)
+{
+    if (!pDcgmDeviceTopology)
+        return DCGM_ST_BADPARAM;
+    unsigned int version = pDcgmDeviceTopology->version;
+    if (version == dcgmDeviceTopology_version2)
+        API_CALL(pDcgmHandle, device_topology, gpuId, pDcgmDeviceTopology);
+    if (version != dcgmDeviceTopology_version1)
+        return DCGM_ST_VER_MISMATCH;
+    dcgmDeviceTopology_v2 *full = calloc(1, sizeof *full);
+    if (!full)
+        return DCGM_ST_MEMORY;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc == DCGM_ST_OK) {
+        rc = (dcgmReturn_t)b->ops->device_topology(b->impl, gpuId, full);
+        api_leave(b);
+        dcgmDeviceTopology_v1 *old = (dcgmDeviceTopology_v1 *)pDcgmDeviceTopology;
+        memset(old, 0, sizeof *old);
+        old->version = dcgmDeviceTopology_version1;
+        memcpy(old->cpuAffinityMask, full->cpuAffinityMask, sizeof old->cpuAffinityMask);
+        old->numGpus = full->numGpus < DCGM_MAX_NUM_DEVICES - 1 ? full->numGpus
+                                                                 : DCGM_MAX_NUM_DEVICES - 1;
+        for (unsigned int i = 0; i < old->numGpus; i++) {
+            old->gpuPaths[i].gpuId = full->gpuPaths[i].gpuId;
+            old->gpuPaths[i].path = topology_path_v1(full->gpuPaths[i].path);
+            old->gpuPaths[i].localNvLinkIds = (unsigned int)(full->gpuPaths[i].localNvLinkIds &
+                                                             0xffffffffULL);
+        }
+    }
+    free(full);
+    return rc;
+}
+
+dcgmReturn_t dcgmGetGroupTopology(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                  dcgmGroupTopology_t *pDcgmGroupTopology)
+{
+    if (!pDcgmGroupTopology)
+        return DCGM_ST_BADPARAM;
+    unsigned int version = pDcgmGroupTopology->version;
+    if (version == dcgmGroupTopology_version2)
+        API_CALL(pDcgmHandle, group_topology, groupId, pDcgmGroupTopology);
+    if (version != dcgmGroupTopology_version1)
+        return DCGM_ST_VER_MISMATCH;
+    dcgmGroupTopology_v2 full;
+    memset(&full, 0, sizeof full);
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->group_topology(b->impl, groupId, &full);
+    api_leave(b);
+    dcgmGroupTopology_v1 *old = (dcgmGroupTopology_v1 *)pDcgmGroupTopology;
+    memset(old, 0, sizeof *old);
+    old->version = dcgmGroupTopology_version1;
+    memcpy(old->groupCpuAffinityMask, full.groupCpuAffinityMask, sizeof old->groupCpuAffinityMask);
+    old->numaOptimalFlag = full.numaOptimalFlag;
+    old->slowestPath = topology_path_v1(full.slowestPath);
+    return rc;
+}
+
+dcgmReturn_t dcgmSelectGpusByTopology(dcgmHandle_t pDcgmHandle, uint64_t inputGpuIds,
+                                      uint32_t numGpus, uint64_t *outputGpuIds, uint64_t hintFlags)
+{
+    if (!pDcgmHandle || !outputGpuIds)
+        return DCGM_ST_BADPARAM;
+    API_CALL(pDcgmHandle, select_gpus, inputGpuIds, numGpus, hintFlags, outputGpuIds);
+}
+
+dcgmReturn_t dcgmGetNvLinkP2PStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkP2PStatus_v1 *linkStatus)
+{
+    if (!linkStatus)
+        return DCGM_ST_BADPARAM;
+    if (linkStatus->version != dcgmNvLinkP2PStatus_version1)
+        return DCGM_ST_VER_MISMATCH;
+    /* the answer replaces the request only when the engine succeeded */
+    dcgmNvLinkP2PStatus_v1 *work = malloc(sizeof *work);
+    if (!work)
+        return DCGM_ST_MEMORY;
+    memcpy(work, linkStatus, sizeof *work);
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(dcgmHandle, &b);
+    if (rc == DCGM_ST_OK) {
+        rc = (dcgmReturn_t)b->ops->nvlink_p2p(b->impl, work);
+        api_leave(b);
+    }
+    if (rc == DCGM_ST_OK)
+        memcpy(linkStatus, work, sizeof *work);
+    free(work);
+    return rc;
+}
+
 /* As DCGM's client side: the caller's version is not checked but replaced
  * by the one version there is; the engine checks what arrives. */
 dcgmReturn_t dcgmGetCacheManagerFieldInfo(dcgmHandle_t pDcgmHandle,

@@ -87,6 +87,13 @@ typedef struct backend_ops {
     int (*nvlink_status)(void *self, dcgmNvLinkStatus_v5 *status);
     int (*nvlink_set_state)(void *self, const dcgmSetNvLinkLinkState_v1 *request);
     int (*cache_field_info)(void *self, dcgmCacheManagerFieldInfo_v4_t *info);
+    /* ---- chips and topology (engine_topo.c) ---- */
+    int (*chip_arch)(void *self, unsigned int gpu, unsigned int *arch);
+    int (*device_topology)(void *self, unsigned int gpu, dcgmDeviceTopology_v2 *out);
+    int (*group_topology)(void *self, dcgmGpuGrp_t group, dcgmGroupTopology_v2 *out);
+    int (*select_gpus)(void *self, uint64_t input, unsigned int num_gpus, uint64_t hints,
+                       uint64_t *output);
+    int (*nvlink_p2p)(void *self, dcgmNvLinkP2PStatus_v1 *status);
     int (*prof_metric_groups)(void *self, dcgmProfGetMetricGroups_v3 *groups);
     int (*version_info)(void *self, dcgmVersionInfo_t *info);
     int (*hostengine_health)(void *self, dcgmHostengineHealth_t *health);

@@ -253,6 +253,34 @@ static int embedded_nvlink_set_state(void *self, const dcgmSetNvLinkLinkState_v1
     return engine_nvlink_set_state(self, request);
 }
 
+/* ---- chips and topology ----------------------------------------------------- */
+
+static int embedded_chip_arch(void *self, unsigned int gpu, unsigned int *arch)
+{
+    return engine_gpu_chip_arch(self, gpu, arch);
+}
+
+static int embedded_device_topology(void *self, unsigned int gpu, dcgmDeviceTopology_v2 *out)
+{
+    return engine_device_topology(self, gpu, out);
+}
+
+static int embedded_group_topology(void *self, dcgmGpuGrp_t group, dcgmGroupTopology_v2 *out)
+{
+    return engine_group_topology(self, group, out);
+}
+
+static int embedded_select_gpus(void *self, uint64_t input, unsigned int num_gpus, uint64_t hints,
+                                uint64_t *output)
+{
+    return engine_select_gpus_by_topology(self, input, num_gpus, hints, output);
+}
+
+static int embedded_nvlink_p2p(void *self, dcgmNvLinkP2PStatus_v1 *status)
+{
+    return engine_nvlink_p2p_status(self, status);
+}
+
 /* ---- simulator extensions ------------------------------------------------- */
 
 static int embedded_start_time(void *self, long long *start_us)
@@ -285,6 +313,11 @@ const backend_ops embedded_backend_ops = {
     .nvlink_status = embedded_nvlink_status,
     .nvlink_set_state = embedded_nvlink_set_state,
     .cache_field_info = embedded_cache_field_info,
+    .chip_arch = embedded_chip_arch,
+    .device_topology = embedded_device_topology,
+    .group_topology = embedded_group_topology,
+    .select_gpus = embedded_select_gpus,
+    .nvlink_p2p = embedded_nvlink_p2p,
     .field_group_create = embedded_field_group_create,
     .field_group_destroy = embedded_field_group_destroy,
     .field_group_get_info = embedded_field_group_get_info,

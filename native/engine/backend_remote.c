@@ -220,6 +220,32 @@ static int remote_op_cache_field_info(void *self, dcgmCacheManagerFieldInfo_v4_t
     return remote_cache_field_info(self, info);
 }
 
+static int remote_op_chip_arch(void *self, unsigned int gpu, unsigned int *arch)
+{
+    return remote_chip_arch(self, gpu, arch);
+}
+
+static int remote_op_device_topology(void *self, unsigned int gpu, dcgmDeviceTopology_v2 *out)
+{
+    return remote_device_topology(self, gpu, out);
+}
+
+static int remote_op_group_topology(void *self, dcgmGpuGrp_t group, dcgmGroupTopology_v2 *out)
+{
+    return remote_group_topology(self, group, out);
+}
+
+static int remote_op_select_gpus(void *self, uint64_t input, unsigned int num_gpus,
+                                 uint64_t hints, uint64_t *output)
+{
+    return remote_select_gpus(self, input, num_gpus, hints, output);
+}
+
+static int remote_op_nvlink_p2p(void *self, dcgmNvLinkP2PStatus_v1 *status)
+{
+    return remote_nvlink_p2p(self, status);
+}
+
 static int remote_op_nvlink_set_state(void *self, const dcgmSetNvLinkLinkState_v1 *request)
 {
     return remote_nvlink_set_state(self, request);
@@ -297,6 +323,11 @@ const backend_ops remote_backend_ops = {
     .nvlink_status = remote_op_nvlink_status,
     .nvlink_set_state = remote_op_nvlink_set_state,
     .cache_field_info = remote_op_cache_field_info,
+    .chip_arch = remote_op_chip_arch,
+    .device_topology = remote_op_device_topology,
+    .group_topology = remote_op_group_topology,
+    .select_gpus = remote_op_select_gpus,
+    .nvlink_p2p = remote_op_nvlink_p2p,
     .prof_metric_groups = remote_op_prof_metric_groups,
     .version_info = remote_op_version_info,
     .hostengine_health = remote_op_hostengine_health,

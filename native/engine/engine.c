@@ -62,6 +62,8 @@ const engine_entity *engine_find_entity_locked(const sim_engine *e,
                                                dcgm_field_entity_group_t group,
                                                dcgm_field_eid_t id)
 {
+    if (group == DCGM_FE_LINK)
+        return engine_link_entity_locked(e, id);
     for (size_t i = 0; i < e->n_entities; i++)
         if (e->entities[i].group == group && e->entities[i].id == id)
             return &e->entities[i];
@@ -190,6 +192,7 @@ static void free_state(sim_engine *e)
     engine_groups_free(e);
     free(e->xid_seen);
     free(e->entities);
+    engine_links_free(e);
     value_source_free(e->src);
 }
 

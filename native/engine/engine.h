@@ -151,6 +151,14 @@ int engine_health_check(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthRespon
  * API converts for older versions. */
 int engine_nvlink_status(sim_engine *engine, dcgmNvLinkStatus_v5 *status);
 int engine_nvlink_set_state(sim_engine *engine, const dcgmSetNvLinkLinkState_v1 *request);
+/* Chips and how they connect (engine_topo.c).  Topologies are always the v2
+ * records; the API converts for v1 callers. */
+int engine_gpu_chip_arch(sim_engine *engine, unsigned int gpu, unsigned int *arch);
+int engine_device_topology(sim_engine *engine, unsigned int gpu, dcgmDeviceTopology_v2 *out);
+int engine_group_topology(sim_engine *engine, dcgmGpuGrp_t group, dcgmGroupTopology_v2 *out);
+int engine_select_gpus_by_topology(sim_engine *engine, uint64_t input, unsigned int num_gpus,
+                                   uint64_t hints, uint64_t *output);
+int engine_nvlink_p2p_status(sim_engine *engine, dcgmNvLinkP2PStatus_v1 *status);
 /* The cache's state of one field of one entity (dcgmGetCacheManagerFieldInfo):
  * DCGM_ST_NOT_WATCHED when nothing is kept for it. */
 int engine_cache_field_info(sim_engine *engine, dcgmCacheManagerFieldInfo_v4_t *info);

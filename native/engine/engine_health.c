@@ -825,8 +825,18 @@ static void check_nvlink_totals(check_ctx *c)
     }
 }
 
+/* DcgmHealthWatch::IsGpuMigEnabled: the cached MIG mode (DCGM_FI_DEV_MIG_MODE),
+ * off without a sample or with a blank one */
+#define F_HEALTH_MIG_MODE 67
+static int cached_mig_enabled(const check_ctx *c)
+{
+    hval v = latest(c, F_HEALTH_MIG_MODE);
+    return v.st == DCGM_ST_OK && !is_blank_i64(v.i64) && v.i64 != 0;
+}
+
 /* MonitorNVLinkStatus: a GPU (not its instances) fails for each link Down;
- * in MIG mode the driver reports links down, so they are passed over */
+ * in MIG mode the driver reports links down, so a GPU whose cached MIG mode
+ * is on has its Down links passed over */
 static void check_nvlink_links(check_ctx *c)
 {
     if (c->ent->group != DCGM_FE_GPU)
@@ -835,10 +845,9 @@ static void check_nvlink_links(check_ctx *c)
     if (engine_nvlink_gpu_states_locked(c->e, c->ent->id, c->now - c->e->t0_us, states) !=
         DCGM_ST_OK)
         return;
-    if (!c->ent->fake && vs_mig_instances(c->e->src, c->ent->gpu) > 0)
-        return;
+    int mig = cached_mig_enabled(c);
     for (unsigned int link = 0; link < DCGM_NVLINK_MAX_LINKS_PER_GPU; link++)
-        if (states[link] == DcgmNvLinkLinkStateDown)
+        if (states[link] == DcgmNvLinkLinkStateDown && !mig)
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, FR_NVLINK_DOWN,
                          "GPU %u: NvLink link %u is down", c->ent->id, link);
 }
@@ -852,6 +861,42 @@ static void check_nvlink(check_ctx *c)
     check_nvlink_links(c);
     check_fabric(c);
     check_nvlink_totals(c);
+}
+
+/* ---- NvSwitches (MonitorNvSwitchErrorCounts) ---------------------------------------------- */
+
+#define F_SXID_FATAL 856
+#define F_SXID_NON_FATAL 857
+#define FR_NVSWITCH_FATAL 15
+#define FR_NVSWITCH_NON_FATAL 16
+
+/* A switch's SXID count of the last minute above zero is an incident (fatal:
+ * FAIL, non-fatal: WARN); in the fatal check every port Down is one too. */
+static void check_switch_errors(check_ctx *c, int fatal)
+{
+    hval v = last_in_window(c, fatal ? F_SXID_FATAL : F_SXID_NON_FATAL);
+    dcgmHealthSystems_t system =
+        fatal ? DCGM_HEALTH_WATCH_NVSWITCH_FATAL : DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL;
+    dcgmHealthWatchResults_t result = fatal ? DCGM_HEALTH_RESULT_FAIL : DCGM_HEALTH_RESULT_WARN;
+    if (v.st == DCGM_ST_OK && !is_blank_i64(v.i64) && v.i64 > 0)
+        add_incident(c, system, result, fatal ? FR_NVSWITCH_FATAL : FR_NVSWITCH_NON_FATAL,
+                     "NvSwitch %u reported %s errors (link 0)", c->ent->id,
+                     fatal ? "fatal" : "non-fatal");
+    if (!fatal)
+        return;
+    const dcgmNvLinkLinkState_t *ports = engine_nvlink_switch_states_locked(c->e, c->ent);
+    for (unsigned int p = 0; ports && p < DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH; p++)
+        if (ports[p] == DcgmNvLinkLinkStateDown)
+            add_incident(c, system, result, FR_NVLINK_DOWN, "NvSwitch %u: NvLink port %u is down",
+                         c->ent->id, p);
+}
+
+static void check_switch(check_ctx *c, unsigned int systems)
+{
+    if (systems & DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL)
+        check_switch_errors(c, 0);
+    if (systems & DCGM_HEALTH_WATCH_NVSWITCH_FATAL)
+        check_switch_errors(c, 1);
 }
 
 /* ---- watches ----------------------------------------------------------------------------- */
@@ -993,6 +1038,15 @@ int engine_health_set(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group, uns
             const engine_entity *ent = checked_member(e, &entities[i], now - e->t0_us, &gpu);
             if (ent)
                 watch_entity(e, health_owner, ent, systems, update_interval_us, max_keep_age_s);
+            else if (entities[i].entityGroupId == DCGM_FE_SWITCH &&
+                     (ent = engine_find_entity_locked(e, DCGM_FE_SWITCH, entities[i].entityId))) {
+                /* SetNvSwitchWatches */
+                if (systems & DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL)
+                    watch(e, health_owner, ent, F_SXID_NON_FATAL, update_interval_us,
+                          max_keep_age_s);
+                if (systems & DCGM_HEALTH_WATCH_NVSWITCH_FATAL)
+                    watch(e, health_owner, ent, F_SXID_FATAL, update_interval_us, max_keep_age_s);
+            }
         }
         if (systems & DCGM_HEALTH_WATCH_NVLINK) {
             /* SetGlobalChecks: IMEX status, on the node */
@@ -1073,9 +1127,47 @@ int engine_health_check(sim_engine *e, dcgmGpuGrp_t group, dcgmHealthResponse_v5
             c.ent = checked_member(e, &entities[i], now - e->t0_us, &c.gpu);
             if (c.ent)
                 check_member(&c, systems);
+            else if (entities[i].entityGroupId == DCGM_FE_SWITCH &&
+                     (c.ent = engine_find_entity_locked(e, DCGM_FE_SWITCH, entities[i].entityId)))
+                check_switch(&c, systems);
         }
     }
     pthread_mutex_unlock(&e->lock);
     free(entities);
     return rc;
+}
+
+/* RemoveUnhealthyGpus's question to the health module (DcgmHostEngineHandler.cpp,
+ * DCGM_HEALTH_SR_CHECK_GPUS): every system checked on the given GPUs, whatever
+ * watches are set; a GPU with a failing incident is marked in *unhealthy
+ * (bit = GPU id).  Used by dcgmSelectGpusByTopology (engine_topo.c). */
+int engine_health_unhealthy_gpus(sim_engine *e, const unsigned int *gpus, unsigned int n,
+                                 uint64_t *unhealthy)
+{
+    if (!e || !unhealthy || (n && !gpus))
+        return DCGM_ST_BADPARAM;
+    *unhealthy = 0;
+    dcgmHealthResponse_v5 *out = calloc(1, sizeof *out);
+    if (!out)
+        return DCGM_ST_MEMORY;
+    out->version = dcgmHealthResponse_version5;
+    pthread_mutex_lock(&e->lock);
+    int64_t now = engine_now_locked(e);
+    engine_pump_events_locked(e, now);
+    for (unsigned int i = 0; i < n && i < DCGM_MAX_NUM_DEVICES; i++) {
+        dcgmGroupEntityPair_t pair = { DCGM_FE_GPU, gpus[i] };
+        check_ctx c = { e, NULL, NULL, now, now - WINDOW_US, out };
+        c.ent = checked_member(e, &pair, now - e->t0_us, &c.gpu);
+        if (c.ent)
+            check_member(&c, DCGM_HEALTH_WATCH_ALL);
+    }
+    pthread_mutex_unlock(&e->lock);
+    for (unsigned int i = 0; i < out->incidentCount; i++) {
+        const dcgmIncidentInfo_t *inc = &out->incidents[i];
+        if (inc->entityInfo.entityGroupId == DCGM_FE_GPU && inc->entityInfo.entityId < 64 &&
+            inc->health == DCGM_HEALTH_RESULT_FAIL)
+            *unhealthy |= 1ULL << inc->entityInfo.entityId;
+    }
+    free(out);
+    return DCGM_ST_OK;
 }

@@ -152,6 +152,13 @@ struct sim_engine {
     /* per GPU id, per link: the dcgmNvLinkLinkState_t last set or read
      * (engine_nvlink.c); zero is NotSupported, a fake GPU's start */
     dcgmNvLinkLinkState_t nvlink_state[DCGM_MAX_NUM_DEVICES][DCGM_NVLINK_MAX_LINKS_PER_GPU];
+    /* per NvSwitch id, per port: the state last set; a switch's ports start
+     * Disabled the first time the engine looks at it (engine_nvlink.c) */
+    dcgmNvLinkLinkState_t switch_link_state[DCGM_MAX_NUM_SWITCHES]
+                                           [DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH];
+    unsigned char switch_link_ready[DCGM_MAX_NUM_SWITCHES];
+    /* NvLink entities named so far (engine_link.c) */
+    struct engine_link_node *links;
 };
 
 /* engine.c */
@@ -202,6 +209,18 @@ void engine_blank_sample(char type, int64_t code_offset, engine_sample *out, cha
 int engine_nvlink_gpu_states_locked(sim_engine *e, unsigned int gpu, int64_t t_rel,
                                     dcgmNvLinkLinkState_t *states);
 
+/* engine_nvlink.c: an NvSwitch entity's port states (Disabled until set), NULL
+ * for anything else */
+dcgmNvLinkLinkState_t *engine_nvlink_switch_states_locked(sim_engine *e, const engine_entity *ent);
+
+/* engine_link.c: DCGM_FE_LINK entities, found (and kept) by their packed id;
+ * NULL for a link whose owner or index does not exist */
+const engine_entity *engine_link_entity_locked(const sim_engine *e, dcgm_field_eid_t raw);
+void engine_links_free(sim_engine *e);
+/* A link's own reading of field_id into out: 1 when ent is a link (out filled), else 0 */
+int engine_link_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                              int64_t t_rel, sim_value *out);
+
 /* engine_watch.c */
 int engine_run_pass_locked(sim_engine *e, int64_t now_us);
 void engine_pump_events_locked(sim_engine *e, int64_t now_us);
@@ -218,6 +237,10 @@ int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep
 engine_owner engine_health_owner(engine_owner owner);
 /* Called for every value stored in a series: an XID the health module watches is remembered. */
 void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_t xid);
+
+/* engine_health.c: RemoveUnhealthyGpus's check (engine_topo.c); takes the lock */
+int engine_health_unhealthy_gpus(sim_engine *e, const unsigned int *gpus, unsigned int n,
+                                 uint64_t *unhealthy);
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);

@@ -13,8 +13,11 @@
  *    the next read, as in DCGM.  A GPU in MIG mode has no links; while any
  *    GPU is in MIG mode a Down link reads as Disabled (DCGM's workaround for
  *    the driver reporting MIG GPUs' links down).
- *  - The engine has no NvSwitches: numNvSwitches is 0, and setting a
- *    switch's link state is DCGM_ST_BADPARAM (no such switch).
+ *  - NvSwitches are the fake ones a client created (the node has none the
+ *    engine could read).  As DCGM's NvSwitch module keeps them
+ *    (DcgmNvSwitchManagerBase::AddFakeNvSwitch, GetAllLinkStates,
+ *    SetEntityNvLinkLinkState), every port starts Disabled, a set state is
+ *    kept, and a switch or port that does not exist is DCGM_ST_BADPARAM.
  */
 #include <string.h>
 
@@ -48,6 +51,20 @@ static void refresh_live_locked(sim_engine *e, const engine_entity *ent, int64_t
     }
 }
 
+/* The port states of a switch entity, Disabled until first set; NULL when
+ * the engine keeps none for that id */
+dcgmNvLinkLinkState_t *engine_nvlink_switch_states_locked(sim_engine *e, const engine_entity *ent)
+{
+    if (!ent || ent->group != DCGM_FE_SWITCH || ent->id >= DCGM_MAX_NUM_SWITCHES)
+        return NULL;
+    if (!e->switch_link_ready[ent->id]) {
+        for (unsigned int p = 0; p < DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH; p++)
+            e->switch_link_state[ent->id][p] = DcgmNvLinkLinkStateDisabled;
+        e->switch_link_ready[ent->id] = 1;
+    }
+    return e->switch_link_state[ent->id];
+}
+
 int engine_nvlink_gpu_states_locked(sim_engine *e, unsigned int gpu, int64_t t_rel,
                                     dcgmNvLinkLinkState_t *states)
 {
@@ -79,12 +96,21 @@ int engine_nvlink_status(sim_engine *e, dcgmNvLinkStatus_v5 *status)
         row->entityId = ent->id;
         engine_nvlink_gpu_states_locked(e, ent->id, t_rel, row->linkState);
     }
-    pthread_mutex_unlock(&e->lock);
     status->numGpus = n;
     for (unsigned int i = n; i < DCGM_MAX_NUM_DEVICES; i++)
         memset(&status->gpus[i], 0, sizeof status->gpus[i]);
-    status->numNvSwitches = 0;
     memset(status->nvSwitches, 0, sizeof status->nvSwitches);
+    unsigned int ns = 0;
+    for (size_t i = 0; i < e->n_entities && ns < DCGM_MAX_NUM_SWITCHES; i++) {
+        const dcgmNvLinkLinkState_t *ports = engine_nvlink_switch_states_locked(e, &e->entities[i]);
+        if (!ports)
+            continue;
+        status->nvSwitches[ns].entityId = e->entities[i].id;
+        memcpy(status->nvSwitches[ns].linkState, ports, sizeof status->nvSwitches[ns].linkState);
+        ns++;
+    }
+    status->numNvSwitches = ns;
+    pthread_mutex_unlock(&e->lock);
     return DCGM_ST_OK;
 }
 
@@ -94,8 +120,17 @@ int engine_nvlink_set_state(sim_engine *e, const dcgmSetNvLinkLinkState_v1 *requ
         return DCGM_ST_BADPARAM;
     if (request->version != dcgmSetNvLinkLinkState_version1)
         return DCGM_ST_VER_MISMATCH;
-    if (request->entityGroupId == DCGM_FE_SWITCH)
-        return DCGM_ST_BADPARAM; /* the NvSwitch module finds no switch of that id */
+    if (request->entityGroupId == DCGM_FE_SWITCH) {
+        if (request->linkId >= DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH)
+            return DCGM_ST_BADPARAM;
+        pthread_mutex_lock(&e->lock);
+        dcgmNvLinkLinkState_t *ports = engine_nvlink_switch_states_locked(
+            e, engine_find_entity_locked(e, DCGM_FE_SWITCH, request->entityId));
+        if (ports)
+            ports[request->linkId] = request->linkState;
+        pthread_mutex_unlock(&e->lock);
+        return ports ? DCGM_ST_OK : DCGM_ST_BADPARAM;
+    }
     if (request->entityGroupId != DCGM_FE_GPU)
         return DCGM_ST_NOT_SUPPORTED;
     if (request->linkId >= DCGM_NVLINK_MAX_LINKS_PER_GPU)

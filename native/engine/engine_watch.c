@@ -112,6 +112,10 @@ void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
         out->kind = SIM_VALUE_OK;
         return;
     }
+    if (engine_link_sample_locked(e, ent, field_id, t_rel, out)) {
+        out->type = meta ? meta->fieldType : out->type;
+        return;
+    }
     if (ent->gpu == ENGINE_NO_GPU ||
         vs_sample(e->src, ent->gpu, field_id, t_rel, out) != DCGM_ST_OK)
         out->kind = SIM_VALUE_BLANK;

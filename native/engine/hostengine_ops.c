@@ -118,6 +118,34 @@ static int fill_nvlink_set(sim_engine *e, const wire_request *req, void *p)
     return engine_nvlink_set_state(e, p);
 }
 
+static int fill_chip_arch(sim_engine *e, const wire_request *req, void *p)
+{
+    unsigned int arch = 0;
+    int rc = engine_gpu_chip_arch(e, req->u[0], &arch);
+    *(uint32_t *)p = arch;
+    return rc;
+}
+
+static int fill_device_topology(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_device_topology(e, req->u[0], p);
+}
+
+static int fill_group_topology(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_group_topology(e, (dcgmGpuGrp_t)req->id[0], p);
+}
+
+static int fill_select_gpus(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_select_gpus_by_topology(e, req->id[0], req->u[0], req->id[1], p);
+}
+
+static int fill_nvlink_p2p(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_nvlink_p2p_status(e, p);
+}
+
 typedef struct inout_op {
     size_t size;
     int (*fill)(sim_engine *e, const wire_request *req, void *p);
@@ -402,7 +430,17 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op nvlink_status = { sizeof(dcgmNvLinkStatus_v5), fill_nvlink_status };
     static const inout_op nvlink_set = { sizeof(dcgmSetNvLinkLinkState_v1), fill_nvlink_set };
     static const inout_op cache_info = { sizeof(dcgmCacheManagerFieldInfo_v4_t), fill_cache_field_info };
+    static const inout_op chip_arch = { sizeof(uint32_t), fill_chip_arch };
+    static const inout_op device_topology = { sizeof(dcgmDeviceTopology_v2), fill_device_topology };
+    static const inout_op group_topology = { sizeof(dcgmGroupTopology_v2), fill_group_topology };
+    static const inout_op select_gpus = { sizeof(uint64_t), fill_select_gpus };
+    static const inout_op nvlink_p2p = { sizeof(dcgmNvLinkP2PStatus_v1), fill_nvlink_p2p };
     switch (op) {
+    case WIRE_OP_CHIP_ARCH: return &chip_arch;
+    case WIRE_OP_DEVICE_TOPOLOGY: return &device_topology;
+    case WIRE_OP_GROUP_TOPOLOGY: return &group_topology;
+    case WIRE_OP_SELECT_GPUS: return &select_gpus;
+    case WIRE_OP_NVLINK_P2P: return &nvlink_p2p;
     case WIRE_OP_CREATE_FAKE_ENTITIES: return &fake;
     case WIRE_OP_MIG_HIERARCHY: return &mig;
     case WIRE_OP_FIELD_GROUP_GET_INFO: return &fg_info;

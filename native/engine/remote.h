@@ -91,6 +91,12 @@ typedef enum wire_op {
     WIRE_OP_NVLINK_STATUS,
     WIRE_OP_NVLINK_SET_STATE,
     WIRE_OP_CACHE_FIELD_INFO,
+    /* chips and topology (engine_topo.c) */
+    WIRE_OP_CHIP_ARCH,
+    WIRE_OP_DEVICE_TOPOLOGY,
+    WIRE_OP_GROUP_TOPOLOGY,
+    WIRE_OP_SELECT_GPUS,
+    WIRE_OP_NVLINK_P2P,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -170,6 +176,12 @@ int remote_group_get_all_ids(remote_conn *c, engine_group_ids *out);
 int remote_nvlink_status(remote_conn *c, dcgmNvLinkStatus_v5 *status);
 int remote_nvlink_set_state(remote_conn *c, const dcgmSetNvLinkLinkState_v1 *request);
 int remote_cache_field_info(remote_conn *c, dcgmCacheManagerFieldInfo_v4_t *info);
+int remote_chip_arch(remote_conn *c, unsigned int gpu, unsigned int *arch);
+int remote_device_topology(remote_conn *c, unsigned int gpu, dcgmDeviceTopology_v2 *out);
+int remote_group_topology(remote_conn *c, dcgmGpuGrp_t group, dcgmGroupTopology_v2 *out);
+int remote_select_gpus(remote_conn *c, uint64_t input, unsigned int num_gpus, uint64_t hints,
+                       uint64_t *output);
+int remote_nvlink_p2p(remote_conn *c, dcgmNvLinkP2PStatus_v1 *status);
 
 int remote_field_group_create(remote_conn *c, int count, const unsigned short *field_ids,
                               const char *name, dcgmFieldGrp_t *id);

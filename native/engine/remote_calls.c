@@ -258,6 +258,63 @@ int remote_cache_field_info(remote_conn *c, dcgmCacheManagerFieldInfo_v4_t *info
     return call_struct(c, WIRE_OP_CACHE_FIELD_INFO, info, sizeof *info);
 }
 
+/* ---- chips and topology: the answer comes back over the request's struct ---- */
+
+int remote_chip_arch(remote_conn *c, unsigned int gpu, unsigned int *arch)
+{
+    if (!arch)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_CHIP_ARCH);
+    req.u[0] = gpu;
+    uint32_t out = 0;
+    int rc = call_inout(c, &req, &out, sizeof out);
+    if (rc == DCGM_ST_OK)
+        *arch = out;
+    return rc;
+}
+
+int remote_device_topology(remote_conn *c, unsigned int gpu, dcgmDeviceTopology_v2 *out)
+{
+    if (!out)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_DEVICE_TOPOLOGY);
+    req.u[0] = gpu;
+    return call_inout(c, &req, out, sizeof *out);
+}
+
+int remote_group_topology(remote_conn *c, dcgmGpuGrp_t group, dcgmGroupTopology_v2 *out)
+{
+    if (!out)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_GROUP_TOPOLOGY);
+    req.id[0] = (uint64_t)group;
+    return call_inout(c, &req, out, sizeof *out);
+}
+
+int remote_select_gpus(remote_conn *c, uint64_t input, unsigned int num_gpus, uint64_t hints,
+                       uint64_t *output)
+{
+    if (!output)
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, WIRE_OP_SELECT_GPUS);
+    req.id[0] = input;
+    req.id[1] = hints;
+    req.u[0] = num_gpus;
+    uint64_t out = 0;
+    int rc = call_inout(c, &req, &out, sizeof out);
+    *output = out;
+    return rc;
+}
+
+int remote_nvlink_p2p(remote_conn *c, dcgmNvLinkP2PStatus_v1 *status)
+{
+    return call_struct(c, WIRE_OP_NVLINK_P2P, status, sizeof *status);
+}
+
 int remote_nvlink_set_state(remote_conn *c, const dcgmSetNvLinkLinkState_v1 *request)
 {
     if (!request)

@@ -1,0 +1,101 @@
+/*
+ * engine_link.c -- NvLink entities (DCGM_FE_LINK).  A link has no entry in
+ * the engine's entity list: its id is a dcgm_link_t packed into 32 bits (the
+ * owner's entity group in bits 0-7, the port index in bits 8-23, the GPU or
+ * switch id in bits 24-31), and it exists when its owner does and the index
+ * is in range (DcgmCacheManager::GetIsValidEntityId: below twice the links of
+ * a GPU or of a switch).  A link once named is kept, so the engine hands out
+ * stable entity records for groups, watches, injected values and reads.
+ *
+ * A GPU link's DCGM_FI_DEV_NVLINK_GET_STATE reads the link state (1 active,
+ * 0 not) as DCGM asks the driver for it; other link fields have no reading
+ * in the simulated node.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+#define F_NVLINK_GET_STATE 1508
+
+struct engine_link_node {
+    struct engine_link_node *next;
+    engine_entity ent;
+};
+
+static int parse_link(const sim_engine *e, dcgm_field_eid_t raw, engine_entity *out)
+{
+    unsigned int type = raw & 0xffu, index = (raw >> 8) & 0xffffu, owner_id = (raw >> 24) & 0xffu;
+    unsigned int limit;
+    if (type == DCGM_FE_GPU)
+        limit = 2 * DCGM_NVLINK_MAX_LINKS_PER_GPU;
+    else if (type == DCGM_FE_SWITCH)
+        limit = 2 * DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH;
+    else
+        return 0;
+    if (index >= limit)
+        return 0;
+    const engine_entity *owner = NULL;
+    for (size_t i = 0; i < e->n_entities && !owner; i++)
+        if (e->entities[i].group == (dcgm_field_entity_group_t)type &&
+            e->entities[i].id == owner_id)
+            owner = &e->entities[i];
+    /* DCGM takes a switch link on trust (it is how NvLink values are injected) */
+    if (!owner && type == DCGM_FE_GPU)
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->group = DCGM_FE_LINK;
+    out->id = raw;
+    out->parent_group = (dcgm_field_entity_group_t)type;
+    out->parent_id = owner_id;
+    out->fake = owner ? owner->fake : 1;
+    out->gpu = owner && type == DCGM_FE_GPU ? owner->gpu : ENGINE_NO_GPU;
+    out->index = index;
+    return 1;
+}
+
+const engine_entity *engine_link_entity_locked(const sim_engine *ce, dcgm_field_eid_t raw)
+{
+    /* the engine itself is never const: the lookup only adds to its link list */
+    sim_engine *e = (sim_engine *)ce;
+    for (struct engine_link_node *n = e->links; n; n = n->next)
+        if (n->ent.id == raw)
+            return &n->ent;
+    engine_entity ent;
+    if (!parse_link(e, raw, &ent))
+        return NULL;
+    struct engine_link_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    n->ent = ent;
+    n->next = e->links;
+    e->links = n;
+    return &n->ent;
+}
+
+void engine_links_free(sim_engine *e)
+{
+    while (e->links) {
+        struct engine_link_node *n = e->links;
+        e->links = n->next;
+        free(n);
+    }
+}
+
+int engine_link_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                              int64_t t_rel, sim_value *out)
+{
+    if (ent->group != DCGM_FE_LINK)
+        return 0;
+    if (field_id == F_NVLINK_GET_STATE && ent->parent_group == DCGM_FE_GPU &&
+        ent->index < DCGM_NVLINK_MAX_LINKS_PER_GPU) {
+        dcgmNvLinkLinkState_t states[DCGM_NVLINK_MAX_LINKS_PER_GPU];
+        if (engine_nvlink_gpu_states_locked(e, ent->parent_id, t_rel, states) == DCGM_ST_OK &&
+            states[ent->index] != DcgmNvLinkLinkStateNotSupported) {
+            sim_put_int(out, states[ent->index] == DcgmNvLinkLinkStateUp ? 1 : 0);
+            return 1;
+        }
+    }
+    out->kind = SIM_VALUE_NOT_SUPPORTED;
+    return 1;
+}
