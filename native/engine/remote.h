@@ -91,6 +91,9 @@ typedef enum wire_op {
     WIRE_OP_NVLINK_STATUS,
     WIRE_OP_NVLINK_SET_STATE,
     WIRE_OP_CACHE_FIELD_INFO,
+    /* misc API gaps: hostengine environment, field summaries */
+    WIRE_OP_ENV_VAR_INFO,
+    WIRE_OP_FIELD_SUMMARY,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -170,6 +173,8 @@ int remote_group_get_all_ids(remote_conn *c, engine_group_ids *out);
 int remote_nvlink_status(remote_conn *c, dcgmNvLinkStatus_v5 *status);
 int remote_nvlink_set_state(remote_conn *c, const dcgmSetNvLinkLinkState_v1 *request);
 int remote_cache_field_info(remote_conn *c, dcgmCacheManagerFieldInfo_v4_t *info);
+int remote_env_var_info(remote_conn *c, dcgmEnvVarInfo_t *info);
+int remote_field_summary(remote_conn *c, dcgmFieldSummaryRequest_v1 *request);
 
 int remote_field_group_create(remote_conn *c, int count, const unsigned short *field_ids,
                               const char *name, dcgmFieldGrp_t *id);
