@@ -60,6 +60,58 @@ dcgmReturn_t dcgmGetVgpuInstanceAttributes(dcgmHandle_t pDcgmHandle, unsigned in
     return DCGM_ST_NOT_SUPPORTED;
 }
 
+/* dcgmVgpuDeviceAttributes_t *pDcgmVgpuDeviceAttr (DCGM: dcgmlib/src/
+ * DcgmApi.cpp, helperVgpuDeviceGetAttributes): the GPU's latest vGPU and
+ * utilisation fields, any of them not watched yet watched first (every 30 s,
+ * kept 4 hours or 480 samples) and read again after an update.  The vGPU
+ * lists are blobs the simulator never fills, so their counts are 0; the
+ * utilisations are the fields' values cut to 32 bits, blanks included.
+ * Offsets are dcgmVgpuDeviceAttributes_v7's. */
+
+#define VGPU_ATTR_GPU_UTIL 10640 /* then memCopyUtil, encUtil, decUtil */
+
+dcgmReturn_t dcgmGetVgpuDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
+                                         void *pDcgmVgpuDeviceAttr)
+{
+    if (!pDcgmVgpuDeviceAttr)
+        return DCGM_ST_BADPARAM;
+    if (leading_version(pDcgmVgpuDeviceAttr) != dcgmVgpuDeviceAttributes_version7)
+        return DCGM_ST_VER_MISMATCH;
+    unsigned short fields[] = { 501, 502, 503, 504, 203, 204, 206, 207 };
+    enum { N_FIELDS = sizeof fields / sizeof fields[0] };
+    dcgmFieldValue_v1 values[N_FIELDS];
+    memset(values, 0, sizeof values);
+    dcgmReturn_t rc = dcgmEntityGetLatestValues(pDcgmHandle, DCGM_FE_GPU, gpuId, fields, N_FIELDS,
+                                                values);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    int watched_any = 0;
+    for (int i = 0; i < N_FIELDS; i++) {
+        if (values[i].status != DCGM_ST_NOT_WATCHED)
+            continue;
+        rc = dcgmWatchFieldValue(pDcgmHandle, (int)gpuId, fields[i], 30000000, 14400.0, 480);
+        if (rc != DCGM_ST_OK)
+            return rc;
+        watched_any = 1;
+    }
+    if (watched_any) {
+        dcgmUpdateAllFields(pDcgmHandle, 1);
+        rc = dcgmEntityGetLatestValues(pDcgmHandle, DCGM_FE_GPU, gpuId, fields, N_FIELDS, values);
+        if (rc != DCGM_ST_OK)
+            return rc;
+    }
+    /* everything past the version zeroed: the instance, creatable and
+     * supported counts and their lists */
+    unsigned char *out = pDcgmVgpuDeviceAttr;
+    size_t size = dcgmVgpuDeviceAttributes_version7 & 0xffffffu;
+    memset(out + sizeof(unsigned int), 0, size - sizeof(unsigned int));
+    for (int i = 4; i < N_FIELDS; i++) {
+        unsigned int util = (unsigned int)values[i].value.i64;
+        memcpy(out + VGPU_ATTR_GPU_UTIL + (size_t)(i - 4) * sizeof util, &util, sizeof util);
+    }
+    return DCGM_ST_OK;
+}
+
 /* ---- error codes (DCGM: dcgmlib/src/dcgm_errors.c) ------------------------
  * Each DCGM_FR_* code 0..132 has a severity (dcgmErrorSeverity_t: 1 monitor,
  * 2 isolate, 3 unknown, 4 triage, 5 config, 6 reset) and a category

@@ -179,15 +179,3 @@ dcgmReturn_t dcgmIntrospectGetHostengineCpuUtilization(dcgmHandle_t pDcgmHandle,
         return DCGM_ST_VER_MISMATCH;
     return DCGM_ST_NOT_SUPPORTED;
 }
-
-/* dcgmVgpuDeviceAttributes_t *pDcgmVgpuDeviceAttr (a test API in DCGM) */
-dcgmReturn_t dcgmGetVgpuDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
-                                         void *pDcgmVgpuDeviceAttr)
-{
-    (void)pDcgmHandle, (void)gpuId;
-    if (!pDcgmVgpuDeviceAttr)
-        return DCGM_ST_BADPARAM;
-    if (version_of(pDcgmVgpuDeviceAttr) != dcgmVgpuDeviceAttributes_version7)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
-}

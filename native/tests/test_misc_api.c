@@ -7,6 +7,7 @@
  *   - dcgmGetFieldSummary over injected samples;
  *   - dcgmHostengineEnvironmentVariableInfo;
  *   - dcgmGetDeviceAttributes for an id no GPU has;
+ *   - dcgmGetVgpuDeviceAttributes on a GPU without vGPU;
  * and the client-side ones: error priority / category, power profile names,
  * the vGPU calls' version checks, the diag validation level.
  *
@@ -305,8 +306,53 @@ static void script_attributes_bad_gpu(dcgmHandle_t h, const char *where)
     free(attr);
 }
 
+/* ---- vGPU attributes ------------------------------------------------------- */
+
+#define VGPU_ATTR_SIZE (dcgmVgpuDeviceAttributes_version7 & 0xffffffu)
+
+static unsigned int u32_at(const unsigned char *p, size_t offset)
+{
+    unsigned int v;
+    memcpy(&v, p + offset, sizeof v);
+    return v;
+}
+
+static void script_vgpu_attributes(dcgmHandle_t h, const char *where)
+{
+    unsigned char *attr = malloc(VGPU_ATTR_SIZE);
+    memset(attr, 0xab, VGPU_ATTR_SIZE);
+    unsigned int v = 0;
+    memcpy(attr, &v, sizeof v);
+    CHECK_RC(p_dcgmGetVgpuDeviceAttributes(h, 0, attr), DCGM_ST_VER_MISMATCH);
+    CHECK_RC(p_dcgmGetVgpuDeviceAttributes(h, 0, NULL), DCGM_ST_BADPARAM);
+    v = dcgmVgpuDeviceAttributes_version7;
+    memcpy(attr, &v, sizeof v);
+    CHECK_RC(p_dcgmGetVgpuDeviceAttributes(h, 0, attr), DCGM_ST_OK);
+    /* no vGPU: every count 0 (instances at 4, creatable types at 136,
+     * supported types at 268) */
+    CHECK(u32_at(attr, 0) == dcgmVgpuDeviceAttributes_version7 && u32_at(attr, 4) == 0 &&
+              u32_at(attr, 136) == 0 && u32_at(attr, 268) == 0,
+          "%s: version %x counts %u %u %u", where, u32_at(attr, 0), u32_at(attr, 4),
+          u32_at(attr, 136), u32_at(attr, 268));
+    /* the utilisation fields were watched for the call, and it reports their values */
+    dcgmCacheManagerFieldInfo_v4_t fi;
+    CHECK_RC(info_of(h, 0, 203, &fi), DCGM_ST_OK);
+    CHECK(fi.numWatchers == 1 && fi.monitorIntervalUsec == 30000000, "%s: util watch %d %lld",
+          where, fi.numWatchers, fi.monitorIntervalUsec);
+    unsigned short fields[4] = { 203, 204, 206, 207 };
+    dcgmFieldValue_v1 vals[4];
+    CHECK_RC(p_dcgmEntityGetLatestValues(h, DCGM_FE_GPU, 0, fields, 4, vals), DCGM_ST_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK(vals[i].status == DCGM_ST_OK &&
+                  u32_at(attr, 10640 + 4 * (size_t)i) == (unsigned int)vals[i].value.i64,
+              "%s: util %u: status %d, %u vs %lld", where, fields[i], vals[i].status,
+              u32_at(attr, 10640 + 4 * (size_t)i), (long long)vals[i].value.i64);
+    free(attr);
+}
+
 static void script_all(dcgmHandle_t h, const char *where)
 {
+    script_vgpu_attributes(h, where);
     script_unwatch_keeps_info(h, where);
     script_fake_entities(h, where);
     script_field_summary(h, where);
