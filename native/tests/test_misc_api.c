@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CHECK_DLOPEN_DCGM
@@ -371,6 +372,53 @@ static void test_embedded(void)
 
 static void test_hostengine(void) { run_through_hostengine(scenario, script_all); }
 
+/* ---- a hostengine in another process answers from its own environment ---- */
+
+static void test_env_of_hostengine_process(void)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/he.sock", tmpdir);
+    int ready[2], stop[2];
+    CHECK(pipe(ready) == 0 && pipe(stop) == 0, "pipes");
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ready[0]);
+        close(stop[1]);
+        setenv("CUDA_VISIBLE_DEVICES", "5,6", 1);
+        char err[256];
+        int rc = p_dcgmSimServe(path, 0, 1, scenario, ready[1], stop[0], err, (int)sizeof err);
+        _exit(rc == DCGM_ST_OK ? 0 : 1);
+    }
+    close(ready[1]);
+    close(stop[0]);
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+    char line[256];
+    int up = read_ready_line(ready[0], line, sizeof line);
+    CHECK(up, "hostengine process did not start");
+    if (up) {
+        char address[700];
+        snprintf(address, sizeof address, "unix://%s", path);
+        dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
+        dcgmHandle_t h = 0;
+        CHECK_RC(p_dcgmConnect_v3(address, &params, &h), DCGM_ST_OK);
+        if (h) {
+            dcgmEnvVarInfo_t info;
+            CHECK_RC(env_info(h, "CUDA_VISIBLE_DEVICES", &info), DCGM_ST_OK);
+            CHECK(info.ret == DCGM_ST_OK && strcmp(info.envVarValue, "5,6") == 0,
+                  "hostengine process: ret %d value '%s'", info.ret, info.envVarValue);
+            CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
+        }
+    }
+    CHECK(write(stop[1], "x", 1) == 1, "stop write");
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "hostengine process status %d", status);
+    close(ready[0]);
+    close(stop[1]);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    unlink(path);
+}
+
 /* ---- client-side calls ---------------------------------------------------- */
 
 static void test_client_side(void)
@@ -472,6 +520,7 @@ int main(int argc, char **argv)
         { "embedded", test_embedded },
         { "hostengine", test_hostengine },
         { "client_side", test_client_side },
+        { "env_process", test_env_of_hostengine_process },
     };
     run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_MISC_API_ONLY"));
     CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
