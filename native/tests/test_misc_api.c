@@ -151,7 +151,7 @@ static void script_fake_entities(dcgmHandle_t h, const char *where)
           "%s: ecc mode status %d value %lld ts %lld", where, v.status, (long long)v.value.i64,
           (long long)v.ts);
     /* an injected one adds to it */
-    CHECK_RC(inject_i64(h, gpu, FI_ECC_MODE, wall_us(), 0), DCGM_ST_OK);
+    CHECK_RC(inject_i64(h, gpu, FI_ECC_MODE, (long long)v.ts + 1000, 0), DCGM_ST_OK);
     CHECK_RC(info_of(h, gpu, FI_ECC_MODE, &fi), DCGM_ST_OK);
     CHECK(fi.numSamples == 2, "%s: ecc mode %d samples after injection", where, fi.numSamples);
     /* a real GPU has no such sample */
