@@ -327,6 +327,9 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmVgpuDeviceAttributes_version 0x070029a0
 #define dcgmEnvVarInfo_version1 0x01000208
 #define dcgmEnvVarInfo_version 0x01000208
+#define dcgmFieldSummaryRequest_version1 0x01000068
+#define dcgmVgpuConfig_version1 0x01000028
+#define dcgmVgpuInstanceAttributes_version1 0x01000154
 
 /* ---- field values ------------------------------------------------------ */
 /* value union shared by v1 and v2 records; blob is the largest member */
@@ -677,6 +680,38 @@ typedef struct {
     dcgmReturn_t ret;                       /* out: the lookup's own result */
 } dcgmEnvVarInfo_v1;
 typedef dcgmEnvVarInfo_v1 dcgmEnvVarInfo_t;
+
+/* dcgmGetFieldSummary: the summaries a request may ask for, one bit each,
+ * answered in bit order in response.values */
+#define DCGM_SUMMARY_MIN 0x00000001
+#define DCGM_SUMMARY_MAX 0x00000002
+#define DCGM_SUMMARY_AVG 0x00000004
+#define DCGM_SUMMARY_SUM 0x00000008
+#define DCGM_SUMMARY_COUNT 0x00000010
+#define DCGM_SUMMARY_INTEGRAL 0x00000020
+#define DCGM_SUMMARY_DIFF 0x00000040
+#define DCGM_SUMMARY_SIZE 7
+
+typedef struct {
+    unsigned int fieldType;         /* DCGM_FT_INT64 or DCGM_FT_DOUBLE */
+    unsigned int summaryCount;      /* how many of values are filled */
+    union {
+        int64_t i64;
+        double fp64;
+    } values[DCGM_SUMMARY_SIZE];
+} dcgmSummaryResponse_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned short fieldId;
+    dcgm_field_entity_group_t entityGroupId;
+    dcgm_field_eid_t entityId;
+    uint32_t summaryTypeMask;       /* DCGM_SUMMARY_* bits */
+    uint64_t startTime;             /* us since 1970; 0: from the oldest sample */
+    uint64_t endTime;               /* us since 1970, inclusive; 0: to the newest */
+    dcgmSummaryResponse_t response; /* out */
+} dcgmFieldSummaryRequest_v1;
+typedef dcgmFieldSummaryRequest_v1 dcgmFieldSummaryRequest_t;
 
 /* ---- field metadata ---------------------------------------------------- */
 typedef struct dcgm_field_output_format_s {

@@ -101,6 +101,13 @@ DCGM_FN(dcgmReturn_t, dcgmIntrospectGetHostengineMemoryUsage, (dcgmHandle_t pDcg
 DCGM_FN(dcgmReturn_t, dcgmIntrospectGetHostengineCpuUtilization, (dcgmHandle_t pDcgmHandle, void *cpuUtil, int waitIfNoData), (pDcgmHandle, cpuUtil, waitIfNoData), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetVgpuDeviceAttributes, (dcgmHandle_t pDcgmHandle, unsigned int gpuId, void *pDcgmVgpuDeviceAttr), (pDcgmHandle, gpuId, pDcgmVgpuDeviceAttr), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmHostengineEnvironmentVariableInfo, (dcgmHandle_t pDcgmHandle, dcgmEnvVarInfo_t *pEnvVarInfo), (pDcgmHandle, pEnvVarInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetFieldSummary, (dcgmHandle_t pDcgmHandle, dcgmFieldSummaryRequest_t *request), (pDcgmHandle, request), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmVgpuConfigSet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pDeviceConfig, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, pDeviceConfig, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmVgpuConfigGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int type, int count, void *deviceConfigList, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, type, count, deviceConfigList, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetVgpuInstanceAttributes, (dcgmHandle_t pDcgmHandle, unsigned int vgpuId, void *pDcgmVgpuInstanceAttr), (pDcgmHandle, vgpuId, pDcgmVgpuInstanceAttr), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(int, dcgmErrorGetPriorityByCode, (unsigned int code), (code), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(int, dcgmErrorGetCategoryByCode, (unsigned int code), (code), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmPowerProfileIdToName, (unsigned int id, const char **name), (id, name), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimGetStartTime, (long long *startUs), (startUs), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimGetValueAt, (unsigned int gpuId, unsigned short fieldId, long long tRelUs, dcgmFieldValue_v1 *value), (gpuId, fieldId, tRelUs, value), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimCheckScenario, (const char *spec, char *errorText, int errorTextLen), (spec, errorText, errorTextLen), DCGM_ST_FUNCTION_NOT_FOUND) \

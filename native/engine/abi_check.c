@@ -36,6 +36,8 @@ CHECK_STAMP(dcgmProfGetMetricGroups_v3, 3, dcgmProfGetMetricGroups_version3);
 CHECK_STAMP(dcgmVersionInfo_v2, 2, dcgmVersionInfo_version2);
 CHECK_STAMP(dcgmHostengineHealth_v1, 1, dcgmHostengineHealth_version1);
 CHECK_STAMP(dcgmCreateFakeEntities_v2, 2, dcgmCreateFakeEntities_version2);
+CHECK_STAMP(dcgmFieldSummaryRequest_v1, 1, dcgmFieldSummaryRequest_version1);
+CHECK_STAMP(dcgmEnvVarInfo_v1, 1, dcgmEnvVarInfo_version1);
 _Static_assert(sizeof(dcgm_field_meta_t) == 72, "dcgm_field_meta_t is 72 bytes");
 CHECK_STAMP(dcgmDeviceTopology_v1, 1, dcgmDeviceTopology_version1);
 CHECK_STAMP(dcgmDeviceTopology_v2, 2, dcgmDeviceTopology_version2);

@@ -999,15 +999,9 @@ dcgmReturn_t dcgmSimFieldStats(dcgmSimFieldStats_t *stats, int capacity, int *co
     return rc;
 }
 
-/* ---- dcgmHostengineEnvironmentVariableInfo (DcgmApi.cpp and the core
- * module's handler): the client checks the pointer and the version stamp;
- * the engine then answers a name outside its short allow-list, or an empty
- * one, with ret = BADPARAM, an unset variable with ret = NOT_CONFIGURED and
- * an empty value, and a set one with ret = OK and its value.  The call
- * itself returns OK in all three cases.  The embedded engine's environment
- * is this process's. ---- */
-
-static const char *const env_var_allowed[] = { "CUDA_VISIBLE_DEVICES", "DCGM_DIAG_REMOVED" };
+/* ---- dcgmHostengineEnvironmentVariableInfo (DcgmApi.cpp): the client
+ * checks the pointer and the version stamp; the engine the handle leads to
+ * answers from its own environment (engine_misc.c).  ---- */
 
 dcgmReturn_t dcgmHostengineEnvironmentVariableInfo(dcgmHandle_t pDcgmHandle,
                                                    dcgmEnvVarInfo_t *pEnvVarInfo)
@@ -1016,33 +1010,17 @@ dcgmReturn_t dcgmHostengineEnvironmentVariableInfo(dcgmHandle_t pDcgmHandle,
         return DCGM_ST_BADPARAM;
     if (pEnvVarInfo->version != dcgmEnvVarInfo_version1)
         return DCGM_ST_VER_MISMATCH;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
-    /* a hostengine's environment is not reachable over the wire protocol yet */
-    int embedded = b == api.embedded;
-    api_leave(b);
-    if (!embedded)
-        return DCGM_ST_NOT_SUPPORTED;
+    API_CALL(pDcgmHandle, env_var_info, pEnvVarInfo);
+}
 
-    char name[DCGM_MAX_STR_LENGTH];
-    memcpy(name, pEnvVarInfo->envVarName, sizeof name);
-    name[sizeof name - 1] = '\0';
-    int allowed = 0;
-    for (size_t i = 0; i < sizeof env_var_allowed / sizeof env_var_allowed[0]; i++)
-        allowed |= strcmp(name, env_var_allowed[i]) == 0;
-    if (!allowed) {
-        pEnvVarInfo->ret = DCGM_ST_BADPARAM;
-        return DCGM_ST_OK;
-    }
-    const char *value = getenv(name);
-    if (!value) {
-        pEnvVarInfo->envVarValue[0] = '\0';
-        pEnvVarInfo->ret = DCGM_ST_NOT_CONFIGURED;
-        return DCGM_ST_OK;
-    }
-    snprintf(pEnvVarInfo->envVarValue, sizeof pEnvVarInfo->envVarValue, "%s", value);
-    pEnvVarInfo->ret = DCGM_ST_OK;
-    return DCGM_ST_OK;
+/* ---- dcgmGetFieldSummary (DcgmApi.cpp, helperGetFieldSummary): pointer and
+ * version are the client's checks, the rest the engine's. ---- */
+
+dcgmReturn_t dcgmGetFieldSummary(dcgmHandle_t pDcgmHandle, dcgmFieldSummaryRequest_t *request)
+{
+    if (!request)
+        return DCGM_ST_BADPARAM;
+    if (request->version != dcgmFieldSummaryRequest_version1)
+        return DCGM_ST_VER_MISMATCH;
+    API_CALL(pDcgmHandle, field_summary, request);
 }

@@ -100,7 +100,19 @@ dcgmReturn_t dcgmActionValidate_v2(dcgmHandle_t pDcgmHandle, void *drd, void *re
     if (!drd || !response)
         return DCGM_ST_BADPARAM;
     dcgmReturn_t rc = check_diag_pair(version_of(drd), version_of(response));
-    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
+    if (rc != DCGM_ST_OK)
+        return rc;
+    /* A request naming no test runs the level in validate, and one past the
+     * extra-long level (4) is refused before anything runs (DCGM: modules/
+     * diag/DcgmDiagManager.cpp, the command line built for the diag).  In
+     * run-diag versions 7 to 10, validate sits at byte 24 and the first test
+     * name at byte 28. */
+    unsigned int validate;
+    const unsigned char *request = drd;
+    memcpy(&validate, request + 24, sizeof validate);
+    if (request[28] == '\0' && validate > 4)
+        return DCGM_ST_BADPARAM;
+    return DCGM_ST_NOT_SUPPORTED;
 }
 
 /* dcgmDiagnosticLevel_t diagLevel, dcgmDiagResponse_v12 *diagResponse */
@@ -164,18 +176,6 @@ dcgmReturn_t dcgmIntrospectGetHostengineCpuUtilization(dcgmHandle_t pDcgmHandle,
     if (!cpuUtil)
         return DCGM_ST_BADPARAM;
     if (version_of(cpuUtil) != dcgmIntrospectCpuUtil_version1)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
-}
-
-/* dcgmVgpuDeviceAttributes_t *pDcgmVgpuDeviceAttr (a test API in DCGM) */
-dcgmReturn_t dcgmGetVgpuDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
-                                         void *pDcgmVgpuDeviceAttr)
-{
-    (void)pDcgmHandle, (void)gpuId;
-    if (!pDcgmVgpuDeviceAttr)
-        return DCGM_ST_BADPARAM;
-    if (version_of(pDcgmVgpuDeviceAttr) != dcgmVgpuDeviceAttributes_version7)
         return DCGM_ST_VER_MISMATCH;
     return DCGM_ST_NOT_SUPPORTED;
 }

@@ -97,6 +97,9 @@ typedef struct backend_ops {
     int (*prof_metric_groups)(void *self, dcgmProfGetMetricGroups_v3 *groups);
     int (*version_info)(void *self, dcgmVersionInfo_t *info);
     int (*hostengine_health)(void *self, dcgmHostengineHealth_t *health);
+    /* the engine process's environment variable (dcgmHostengineEnvironmentVariableInfo) */
+    int (*env_var_info)(void *self, dcgmEnvVarInfo_t *info);
+    int (*field_summary)(void *self, dcgmFieldSummaryRequest_v1 *request);
 
     /* ---- simulator extensions ---- */
     /* When the node started (t_rel 0), us since the Unix epoch. */

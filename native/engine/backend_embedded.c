@@ -243,6 +243,17 @@ static int embedded_nvlink_status(void *self, dcgmNvLinkStatus_v5 *status)
     return engine_nvlink_status(self, status);
 }
 
+static int embedded_env_var_info(void *self, dcgmEnvVarInfo_t *info)
+{
+    (void)self;
+    return engine_env_var_info(info);
+}
+
+static int embedded_field_summary(void *self, dcgmFieldSummaryRequest_v1 *request)
+{
+    return engine_field_summary(self, request);
+}
+
 static int embedded_cache_field_info(void *self, dcgmCacheManagerFieldInfo_v4_t *info)
 {
     return engine_cache_field_info(self, info);
@@ -318,6 +329,8 @@ const backend_ops embedded_backend_ops = {
     .group_topology = embedded_group_topology,
     .select_gpus = embedded_select_gpus,
     .nvlink_p2p = embedded_nvlink_p2p,
+    .env_var_info = embedded_env_var_info,
+    .field_summary = embedded_field_summary,
     .field_group_create = embedded_field_group_create,
     .field_group_destroy = embedded_field_group_destroy,
     .field_group_get_info = embedded_field_group_get_info,

@@ -215,6 +215,16 @@ static int remote_op_nvlink_status(void *self, dcgmNvLinkStatus_v5 *status)
     return remote_nvlink_status(self, status);
 }
 
+static int remote_op_env_var_info(void *self, dcgmEnvVarInfo_t *info)
+{
+    return remote_env_var_info(self, info);
+}
+
+static int remote_op_field_summary(void *self, dcgmFieldSummaryRequest_v1 *request)
+{
+    return remote_field_summary(self, request);
+}
+
 static int remote_op_cache_field_info(void *self, dcgmCacheManagerFieldInfo_v4_t *info)
 {
     return remote_cache_field_info(self, info);
@@ -328,6 +338,8 @@ const backend_ops remote_backend_ops = {
     .group_topology = remote_op_group_topology,
     .select_gpus = remote_op_select_gpus,
     .nvlink_p2p = remote_op_nvlink_p2p,
+    .env_var_info = remote_op_env_var_info,
+    .field_summary = remote_op_field_summary,
     .prof_metric_groups = remote_op_prof_metric_groups,
     .version_info = remote_op_version_info,
     .hostengine_health = remote_op_hostengine_health,

@@ -489,6 +489,19 @@ static int create_one_fake(sim_engine *e, dcgmMigHierarchyInfo_t *item)
     int rc = add_entity(e, &ent);
     if (rc == DCGM_ST_OK)
         item->entity.entityId = ent.id;
+    if (rc == DCGM_ST_OK && ent.group == DCGM_FE_GPU) {
+        /* a fake GPU starts with ECC mode reported as enabled, as DCGM stores
+         * one such sample when it adds a fake GPU (DCGM: dcgmlib/src/
+         * DcgmCacheManager.cpp, AddFakeGpu) */
+        engine_series *s = engine_series_get_locked(e, DCGM_FE_GPU, ent.id,
+                                                    300 /* ECC mode */, DCGM_FT_INT64);
+        if (s) {
+            int64_t now = engine_wall_us();
+            engine_sample one = { 0 };
+            one.num.i64 = 1;
+            engine_series_append_locked(e, s, now, &one, now);
+        }
+    }
     return rc;
 }
 

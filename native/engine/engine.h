@@ -163,6 +163,10 @@ int engine_nvlink_p2p_status(sim_engine *engine, dcgmNvLinkP2PStatus_v1 *status)
  * DCGM_ST_NOT_WATCHED when nothing is kept for it. */
 int engine_cache_field_info(sim_engine *engine, dcgmCacheManagerFieldInfo_v4_t *info);
 int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);
+/* engine_misc.c: dcgmHostengineEnvironmentVariableInfo over this process's
+ * environment, and dcgmGetFieldSummary over the stored samples. */
+int engine_env_var_info(dcgmEnvVarInfo_t *info);
+int engine_field_summary(sim_engine *engine, dcgmFieldSummaryRequest_v1 *request);
 /* The node's value at t_rel_us, encoded as a stored sample would be. */
 int engine_sim_value_at(sim_engine *engine, unsigned int gpu, unsigned short field_id,
                         int64_t t_rel_us, dcgmFieldValue_v1 *value);

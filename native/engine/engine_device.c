@@ -52,6 +52,14 @@ static void read_live(const attr_reader *r, unsigned short field_id, engine_reco
     const dcgm_field_meta_t *meta = sim_field_meta(field_id);
     const engine_entity *ent = meta && meta->scope == DCGM_FS_GLOBAL && r->global ? r->global
                                                                                    : r->gpu;
+    if (!ent) {
+        /* no such GPU: its fields read as blanks */
+        memset(rec, 0, sizeof *rec);
+        rec->field_id = field_id;
+        rec->type = meta ? meta->fieldType : DCGM_FT_INT64;
+        engine_record_blank(rec, DCGM_ST_BADPARAM);
+        return;
+    }
     engine_live_record_locked(r->e, ent, field_id, r->now, rec);
 }
 
@@ -118,14 +126,13 @@ int engine_device_attributes(sim_engine *e, unsigned int gpu, dcgmDeviceAttribut
     pthread_mutex_lock(&e->lock);
     attr_reader r = { e, engine_find_entity_locked(e, DCGM_FE_GPU, gpu),
                       engine_find_entity_locked(e, DCGM_FE_NONE, 0), 0 };
-    int rc = DCGM_ST_BADPARAM;
-    if (r.gpu) {
-        r.now = engine_now_locked(e);
-        fill_attributes(&r, attr);
-        rc = DCGM_ST_OK;
-    }
+    /* DCGM reads the attributes as the latest values of their fields for
+     * that GPU, and an id no GPU has only makes those values blank: the call
+     * still succeeds (DCGM: dcgmlib/src/DcgmApi.cpp, helperDeviceGetAttributes) */
+    r.now = engine_now_locked(e);
+    fill_attributes(&r, attr);
     pthread_mutex_unlock(&e->lock);
-    return rc;
+    return DCGM_ST_OK;
 }
 
 /* ---- profiling ----------------------------------------------------------- */

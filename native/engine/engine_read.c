@@ -137,7 +137,12 @@ void engine_latest_record_locked(sim_engine *e, dcgm_field_entity_group_t group,
 void engine_live_record_locked(sim_engine *e, const engine_entity *ent,
                                unsigned short field_id, int64_t now_us, engine_record *rec)
 {
-    if (ent->fake || !sim_field_meta(field_id)) {
+    /* a fake GPU or compute instance still has DCGM's made-up profile name
+     * (DCGM: dcgmlib/src/DcgmCacheManager.cpp, AddFakeInstance /
+     * AddFakeComputeInstance) */
+    int fake_instance_name = field_id == 50 && (ent->group == DCGM_FE_GPU_I ||
+                                                ent->group == DCGM_FE_GPU_CI);
+    if ((ent->fake && !fake_instance_name) || !sim_field_meta(field_id)) {
         /* nothing to ask for a fake entity but what was injected */
         engine_latest_record_locked(e, ent->group, ent->id, field_id, rec);
         return;

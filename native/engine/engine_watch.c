@@ -92,10 +92,17 @@ void engine_unwatch_one_locked(sim_engine *e, engine_owner owner, engine_series 
             s->watchers[i] = s->watchers[--s->n_watchers];
             break;
         }
-    if (s->n_watchers == 0)
-        engine_series_remove_locked(e, s);
-    else
+    if (s->n_watchers == 0) {
+        /* The series stays, as DCGM keeps a field's watch info once it has been
+         * watched (DCGM: dcgmlib/src/DcgmCacheManager.cpp, RemoveEntityFieldWatch
+         * only drops the watcher), so dcgmGetCacheManagerFieldInfo still answers
+         * with no watchers.  Its samples go: reads of it answer NOT_WATCHED. */
+        engine_ring_clear(&s->ring);
+        s->freq_us = 0;
+        s->keep_us = 0;
+    } else {
         recompute_watch(s);
+    }
 }
 
 /* ---- sampling ------------------------------------------------------------ */

@@ -113,6 +113,16 @@ static int fill_cache_field_info(sim_engine *e, const wire_request *req, void *p
     return engine_cache_field_info(e, p);
 }
 
+static int fill_env_var_info(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_env_var_info(p);
+}
+
+static int fill_field_summary(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_field_summary(e, p);
+}
+
 static int fill_nvlink_set(sim_engine *e, const wire_request *req, void *p)
 {
     return engine_nvlink_set_state(e, p);
@@ -435,6 +445,8 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op group_topology = { sizeof(dcgmGroupTopology_v2), fill_group_topology };
     static const inout_op select_gpus = { sizeof(uint64_t), fill_select_gpus };
     static const inout_op nvlink_p2p = { sizeof(dcgmNvLinkP2PStatus_v1), fill_nvlink_p2p };
+    static const inout_op env_var = { sizeof(dcgmEnvVarInfo_t), fill_env_var_info };
+    static const inout_op summary = { sizeof(dcgmFieldSummaryRequest_v1), fill_field_summary };
     switch (op) {
     case WIRE_OP_CHIP_ARCH: return &chip_arch;
     case WIRE_OP_DEVICE_TOPOLOGY: return &device_topology;
@@ -454,6 +466,8 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_NVLINK_STATUS: return &nvlink_status;
     case WIRE_OP_NVLINK_SET_STATE: return &nvlink_set;
     case WIRE_OP_CACHE_FIELD_INFO: return &cache_info;
+    case WIRE_OP_ENV_VAR_INFO: return &env_var;
+    case WIRE_OP_FIELD_SUMMARY: return &summary;
     default: return NULL;
     }
 }

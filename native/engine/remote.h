@@ -97,6 +97,9 @@ typedef enum wire_op {
     WIRE_OP_GROUP_TOPOLOGY,
     WIRE_OP_SELECT_GPUS,
     WIRE_OP_NVLINK_P2P,
+    /* misc API gaps: hostengine environment, field summaries */
+    WIRE_OP_ENV_VAR_INFO,
+    WIRE_OP_FIELD_SUMMARY,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -182,6 +185,8 @@ int remote_group_topology(remote_conn *c, dcgmGpuGrp_t group, dcgmGroupTopology_
 int remote_select_gpus(remote_conn *c, uint64_t input, unsigned int num_gpus, uint64_t hints,
                        uint64_t *output);
 int remote_nvlink_p2p(remote_conn *c, dcgmNvLinkP2PStatus_v1 *status);
+int remote_env_var_info(remote_conn *c, dcgmEnvVarInfo_t *info);
+int remote_field_summary(remote_conn *c, dcgmFieldSummaryRequest_v1 *request);
 
 int remote_field_group_create(remote_conn *c, int count, const unsigned short *field_ids,
                               const char *name, dcgmFieldGrp_t *id);

@@ -253,6 +253,16 @@ int remote_nvlink_status(remote_conn *c, dcgmNvLinkStatus_v5 *status)
     return call_struct(c, WIRE_OP_NVLINK_STATUS, status, sizeof *status);
 }
 
+int remote_env_var_info(remote_conn *c, dcgmEnvVarInfo_t *info)
+{
+    return call_struct(c, WIRE_OP_ENV_VAR_INFO, info, sizeof *info);
+}
+
+int remote_field_summary(remote_conn *c, dcgmFieldSummaryRequest_v1 *request)
+{
+    return call_struct(c, WIRE_OP_FIELD_SUMMARY, request, sizeof *request);
+}
+
 int remote_cache_field_info(remote_conn *c, dcgmCacheManagerFieldInfo_v4_t *info)
 {
     return call_struct(c, WIRE_OP_CACHE_FIELD_INFO, info, sizeof *info);

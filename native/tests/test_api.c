@@ -163,7 +163,11 @@ static void test_devices(void)
     attr->version = 0x03001463;
     CHECK_RC(p_dcgmGetDeviceAttributes(EMB, 0, attr), DCGM_ST_VER_MISMATCH);
     attr->version = dcgmDeviceAttributes_version3;
-    CHECK_RC(p_dcgmGetDeviceAttributes(EMB, 99, attr), DCGM_ST_BADPARAM);
+    /* an id no GPU has answers blanks, as DCGM's attribute read does */
+    CHECK_RC(p_dcgmGetDeviceAttributes(EMB, 99, attr), DCGM_ST_OK);
+    CHECK(is_blank_text(attr->identifiers.deviceName), "name '%s'", attr->identifiers.deviceName);
+    CHECK(attr->powerLimits.defaultPowerLimit == DCGM_INT32_BLANK, "limit %u",
+          attr->powerLimits.defaultPowerLimit);
     CHECK_RC(p_dcgmGetDeviceAttributes(EMB, 0, NULL), DCGM_ST_BADPARAM);
     CHECK_RC(p_dcgmGetDeviceAttributes(EMB, 1, attr), DCGM_ST_OK);
     const dcgmDeviceIdentifiers_v1 *id = &attr->identifiers;

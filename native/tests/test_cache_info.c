@@ -91,9 +91,13 @@ static void run_script(dcgmHandle_t h, const char *where)
           fi.monitorIntervalUsec, fi.numSamples);
     CHECK_RC(info_of(h, DCGM_FE_GPU, 1, FI_DRIVER_VERSION, &fi), DCGM_ST_OK);
 
-    /* unwatched again: nothing kept */
+    /* unwatched again: the cache still knows the field, with no watcher and
+     * (the cache cleared) no samples */
     CHECK_RC(p_dcgmUnwatchFieldValue(h, 0, FI_GPU_TEMP, 1), DCGM_ST_OK);
-    CHECK_RC(info_of(h, DCGM_FE_GPU, 0, FI_GPU_TEMP, &fi), DCGM_ST_NOT_WATCHED);
+    CHECK_RC(info_of(h, DCGM_FE_GPU, 0, FI_GPU_TEMP, &fi), DCGM_ST_OK);
+    CHECK(fi.numWatchers == 0 && !(fi.flags & DCGM_CMI_F_WATCHED) && fi.numSamples == 0,
+          "%s: unwatched: %d watchers, flags %x, %d samples", where, fi.numWatchers, fi.flags,
+          fi.numSamples);
     CHECK_RC(p_dcgmUnwatchFieldValue(h, 0, FI_DRIVER_VERSION, 1), DCGM_ST_OK);
 
     /* arguments: an unknown field, no struct; the version is the API's to set */

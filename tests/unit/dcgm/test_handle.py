@@ -94,9 +94,17 @@ def test_mig_hierarchy_lists_instances_under_their_gpus(open_node, tmp_path):
     assert h.entities(EntityType.GPU_I) == [0, 1, 8, 9]
 
 
+def test_attributes_of_an_unknown_gpu_are_blank(handle):
+    # DCGM reads the attributes as the GPU's latest field values: an id no GPU
+    # has answers blanks rather than an error
+    attrs = handle.gpu_attributes(99)
+    assert attrs.name == "<<<NULL>>>" and attrs.power_limit_w is None and attrs.fb_total_mib is None
+    assert attrs.driver_version and attrs.driver_version != "<<<NULL>>>"
+
+
 def test_dcgm_errors_carry_code_name_and_library_text(handle):
     with pytest.raises(DcgmError) as info:
-        handle.gpu_attributes(99)
+        handle.gpu_status(99)
     error = info.value
     assert error.code < 0 and error.name == f"DCGM_ST_{error.name[len('DCGM_ST_'):]}"
     assert error.message == ffi.string(lib.errorString(error.code)).decode()
@@ -317,7 +325,6 @@ BAD_CALLS = {
     "gpu id bool": (lambda h, g, f: h.gpu_attributes(True), TypeError),
     "gpu id negative": (lambda h, g, f: h.gpu_attributes(-1), ValueError),
     "gpu id too big": (lambda h, g, f: h.gpu_attributes(2**32), ValueError),
-    "gpu id unknown": (lambda h, g, f: h.gpu_attributes(99), DcgmError),
     "status unknown gpu": (lambda h, g, f: h.gpu_status(99), DcgmError),
     "status float": (lambda h, g, f: h.gpu_status(1.0), TypeError),
     "entities bad group": (lambda h, g, f: h.entities(99), ValueError),
