@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "engine_internal.h"
+#include "engine_imex.h"
 
 int64_t engine_wall_us(void)
 {
@@ -231,6 +232,7 @@ int engine_create_source(const char *source, const char *spec, dcgmOperationMode
         return rc != DCGM_ST_OK ? rc : DCGM_ST_INIT_ERROR;
     }
     e->mode = mode;
+    engine_imex_forget(); /* a new engine asks the IMEX tool afresh */
     e->t0_us = engine_wall_us();
     e->last_now_us = e->t0_us;
     rc = build_entities(e);

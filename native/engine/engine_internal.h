@@ -8,6 +8,7 @@
 #define DCGM_SIM_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdarg.h>
 
 #include "engine.h"
 #include "sim.h"
@@ -218,6 +219,23 @@ int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep
 engine_owner engine_health_owner(engine_owner owner);
 /* Called for every value stored in a series: an XID the health module watches is remembered. */
 void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_t xid);
+
+/* engine_health.c: one incident into out (the first 1024 are kept) */
+void engine_health_vincident(dcgmHealthResponse_v5 *out, dcgm_field_entity_group_t group,
+                             dcgm_field_eid_t id, dcgmHealthSystems_t system,
+                             dcgmHealthWatchResults_t health, int code, const char *fmt,
+                             va_list ap);
+
+/* engine_health_host.c: CPU and IMEX (global) health watches and checks */
+void engine_health_watch_cpu_locked(sim_engine *e, engine_owner owner, const engine_entity *cpu,
+                                    unsigned int systems, int64_t freq_us, double keep_s);
+void engine_health_watch_global_locked(sim_engine *e, engine_owner owner, unsigned int systems,
+                                       int64_t freq_us, double keep_s);
+void engine_health_check_cpu_locked(sim_engine *e, const engine_entity *cpu, unsigned int systems,
+                                    int64_t now, dcgmHealthResponse_v5 *out);
+void engine_health_check_global_locked(sim_engine *e, const dcgmGroupEntityPair_t *members,
+                                       unsigned int n, unsigned int systems, int64_t t_rel,
+                                       dcgmHealthResponse_v5 *out);
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);

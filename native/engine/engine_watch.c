@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "engine_imex.h"
 
 int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep_samples)
 {
@@ -110,6 +111,11 @@ void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
     if (field_id == 50 && (ent->group == DCGM_FE_GPU_I || ent->group == DCGM_FE_GPU_CI)) {
         snprintf(out->str, sizeof out->str, "%s", engine_instance_profile(e, ent));
         out->kind = SIM_VALUE_OK;
+        return;
+    }
+    /* the IMEX status is the host's, read from DCGM's tool (engine_imex.c) */
+    if (engine_imex_field(field_id)) {
+        engine_imex_sample(field_id, out);
         return;
     }
     if (ent->gpu == ENGINE_NO_GPU ||
