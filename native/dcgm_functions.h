@@ -72,6 +72,9 @@ DCGM_FN(dcgmReturn_t, dcgmGetNvLinkLinkStatus, (dcgmHandle_t dcgmHandle, dcgmNvL
 DCGM_FN(dcgmReturn_t, dcgmGetCacheManagerFieldInfo, (dcgmHandle_t pDcgmHandle, dcgmCacheManagerFieldInfo_v4_t *fieldInfo), (pDcgmHandle, fieldInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSetEntityNvLinkLinkState, (dcgmHandle_t dcgmHandle, dcgmSetNvLinkLinkState_v1 *linkState), (dcgmHandle, linkState), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetGpuInstanceHierarchy, (dcgmHandle_t dcgmHandle, dcgmMigHierarchy_v2 *hierarchy), (dcgmHandle, hierarchy), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetCpuHierarchy, (dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v1 *cpuHierarchy), (dcgmHandle, cpuHierarchy), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetCpuHierarchy_v2, (dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v2 *cpuHierarchy), (dcgmHandle, cpuHierarchy), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(unsigned int, dcgmCpuHierarchyCpuOwnsCore, (unsigned int coreId, const dcgmCpuHierarchyOwnedCores_v1 *ownedCores), (coreId, ownedCores), 0) \
 DCGM_FN(dcgmReturn_t, dcgmProfGetSupportedMetricGroups, (dcgmHandle_t pDcgmHandle, dcgmProfGetMetricGroups_t *metricGroups), (pDcgmHandle, metricGroups), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmVersionInfo, (dcgmVersionInfo_t *pVersionInfo), (pVersionInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmHostengineVersionInfo, (dcgmHandle_t pDcgmHandle, dcgmVersionInfo_t *pVersionInfo), (pDcgmHandle, pVersionInfo), DCGM_ST_FUNCTION_NOT_FOUND) \

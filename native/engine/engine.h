@@ -154,6 +154,11 @@ int engine_nvlink_set_state(sim_engine *engine, const dcgmSetNvLinkLinkState_v1 
 /* The cache's state of one field of one entity (dcgmGetCacheManagerFieldInfo):
  * DCGM_ST_NOT_WATCHED when nothing is kept for it. */
 int engine_cache_field_info(sim_engine *engine, dcgmCacheManagerFieldInfo_v4_t *info);
+
+/* The CPUs and the cores each owns (engine_cpu.c): hierarchy is the v2
+ * record, its version checked; DCGM_ST_MODULE_NOT_LOADED when the engine
+ * monitors no CPUs (neither the host's nor fake ones). */
+int engine_cpu_hierarchy(sim_engine *engine, dcgmCpuHierarchy_v2 *hierarchy);
 int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);
 /* The node's value at t_rel_us, encoded as a stored sample would be. */
 int engine_sim_value_at(sim_engine *engine, unsigned int gpu, unsigned short field_id,

@@ -153,6 +153,8 @@ struct sim_engine {
     /* per GPU id, per link: the dcgmNvLinkLinkState_t last set or read
      * (engine_nvlink.c); zero is NotSupported, a fake GPU's start */
     dcgmNvLinkLinkState_t nvlink_state[DCGM_MAX_NUM_DEVICES][DCGM_NVLINK_MAX_LINKS_PER_GPU];
+    /* the host's CPUs and their utilization readings (engine_cpu.c) */
+    struct engine_cpu_state *cpu;
 };
 
 /* engine.c */
@@ -167,6 +169,18 @@ DcgmEntityStatus_t engine_entity_status_locked(const sim_engine *e, const engine
 const char *engine_instance_profile(const sim_engine *e, const engine_entity *ent);
 void engine_kick_locked(sim_engine *e);
 unsigned int engine_id32(uintptr_t id);
+
+int engine_add_entity_locked(sim_engine *e, const engine_entity *ent);
+
+/* engine_cpu.c: the host's CPUs as entities (when DCGM would monitor them),
+ * their utilization */
+int engine_cpu_init(sim_engine *e);
+void engine_cpu_free(sim_engine *e);
+/* A sample of a CPU or core field into *out (blank but for the utilization
+ * fields); 0 when the series has no value yet (its first utilization
+ * reading), 1 otherwise. */
+int engine_cpu_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                             int64_t now_us, sim_value *out);
 
 /* engine_groups.c */
 int engine_groups_init(sim_engine *e);

@@ -173,7 +173,16 @@ static void sample_series(sim_engine *e, engine_series *s, int64_t now_us)
     }
     sim_value v;
     int64_t started = engine_wall_us();
-    engine_sample_entity_locked(e, ent, s->field_id, t_rel, &v);
+    if (ent->group == DCGM_FE_CPU || ent->group == DCGM_FE_CPU_CORE) {
+        /* the host's CPUs: a utilization series stores nothing at first */
+        if (!engine_cpu_sample_locked(e, ent, s->field_id, now_us, &v)) {
+            s->exec_us += engine_wall_us() - started;
+            s->last_status = DCGM_ST_NO_DATA;
+            return;
+        }
+    } else {
+        engine_sample_entity_locked(e, ent, s->field_id, t_rel, &v);
+    }
     s->exec_us += engine_wall_us() - started;
     s->fetch_count++;
     s->last_status = append_value(e, s, now_us, &v, now_us);

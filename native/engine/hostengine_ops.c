@@ -103,6 +103,11 @@ static int fill_group_info(sim_engine *e, const wire_request *req, void *p)
     return engine_group_get_info(e, req->id[0], p);
 }
 
+static int fill_cpu_hierarchy(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_cpu_hierarchy(e, p);
+}
+
 static int fill_nvlink_status(sim_engine *e, const wire_request *req, void *p)
 {
     return engine_nvlink_status(e, p);
@@ -402,6 +407,7 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op nvlink_status = { sizeof(dcgmNvLinkStatus_v5), fill_nvlink_status };
     static const inout_op nvlink_set = { sizeof(dcgmSetNvLinkLinkState_v1), fill_nvlink_set };
     static const inout_op cache_info = { sizeof(dcgmCacheManagerFieldInfo_v4_t), fill_cache_field_info };
+    static const inout_op cpu_hierarchy = { sizeof(dcgmCpuHierarchy_v2), fill_cpu_hierarchy };
     switch (op) {
     case WIRE_OP_CREATE_FAKE_ENTITIES: return &fake;
     case WIRE_OP_MIG_HIERARCHY: return &mig;
@@ -416,6 +422,7 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_NVLINK_STATUS: return &nvlink_status;
     case WIRE_OP_NVLINK_SET_STATE: return &nvlink_set;
     case WIRE_OP_CACHE_FIELD_INFO: return &cache_info;
+    case WIRE_OP_CPU_HIERARCHY: return &cpu_hierarchy;
     default: return NULL;
     }
 }

@@ -91,6 +91,8 @@ typedef enum wire_op {
     WIRE_OP_NVLINK_STATUS,
     WIRE_OP_NVLINK_SET_STATE,
     WIRE_OP_CACHE_FIELD_INFO,
+    /* CPUs, IMEX and sysmon */
+    WIRE_OP_CPU_HIERARCHY,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -170,6 +172,7 @@ int remote_group_get_all_ids(remote_conn *c, engine_group_ids *out);
 int remote_nvlink_status(remote_conn *c, dcgmNvLinkStatus_v5 *status);
 int remote_nvlink_set_state(remote_conn *c, const dcgmSetNvLinkLinkState_v1 *request);
 int remote_cache_field_info(remote_conn *c, dcgmCacheManagerFieldInfo_v4_t *info);
+int remote_cpu_hierarchy(remote_conn *c, dcgmCpuHierarchy_v2 *hierarchy);
 
 int remote_field_group_create(remote_conn *c, int count, const unsigned short *field_ids,
                               const char *name, dcgmFieldGrp_t *id);
