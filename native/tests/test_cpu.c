@@ -166,6 +166,15 @@ static void script_host(dcgmHandle_t h, const char *where)
     fake->version = dcgmCreateFakeEntities_version2;
     fake->numToCreate = 1;
     fake->entityList[0].entity.entityGroupId = DCGM_FE_CPU;
+    if (host_nodes >= DCGM_MAX_NUM_CPUS) {
+        /* a host with DCGM's maximum of CPUs leaves no room for a fake one */
+        CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_INSUFFICIENT_RESOURCES);
+        free(fake);
+        free(ids);
+        free(h1);
+        free(h2);
+        return;
+    }
     CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_OK);
     unsigned int cpu = fake->entityList[0].entity.entityId;
     CHECK(cpu == host_nodes, "%s: fake CPU %u", where, cpu);
