@@ -24,8 +24,11 @@
  *    DCGM_ST_NO_DATA).  DCGM compares with its newest /proc/stat reading at
  *    least an update interval old; the series' previous sample is that
  *    reading whenever the series is sampled on time.
- *  - The CPUs' other fields (temperatures, power, clocks, vendor) are blank:
- *    the engine reads no thermal zones or hwmon files.
+ *  - A core's clock (DCGM_FI_DEV_CPU_CLOCK_CURRENT) is its cpufreq
+ *    scaling_cur_freq, as written there (kHz); a CPU has none (ReadCoreSpeed).
+ *    The vendor and model of every CPU are "Nvidia" and "Grace" (chip 0241)
+ *    on NVIDIA's CPUs, "Unknown" otherwise (CpuHelpers).  The temperatures
+ *    and powers are blank: the engine reads no thermal zones or hwmon files.
  */
 #define _GNU_SOURCE
 #include <glob.h>
@@ -37,6 +40,9 @@
 
 #define CPU_UTIL_FIRST 1100
 #define CPU_UTIL_LAST 1104
+#define CPU_CLOCK 1120
+#define CPU_VENDOR 1140
+#define CPU_MODEL 1141
 #define CPU_LINE_MAX 4096
 
 /* /proc/stat ticks of one core */
@@ -56,6 +62,7 @@ typedef struct util_baseline {
 
 struct engine_cpu_state {
     int monitoring;              /* the host's CPUs were enumerated */
+    char vendor[16], model[16];
     util_baseline *baselines;
     size_t n_baselines, cap_baselines;
     core_ticks *reading;         /* the /proc/stat reading of the current pass */
@@ -64,9 +71,11 @@ struct engine_cpu_state {
 
 /* ---- discovery ------------------------------------------------------------------- */
 
-/* FillVendorAndModelIfNvidiaCpuPresent: a soc_id "jep106:036b:...." */
-static int nvidia_cpu_present(void)
+/* FillVendorAndModelIfNvidiaCpuPresent: a soc_id "jep106:036b:<chip>";
+ * *grace set when the chip is 0241 */
+static int nvidia_cpu_present(int *grace)
 {
+    *grace = 0;
     glob_t g;
     if (glob("/sys/devices/soc*/soc_id", 0, NULL, &g) != 0)
         return 0;
@@ -81,6 +90,8 @@ static int nvidia_cpu_present(void)
             char *second = first ? strchr(first + 1, ':') : NULL;
             found = second && second - first - 1 == 4 && strncmp(first + 1, "036b", 4) == 0 &&
                     strchr(second + 1, ':') == NULL;
+            *grace = found && strncmp(second + 1, "0241", 4) == 0 &&
+                     strchr(" \t\r\n", second[5]) != NULL;
         }
         fclose(f);
     }
@@ -88,10 +99,14 @@ static int nvidia_cpu_present(void)
     return found;
 }
 
-static int cpus_monitored(void)
+static int cpus_monitored(struct engine_cpu_state *st)
 {
+    int grace = 0;
+    int nvidia = nvidia_cpu_present(&grace);
+    snprintf(st->vendor, sizeof st->vendor, "%s", nvidia ? "Nvidia" : "Unknown");
+    snprintf(st->model, sizeof st->model, "%s", grace ? "Grace" : "Unknown");
     const char *env = getenv("DCGM_SUPPORT_NON_NVIDIA_CPU");
-    return (env && strcmp(env, "1") == 0) || nvidia_cpu_present();
+    return (env && strcmp(env, "1") == 0) || nvidia;
 }
 
 static int read_line(const char *path, char *buf, size_t len)
@@ -151,7 +166,7 @@ int engine_cpu_init(sim_engine *e)
     e->cpu = calloc(1, sizeof *e->cpu);
     if (!e->cpu)
         return DCGM_ST_MEMORY;
-    if (!cpus_monitored())
+    if (!cpus_monitored(e->cpu))
         return DCGM_ST_OK;
     e->cpu->monitoring = 1;
     char text[CPU_LINE_MAX];
@@ -347,7 +362,25 @@ int engine_cpu_sample_locked(sim_engine *e, const engine_entity *ent, unsigned s
     const dcgm_field_meta_t *meta = sim_field_meta(field_id);
     out->type = meta ? meta->fieldType : DCGM_FT_DOUBLE;
     out->kind = SIM_VALUE_BLANK;
-    if (field_id < CPU_UTIL_FIRST || field_id > CPU_UTIL_LAST || !e->cpu)
+    if (!e->cpu)
+        return 1;
+    if (field_id == CPU_VENDOR || field_id == CPU_MODEL) {
+        sim_put_str(out, field_id == CPU_VENDOR ? e->cpu->vendor : e->cpu->model);
+        return 1;
+    }
+    if (field_id == CPU_CLOCK) {
+        char path[96], text[64];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%u/cpufreq/scaling_cur_freq",
+                 ent->id);
+        char *end;
+        if (ent->group == DCGM_FE_CPU_CORE && read_line(path, text, sizeof text)) {
+            long long khz = strtoll(text, &end, 10);
+            if (end != text && *end == '\0')
+                sim_put_int(out, khz);
+        }
+        return 1;
+    }
+    if (field_id < CPU_UTIL_FIRST || field_id > CPU_UTIL_LAST)
         return 1;
     const core_ticks *now = reading_at(e, now_us);
     util_baseline *base = now ? baseline_of(e->cpu, ent, field_id) : NULL;

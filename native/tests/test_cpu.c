@@ -28,7 +28,7 @@
 enum {
     F_UTIL_TOTAL = 1100, F_UTIL_USER = 1101, F_UTIL_IRQ = 1104,
     F_TEMP = 1110, F_TEMP_WARN = 1111, F_TEMP_CRIT = 1112,
-    F_POWER = 1130, F_POWER_LIMIT = 1131
+    F_POWER = 1130, F_POWER_LIMIT = 1131, F_CLOCK = 1120, F_VENDOR = 1140, F_MODEL = 1141
 };
 
 static char scenario[512];
@@ -227,14 +227,15 @@ static void script_util(dcgmHandle_t h, const char *where)
     unsigned int cpu = host[0].id, core = 0;
     while (core < DCGM_MAX_NUM_CPU_CORES && !host[0].owns[core])
         core++;
-    /* the five utilization fields, and the temperature */
-    unsigned short fields[6] = { F_UTIL_TOTAL, F_UTIL_USER, 1102, 1103, F_UTIL_IRQ, F_TEMP };
+    /* the five utilization fields, the temperature, the clock, vendor and model */
+    unsigned short fields[9] = { F_UTIL_TOTAL, F_UTIL_USER, 1102, 1103, F_UTIL_IRQ, F_TEMP,
+                                 F_CLOCK, F_VENDOR, F_MODEL };
     dcgmGpuGrp_t g = 0;
     dcgmFieldGrp_t fg = 0;
     CHECK_RC(p_dcgmGroupCreate(h, DCGM_GROUP_EMPTY, "cpus", &g), DCGM_ST_OK);
     CHECK_RC(p_dcgmGroupAddEntity(h, g, DCGM_FE_CPU, cpu), DCGM_ST_OK);
     CHECK_RC(p_dcgmGroupAddEntity(h, g, DCGM_FE_CPU_CORE, core), DCGM_ST_OK);
-    CHECK_RC(p_dcgmFieldGroupCreate(h, 6, fields, "util", &fg), DCGM_ST_OK);
+    CHECK_RC(p_dcgmFieldGroupCreate(h, 9, fields, "util", &fg), DCGM_ST_OK);
     CHECK_RC(p_dcgmWatchFields(h, g, fg, 100000, 60.0, 0), DCGM_ST_OK);
     CHECK_RC(p_dcgmUpdateAllFields(h, 1), DCGM_ST_OK);
 
@@ -273,6 +274,36 @@ static void script_util(dcgmHandle_t h, const char *where)
     CHECK_RC(p_dcgmEntityGetLatestValues(h, DCGM_FE_CPU, (int)cpu, &temp, 1, &t), DCGM_ST_OK);
     CHECK(t.status != DCGM_ST_OK || t.value.dbl >= DCGM_FP64_BLANK, "%s: CPU temperature %f", where,
           t.value.dbl);
+
+    /* vendor and model: NVIDIA's Grace, or unknown */
+    unsigned short names[2] = { F_VENDOR, F_MODEL };
+    dcgmFieldValue_v1 nv[2];
+    memset(nv, 0, sizeof nv);
+    CHECK_RC(p_dcgmEntityGetLatestValues(h, DCGM_FE_CPU, (int)cpu, names, 2, nv), DCGM_ST_OK);
+    const char *vendor = nvidia_cpu() ? "Nvidia" : "Unknown";
+    CHECK(nv[0].status == DCGM_ST_OK && strcmp(nv[0].value.str, vendor) == 0,
+          "%s: vendor \"%s\", want %s", where, nv[0].value.str, vendor);
+    CHECK(nv[1].status == DCGM_ST_OK &&
+              (strcmp(nv[1].value.str, "Unknown") == 0 || strcmp(nv[1].value.str, "Grace") == 0),
+          "%s: model \"%s\"", where, nv[1].value.str);
+    /* a core's clock is its cpufreq reading, in kHz; a CPU has none */
+    char path[96], khz[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%u/cpufreq/scaling_cur_freq", core);
+    unsigned short clock = F_CLOCK;
+    dcgmFieldValue_v1 cl;
+    memset(&cl, 0, sizeof cl);
+    CHECK_RC(p_dcgmEntityGetLatestValues(h, DCGM_FE_CPU_CORE, (int)core, &clock, 1, &cl),
+             DCGM_ST_OK);
+    if (read_first_word(path, khz, sizeof khz))
+        CHECK(cl.status == DCGM_ST_OK && cl.value.i64 > 0 && cl.value.i64 < DCGM_INT64_BLANK,
+              "%s: core clock %lld", where, (long long)cl.value.i64);
+    else
+        CHECK(cl.status != DCGM_ST_OK || cl.value.i64 >= DCGM_INT64_BLANK,
+              "%s: core clock %lld without cpufreq", where, (long long)cl.value.i64);
+    memset(&cl, 0, sizeof cl);
+    CHECK_RC(p_dcgmEntityGetLatestValues(h, DCGM_FE_CPU, (int)cpu, &clock, 1, &cl), DCGM_ST_OK);
+    CHECK(cl.status != DCGM_ST_OK || cl.value.i64 >= DCGM_INT64_BLANK, "%s: CPU clock %lld",
+          where, (long long)cl.value.i64);
     CHECK_RC(p_dcgmUnwatchFields(h, g, fg), DCGM_ST_OK);
     CHECK_RC(p_dcgmFieldGroupDestroy(h, fg), DCGM_ST_OK);
     CHECK_RC(p_dcgmGroupDestroy(h, g), DCGM_ST_OK);
