@@ -212,6 +212,8 @@ typedef enum dcgmMigProfile_enum {
 #define DCGM_HEALTH_WATCH_MAX_INCIDENTS_V2 1024
 #define DCGM_MAX_INSTANCES_PER_GPU 8
 #define DCGM_MAX_HIERARCHY_INFO 448
+#define DCGM_MAX_NUM_CPUS 8
+#define DCGM_MAX_NUM_CPU_CORES 1024
 #define DCGM_MAX_AGE_USEC_DEFAULT 30000000
 #define DCGM_HE_PORT_NUMBER 5555
 #define DCGM_PROF_MAX_NUM_GROUPS_V2 10
@@ -287,6 +289,10 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmHealthSetParams_version2 0x02000028
 #define dcgmMigHierarchy_version2 0x02011f08
 #define dcgmMigHierarchy_version 0x02011f08
+#define dcgmCpuHierarchyOwnedCores_version1 0x01000088
+#define dcgmCpuHierarchy_version1 0x01000488
+#define dcgmCpuHierarchy_version2 0x02000c88
+#define dcgmCpuHierarchy_version 0x02000c88
 #define dcgmProfGetMetricGroups_version3 0x03000560
 #define dcgmProfGetMetricGroups_version 0x03000560
 #define dcgmVersionInfo_version2 0x02000204
@@ -589,6 +595,40 @@ typedef struct dcgmCreateFakeEntities_v2_s {
     dcgmMigHierarchyInfo_t entityList[448];
 } dcgmCreateFakeEntities_v2;
 typedef dcgmCreateFakeEntities_v2 dcgmCreateFakeEntities_t;
+
+/* ---- CPU hierarchy ------------------------------------------------------ */
+/* bit n of the mask: core (logical CPU) n belongs to the CPU */
+typedef struct dcgmCpuHierarchyOwnedCores_v1_s {
+    unsigned int version;
+    uint64_t bitmask[16];   /* DCGM_MAX_NUM_CPU_CORES bits */
+} dcgmCpuHierarchyOwnedCores_v1;
+typedef dcgmCpuHierarchyOwnedCores_v1 dcgmCpuHierarchyOwnedCores_t;
+
+/* DCGM declares the two per-CPU records inside their hierarchies, as
+ * struct dcgmCpuHierarchyCpu_v1 and _v2; the layout is the same */
+typedef struct dcgmCpuHierarchyCpu_v1 {
+    unsigned int cpuId;
+    dcgmCpuHierarchyOwnedCores_v1 ownedCores;
+} dcgmCpuHierarchyCpu_v1;
+
+typedef struct dcgmCpuHierarchyCpu_v2 {
+    unsigned int cpuId;
+    dcgmCpuHierarchyOwnedCores_v1 ownedCores;
+    char serial[256];
+} dcgmCpuHierarchyCpu_v2;
+
+typedef struct dcgmCpuHierarchy_v1_s {
+    unsigned int version;
+    unsigned int numCpus;
+    dcgmCpuHierarchyCpu_v1 cpus[8];
+} dcgmCpuHierarchy_v1;
+
+typedef struct dcgmCpuHierarchy_v2_s {
+    unsigned int version;
+    unsigned int numCpus;
+    dcgmCpuHierarchyCpu_v2 cpus[8];
+} dcgmCpuHierarchy_v2;
+typedef dcgmCpuHierarchy_v2 dcgmCpuHierarchy_t;
 
 /* ---- profiling metric groups ------------------------------------------- */
 typedef struct dcgmProfMetricGroupInfo_v2_s {

@@ -77,6 +77,9 @@ DCGM_FN(dcgmReturn_t, dcgmGetGroupTopology, (dcgmHandle_t pDcgmHandle, dcgmGpuGr
 DCGM_FN(dcgmReturn_t, dcgmSelectGpusByTopology, (dcgmHandle_t pDcgmHandle, uint64_t inputGpuIds, uint32_t numGpus, uint64_t *outputGpuIds, uint64_t hintFlags), (pDcgmHandle, inputGpuIds, numGpus, outputGpuIds, hintFlags), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetNvLinkP2PStatus, (dcgmHandle_t dcgmHandle, dcgmNvLinkP2PStatus_v1 *linkStatus), (dcgmHandle, linkStatus), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetGpuInstanceHierarchy, (dcgmHandle_t dcgmHandle, dcgmMigHierarchy_v2 *hierarchy), (dcgmHandle, hierarchy), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetCpuHierarchy, (dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v1 *cpuHierarchy), (dcgmHandle, cpuHierarchy), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmGetCpuHierarchy_v2, (dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v2 *cpuHierarchy), (dcgmHandle, cpuHierarchy), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(unsigned int, dcgmCpuHierarchyCpuOwnsCore, (unsigned int coreId, const dcgmCpuHierarchyOwnedCores_v1 *ownedCores), (coreId, ownedCores), 0) \
 DCGM_FN(dcgmReturn_t, dcgmProfGetSupportedMetricGroups, (dcgmHandle_t pDcgmHandle, dcgmProfGetMetricGroups_t *metricGroups), (pDcgmHandle, metricGroups), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmVersionInfo, (dcgmVersionInfo_t *pVersionInfo), (pVersionInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmHostengineVersionInfo, (dcgmHandle_t pDcgmHandle, dcgmVersionInfo_t *pVersionInfo), (pDcgmHandle, pVersionInfo), DCGM_ST_FUNCTION_NOT_FOUND) \

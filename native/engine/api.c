@@ -384,6 +384,50 @@ dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarc
     API_CALL(dcgmHandle, mig_hierarchy, hierarchy);
 }
 
+/* ---- CPUs ------------------------------------------------------------------ */
+
+dcgmReturn_t dcgmGetCpuHierarchy_v2(dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v2 *cpuHierarchy)
+{
+    if (!cpuHierarchy)
+        return DCGM_ST_BADPARAM;
+    if (cpuHierarchy->version != dcgmCpuHierarchy_version2)
+        return DCGM_ST_VER_MISMATCH;
+    API_CALL(dcgmHandle, cpu_hierarchy, cpuHierarchy);
+}
+
+/* v1: the v2 record without the serial numbers (DCGM: DcgmApi.cpp,
+ * helperFillCpuHierarchyV1) */
+dcgmReturn_t dcgmGetCpuHierarchy(dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v1 *cpuHierarchy)
+{
+    if (!cpuHierarchy)
+        return DCGM_ST_BADPARAM;
+    if (cpuHierarchy->version != dcgmCpuHierarchy_version1)
+        return DCGM_ST_VER_MISMATCH;
+    dcgmCpuHierarchy_v2 *full = calloc(1, sizeof *full);
+    if (!full)
+        return DCGM_ST_MEMORY;
+    full->version = dcgmCpuHierarchy_version2;
+    dcgmReturn_t rc = dcgmGetCpuHierarchy_v2(dcgmHandle, full);
+    if (rc == DCGM_ST_OK) {
+        unsigned int n = full->numCpus < DCGM_MAX_NUM_CPUS ? full->numCpus : DCGM_MAX_NUM_CPUS;
+        cpuHierarchy->numCpus = n;
+        for (unsigned int i = 0; i < n; i++) {
+            cpuHierarchy->cpus[i].cpuId = full->cpus[i].cpuId;
+            cpuHierarchy->cpus[i].ownedCores = full->cpus[i].ownedCores;
+        }
+    }
+    free(full);
+    return rc;
+}
+
+unsigned int dcgmCpuHierarchyCpuOwnsCore(unsigned int coreId,
+                                         const dcgmCpuHierarchyOwnedCores_v1 *ownedCores)
+{
+    if (!ownedCores || coreId >= DCGM_MAX_NUM_CPU_CORES)
+        return 0;
+    return (ownedCores->bitmask[coreId / 64] >> (coreId % 64)) & 1u;
+}
+
 /* ---- groups -------------------------------------------------------------- */
 
 dcgmReturn_t dcgmGroupCreate(dcgmHandle_t pDcgmHandle, dcgmGroupType_t type,

@@ -107,6 +107,10 @@ typedef struct backend_ops {
     /* The node's value at t_rel_us; only the embedded engine has the node. */
     int (*sim_value_at)(void *self, unsigned int gpu, unsigned short field_id,
                         int64_t t_rel_us, dcgmFieldValue_v1 *value);
+
+    /* ---- CPUs (sysmon) ---- */
+    /* dcgmGetCpuHierarchy(_v2): always the v2 record */
+    int (*cpu_hierarchy)(void *self, dcgmCpuHierarchy_v2 *hierarchy);
 } backend_ops;
 
 /* self: a sim_engine, the process's embedded engine */

@@ -306,6 +306,11 @@ static int embedded_sim_value_at(void *self, unsigned int gpu, unsigned short fi
     return engine_sim_value_at(self, gpu, field_id, t_rel_us, value);
 }
 
+static int embedded_cpu_hierarchy(void *self, dcgmCpuHierarchy_v2 *hierarchy)
+{
+    return engine_cpu_hierarchy(self, hierarchy);
+}
+
 const backend_ops embedded_backend_ops = {
     .interrupt = embedded_interrupt,
     .destroy = embedded_destroy,
@@ -355,4 +360,5 @@ const backend_ops embedded_backend_ops = {
     .hostengine_health = embedded_hostengine_health,
     .start_time = embedded_start_time,
     .sim_value_at = embedded_sim_value_at,
+    .cpu_hierarchy = embedded_cpu_hierarchy,
 };

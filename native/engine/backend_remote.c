@@ -296,6 +296,11 @@ static int remote_op_sim_value_at(void *self, unsigned int gpu, unsigned short f
     return DCGM_ST_UNINITIALIZED;
 }
 
+static int remote_op_cpu_hierarchy(void *self, dcgmCpuHierarchy_v2 *hierarchy)
+{
+    return remote_cpu_hierarchy(self, hierarchy);
+}
+
 const backend_ops remote_backend_ops = {
     .interrupt = remote_op_interrupt,
     .destroy = remote_op_destroy,
@@ -345,4 +350,5 @@ const backend_ops remote_backend_ops = {
     .hostengine_health = remote_op_hostengine_health,
     .start_time = remote_op_start_time,
     .sim_value_at = remote_op_sim_value_at,
+    .cpu_hierarchy = remote_op_cpu_hierarchy,
 };

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "engine_internal.h"
+#include "engine_imex.h"
 
 int64_t engine_wall_us(void)
 {
@@ -56,6 +57,11 @@ static int add_entity(sim_engine *e, const engine_entity *ent)
     }
     e->entities[e->n_entities++] = *ent;
     return DCGM_ST_OK;
+}
+
+int engine_add_entity_locked(sim_engine *e, const engine_entity *ent)
+{
+    return add_entity(e, ent);
 }
 
 const engine_entity *engine_find_entity_locked(const sim_engine *e,
@@ -131,6 +137,9 @@ static int build_entities(sim_engine *e)
                 return DCGM_ST_MEMORY;
         }
     }
+    int rc = engine_cpu_init(e); /* the host's CPUs, when monitored */
+    if (rc != DCGM_ST_OK)
+        return rc;
     engine_entity global = { DCGM_FE_NONE, 0, DCGM_FE_NONE, 0, 0, gpus ? 0 : ENGINE_NO_GPU, 0 };
     return add_entity(e, &global);
 }
@@ -191,6 +200,7 @@ static void free_state(sim_engine *e)
     engine_series_free_all_locked(e);
     engine_groups_free(e);
     free(e->xid_seen);
+    engine_cpu_free(e);
     free(e->entities);
     engine_links_free(e);
     value_source_free(e->src);
@@ -234,6 +244,7 @@ int engine_create_source(const char *source, const char *spec, dcgmOperationMode
         return rc != DCGM_ST_OK ? rc : DCGM_ST_INIT_ERROR;
     }
     e->mode = mode;
+    engine_imex_forget(); /* a new engine asks the IMEX tool afresh */
     e->t0_us = engine_wall_us();
     e->last_now_us = e->t0_us;
     rc = build_entities(e);
@@ -476,9 +487,28 @@ static int create_one_fake(sim_engine *e, dcgmMigHierarchyInfo_t *item)
         ent.index = index;
         break;
     }
-    case DCGM_FE_SWITCH:
     case DCGM_FE_CPU:
-    case DCGM_FE_CPU_CORE:
+        /* DCGM: DcgmCpuManager::AddFakeCpu, the next id after the CPUs there */
+        ent.id = count_group(e, DCGM_FE_CPU);
+        if (ent.id >= DCGM_MAX_NUM_CPUS)
+            return DCGM_ST_INSUFFICIENT_RESOURCES;
+        break;
+    case DCGM_FE_CPU_CORE: {
+        /* DcgmModuleSysmon::ProcessCreateFakeEntities, AddFakeCore: a core
+         * belongs to a fake CPU */
+        if (item->parent.entityGroupId != DCGM_FE_CPU)
+            return DCGM_ST_BADPARAM;
+        const engine_entity *cpu = engine_find_entity_locked(e, DCGM_FE_CPU, item->parent.entityId);
+        ent.id = count_group(e, DCGM_FE_CPU_CORE);
+        while (engine_find_entity_locked(e, DCGM_FE_CPU_CORE, ent.id))
+            ent.id++;
+        if (!cpu || !cpu->fake || ent.id >= DCGM_MAX_NUM_CPU_CORES)
+            return DCGM_ST_INSUFFICIENT_RESOURCES;
+        ent.parent_group = DCGM_FE_CPU;
+        ent.parent_id = cpu->id;
+        break;
+    }
+    case DCGM_FE_SWITCH:
         ent.id = count_group(e, item->entity.entityGroupId);
         ent.parent_group = item->parent.entityGroupId;
         ent.parent_id = item->parent.entityId;

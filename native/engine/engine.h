@@ -162,6 +162,11 @@ int engine_nvlink_p2p_status(sim_engine *engine, dcgmNvLinkP2PStatus_v1 *status)
 /* The cache's state of one field of one entity (dcgmGetCacheManagerFieldInfo):
  * DCGM_ST_NOT_WATCHED when nothing is kept for it. */
 int engine_cache_field_info(sim_engine *engine, dcgmCacheManagerFieldInfo_v4_t *info);
+
+/* The CPUs and the cores each owns (engine_cpu.c): hierarchy is the v2
+ * record, its version checked; DCGM_ST_MODULE_NOT_LOADED when the engine
+ * monitors no CPUs (neither the host's nor fake ones). */
+int engine_cpu_hierarchy(sim_engine *engine, dcgmCpuHierarchy_v2 *hierarchy);
 int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);
 /* engine_misc.c: dcgmHostengineEnvironmentVariableInfo over this process's
  * environment, and dcgmGetFieldSummary over the stored samples. */

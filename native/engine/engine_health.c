@@ -22,9 +22,9 @@
  *    others under their system when it is enabled (DcgmHealthWatch::
  *    BuildXidMappings, ProcessXidFv, MonitorDevastatingXids).
  *
- * NvLink link states are checked (engine_nvlink.c keeps them).  Not
- * modelled: IMEX (DCGM's global check, run only when SystemHasNvLinks),
- * NvSwitch, CPU and ConnectX checks.  XIDs are matched to GPU entities only (DCGM matches the bare
+ * NvLink link states are checked (engine_nvlink.c keeps them).  CPU members
+ * and the global IMEX check are engine_health_host.c's.  Not modelled:
+ * NvSwitch and ConnectX checks.  XIDs are matched to GPU entities only (DCGM matches the bare
  * entity id, which lets an instance with the same number pick up a GPU's).
  */
 #include <math.h>
@@ -97,8 +97,6 @@ enum {
     F_NVLINK_RECOVERY_FAILED = 1212,
     F_NVLINK_SYMBOL_BER = 1215,
     F_NVLINK_EFFECTIVE_BER = 1217,
-    F_IMEX_DOMAIN_STATUS = 1502,
-    F_IMEX_DAEMON_STATUS = 1503,
     F_MEMORY_UNREPAIRABLE = 1507,
     F_GPU_RECOVERY_ACTION = 1523
 };
@@ -252,10 +250,10 @@ typedef struct check_ctx {
 static void add_incident(check_ctx *c, dcgmHealthSystems_t system, dcgmHealthWatchResults_t health,
                          int code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static void add_incident(check_ctx *c, dcgmHealthSystems_t system, dcgmHealthWatchResults_t health,
-                         int code, const char *fmt, ...)
+void engine_health_vincident(dcgmHealthResponse_v5 *out, dcgm_field_entity_group_t group,
+                             dcgm_field_eid_t id, dcgmHealthSystems_t system,
+                             dcgmHealthWatchResults_t health, int code, const char *fmt, va_list ap)
 {
-    dcgmHealthResponse_v5 *out = c->out;
     /* DcgmHealthResponse::PopulateHealthResponse: the first 1024, and the
      * overall result over those */
     if (out->incidentCount >= DCGM_HEALTH_WATCH_MAX_INCIDENTS_V2)
@@ -265,14 +263,20 @@ static void add_incident(check_ctx *c, dcgmHealthSystems_t system, dcgmHealthWat
     inc->system = system;
     inc->health = health;
     inc->error.code = code;
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(inc->error.msg, sizeof inc->error.msg, fmt, ap);
-    va_end(ap);
-    inc->entityInfo.entityGroupId = c->ent->group;
-    inc->entityInfo.entityId = c->ent->id;
+    inc->entityInfo.entityGroupId = group;
+    inc->entityInfo.entityId = id;
     if (health > out->overallHealth)
         out->overallHealth = health;
+}
+
+static void add_incident(check_ctx *c, dcgmHealthSystems_t system, dcgmHealthWatchResults_t health,
+                         int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    engine_health_vincident(c->out, c->ent->group, c->ent->id, system, health, code, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- cache reads --------------------------------------------------------------- */
@@ -1047,17 +1051,14 @@ int engine_health_set(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group, uns
                 if (systems & DCGM_HEALTH_WATCH_NVSWITCH_FATAL)
                     watch(e, health_owner, ent, F_SXID_FATAL, update_interval_us, max_keep_age_s);
             }
+            else if (entities[i].entityGroupId == DCGM_FE_CPU &&
+                     (ent = engine_find_entity_locked(e, DCGM_FE_CPU, entities[i].entityId)))
+                engine_health_watch_cpu_locked(e, health_owner, ent, systems, update_interval_us,
+                                               max_keep_age_s);
         }
-        if (systems & DCGM_HEALTH_WATCH_NVLINK) {
-            /* SetGlobalChecks: IMEX status, on the node */
-            const engine_entity *node = engine_find_entity_locked(e, DCGM_FE_NONE, 0);
-            if (node) {
-                watch(e, health_owner, node, F_IMEX_DOMAIN_STATUS, update_interval_us,
-                      max_keep_age_s);
-                watch(e, health_owner, node, F_IMEX_DAEMON_STATUS, update_interval_us,
-                      max_keep_age_s);
-            }
-        }
+        /* SetGlobalChecks: IMEX status, on the host */
+        engine_health_watch_global_locked(e, health_owner, systems, update_interval_us,
+                                          max_keep_age_s);
         /* UpdateAllFields(1): every watched field has a sample before the call returns */
         engine_run_pass_locked(e, engine_now_locked(e));
         engine_kick_locked(e);
@@ -1122,6 +1123,9 @@ int engine_health_check(sim_engine *e, dcgmGpuGrp_t group, dcgmHealthResponse_v5
          * mode too (DcgmCacheManagerEventThread) */
         engine_pump_events_locked(e, now);
         unsigned int systems = g->health_systems;
+        /* MonitorGlobalHealthChecks, before the members */
+        if (systems != 0)
+            engine_health_check_global_locked(e, entities, n, systems, now - e->t0_us, out);
         for (unsigned int i = 0; systems != 0 && i < n; i++) {
             check_ctx c = { e, NULL, NULL, now, now - WINDOW_US, out };
             c.ent = checked_member(e, &entities[i], now - e->t0_us, &c.gpu);
@@ -1130,6 +1134,12 @@ int engine_health_check(sim_engine *e, dcgmGpuGrp_t group, dcgmHealthResponse_v5
             else if (entities[i].entityGroupId == DCGM_FE_SWITCH &&
                      (c.ent = engine_find_entity_locked(e, DCGM_FE_SWITCH, entities[i].entityId)))
                 check_switch(&c, systems);
+            else if (entities[i].entityGroupId == DCGM_FE_CPU) {
+                const engine_entity *cpu =
+                    engine_find_entity_locked(e, DCGM_FE_CPU, entities[i].entityId);
+                if (cpu) /* XIDs are matched to GPUs only */
+                    engine_health_check_cpu_locked(e, cpu, systems, now, out);
+            }
         }
     }
     pthread_mutex_unlock(&e->lock);

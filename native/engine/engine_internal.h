@@ -8,6 +8,7 @@
 #define DCGM_SIM_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdarg.h>
 
 #include "engine.h"
 #include "sim.h"
@@ -159,6 +160,8 @@ struct sim_engine {
     unsigned char switch_link_ready[DCGM_MAX_NUM_SWITCHES];
     /* NvLink entities named so far (engine_link.c) */
     struct engine_link_node *links;
+    /* the host's CPUs and their utilization readings (engine_cpu.c) */
+    struct engine_cpu_state *cpu;
 };
 
 /* engine.c */
@@ -173,6 +176,18 @@ DcgmEntityStatus_t engine_entity_status_locked(const sim_engine *e, const engine
 const char *engine_instance_profile(const sim_engine *e, const engine_entity *ent);
 void engine_kick_locked(sim_engine *e);
 unsigned int engine_id32(uintptr_t id);
+
+int engine_add_entity_locked(sim_engine *e, const engine_entity *ent);
+
+/* engine_cpu.c: the host's CPUs as entities (when DCGM would monitor them),
+ * their utilization */
+int engine_cpu_init(sim_engine *e);
+void engine_cpu_free(sim_engine *e);
+/* A sample of a CPU or core field into *out (blank but for the utilization
+ * fields); 0 when the series has no value yet (its first utilization
+ * reading), 1 otherwise. */
+int engine_cpu_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                             int64_t now_us, sim_value *out);
 
 /* engine_groups.c */
 int engine_groups_init(sim_engine *e);
@@ -241,6 +256,22 @@ void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_
 /* engine_health.c: RemoveUnhealthyGpus's check (engine_topo.c); takes the lock */
 int engine_health_unhealthy_gpus(sim_engine *e, const unsigned int *gpus, unsigned int n,
                                  uint64_t *unhealthy);
+/* engine_health.c: one incident into out (the first 1024 are kept) */
+void engine_health_vincident(dcgmHealthResponse_v5 *out, dcgm_field_entity_group_t group,
+                             dcgm_field_eid_t id, dcgmHealthSystems_t system,
+                             dcgmHealthWatchResults_t health, int code, const char *fmt,
+                             va_list ap);
+
+/* engine_health_host.c: CPU and IMEX (global) health watches and checks */
+void engine_health_watch_cpu_locked(sim_engine *e, engine_owner owner, const engine_entity *cpu,
+                                    unsigned int systems, int64_t freq_us, double keep_s);
+void engine_health_watch_global_locked(sim_engine *e, engine_owner owner, unsigned int systems,
+                                       int64_t freq_us, double keep_s);
+void engine_health_check_cpu_locked(sim_engine *e, const engine_entity *cpu, unsigned int systems,
+                                    int64_t now, dcgmHealthResponse_v5 *out);
+void engine_health_check_global_locked(sim_engine *e, const dcgmGroupEntityPair_t *members,
+                                       unsigned int n, unsigned int systems, int64_t t_rel,
+                                       dcgmHealthResponse_v5 *out);
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);

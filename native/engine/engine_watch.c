@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "engine_imex.h"
 
 int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep_samples)
 {
@@ -123,6 +124,11 @@ void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
         out->type = meta ? meta->fieldType : out->type;
         return;
     }
+    /* the IMEX status is the host's, read from DCGM's tool (engine_imex.c) */
+    if (engine_imex_field(field_id)) {
+        engine_imex_sample(field_id, out);
+        return;
+    }
     if (ent->gpu == ENGINE_NO_GPU ||
         vs_sample(e->src, ent->gpu, field_id, t_rel, out) != DCGM_ST_OK)
         out->kind = SIM_VALUE_BLANK;
@@ -186,7 +192,16 @@ static void sample_series(sim_engine *e, engine_series *s, int64_t now_us)
     }
     sim_value v;
     int64_t started = engine_wall_us();
-    engine_sample_entity_locked(e, ent, s->field_id, t_rel, &v);
+    if (ent->group == DCGM_FE_CPU || ent->group == DCGM_FE_CPU_CORE) {
+        /* the host's CPUs: a utilization series stores nothing at first */
+        if (!engine_cpu_sample_locked(e, ent, s->field_id, now_us, &v)) {
+            s->exec_us += engine_wall_us() - started;
+            s->last_status = DCGM_ST_NO_DATA;
+            return;
+        }
+    } else {
+        engine_sample_entity_locked(e, ent, s->field_id, t_rel, &v);
+    }
     s->exec_us += engine_wall_us() - started;
     s->fetch_count++;
     s->last_status = append_value(e, s, now_us, &v, now_us);

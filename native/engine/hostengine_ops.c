@@ -103,6 +103,11 @@ static int fill_group_info(sim_engine *e, const wire_request *req, void *p)
     return engine_group_get_info(e, req->id[0], p);
 }
 
+static int fill_cpu_hierarchy(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_cpu_hierarchy(e, p);
+}
+
 static int fill_nvlink_status(sim_engine *e, const wire_request *req, void *p)
 {
     return engine_nvlink_status(e, p);
@@ -447,6 +452,7 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op nvlink_p2p = { sizeof(dcgmNvLinkP2PStatus_v1), fill_nvlink_p2p };
     static const inout_op env_var = { sizeof(dcgmEnvVarInfo_t), fill_env_var_info };
     static const inout_op summary = { sizeof(dcgmFieldSummaryRequest_v1), fill_field_summary };
+    static const inout_op cpu_hierarchy = { sizeof(dcgmCpuHierarchy_v2), fill_cpu_hierarchy };
     switch (op) {
     case WIRE_OP_CHIP_ARCH: return &chip_arch;
     case WIRE_OP_DEVICE_TOPOLOGY: return &device_topology;
@@ -468,6 +474,7 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_CACHE_FIELD_INFO: return &cache_info;
     case WIRE_OP_ENV_VAR_INFO: return &env_var;
     case WIRE_OP_FIELD_SUMMARY: return &summary;
+    case WIRE_OP_CPU_HIERARCHY: return &cpu_hierarchy;
     default: return NULL;
     }
 }

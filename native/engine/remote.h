@@ -100,6 +100,8 @@ typedef enum wire_op {
     /* misc API gaps: hostengine environment, field summaries */
     WIRE_OP_ENV_VAR_INFO,
     WIRE_OP_FIELD_SUMMARY,
+    /* CPUs, IMEX and sysmon */
+    WIRE_OP_CPU_HIERARCHY,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -187,6 +189,7 @@ int remote_select_gpus(remote_conn *c, uint64_t input, unsigned int num_gpus, ui
 int remote_nvlink_p2p(remote_conn *c, dcgmNvLinkP2PStatus_v1 *status);
 int remote_env_var_info(remote_conn *c, dcgmEnvVarInfo_t *info);
 int remote_field_summary(remote_conn *c, dcgmFieldSummaryRequest_v1 *request);
+int remote_cpu_hierarchy(remote_conn *c, dcgmCpuHierarchy_v2 *hierarchy);
 
 int remote_field_group_create(remote_conn *c, int count, const unsigned short *field_ids,
                               const char *name, dcgmFieldGrp_t *id);

@@ -133,6 +133,11 @@ int remote_mig_hierarchy(remote_conn *c, dcgmMigHierarchy_v2 *hierarchy)
     return call_struct(c, WIRE_OP_MIG_HIERARCHY, hierarchy, sizeof *hierarchy);
 }
 
+int remote_cpu_hierarchy(remote_conn *c, dcgmCpuHierarchy_v2 *hierarchy)
+{
+    return call_struct(c, WIRE_OP_CPU_HIERARCHY, hierarchy, sizeof *hierarchy);
+}
+
 int remote_device_attributes(remote_conn *c, unsigned int gpu, dcgmDeviceAttributes_v3 *attr)
 {
     if (!attr)
