@@ -267,6 +267,23 @@ static int embedded_sim_value_at(void *self, unsigned int gpu, unsigned short fi
     return engine_sim_value_at(self, gpu, field_id, t_rel_us, value);
 }
 
+/* ---- config manager ------------------------------------------------------- */
+
+static int embedded_config_set(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return engine_config_set(self, group, msg);
+}
+
+static int embedded_config_get(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return engine_config_get(self, group, msg);
+}
+
+static int embedded_config_enforce(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return engine_config_enforce(self, group, msg);
+}
+
 const backend_ops embedded_backend_ops = {
     .interrupt = embedded_interrupt,
     .destroy = embedded_destroy,
@@ -309,4 +326,7 @@ const backend_ops embedded_backend_ops = {
     .hostengine_health = embedded_hostengine_health,
     .start_time = embedded_start_time,
     .sim_value_at = embedded_sim_value_at,
+    .config_set = embedded_config_set,
+    .config_get = embedded_config_get,
+    .config_enforce = embedded_config_enforce,
 };

@@ -118,6 +118,21 @@ static int fill_nvlink_set(sim_engine *e, const wire_request *req, void *p)
     return engine_nvlink_set_state(e, p);
 }
 
+static int fill_config_set(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_config_set(e, req->id[0], p);
+}
+
+static int fill_config_get(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_config_get(e, req->id[0], p);
+}
+
+static int fill_config_enforce(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_config_enforce(e, req->id[0], p);
+}
+
 typedef struct inout_op {
     size_t size;
     int (*fill)(sim_engine *e, const wire_request *req, void *p);
@@ -402,6 +417,9 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op nvlink_status = { sizeof(dcgmNvLinkStatus_v5), fill_nvlink_status };
     static const inout_op nvlink_set = { sizeof(dcgmSetNvLinkLinkState_v1), fill_nvlink_set };
     static const inout_op cache_info = { sizeof(dcgmCacheManagerFieldInfo_v4_t), fill_cache_field_info };
+    static const inout_op config_set = { sizeof(engine_config_msg), fill_config_set };
+    static const inout_op config_get = { sizeof(engine_config_msg), fill_config_get };
+    static const inout_op config_enforce = { sizeof(engine_config_msg), fill_config_enforce };
     switch (op) {
     case WIRE_OP_CREATE_FAKE_ENTITIES: return &fake;
     case WIRE_OP_MIG_HIERARCHY: return &mig;
@@ -416,6 +434,9 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_NVLINK_STATUS: return &nvlink_status;
     case WIRE_OP_NVLINK_SET_STATE: return &nvlink_set;
     case WIRE_OP_CACHE_FIELD_INFO: return &cache_info;
+    case WIRE_OP_CONFIG_SET: return &config_set;
+    case WIRE_OP_CONFIG_GET: return &config_get;
+    case WIRE_OP_CONFIG_ENFORCE: return &config_enforce;
     default: return NULL;
     }
 }
