@@ -15,7 +15,8 @@
  *    mask (165, which no simulated model has: it stays blank).  Sync boost
  *    always reads DCGM_INT32_NOT_SUPPORTED (GetCurrentConfig).
  *  - A write changes what the simulated GPU reports, as the driver would:
- *    the power limit (160 and 164; outside the GPU's 161..162 it is BADPARAM),
+ *    the power limit (160 and 164, and the node's physics cap the GPU's draw
+ *    there from then on; outside the GPU's 161..162 it is BADPARAM),
  *    the pending ECC mode (301; the current mode 300 waits for a GPU reset the
  *    simulator never does, so a set that changes ECC adds RESET_REQUIRED),
  *    the compute mode (65; 0, 1, 2 only), the application clocks (111/110, at
@@ -52,7 +53,6 @@ enum {
     F_POWER_LIMIT = 160,
     F_POWER_MIN = 161,
     F_POWER_MAX = 162,
-    F_POWER_ENFORCED = 164,
     F_POWER_PROFILE_MASK = 165,
     F_ECC_CURRENT = 300,
     F_ECC_PENDING = 301,
@@ -70,10 +70,6 @@ void engine_config_overlay_locked(const sim_engine *e, unsigned int gpu,
         return;
     const engine_gpu_settings *g = &e->config.applied[gpu];
     switch (field_id) {
-    case F_POWER_LIMIT: case F_POWER_ENFORCED:
-        if (g->has_power)
-            sim_put_double(out, g->power_w);
-        break;
     case F_ECC_PENDING:
         if (g->has_ecc_pending)
             sim_put_int(out, g->ecc_pending);
@@ -306,10 +302,14 @@ static int write_gpu(sim_engine *e, unsigned int gpu, const gpu_write *w)
         if (new_mw < (unsigned int)(lo.dbl * 1000.0 + 0.5) ||
             new_mw > (unsigned int)(hi.dbl * 1000.0 + 0.5))
             return DCGM_ST_BADPARAM;
-        g->has_power = 1;
-        g->power_w = new_mw / 1000.0;
-        note_written(e, ent, F_POWER_LIMIT);
-        return DCGM_ST_OK;
+        if (!e->src->ops->set_power_limit)
+            return DCGM_ST_NOT_SUPPORTED;
+        /* from now on the GPU's draw is capped there (the node's physics) */
+        int rc = e->src->ops->set_power_limit(e->src->impl, ent->gpu, now - e->t0_us,
+                                              new_mw / 1000.0);
+        if (rc == DCGM_ST_OK)
+            note_written(e, ent, F_POWER_LIMIT);
+        return rc;
     }
     case F_ECC_PENDING:
         g->has_ecc_pending = 1;

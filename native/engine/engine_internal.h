@@ -117,10 +117,9 @@ typedef struct engine_xid_seen {
 } engine_xid_seen;
 
 /* What the config manager applied to one simulated GPU (engine_config.c): a
- * setting replaces the node's reading of its fields until the engine ends. */
+ * setting replaces the node's reading of its fields until the engine ends.
+ * (A power limit goes to the value source, whose physics follow it.) */
 typedef struct engine_gpu_settings {
-    int has_power;
-    double power_w;              /* fields 160 and 164 */
     int has_ecc_pending;
     int64_t ecc_pending;         /* field 301 */
     int has_compute_mode;

@@ -26,7 +26,9 @@
 #define BLANK DCGM_INT32_BLANK
 #define N_GPUS 3
 
-enum { F_COMPUTE_MODE = 65, F_SYNC_BOOST = 91, F_APP_SM = 110, F_APP_MEM = 111,
+#define SW_POWER_CAP 0x4 /* DCGM_CLOCKS_EVENT_REASON_SW_POWER_CAP */
+
+enum { F_EVENT_REASONS = 112, F_POWER_USAGE = 155, F_COMPUTE_MODE = 65, F_SYNC_BOOST = 91, F_APP_SM = 110, F_APP_MEM = 111,
        F_POWER = 160, F_PROFILES = 165, F_ECC = 300,
        F_ECC_PENDING = 301 };
 
@@ -311,6 +313,23 @@ static void run_script(dcgmHandle_t h, const char *where)
     CHECK_RC(p_dcgmGetDeviceAttributes(h, 2, &attr), DCGM_ST_OK);
     CHECK(attr.powerLimits.enforcedPowerLimit == 450, "%s: GPU 2 enforced limit %u", where,
           attr.powerLimits.enforcedPowerLimit);
+
+    /* a lower limit caps what the GPU draws from then on (GPU 2 trains flat out) */
+    CHECK_RC(p_dcgmWatchFieldValue(h, 2, F_POWER_USAGE, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmWatchFieldValue(h, 2, F_EVENT_REASONS, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmUpdateAllFields(h, 1), DCGM_ST_OK);
+    double before = latest_double(h, 2, F_POWER_USAGE);
+    CHECK(before > 1.2 * pmin, "%s: GPU 2 draws %.1f W before", where, before);
+    req = blank_request();
+    req.powerLimit.val = pmin;
+    CHECK_RC(p_dcgmConfigSet(h, g3, &req, st), DCGM_ST_OK);
+    sleep_ms(250);
+    CHECK_RC(p_dcgmUpdateAllFields(h, 1), DCGM_ST_OK);
+    double after = latest_double(h, 2, F_POWER_USAGE);
+    CHECK(after <= 1.01 * pmin, "%s: GPU 2 draws %.1f W under a %u W cap", where, after, pmin);
+    CHECK(((int64_t)latest_double(h, 2, F_EVENT_REASONS) & SW_POWER_CAP) != 0,
+          "%s: no power cap reason", where);
+    CHECK(pop_all(st).n == 0, "%s: cap errors", where);
 
     /* groups without GPUs, requests DCGM's client refuses */
     req = blank_request();
