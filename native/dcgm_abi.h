@@ -303,6 +303,8 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmConfig_version 0x02000048
 /* version stamps of requests api_versioned.c checks (only the leading
  * version field of those structs is read, so the structs are not declared) */
+#define dcgmVgpuConfig_version1 0x01000028
+#define dcgmVgpuConfig_version 0x01000028
 #define dcgmPolicy_version1 0x01000090
 #define dcgmPolicy_version 0x01000090
 #define dcgmPidInfo_version2 0x02004528

@@ -37,6 +37,28 @@ static dcgmReturn_t check_array(const void *list, int count, unsigned int want)
     return DCGM_ST_OK;
 }
 
+/* dcgmVgpuConfig_t *pDeviceConfig: DCGM never made vGPU configuration work
+ * and answers NOT_SUPPORTED after the checks (DcgmApi.cpp, helperVgpuConfigSet) */
+dcgmReturn_t dcgmVgpuConfigSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pDeviceConfig,
+                               dcgmStatus_t statusHandle)
+{
+    (void)pDcgmHandle, (void)groupId, (void)statusHandle;
+    if (!pDeviceConfig)
+        return DCGM_ST_BADPARAM;
+    if (version_of(pDeviceConfig) != dcgmVgpuConfig_version1)
+        return DCGM_ST_VER_MISMATCH;
+    return DCGM_ST_NOT_SUPPORTED;
+}
+
+/* dcgmConfigType_t type, dcgmVgpuConfig_t deviceConfigList[] */
+dcgmReturn_t dcgmVgpuConfigGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int type, int count,
+                               void *deviceConfigList, dcgmStatus_t statusHandle)
+{
+    (void)pDcgmHandle, (void)groupId, (void)type, (void)statusHandle;
+    dcgmReturn_t rc = check_array(deviceConfigList, count, dcgmVgpuConfig_version1);
+    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
+}
+
 /* dcgmPolicy_t *policy (count entries) */
 dcgmReturn_t dcgmPolicyGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count, void *policy,
                            dcgmStatus_t statusHandle)
