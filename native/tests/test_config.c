@@ -386,7 +386,36 @@ static void test_embedded(void)
     CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
 }
 
-static void test_hostengine(void) { run_through_hostengine("3", run_script); }
+/* The config manager's state is the hostengine's: a later connection sees
+ * the targets and settings an earlier one left. */
+static void test_hostengine(void)
+{
+    hostengine he;
+    if (!hostengine_start(&he, "3", NULL))
+        return;
+    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    if (h) {
+        run_script(h, "hostengine");
+        CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
+    }
+    h = 0;
+    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    if (h && geteuid() == 0) {
+        dcgmConfig_v2 got[N_GPUS];
+        CHECK_RC(get(h, DCGM_GROUP_ALL_GPUS, DCGM_CONFIG_TARGET_STATE, N_GPUS, got, 0), DCGM_ST_OK);
+        CHECK(got[0].powerLimit.val == 300 && got[0].eccMode == 0 && got[2].powerLimit.val == 200,
+              "targets after reconnecting: %u %u %u", got[0].powerLimit.val, got[0].eccMode,
+              got[2].powerLimit.val);
+        CHECK_RC(get(h, DCGM_GROUP_ALL_GPUS, DCGM_CONFIG_CURRENT_STATE, N_GPUS, got, 0), DCGM_ST_OK);
+        CHECK(got[1].powerLimit.val == 300 && got[2].powerLimit.val == 200,
+              "limits after reconnecting: %u %u", got[1].powerLimit.val, got[2].powerLimit.val);
+    }
+    if (h)
+        CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
+    hostengine_stop(&he);
+}
 
 int main(int argc, char **argv)
 {
