@@ -305,10 +305,12 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmNvLinkStatus_version5 0x050042bc
 #define dcgmNvLinkStatus_version 0x050042bc
 #define dcgmSetNvLinkLinkState_version1 0x01000018
-/* version stamps of requests api_versioned.c checks (only the leading
- * version field of those structs is read, so the structs are not declared) */
 #define dcgmConfig_version2 0x02000048
 #define dcgmConfig_version 0x02000048
+/* version stamps of requests api_versioned.c checks (only the leading
+ * version field of those structs is read, so the structs are not declared) */
+#define dcgmVgpuConfig_version1 0x01000028
+#define dcgmVgpuConfig_version 0x01000028
 #define dcgmPolicy_version1 0x01000090
 #define dcgmPolicy_version 0x01000090
 #define dcgmPidInfo_version2 0x02004528
@@ -334,7 +336,6 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmEnvVarInfo_version1 0x01000208
 #define dcgmEnvVarInfo_version 0x01000208
 #define dcgmFieldSummaryRequest_version1 0x01000068
-#define dcgmVgpuConfig_version1 0x01000028
 #define dcgmVgpuInstanceAttributes_version1 0x01000154
 
 /* ---- field values ------------------------------------------------------ */
@@ -505,6 +506,44 @@ typedef struct dcgmDeviceAttributes_v3_s {
     dcgmDeviceMemoryUsage_v1 memoryUsage;
     dcgmDeviceSettings_v2 settings;
 } dcgmDeviceAttributes_v3;
+
+/* ---- configuration (dcgmConfigSet / Get / Enforce) --------------------- */
+typedef enum {
+    DCGM_CONFIG_TARGET_STATE = 0,   /* what dcgmConfigSet asked for */
+    DCGM_CONFIG_CURRENT_STATE = 1   /* what the GPU reports now */
+} dcgmConfigType_t;
+
+typedef enum {
+    DCGM_CONFIG_POWER_CAP_INDIVIDUAL = 0, /* val is each GPU's cap */
+    DCGM_CONFIG_POWER_BUDGET_GROUP = 1    /* val is shared by the group's GPUs */
+} dcgmConfigPowerLimitType_t;
+
+#define DCGM_CONFIG_COMPUTEMODE_DEFAULT 0
+#define DCGM_CONFIG_COMPUTEMODE_PROHIBITED 1
+#define DCGM_CONFIG_COMPUTEMODE_EXCLUSIVE_PROCESS 2
+#define DCGM_POWER_PROFILE_ARRAY_SIZE 8
+
+/* every member below may be DCGM_INT32_BLANK: "leave it as it is" */
+typedef struct {
+    unsigned int syncBoost;
+    dcgmClockSet_v1 targetClocks;
+} dcgmConfigPerfStateSettings_t;
+
+typedef struct {
+    dcgmConfigPowerLimitType_t type;
+    unsigned int val;               /* watts */
+} dcgmConfigPowerLimit_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned int gpuId;
+    unsigned int eccMode;
+    unsigned int computeMode;
+    dcgmConfigPerfStateSettings_t perfState;
+    dcgmConfigPowerLimit_t powerLimit;
+    unsigned int workloadPowerProfiles[DCGM_POWER_PROFILE_ARRAY_SIZE];
+} dcgmConfig_v2;
+typedef dcgmConfig_v2 dcgmConfig_t;
 typedef dcgmDeviceAttributes_v3 dcgmDeviceAttributes_t;
 
 /* ---- groups and field groups ------------------------------------------- */

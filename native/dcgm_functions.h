@@ -95,6 +95,11 @@ DCGM_FN(dcgm_field_meta_p, DcgmFieldGetByTag, (const char *tag), (tag), NULL) \
 DCGM_FN(const char *, DcgmFieldsGetEntityGroupString, (dcgm_field_entity_group_t entityGroupId), (entityGroupId), NULL) \
 DCGM_FN(dcgmReturn_t, dcgmConfigSet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pDeviceConfig, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, pDeviceConfig, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmConfigGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int type, int count, void *deviceConfigList, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, type, count, deviceConfigList, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmConfigEnforce, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmWatchPidFields, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, long long updateFreq, double maxKeepAge, int maxKeepSamples), (pDcgmHandle, groupId, updateFreq, maxKeepAge, maxKeepSamples), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmWatchJobFields, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, long long updateFreq, double maxKeepAge, int maxKeepSamples), (pDcgmHandle, groupId, updateFreq, maxKeepAge, maxKeepSamples), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmVgpuConfigSet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pDeviceConfig, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, pDeviceConfig, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmVgpuConfigGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int type, int count, void *deviceConfigList, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, type, count, deviceConfigList, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmPolicyGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count, void *policy, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, count, policy, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmActionValidate_v2, (dcgmHandle_t pDcgmHandle, void *drd, void *response), (pDcgmHandle, drd, response), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmRunDiagnostic, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int diagLevel, void *diagResponse), (pDcgmHandle, groupId, diagLevel, diagResponse), DCGM_ST_FUNCTION_NOT_FOUND) \
@@ -105,8 +110,6 @@ DCGM_FN(dcgmReturn_t, dcgmIntrospectGetHostengineCpuUtilization, (dcgmHandle_t p
 DCGM_FN(dcgmReturn_t, dcgmGetVgpuDeviceAttributes, (dcgmHandle_t pDcgmHandle, unsigned int gpuId, void *pDcgmVgpuDeviceAttr), (pDcgmHandle, gpuId, pDcgmVgpuDeviceAttr), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmHostengineEnvironmentVariableInfo, (dcgmHandle_t pDcgmHandle, dcgmEnvVarInfo_t *pEnvVarInfo), (pDcgmHandle, pEnvVarInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetFieldSummary, (dcgmHandle_t pDcgmHandle, dcgmFieldSummaryRequest_t *request), (pDcgmHandle, request), DCGM_ST_FUNCTION_NOT_FOUND) \
-DCGM_FN(dcgmReturn_t, dcgmVgpuConfigSet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pDeviceConfig, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, pDeviceConfig, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
-DCGM_FN(dcgmReturn_t, dcgmVgpuConfigGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int type, int count, void *deviceConfigList, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, type, count, deviceConfigList, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetVgpuInstanceAttributes, (dcgmHandle_t pDcgmHandle, unsigned int vgpuId, void *pDcgmVgpuInstanceAttr), (pDcgmHandle, vgpuId, pDcgmVgpuInstanceAttr), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(int, dcgmErrorGetPriorityByCode, (unsigned int code), (code), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(int, dcgmErrorGetCategoryByCode, (unsigned int code), (code), DCGM_ST_FUNCTION_NOT_FOUND) \

@@ -118,6 +118,18 @@ static void api_leave(api_backend *b)
         return rc_;                                                           \
     } while (0)
 
+int api_with_backend(dcgmHandle_t handle,
+                     int (*fn)(const backend_ops *ops, void *impl, void *ctx), void *ctx)
+{
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(handle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)fn(b->ops, b->impl, ctx);
+    api_leave(b);
+    return rc;
+}
+
 /* ---- init, embedded engine ----------------------------------------------- */
 
 dcgmReturn_t dcgmInit(void)

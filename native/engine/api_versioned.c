@@ -37,27 +37,6 @@ static dcgmReturn_t check_array(const void *list, int count, unsigned int want)
     return DCGM_ST_OK;
 }
 
-/* dcgmConfig_t *pDeviceConfig */
-dcgmReturn_t dcgmConfigSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pDeviceConfig,
-                           dcgmStatus_t statusHandle)
-{
-    (void)pDcgmHandle, (void)groupId, (void)statusHandle;
-    if (!pDeviceConfig)
-        return DCGM_ST_BADPARAM;
-    if (version_of(pDeviceConfig) != dcgmConfig_version2)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
-}
-
-/* dcgmConfigType_t type, dcgmConfig_t deviceConfigList[] */
-dcgmReturn_t dcgmConfigGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int type, int count,
-                           void *deviceConfigList, dcgmStatus_t statusHandle)
-{
-    (void)pDcgmHandle, (void)groupId, (void)type, (void)statusHandle;
-    dcgmReturn_t rc = check_array(deviceConfigList, count, dcgmConfig_version2);
-    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
-}
-
 /* dcgmPolicy_t *policy (count entries) */
 dcgmReturn_t dcgmPolicyGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count, void *policy,
                            dcgmStatus_t statusHandle)

@@ -111,12 +111,21 @@ typedef struct backend_ops {
     /* ---- CPUs (sysmon) ---- */
     /* dcgmGetCpuHierarchy(_v2): always the v2 record */
     int (*cpu_hierarchy)(void *self, dcgmCpuHierarchy_v2 *hierarchy);
+    /* ---- config manager (engine_config.c): msg in, msg out ---- */
+    int (*config_set)(void *self, dcgmGpuGrp_t group, engine_config_msg *msg);
+    int (*config_get)(void *self, dcgmGpuGrp_t group, engine_config_msg *msg);
+    int (*config_enforce)(void *self, dcgmGpuGrp_t group, engine_config_msg *msg);
 } backend_ops;
 
 /* self: a sim_engine, the process's embedded engine */
 extern const backend_ops embedded_backend_ops;
 /* self: a remote_conn to a hostengine */
 extern const backend_ops remote_backend_ops;
+
+/* Runs fn on the backend of a handle, held while fn runs (api.c): for entry
+ * points outside api.c.  Returns the handle's error, or what fn returns. */
+int api_with_backend(dcgmHandle_t handle,
+                     int (*fn)(const backend_ops *ops, void *impl, void *ctx), void *ctx);
 
 /* dcgmVersionInfo's answer (api.c), which the embedded engine also gives. */
 int api_version_info(dcgmVersionInfo_t *info);

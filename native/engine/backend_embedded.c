@@ -311,6 +311,23 @@ static int embedded_cpu_hierarchy(void *self, dcgmCpuHierarchy_v2 *hierarchy)
     return engine_cpu_hierarchy(self, hierarchy);
 }
 
+/* ---- config manager ------------------------------------------------------- */
+
+static int embedded_config_set(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return engine_config_set(self, group, msg);
+}
+
+static int embedded_config_get(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return engine_config_get(self, group, msg);
+}
+
+static int embedded_config_enforce(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return engine_config_enforce(self, group, msg);
+}
+
 const backend_ops embedded_backend_ops = {
     .interrupt = embedded_interrupt,
     .destroy = embedded_destroy,
@@ -361,4 +378,7 @@ const backend_ops embedded_backend_ops = {
     .start_time = embedded_start_time,
     .sim_value_at = embedded_sim_value_at,
     .cpu_hierarchy = embedded_cpu_hierarchy,
+    .config_set = embedded_config_set,
+    .config_get = embedded_config_get,
+    .config_enforce = embedded_config_enforce,
 };

@@ -301,6 +301,23 @@ static int remote_op_cpu_hierarchy(void *self, dcgmCpuHierarchy_v2 *hierarchy)
     return remote_cpu_hierarchy(self, hierarchy);
 }
 
+/* ---- config manager ------------------------------------------------------- */
+
+static int remote_op_config_set(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return remote_config_call(self, WIRE_OP_CONFIG_SET, group, msg);
+}
+
+static int remote_op_config_get(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return remote_config_call(self, WIRE_OP_CONFIG_GET, group, msg);
+}
+
+static int remote_op_config_enforce(void *self, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    return remote_config_call(self, WIRE_OP_CONFIG_ENFORCE, group, msg);
+}
+
 const backend_ops remote_backend_ops = {
     .interrupt = remote_op_interrupt,
     .destroy = remote_op_destroy,
@@ -351,4 +368,7 @@ const backend_ops remote_backend_ops = {
     .start_time = remote_op_start_time,
     .sim_value_at = remote_op_sim_value_at,
     .cpu_hierarchy = remote_op_cpu_hierarchy,
+    .config_set = remote_op_config_set,
+    .config_get = remote_op_config_get,
+    .config_enforce = remote_op_config_enforce,
 };

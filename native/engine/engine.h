@@ -172,6 +172,24 @@ int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *gr
  * environment, and dcgmGetFieldSummary over the stored samples. */
 int engine_env_var_info(dcgmEnvVarInfo_t *info);
 int engine_field_summary(sim_engine *engine, dcgmFieldSummaryRequest_v1 *request);
+/* DCGM's config manager (engine_config.c): dcgmConfigSet / Get / Enforce.
+ * One message carries a call's input and everything it answers, as DCGM's
+ * config module messages do (dcgm_config_msg_*): the errors a call adds to
+ * the caller's dcgmStatus_t travel back in statuses (at most
+ * DCGM_MAX_NUM_DEVICES, as in DCGM). */
+typedef struct engine_config_msg {
+    unsigned int req_type;       /* get: DCGM_CONFIG_TARGET_STATE or _CURRENT_STATE */
+    unsigned int num_configs;    /* get: entries of configs filled */
+    unsigned int num_statuses;   /* entries of statuses filled */
+    unsigned int reserved;
+    dcgmConfig_v2 config;        /* set: the configuration asked for */
+    dcgmConfig_v2 configs[DCGM_MAX_NUM_DEVICES];
+    dcgmErrorInfo_t statuses[DCGM_MAX_NUM_DEVICES];
+} engine_config_msg;
+int engine_config_set(sim_engine *engine, dcgmGpuGrp_t group, engine_config_msg *msg);
+int engine_config_get(sim_engine *engine, dcgmGpuGrp_t group, engine_config_msg *msg);
+int engine_config_enforce(sim_engine *engine, dcgmGpuGrp_t group, engine_config_msg *msg);
+
 /* The node's value at t_rel_us, encoded as a stored sample would be. */
 int engine_sim_value_at(sim_engine *engine, unsigned int gpu, unsigned short field_id,
                         int64_t t_rel_us, dcgmFieldValue_v1 *value);

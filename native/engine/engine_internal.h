@@ -117,6 +117,26 @@ typedef struct engine_xid_seen {
     int64_t xid;
 } engine_xid_seen;
 
+/* What the config manager applied to one simulated GPU (engine_config.c): a
+ * setting replaces the node's reading of its fields until the engine ends.
+ * (A power limit goes to the value source, whose physics follow it.) */
+typedef struct engine_gpu_settings {
+    int has_ecc_pending;
+    int64_t ecc_pending;         /* field 301 */
+    int has_compute_mode;
+    int64_t compute_mode;        /* field 65 */
+    int has_app_clocks;
+    int64_t app_mem_mhz, app_sm_mhz; /* fields 111 and 110 */
+} engine_gpu_settings;
+
+/* DCGM's config manager state (DcgmConfigManager's m_activeConfig): the
+ * target configuration of each GPU id, and what was applied to each GPU */
+typedef struct engine_config_state {
+    int has_target[DCGM_MAX_NUM_DEVICES];
+    dcgmConfig_v2 target[DCGM_MAX_NUM_DEVICES];
+    engine_gpu_settings applied[DCGM_MAX_NUM_DEVICES];  /* by node GPU index */
+} engine_config_state;
+
 typedef struct engine_record_buf {
     engine_record *items;
     size_t count, cap;
@@ -162,6 +182,8 @@ struct sim_engine {
     struct engine_link_node *links;
     /* the host's CPUs and their utilization readings (engine_cpu.c) */
     struct engine_cpu_state *cpu;
+    /* the config manager's targets and the settings it applied (engine_config.c) */
+    engine_config_state config;
 };
 
 /* engine.c */
@@ -247,6 +269,11 @@ int engine_watch_one_locked(sim_engine *e, engine_owner owner, dcgm_field_entity
                             int64_t keep_us, int *created);
 void engine_unwatch_one_locked(sim_engine *e, engine_owner owner, engine_series *s);
 int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep_samples);
+
+/* engine_config.c: a setting the config manager applied replaces the node's
+ * reading of one field of node GPU gpu (out is a reading, kind OK) */
+void engine_config_overlay_locked(const sim_engine *e, unsigned int gpu,
+                                  unsigned short field_id, sim_value *out);
 
 /* engine_health.c */
 engine_owner engine_health_owner(engine_owner owner);

@@ -132,6 +132,8 @@ void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
     if (ent->gpu == ENGINE_NO_GPU ||
         vs_sample(e->src, ent->gpu, field_id, t_rel, out) != DCGM_ST_OK)
         out->kind = SIM_VALUE_BLANK;
+    else if (out->kind == SIM_VALUE_OK && ent->group == DCGM_FE_GPU)
+        engine_config_overlay_locked(e, ent->gpu, field_id, out);
     out->type = meta ? meta->fieldType : out->type;
 }
 

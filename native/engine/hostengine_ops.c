@@ -161,6 +161,21 @@ static int fill_nvlink_p2p(sim_engine *e, const wire_request *req, void *p)
     return engine_nvlink_p2p_status(e, p);
 }
 
+static int fill_config_set(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_config_set(e, req->id[0], p);
+}
+
+static int fill_config_get(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_config_get(e, req->id[0], p);
+}
+
+static int fill_config_enforce(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_config_enforce(e, req->id[0], p);
+}
+
 typedef struct inout_op {
     size_t size;
     int (*fill)(sim_engine *e, const wire_request *req, void *p);
@@ -453,6 +468,9 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op env_var = { sizeof(dcgmEnvVarInfo_t), fill_env_var_info };
     static const inout_op summary = { sizeof(dcgmFieldSummaryRequest_v1), fill_field_summary };
     static const inout_op cpu_hierarchy = { sizeof(dcgmCpuHierarchy_v2), fill_cpu_hierarchy };
+    static const inout_op config_set = { sizeof(engine_config_msg), fill_config_set };
+    static const inout_op config_get = { sizeof(engine_config_msg), fill_config_get };
+    static const inout_op config_enforce = { sizeof(engine_config_msg), fill_config_enforce };
     switch (op) {
     case WIRE_OP_CHIP_ARCH: return &chip_arch;
     case WIRE_OP_DEVICE_TOPOLOGY: return &device_topology;
@@ -475,6 +493,9 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_ENV_VAR_INFO: return &env_var;
     case WIRE_OP_FIELD_SUMMARY: return &summary;
     case WIRE_OP_CPU_HIERARCHY: return &cpu_hierarchy;
+    case WIRE_OP_CONFIG_SET: return &config_set;
+    case WIRE_OP_CONFIG_GET: return &config_get;
+    case WIRE_OP_CONFIG_ENFORCE: return &config_enforce;
     default: return NULL;
     }
 }

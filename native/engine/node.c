@@ -158,6 +158,15 @@ static double node_memory_share(sim_workload_kind kind)
 
 /* ---- instantaneous physics ----------------------------------------------- */
 
+/* The power limit in force at t_us: the scenario's, or the last one set by then. */
+static double node_power_limit_at(const sim_gpu *gpu, int64_t t_us)
+{
+    for (size_t i = gpu->limit_change_count; i > 0; i--)
+        if (gpu->limit_changes[i - 1].from_us <= t_us)
+            return gpu->limit_changes[i - 1].watts;
+    return gpu->power_limit_w;
+}
+
 typedef struct node_inst {
     double util;
     double power_w;
@@ -192,10 +201,11 @@ static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t 
     double load = in.util * (0.85 + 0.15 * in.util) * gpu->efficiency;
     double noise = 0.012 * node_white(node->seed, index, CH_POWER, t_us, 50000);
     double power = (m->idle_w + (m->full_w - m->idle_w) * load) * (1.0 + noise);
-    if (power > gpu->power_limit_w) {
+    double limit_w = node_power_limit_at(gpu, t_us);
+    if (power > limit_w) {
         in.reasons |= SIM_CLOCKS_EVENT_SW_POWER_CAP;
-        in.clock_factor = sqrt(gpu->power_limit_w / power);
-        power = gpu->power_limit_w * (0.99 + 0.5 * noise);
+        in.clock_factor = sqrt(limit_w / power);
+        power = limit_w * (0.99 + 0.5 * noise);
     }
     double thermal = node_thermal_factor(m, temp_c, &in.reasons);
     if (thermal < 1.0) {
@@ -410,6 +420,7 @@ void sim_node_free(sim_node *node)
         free(node->gpus[i].segments);
         free(node->gpus[i].xids);
         free(node->gpus[i].cache.checkpoints);
+        free(node->gpus[i].limit_changes);
     }
     free(node);
 }
@@ -591,7 +602,6 @@ static bool node_sample_identity(const sim_node *node, unsigned int index, unsig
     case 151: sim_put_int(out, m->temp_mem_max_op); return true;
     case 158: sim_put_int(out, m->temp_slowdown); return true;
     case 159: sim_put_int(out, m->temp_shutdown); return true;
-    case 160: case 164: sim_put_double(out, g->power_limit_w); return true;
     case 161: sim_put_double(out, m->power_min_w); return true;
     case 162: sim_put_double(out, m->power_max_w); return true;
     case 163: sim_put_double(out, m->power_default_w); return true;
@@ -805,6 +815,7 @@ static bool node_sample_dynamic(const node_now *n, unsigned short id, sim_value 
     double u = n->inst.util;
     double partial_s = (double)(n->t_us - s->step * SIM_STEP_US) * 1e-6;
     switch (id) {
+    case 160: case 164: sim_put_double(out, node_power_limit_at(n->gpu, n->t_us)); return true;
     case 100: sim_put_int(out, node_sm_clock(n)); return true;
     case 101: sim_put_int(out, active ? m->mem_clock_max : m->mem_clock_idle); return true;
     case 102:
@@ -936,4 +947,46 @@ int sim_node_sample(sim_node *node, unsigned int gpu, unsigned short fieldId,
         return DCGM_ST_OK;
     }
     return node_sample_gpu(node, gpu, fieldId, t_rel_us, out);
+}
+
+/* ---- settings made while the node runs ------------------------------------ */
+
+int sim_node_set_power_limit(sim_node *node, unsigned int gpu, int64_t from_us, double watts)
+{
+    if (node == NULL || gpu >= node->gpu_count || !(watts > 0.0))
+        return DCGM_ST_BADPARAM;
+    sim_gpu *g = &node->gpus[gpu];
+    if (from_us < 0)
+        from_us = 0;
+    /* history before the last change stays as it was */
+    if (g->limit_change_count > 0 && from_us < g->limit_changes[g->limit_change_count - 1].from_us)
+        from_us = g->limit_changes[g->limit_change_count - 1].from_us;
+    if (g->limit_change_count > 0 && from_us == g->limit_changes[g->limit_change_count - 1].from_us) {
+        g->limit_changes[g->limit_change_count - 1].watts = watts;
+    } else {
+        if (g->limit_change_count == g->limit_change_cap) {
+            size_t cap = g->limit_change_cap ? g->limit_change_cap * 2 : 8;
+            sim_limit_change *grown = realloc(g->limit_changes, cap * sizeof *grown);
+            if (grown == NULL)
+                return DCGM_ST_MEMORY;
+            g->limit_changes = grown;
+            g->limit_change_cap = cap;
+        }
+        g->limit_changes[g->limit_change_count++] = (sim_limit_change){ from_us, watts };
+    }
+    /* Grid states at or after from_us were computed with the old limit: drop
+     * them, so the recurrence is redone from the last state before it. */
+    sim_state_cache *c = &g->cache;
+    const int64_t span_us = SIM_CHECKPOINT_STEPS * SIM_STEP_US;
+    size_t keep = (size_t)((from_us + span_us - 1) / span_us);
+    if (keep < c->checkpoint_count)
+        c->checkpoint_count = keep;
+    if (c->frontier.step * SIM_STEP_US >= from_us) {
+        if (c->checkpoint_count > 0)
+            c->frontier = c->checkpoints[c->checkpoint_count - 1];
+        else
+            c->checkpoint_count = 0; /* the next read starts again from t = 0 */
+    }
+    c->scratch_valid = false;
+    return DCGM_ST_OK;
 }

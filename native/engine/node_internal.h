@@ -139,10 +139,18 @@ typedef struct sim_state_cache {
 
 /* ---- the node ------------------------------------------------------------- */
 
+/* A power limit set while the node runs (sim_node_set_power_limit). */
+typedef struct sim_limit_change {
+    int64_t from_us;
+    double watts;
+} sim_limit_change;
+
 typedef struct sim_gpu {
     const sim_model *model;
     unsigned int mig_instances;
-    double power_limit_w;
+    double power_limit_w;       /* from the start */
+    sim_limit_change *limit_changes; /* ascending from_us; later ones win */
+    size_t limit_change_count, limit_change_cap;
     sim_segment *segments;      /* ascending start, segments[0].start_us == 0 */
     size_t segment_count;
     sim_event *xids;            /* ascending t */

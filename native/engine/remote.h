@@ -102,6 +102,10 @@ typedef enum wire_op {
     WIRE_OP_FIELD_SUMMARY,
     /* CPUs, IMEX and sysmon */
     WIRE_OP_CPU_HIERARCHY,
+    /* config manager (engine_config.c): an engine_config_msg in and out */
+    WIRE_OP_CONFIG_SET,
+    WIRE_OP_CONFIG_GET,
+    WIRE_OP_CONFIG_ENFORCE,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -237,6 +241,9 @@ int remote_health_check(remote_conn *c, dcgmGpuGrp_t group, dcgmHealthResponse_v
 int remote_prof_metric_groups(remote_conn *c, dcgmProfGetMetricGroups_v3 *groups);
 int remote_version_info(remote_conn *c, dcgmVersionInfo_t *info);
 int remote_hostengine_health(remote_conn *c, dcgmHostengineHealth_t *health);
+/* dcgmConfigSet / Get / Enforce (op is one of the WIRE_OP_CONFIG_* ops); the
+ * answer's counts are bounded before they are returned. */
+int remote_config_call(remote_conn *c, wire_op op, dcgmGpuGrp_t group, engine_config_msg *msg);
 /* When the hostengine's node started (t_rel 0), us since the Unix epoch. */
 int remote_start_time(remote_conn *c, long long *start_us);
 

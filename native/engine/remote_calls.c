@@ -675,3 +675,22 @@ int remote_start_time(remote_conn *c, long long *start_us)
         *start_us = final.i64;
     return rc;
 }
+
+/* ---- config manager -------------------------------------------------------- */
+
+int remote_config_call(remote_conn *c, wire_op op, dcgmGpuGrp_t group, engine_config_msg *msg)
+{
+    if (!msg || (op != WIRE_OP_CONFIG_SET && op != WIRE_OP_CONFIG_GET &&
+                 op != WIRE_OP_CONFIG_ENFORCE))
+        return DCGM_ST_BADPARAM;
+    wire_request req;
+    request_init(&req, op);
+    req.id[0] = group;
+    int rc = call_inout(c, &req, msg, sizeof *msg);
+    /* the counts came off the wire */
+    if (msg->num_configs > DCGM_MAX_NUM_DEVICES)
+        msg->num_configs = DCGM_MAX_NUM_DEVICES;
+    if (msg->num_statuses > DCGM_MAX_NUM_DEVICES)
+        msg->num_statuses = DCGM_MAX_NUM_DEVICES;
+    return rc;
+}

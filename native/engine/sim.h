@@ -106,6 +106,14 @@ int64_t sim_node_gpu_lost_at(const sim_node *node, unsigned int gpu);
 /* Number of MIG GPU instances (each with one compute instance); 0 = MIG off. */
 unsigned int sim_node_gpu_mig_instances(const sim_node *node, unsigned int gpu);
 
+/*
+ * A power limit set on a GPU from from_us on (earlier times keep what they
+ * had): the physics caps the GPU's draw at it and fields 160 and 164 read it.
+ * The node's answers stay a pure function of the scenario, the seed and the
+ * limits set so far.  DCGM_ST_BADPARAM for no such GPU or a limit <= 0.
+ */
+int sim_node_set_power_limit(sim_node *node, unsigned int gpu, int64_t from_us, double watts);
+
 /* NvLink links the GPU's model has (0 on PCIe parts). */
 unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu);
 

@@ -60,6 +60,9 @@ typedef struct value_source_ops {
     int (*field_stats)(void *impl, value_source_field_stats *out, int max);
     /* one line worth a warning at start-up (e.g. entry points the library lacks), or "" */
     void (*notes)(void *impl, char *buf, size_t len);
+    /* sets a GPU's power limit from t_rel_us on (DCGM_ST_*); NULL: the source's
+     * GPUs take no settings (the config manager answers NOT_SUPPORTED) */
+    int (*set_power_limit)(void *impl, unsigned int gpu, int64_t t_rel_us, double watts);
     void (*free)(void *impl);
 } value_source_ops;
 

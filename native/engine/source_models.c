@@ -68,6 +68,11 @@ static void models_notes(void *impl, char *buf, size_t len)
         buf[0] = '\0';
 }
 
+static int models_set_power_limit(void *impl, unsigned int gpu, int64_t t_rel_us, double watts)
+{
+    return sim_node_set_power_limit(impl, gpu, t_rel_us, watts);
+}
+
 static void models_free(void *impl) { sim_node_free(impl); }
 
 static const value_source_ops models_ops = {
@@ -83,6 +88,7 @@ static const value_source_ops models_ops = {
     .describe = models_describe,
     .field_stats = models_field_stats,
     .notes = models_notes,
+    .set_power_limit = models_set_power_limit,
     .free = models_free,
 };
 

@@ -326,6 +326,50 @@ static void test_power_follows_load(void)
     sim_node_free(node);
 }
 
+static void test_power_limit_set(void)
+{
+    printf("settings: a power limit set while the node runs\n");
+    sim_node *a = load_or_die("2");
+    /* fill the cache past two checkpoints (300 s, 600 s) first */
+    double p100 = sample_d(a, 0, 155, 100.0), p400 = sample_d(a, 0, 155, 400.0);
+    double e610 = sample_d(a, 0, 156, 610.0), e700 = sample_d(a, 0, 156, 700.0);
+    int64_t temp700 = sample_i(a, 0, 150, 700.0);
+    double other700 = sample_d(a, 1, 156, 700.0);
+    CHECK(sample_d(a, 0, 155, 650.0) > 500.0, "training H100 draws %.1f W", sample_d(a, 0, 155, 650.0));
+    CHECK(sim_node_set_power_limit(a, 0, 620000000, 300.0) == DCGM_ST_OK, "set");
+    CHECK(sim_node_set_power_limit(a, 7, 620000000, 300.0) == DCGM_ST_BADPARAM, "no GPU 7");
+    CHECK(sim_node_set_power_limit(a, 0, 620000000, 0.0) == DCGM_ST_BADPARAM, "0 W");
+    /* before the change: as it was */
+    CHECK(sample_d(a, 0, 155, 100.0) == p100 && sample_d(a, 0, 155, 400.0) == p400, "history changed");
+    CHECK(sample_d(a, 0, 156, 610.0) == e610, "energy before the change");
+    CHECK(sample_d(a, 0, 160, 619.9) == 700.0 && sample_d(a, 0, 164, 619.9) == 700.0, "old limit");
+    /* after: the new limit, a capped draw, less energy, a cooler GPU */
+    CHECK(sample_d(a, 0, 160, 620.0) == 300.0 && sample_d(a, 0, 164, 700.0) == 300.0, "new limit");
+    for (double t = 620.0; t < 700.0; t += 3.3)
+        CHECK(sample_d(a, 0, 155, t) <= 300.0 * 1.01, "draw %.1f W at %.1f s", sample_d(a, 0, 155, t), t);
+    CHECK(sample_i(a, 0, 112, 650.0) & SIM_CLOCKS_EVENT_SW_POWER_CAP, "no power-cap reason");
+    double e700_after = sample_d(a, 0, 156, 700.0);
+    CHECK(e700_after < e700 - 80.0 * 150.0 * 1000.0, "energy %.0f -> %.0f mJ", e700, e700_after);
+    CHECK(sample_i(a, 0, 150, 700.0) < temp700 - 5, "temperature %lld -> %lld",
+          (long long)temp700, (long long)sample_i(a, 0, 150, 700.0));
+    CHECK(sample_d(a, 1, 156, 700.0) == other700, "GPU 1 changed");
+    /* the answers depend on the limits set, not on the order of the queries */
+    sim_node *b = load_or_die("2");
+    CHECK(sim_node_set_power_limit(b, 0, 620000000, 300.0) == DCGM_ST_OK, "set b");
+    for (double t = 700.0; t > 0.0; t -= 77.7) {
+        sim_value va = sample(a, 0, 156, t), vb = sample(b, 0, 156, t);
+        CHECK(same_value(&va, &vb), "energy at %.1f s: %g vs %g", t, va.dbl, vb.dbl);
+        va = sample(a, 0, 150, t), vb = sample(b, 0, 150, t);
+        CHECK(same_value(&va, &vb), "temperature at %.1f s", t);
+    }
+    /* a change at the start replays the whole run */
+    CHECK(sim_node_set_power_limit(b, 1, 0, 250.0) == DCGM_ST_OK, "set at 0");
+    CHECK(sample_d(b, 1, 155, 0.0) <= 250.0 * 1.01 && sample_d(b, 1, 155, 500.0) <= 250.0 * 1.01,
+          "capped from the start");
+    sim_node_free(a);
+    sim_node_free(b);
+}
+
 static void test_thermal_runaway(void)
 {
     printf("physics: thermal runaway throttles clocks and sets clock event reasons\n");
@@ -671,6 +715,7 @@ int main(int argc, char **argv)
     test_determinism();
     test_support_and_types();
     test_power_follows_load();
+    test_power_limit_set();
     test_thermal_runaway();
     test_memory_and_counters();
     test_spikes();

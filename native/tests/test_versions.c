@@ -51,6 +51,13 @@ static void test_versioned(void)
     stamp(req, dcgmConfig_version2);
     stamp(req + 0x48, 50);
     CHECK_RC(p_dcgmConfigGet(EMB, 0, 0, 2, req, st), DCGM_ST_VER_MISMATCH);
+    CHECK_RC(p_dcgmVgpuConfigSet(EMB, 0, NULL, st), DCGM_ST_BADPARAM);
+    VERSIONS("VgpuConfigSet", dcgmVgpuConfig_version1, p_dcgmVgpuConfigSet(EMB, 0, req, st));
+    CHECK_RC(p_dcgmVgpuConfigGet(EMB, 0, 1, 0, req, st), DCGM_ST_BADPARAM);
+    VERSIONS("VgpuConfigGet", dcgmVgpuConfig_version1, p_dcgmVgpuConfigGet(EMB, 0, 1, 1, req, st));
+    stamp(req, dcgmVgpuConfig_version1);
+    stamp(req + 0x28, 0);
+    CHECK_RC(p_dcgmVgpuConfigGet(EMB, 0, 1, 2, req, st), DCGM_ST_VER_MISMATCH);
     CHECK_RC(p_dcgmPolicyGet(EMB, 0, 1, NULL, st), DCGM_ST_BADPARAM);
     VERSIONS("PolicyGet", dcgmPolicy_version1, p_dcgmPolicyGet(EMB, 0, 1, req, st));
 
