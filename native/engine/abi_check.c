@@ -36,4 +36,6 @@ CHECK_STAMP(dcgmProfGetMetricGroups_v3, 3, dcgmProfGetMetricGroups_version3);
 CHECK_STAMP(dcgmVersionInfo_v2, 2, dcgmVersionInfo_version2);
 CHECK_STAMP(dcgmHostengineHealth_v1, 1, dcgmHostengineHealth_version1);
 CHECK_STAMP(dcgmCreateFakeEntities_v2, 2, dcgmCreateFakeEntities_version2);
+CHECK_STAMP(dcgmPolicy_v1, 1, dcgmPolicy_version1);
+CHECK_STAMP(dcgmPolicyCallbackResponse_v2, 2, dcgmPolicyCallbackResponse_version2);
 _Static_assert(sizeof(dcgm_field_meta_t) == 72, "dcgm_field_meta_t is 72 bytes");
