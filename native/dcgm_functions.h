@@ -87,7 +87,11 @@ DCGM_FN(dcgm_field_meta_p, DcgmFieldGetByTag, (const char *tag), (tag), NULL) \
 DCGM_FN(const char *, DcgmFieldsGetEntityGroupString, (dcgm_field_entity_group_t entityGroupId), (entityGroupId), NULL) \
 DCGM_FN(dcgmReturn_t, dcgmConfigSet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pDeviceConfig, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, pDeviceConfig, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmConfigGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int type, int count, void *deviceConfigList, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, type, count, deviceConfigList, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
-DCGM_FN(dcgmReturn_t, dcgmPolicyGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count, void *policy, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, count, policy, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmPolicySet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmPolicy_t *policy, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, policy, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmPolicyGet, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count, dcgmPolicy_t *policy, dcgmStatus_t statusHandle), (pDcgmHandle, groupId, count, policy, statusHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmPolicyTrigger, (dcgmHandle_t pDcgmHandle), (pDcgmHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmPolicyRegister_v2, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmPolicyCondition_t condition, fpRecvUpdates callback, uint64_t userData), (pDcgmHandle, groupId, condition, callback, userData), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmPolicyUnregister, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmPolicyCondition_t condition), (pDcgmHandle, groupId, condition), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmActionValidate_v2, (dcgmHandle_t pDcgmHandle, void *drd, void *response), (pDcgmHandle, drd, response), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmRunDiagnostic, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int diagLevel, void *diagResponse), (pDcgmHandle, groupId, diagLevel, diagResponse), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetPidInfo, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pidInfo), (pDcgmHandle, groupId, pidInfo), DCGM_ST_FUNCTION_NOT_FOUND) \

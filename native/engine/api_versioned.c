@@ -58,15 +58,6 @@ dcgmReturn_t dcgmConfigGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int t
     return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
 }
 
-/* dcgmPolicy_t *policy (count entries) */
-dcgmReturn_t dcgmPolicyGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count, void *policy,
-                           dcgmStatus_t statusHandle)
-{
-    (void)pDcgmHandle, (void)groupId, (void)statusHandle;
-    dcgmReturn_t rc = check_array(policy, count, dcgmPolicy_version1);
-    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
-}
-
 /* Which dcgmRunDiag versions each dcgmDiagResponse version pairs with:
  * responses 11 and 12 take run-diag 9 or 10, response 10 takes 7 or 8,
  * responses 7 to 9 take 7 only. */

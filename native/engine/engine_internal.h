@@ -121,6 +121,8 @@ typedef struct engine_record_buf {
     size_t count, cap;
 } engine_record_buf;
 
+typedef struct engine_policy_state engine_policy_state;
+
 struct sim_engine {
     pthread_mutex_t lock;
     pthread_cond_t wake;         /* CLOCK_MONOTONIC */
@@ -152,6 +154,9 @@ struct sim_engine {
     /* per GPU id, per link: the dcgmNvLinkLinkState_t last set or read
      * (engine_nvlink.c); zero is NotSupported, a fake GPU's start */
     dcgmNvLinkLinkState_t nvlink_state[DCGM_MAX_NUM_DEVICES][DCGM_NVLINK_MAX_LINKS_PER_GPU];
+    /* policies, registrations and pending violations (engine_policy.c);
+     * NULL until the first policy request */
+    engine_policy_state *policy;
 };
 
 /* engine.c */
@@ -218,6 +223,13 @@ int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep
 engine_owner engine_health_owner(engine_owner owner);
 /* Called for every value stored in a series: an XID the health module watches is remembered. */
 void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_t xid);
+
+/* engine_policy.c */
+engine_owner engine_policy_owner(engine_owner owner);
+/* Called for every value stored in a series, once it is in the ring at ts. */
+void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_t ts);
+void engine_policy_release_owner_locked(sim_engine *e, engine_owner owner);
+void engine_policy_free(sim_engine *e);
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);
