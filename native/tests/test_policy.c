@@ -453,6 +453,46 @@ static void test_two_clients(void)
     hostengine_stop(&he);
 }
 
+/* a callback may call back into the library, even to close its own handle */
+static dcgmHandle_t closing_handle;
+static int closing_rc = 1;
+
+static int disconnect_from_callback(dcgmPolicyCallbackResponse_t *response, uint64_t user)
+{
+    closing_rc = p_dcgmDisconnect(closing_handle);
+    return on_violation(response, user);
+}
+
+static void test_reentry(void)
+{
+    hostengine he;
+    if (!hostengine_start(&he, "1", NULL))
+        return;
+    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    if (h) {
+        closing_handle = h;
+        unsigned int gpu = new_fake_gpu(h);
+        dcgmGpuGrp_t g = group_of(h, &gpu, 1);
+        dcgmPolicy_t p = policy_of(DCGM_POLICY_COND_XID, DCGM_POLICY_COND_IDX_XID, 0, 1);
+        CHECK_RC(p_dcgmPolicySet(h, g, &p, 0), DCGM_ST_OK);
+        forget_heard();
+        CHECK_RC(p_dcgmPolicyRegister_v2(h, g, DCGM_POLICY_COND_XID, disconnect_from_callback, 0),
+                 DCGM_ST_OK);
+        inject(h, gpu, F_XID, 13, 0);
+        CHECK(heard_count(1, ARRIVE_MS) == 1, "XID 13: %d callbacks", heard_count(0, 0));
+        CHECK(closing_rc == DCGM_ST_OK, "dcgmDisconnect from the callback: %d", closing_rc);
+        /* the dispatcher, detached by that disconnect, ends on its own once the callback
+         * returns: give it the moment before the library may be unloaded */
+        sleep_ms(200);
+        dcgmGpuGrp_t other = 0;
+        CHECK_RC(p_dcgmGroupCreate(h, DCGM_GROUP_EMPTY, "after", &other),
+                 DCGM_ST_CONNECTION_NOT_VALID);
+    }
+    hostengine_stop(&he);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -466,6 +506,7 @@ int main(int argc, char **argv)
         { "embedded", test_embedded },
         { "hostengine", test_hostengine },
         { "two_clients", test_two_clients },
+        { "reentry", test_reentry },
     };
     run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_POLICY_ONLY"));
     CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
