@@ -453,6 +453,62 @@ static void test_two_clients(void)
     hostengine_stop(&he);
 }
 
+/* The policy manager's watchers of a field of a GPU (dcgmGetCacheManagerFieldInfo);
+ * -1 when nothing watches it. */
+static int policy_watchers(dcgmHandle_t h, unsigned int gpu, unsigned short field,
+                           dcgm_cm_field_info_watcher_t *first)
+{
+    dcgmCacheManagerFieldInfo_v4_t info;
+    memset(&info, 0, sizeof info);
+    info.version = dcgmCacheManagerFieldInfo_version4;
+    info.entityGroupId = DCGM_FE_GPU;
+    info.entityId = gpu;
+    info.fieldId = field;
+    if (p_dcgmGetCacheManagerFieldInfo(h, &info) != DCGM_ST_OK)
+        return -1;
+    int n = 0;
+    for (int i = 0; i < info.numWatchers && i < DCGM_CM_FIELD_INFO_NUM_WATCHERS; i++)
+        if (info.watchers[i].watcherType == DcgmWatcherTypePolicyManager && n++ == 0 && first)
+            *first = info.watchers[i];
+    return n;
+}
+
+/* A registration watches the policy fields of every GPU, every 10 s for an hour, as the
+ * connection's policy manager watcher; they go with the connection. */
+static void test_watches(void)
+{
+    hostengine he;
+    if (!hostengine_start(&he, "1", NULL))
+        return;
+    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
+    dcgmHandle_t a = 0, b = 0;
+    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &a), DCGM_ST_OK);
+    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &b), DCGM_ST_OK);
+    if (a && b) {
+        unsigned int gpu = 0;
+        CHECK(policy_watchers(b, gpu, F_PCIE_REPLAY, NULL) == -1, "watched before registering");
+        dcgmGpuGrp_t g = group_of(a, &gpu, 1);
+        CHECK_RC(p_dcgmPolicyRegister_v2(a, g, DCGM_POLICY_COND_XID, on_violation, 0), DCGM_ST_OK);
+        const unsigned short fields[] = { F_PCIE_REPLAY, F_ECC_DBE_DEV, F_GPU_TEMP, F_BOARD_POWER,
+                                          F_RETIRED_DBE, F_NVLINK_CRC_FLIT, F_XID };
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+            dcgm_cm_field_info_watcher_t w;
+            memset(&w, 0, sizeof w);
+            int n = policy_watchers(b, gpu, fields[i], &w);
+            CHECK(n == 1 && w.monitorIntervalUsec == 10000000 && w.maxAgeUsec == 3600000000ll &&
+                      w.connectionId != 0,
+                  "field %u: %d policy watchers, every %lld us, kept %lld us, connection %u",
+                  fields[i], n, w.monitorIntervalUsec, w.maxAgeUsec, w.connectionId);
+        }
+        CHECK_RC(p_dcgmPolicyUnregister(a, g, DCGM_POLICY_COND_XID), DCGM_ST_OK);
+        CHECK(policy_watchers(b, gpu, F_PCIE_REPLAY, NULL) == 1, "unregistering unwatched");
+        CHECK_RC(p_dcgmDisconnect(a), DCGM_ST_OK);
+        CHECK(policy_watchers(b, gpu, F_PCIE_REPLAY, NULL) == -1, "watched after disconnect");
+        CHECK_RC(p_dcgmDisconnect(b), DCGM_ST_OK);
+    }
+    hostengine_stop(&he);
+}
+
 /* a callback may call back into the library, even to close its own handle */
 static dcgmHandle_t closing_handle;
 static int closing_rc = 1;
@@ -507,6 +563,7 @@ int main(int argc, char **argv)
         { "hostengine", test_hostengine },
         { "two_clients", test_two_clients },
         { "reentry", test_reentry },
+        { "watches", test_watches },
     };
     run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_POLICY_ONLY"));
     CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
