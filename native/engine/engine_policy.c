@@ -64,8 +64,9 @@ static const unsigned short policy_fields[] = {
 #define WATCH_INTERVAL_US 10000000ll
 #define WATCH_KEEP_S 3600.0
 #define MIN_SIGNAL_GAP_US 5000000ll
-/* violations waiting for their clients, all owners together */
-#define MAX_QUEUED 4096
+/* violations waiting for their client, per owner: a client that stopped
+ * taking them loses its newest, and never holds up another's */
+#define MAX_QUEUED_PER_OWNER 1024
 
 typedef struct policy_watcher {
     engine_owner owner;
@@ -371,8 +372,12 @@ static void violate_locked(engine_policy_state *p, unsigned int gpu, int64_t ts,
             continue;
         if (ts - w->last_sent[idx] < MIN_SIGNAL_GAP_US)
             continue;
-        if (p->n_queue >= MAX_QUEUED ||
-            !grow((void **)&p->queue, &p->cap_queue, p->n_queue, sizeof *p->queue))
+        size_t waiting = 0;
+        for (size_t k = 0; k < p->n_queue; k++)
+            waiting += p->queue[k].owner == w->owner;
+        if (waiting >= MAX_QUEUED_PER_OWNER)
+            continue;
+        if (!grow((void **)&p->queue, &p->cap_queue, p->n_queue, sizeof *p->queue))
             return;
         queued_note *q = &p->queue[p->n_queue++];
         memset(q, 0, sizeof *q);
