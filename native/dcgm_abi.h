@@ -307,12 +307,14 @@ typedef enum dcgmMigProfile_enum {
 #define dcgmSetNvLinkLinkState_version1 0x01000018
 #define dcgmConfig_version2 0x02000048
 #define dcgmConfig_version 0x02000048
+#define dcgmPolicy_version1 0x01000090
+#define dcgmPolicy_version 0x01000090
+#define dcgmPolicyCallbackResponse_version2 0x02000020
+#define dcgmPolicyCallbackResponse_version 0x02000020
 /* version stamps of requests api_versioned.c checks (only the leading
  * version field of those structs is read, so the structs are not declared) */
 #define dcgmVgpuConfig_version1 0x01000028
 #define dcgmVgpuConfig_version 0x01000028
-#define dcgmPolicy_version1 0x01000090
-#define dcgmPolicy_version 0x01000090
 #define dcgmPidInfo_version2 0x02004528
 #define dcgmPidInfo_version 0x02004528
 #define dcgmJobInfo_version3 0x030098a8
@@ -599,6 +601,117 @@ typedef struct dcgmHealthSetParams_v2_s {
     long long updateInterval;   /* microseconds */
     double maxKeepAge;          /* seconds */
 } dcgmHealthSetParams_v2;
+
+/* ---- policy (dcgmPolicySet / Get / Register_v2 / Unregister) ----------- */
+/* The bits of a policy's condition mask; the index of each bit (its log2) is
+ * the slot of its parameter in dcgmPolicy_v1.parms. */
+typedef enum dcgmPolicyCondition_enum {
+    /* DBE: volatile double-bit ECC errors grew; PCI: the PCIe replay counter
+     * grew; MAX_PAGES_RETIRED: retired pages above parms[2]; THERMAL:
+     * temperature above parms[3]; POWER: board power above parms[4]; NVLINK:
+     * an NvLink error counter grew; XID: any XID */
+    DCGM_POLICY_COND_DBE = 0x1,
+    DCGM_POLICY_COND_PCI = 0x2,
+    DCGM_POLICY_COND_MAX_PAGES_RETIRED = 0x4,
+    DCGM_POLICY_COND_THERMAL = 0x8,
+    DCGM_POLICY_COND_POWER = 0x10,
+    DCGM_POLICY_COND_NVLINK = 0x20,
+    DCGM_POLICY_COND_XID = 0x40
+} dcgmPolicyCondition_t;
+#define DCGM_POLICY_COND_IDX_DBE 0
+#define DCGM_POLICY_COND_IDX_PCI 1
+#define DCGM_POLICY_COND_IDX_MAX_PAGES_RETIRED 2
+#define DCGM_POLICY_COND_IDX_THERMAL 3
+#define DCGM_POLICY_COND_IDX_POWER 4
+#define DCGM_POLICY_COND_IDX_NVLINK 5
+#define DCGM_POLICY_COND_IDX_XID 6
+#define DCGM_POLICY_COND_MAX 7
+
+/* One condition's parameter: a flag (tag 0) or a number (tag 1).  (The
+ * unions here are named types of this header only; DCGM nests them.) */
+typedef union dcgmPolicyParamValue_u {
+    unsigned int boolean;
+    unsigned long long llval;
+} dcgmPolicyParamValue_t;
+
+typedef struct dcgmPolicyConditionParams_st {
+    int tag;                    /* 0: val.boolean, 1: val.llval */
+    dcgmPolicyParamValue_t val;
+} dcgmPolicyConditionParams_t;
+
+typedef struct dcgmPolicy_v1_st {
+    unsigned int version;       /* dcgmPolicy_version1 */
+    dcgmPolicyCondition_t condition;
+    int mode;                   /* automated 0, manual 1 */
+    int isolation;              /* none 0 */
+    int action;                 /* none 0, GPU reset 1 (deprecated) */
+    int validation;             /* none 0, short 1 .. extra long 4 */
+    int response;               /* none 0 */
+    dcgmPolicyConditionParams_t parms[7];
+} dcgmPolicy_v1;
+typedef dcgmPolicy_v1 dcgmPolicy_t;
+
+/* What a callback learns of each kind of violation.  Timestamps are the
+ * offending sample's, in microseconds since the epoch. */
+typedef struct dcgmPolicyConditionDbe_st {
+    long long timestamp;
+    int location;               /* L1 0, L2 1, device 2, register 3, texture 4 */
+    unsigned int numerrors;     /* the counter's value */
+} dcgmPolicyConditionDbe_t;
+
+typedef struct dcgmPolicyConditionPci_st {
+    long long timestamp;
+    unsigned int counter;       /* the replay counter's value */
+} dcgmPolicyConditionPci_t;
+
+typedef struct dcgmPolicyConditionMpr_st {
+    long long timestamp;
+    unsigned int sbepages;
+    unsigned int dbepages;
+} dcgmPolicyConditionMpr_t;
+
+typedef struct dcgmPolicyConditionThermal_st {
+    long long timestamp;
+    unsigned int thermalViolation;  /* degrees C */
+} dcgmPolicyConditionThermal_t;
+
+typedef struct dcgmPolicyConditionPower_st {
+    long long timestamp;
+    unsigned int powerViolation;    /* watts */
+} dcgmPolicyConditionPower_t;
+
+typedef struct dcgmPolicyConditionNvlink_st {
+    long long timestamp;
+    unsigned short fieldId;     /* which NvLink error counter */
+    unsigned int counter;       /* its value */
+} dcgmPolicyConditionNvlink_t;
+
+typedef struct dcgmPolicyConditionXID_st {
+    long long timestamp;
+    unsigned int errnum;
+} dcgmPolicyConditionXID_t;
+
+/* the violation's details, by condition */
+typedef union dcgmPolicyViolationValue_u {
+    dcgmPolicyConditionDbe_t dbe;
+    dcgmPolicyConditionPci_t pci;
+    dcgmPolicyConditionMpr_t mpr;
+    dcgmPolicyConditionThermal_t thermal;
+    dcgmPolicyConditionPower_t power;
+    dcgmPolicyConditionNvlink_t nvlink;
+    dcgmPolicyConditionXID_t xid;
+} dcgmPolicyViolationValue_t;
+
+typedef struct dcgmPolicyCallbackResponse_v2_st {
+    unsigned int version;       /* dcgmPolicyCallbackResponse_version2 */
+    dcgmPolicyCondition_t condition;  /* the one bit violated */
+    dcgmPolicyViolationValue_t val;
+    unsigned int gpuId;
+} dcgmPolicyCallbackResponse_v2;
+typedef dcgmPolicyCallbackResponse_v2 dcgmPolicyCallbackResponse_t;
+
+/* dcgmPolicyRegister_v2's callback; its return value is ignored. */
+typedef int (*fpRecvUpdates)(dcgmPolicyCallbackResponse_t *response, uint64_t userData);
 
 /* ---- MIG hierarchy and fake entities ----------------------------------- */
 typedef struct dcgmMigHierarchyInfo_s {

@@ -42,6 +42,8 @@ CHECK_STAMP(dcgmCreateFakeEntities_v2, 2, dcgmCreateFakeEntities_version2);
 CHECK_STAMP(dcgmFieldSummaryRequest_v1, 1, dcgmFieldSummaryRequest_version1);
 CHECK_STAMP(dcgmEnvVarInfo_v1, 1, dcgmEnvVarInfo_version1);
 CHECK_STAMP(dcgmConfig_v2, 2, dcgmConfig_version2);
+CHECK_STAMP(dcgmPolicy_v1, 1, dcgmPolicy_version1);
+CHECK_STAMP(dcgmPolicyCallbackResponse_v2, 2, dcgmPolicyCallbackResponse_version2);
 _Static_assert(sizeof(dcgm_field_meta_t) == 72, "dcgm_field_meta_t is 72 bytes");
 CHECK_STAMP(dcgmDeviceTopology_v1, 1, dcgmDeviceTopology_version1);
 CHECK_STAMP(dcgmDeviceTopology_v2, 2, dcgmDeviceTopology_version2);

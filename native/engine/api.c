@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "engine.h"
+#include "policy_dispatch.h"
 #include "remote.h"
 #include "sim.h"
 #include "source.h"
@@ -30,6 +31,7 @@ typedef struct api_backend {
     void *impl;                  /* their self: a sim_engine or a remote_conn */
     unsigned int refs;
     int retired;
+    policy_dispatch *policy;     /* dcgmPolicyRegister_v2's callbacks; NULL until the first */
 } api_backend;
 
 static struct {
@@ -44,6 +46,8 @@ static struct {
 
 static void backend_free(api_backend *b)
 {
+    /* the dispatcher's thread uses the backend: it stops first */
+    policy_dispatch_free(b->policy);
     b->ops->destroy(b->impl);
     free(b);
 }
@@ -1079,4 +1083,105 @@ dcgmReturn_t dcgmGetFieldSummary(dcgmHandle_t pDcgmHandle, dcgmFieldSummaryReque
     if (request->version != dcgmFieldSummaryRequest_version1)
         return DCGM_ST_VER_MISMATCH;
     API_CALL(pDcgmHandle, field_summary, request);
+}
+
+/* ---- policy manager ------------------------------------------------------ */
+
+/* The status handle is ignored, as DCGM's helperPolicySet / helperPolicyGet
+ * do (dcgmlib/src/DcgmApi.cpp); the version checks come before anything is
+ * sent. */
+dcgmReturn_t dcgmPolicySet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmPolicy_t *policy,
+                           dcgmStatus_t statusHandle)
+{
+    (void)statusHandle;
+    if (!policy)
+        return DCGM_ST_BADPARAM;
+    if (policy->version != dcgmPolicy_version1)
+        return DCGM_ST_VER_MISMATCH;
+    API_CALL(pDcgmHandle, policy_set, groupId, policy);
+}
+
+dcgmReturn_t dcgmPolicyGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count,
+                           dcgmPolicy_t *policy, dcgmStatus_t statusHandle)
+{
+    (void)statusHandle;
+    if (!policy || count <= 0)
+        return DCGM_ST_BADPARAM;
+    for (int i = 0; i < count; i++)
+        if (policy[i].version != dcgmPolicy_version1)
+            return DCGM_ST_VER_MISMATCH;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    dcgmPolicy_v1 *all = calloc(DCGM_MAX_NUM_DEVICES, sizeof *all);
+    unsigned int n = 0;
+    rc = all ? (dcgmReturn_t)b->ops->policy_get(b->impl, groupId, all, &n) : DCGM_ST_MEMORY;
+    api_leave(b);
+    if (rc == DCGM_ST_OK) {
+        /* a policy per GPU of the group: as many as fit, and a word if not all did */
+        if (n > (unsigned int)count) {
+            rc = DCGM_ST_INSUFFICIENT_SIZE;
+            n = (unsigned int)count;
+        }
+        memcpy(policy, all, n * sizeof *all);
+    }
+    free(all);
+    return rc;
+}
+
+/* Policy management is edge triggered: DCGM's dcgmPolicyTrigger does nothing
+ * and answers OK (tsapiEnginePolicyTrigger). */
+dcgmReturn_t dcgmPolicyTrigger(dcgmHandle_t pDcgmHandle)
+{
+    (void)pDcgmHandle;
+    return DCGM_ST_OK;
+}
+
+dcgmReturn_t dcgmPolicyRegister_v2(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                   dcgmPolicyCondition_t condition, fpRecvUpdates callback,
+                                   uint64_t userData)
+{
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    pthread_mutex_lock(&api.lock);
+    if (!b->policy && !b->retired)
+        b->policy = policy_dispatch_new(b->ops, b->impl);
+    policy_dispatch *pd = b->retired ? NULL : b->policy;
+    pthread_mutex_unlock(&api.lock);
+    uint32_t cookie = 0;
+    if (!pd)
+        rc = b->retired ? DCGM_ST_CONNECTION_NOT_VALID : DCGM_ST_MEMORY;
+    else
+        rc = (dcgmReturn_t)policy_dispatch_add(pd, callback, userData, &cookie);
+    if (rc == DCGM_ST_OK) {
+        rc = (dcgmReturn_t)b->ops->policy_register(b->impl, groupId, (unsigned int)condition,
+                                                   cookie);
+        if (rc != DCGM_ST_OK)
+            policy_dispatch_remove(pd, cookie);
+    }
+    api_leave(b);
+    return rc;
+}
+
+/* DCGM drops every registration of the connection, whatever the condition
+ * (DcgmPolicyManager::UnregisterForPolicy). */
+dcgmReturn_t dcgmPolicyUnregister(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
+                                  dcgmPolicyCondition_t condition)
+{
+    (void)condition;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->policy_unregister(b->impl, groupId);
+    pthread_mutex_lock(&api.lock);
+    policy_dispatch *pd = b->policy;
+    pthread_mutex_unlock(&api.lock);
+    if (rc == DCGM_ST_OK && pd)
+        policy_dispatch_clear(pd);
+    api_leave(b);
+    return rc;
 }

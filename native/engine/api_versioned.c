@@ -23,29 +23,6 @@ static unsigned int version_of(const void *request)
     return v;
 }
 
-#define STAMP_SIZE(stamp) ((size_t)((stamp) & 0xffffffu))
-
-/* count entries of one struct type, each stamped `want` */
-static dcgmReturn_t check_array(const void *list, int count, unsigned int want)
-{
-    if (!list || count <= 0)
-        return DCGM_ST_BADPARAM;
-    const unsigned char *p = list;
-    for (int i = 0; i < count; i++)
-        if (version_of(p + (size_t)i * STAMP_SIZE(want)) != want)
-            return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_OK;
-}
-
-/* dcgmPolicy_t *policy (count entries) */
-dcgmReturn_t dcgmPolicyGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int count, void *policy,
-                           dcgmStatus_t statusHandle)
-{
-    (void)pDcgmHandle, (void)groupId, (void)statusHandle;
-    dcgmReturn_t rc = check_array(policy, count, dcgmPolicy_version1);
-    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
-}
-
 /* Which dcgmRunDiag versions each dcgmDiagResponse version pairs with:
  * responses 11 and 12 take run-diag 9 or 10, response 10 takes 7 or 8,
  * responses 7 to 9 take 7 only. */

@@ -101,6 +101,17 @@ typedef struct backend_ops {
     int (*env_var_info)(void *self, dcgmEnvVarInfo_t *info);
     int (*field_summary)(void *self, dcgmFieldSummaryRequest_v1 *request);
 
+    /* ---- policy manager (engine_policy.c) ---- */
+    int (*policy_set)(void *self, dcgmGpuGrp_t group, const dcgmPolicy_v1 *policy);
+    /* out holds DCGM_MAX_NUM_DEVICES policies */
+    int (*policy_get)(void *self, dcgmGpuGrp_t group, dcgmPolicy_v1 *out, unsigned int *count);
+    int (*policy_register)(void *self, dcgmGpuGrp_t group, unsigned int conditions,
+                           uint32_t cookie);
+    int (*policy_unregister)(void *self, dcgmGpuGrp_t group);
+    /* never waits: the violations pending for this client, up to capacity */
+    int (*policy_take)(void *self, engine_policy_note *out, unsigned int capacity,
+                       unsigned int *count);
+
     /* ---- simulator extensions ---- */
     /* When the node started (t_rel 0), us since the Unix epoch. */
     int (*start_time)(void *self, long long *start_us);

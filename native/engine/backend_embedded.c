@@ -197,6 +197,36 @@ static int embedded_multiple_values(void *self, unsigned int gpu, unsigned short
     return engine_multiple_values(self, gpu, field_id, count, start_ts, end_ts, order, values);
 }
 
+/* ---- policy manager ------------------------------------------------------- */
+
+static int embedded_policy_set(void *self, dcgmGpuGrp_t group, const dcgmPolicy_v1 *policy)
+{
+    return engine_policy_set(self, group, policy);
+}
+
+static int embedded_policy_get(void *self, dcgmGpuGrp_t group, dcgmPolicy_v1 *out,
+                               unsigned int *count)
+{
+    return engine_policy_get(self, group, out, count);
+}
+
+static int embedded_policy_register(void *self, dcgmGpuGrp_t group, unsigned int conditions,
+                                    uint32_t cookie)
+{
+    return engine_policy_register(self, OWNER, group, conditions, cookie);
+}
+
+static int embedded_policy_unregister(void *self, dcgmGpuGrp_t group)
+{
+    return engine_policy_unregister(self, OWNER, group);
+}
+
+static int embedded_policy_take(void *self, engine_policy_note *out, unsigned int capacity,
+                                unsigned int *count)
+{
+    return engine_policy_take(self, OWNER, out, capacity, count);
+}
+
 /* ---- health, profiling, versions ------------------------------------------ */
 
 static int embedded_health_set(void *self, dcgmGpuGrp_t group, unsigned int systems,
@@ -369,6 +399,11 @@ const backend_ops embedded_backend_ops = {
     .entity_latest = embedded_entity_latest,
     .entities_latest = embedded_entities_latest,
     .multiple_values = embedded_multiple_values,
+    .policy_set = embedded_policy_set,
+    .policy_get = embedded_policy_get,
+    .policy_register = embedded_policy_register,
+    .policy_unregister = embedded_policy_unregister,
+    .policy_take = embedded_policy_take,
     .health_set = embedded_health_set,
     .health_get = embedded_health_get,
     .health_check = embedded_health_check,

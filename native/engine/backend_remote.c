@@ -197,6 +197,36 @@ static int remote_op_multiple_values(void *self, unsigned int gpu, unsigned shor
     return remote_multiple_values(self, gpu, field_id, count, start_ts, end_ts, order, values);
 }
 
+/* ---- policy manager ------------------------------------------------------- */
+
+static int remote_op_policy_set(void *self, dcgmGpuGrp_t group, const dcgmPolicy_v1 *policy)
+{
+    return remote_policy_set(self, group, policy);
+}
+
+static int remote_op_policy_get(void *self, dcgmGpuGrp_t group, dcgmPolicy_v1 *out,
+                                unsigned int *count)
+{
+    return remote_policy_get(self, group, out, count);
+}
+
+static int remote_op_policy_register(void *self, dcgmGpuGrp_t group, unsigned int conditions,
+                                     uint32_t cookie)
+{
+    return remote_policy_register(self, group, conditions, cookie);
+}
+
+static int remote_op_policy_unregister(void *self, dcgmGpuGrp_t group)
+{
+    return remote_policy_unregister(self, group);
+}
+
+static int remote_op_policy_take(void *self, engine_policy_note *out, unsigned int capacity,
+                                 unsigned int *count)
+{
+    return remote_policy_take(self, out, capacity, count);
+}
+
 /* ---- health, profiling, versions ------------------------------------------ */
 
 static int remote_op_health_set(void *self, dcgmGpuGrp_t group, unsigned int systems,
@@ -349,6 +379,11 @@ const backend_ops remote_backend_ops = {
     .entity_latest = remote_op_entity_latest,
     .entities_latest = remote_op_entities_latest,
     .multiple_values = remote_op_multiple_values,
+    .policy_set = remote_op_policy_set,
+    .policy_get = remote_op_policy_get,
+    .policy_register = remote_op_policy_register,
+    .policy_unregister = remote_op_policy_unregister,
+    .policy_take = remote_op_policy_take,
     .health_set = remote_op_health_set,
     .health_get = remote_op_health_get,
     .health_check = remote_op_health_check,

@@ -201,6 +201,7 @@ static void free_state(sim_engine *e)
     engine_groups_free(e);
     free(e->xid_seen);
     engine_cpu_free(e);
+    engine_policy_free(e);
     free(e->entities);
     engine_links_free(e);
     value_source_free(e->src);
@@ -290,22 +291,27 @@ void engine_release_owner(sim_engine *e, engine_owner owner)
         return;
     pthread_mutex_lock(&e->lock);
     engine_groups_release_owner_locked(e, owner);
-    engine_owner health = engine_health_owner(owner);
+    engine_policy_release_owner_locked(e, owner);
+    engine_owner health = engine_health_owner(owner), policy = engine_policy_owner(owner);
     for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++) {
         engine_series *s = e->buckets[b];
         while (s) {
             engine_series *next = s->next;
             /* unwatching an owner that does not watch it would drop a series
-             * that only holds injected values */
-            int mine = 0, theirs = 0;
+             * that only holds injected values; only the last of the unwatches
+             * below can free s */
+            int mine = 0, theirs = 0, policy_too = 0;
             for (size_t i = 0; i < s->n_watchers; i++) {
                 mine |= s->watchers[i].owner == owner;
                 theirs |= s->watchers[i].owner == health;
+                policy_too |= s->watchers[i].owner == policy;
             }
             if (mine)
                 engine_unwatch_one_locked(e, owner, s);
             if (theirs)
                 engine_unwatch_one_locked(e, health, s);
+            if (policy_too)
+                engine_unwatch_one_locked(e, policy, s);
             s = next;
         }
     }

@@ -27,6 +27,9 @@ typedef unsigned int engine_owner;
 /* Set on the owner of the watches dcgmHealthSet makes for an owner (DCGM's
  * health watcher of that connection): never on an owner handed out. */
 #define ENGINE_OWNER_HEALTH 0x80000000u
+/* Set on the owner of the watches a policy registration makes (DCGM's policy
+ * manager watcher of that connection); owner ids handed out stay below it. */
+#define ENGINE_OWNER_POLICY 0x40000000u
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
@@ -146,6 +149,26 @@ int engine_health_set(sim_engine *engine, engine_owner owner, dcgmGpuGrp_t group
                       unsigned int systems, long long update_interval_us, double max_keep_age_s);
 int engine_health_get(sim_engine *engine, dcgmGpuGrp_t group, unsigned int *systems);
 int engine_health_check(sim_engine *engine, dcgmGpuGrp_t group, dcgmHealthResponse_v5 *out);
+
+/* DCGM's policy manager on the cache (engine_policy.c).  policy_get writes
+ * one policy per GPU of the group (at most DCGM_MAX_NUM_DEVICES) and sets
+ * *count to how many.  policy_register adds, for the owner, a watcher of the
+ * conditions on every GPU of the group, its violations tagged with cookie;
+ * policy_unregister drops all the owner's.  policy_take moves up to capacity
+ * of the owner's pending violations, oldest first, into out. */
+typedef struct engine_policy_note {
+    uint32_t cookie;                   /* the registration's */
+    uint32_t reserved;
+    dcgmPolicyCallbackResponse_v2 response;
+} engine_policy_note;
+int engine_policy_set(sim_engine *engine, dcgmGpuGrp_t group, const dcgmPolicy_v1 *policy);
+int engine_policy_get(sim_engine *engine, dcgmGpuGrp_t group, dcgmPolicy_v1 *out,
+                      unsigned int *count);
+int engine_policy_register(sim_engine *engine, engine_owner owner, dcgmGpuGrp_t group,
+                           unsigned int conditions, uint32_t cookie);
+int engine_policy_unregister(sim_engine *engine, engine_owner owner, dcgmGpuGrp_t group);
+int engine_policy_take(sim_engine *engine, engine_owner owner, engine_policy_note *out,
+                       unsigned int capacity, unsigned int *count);
 
 /* NvLink link states (engine_nvlink.c).  status is always the v5 record; the
  * API converts for older versions. */

@@ -142,6 +142,8 @@ typedef struct engine_record_buf {
     size_t count, cap;
 } engine_record_buf;
 
+typedef struct engine_policy_state engine_policy_state;
+
 struct sim_engine {
     pthread_mutex_t lock;
     pthread_cond_t wake;         /* CLOCK_MONOTONIC */
@@ -184,6 +186,9 @@ struct sim_engine {
     struct engine_cpu_state *cpu;
     /* the config manager's targets and the settings it applied (engine_config.c) */
     engine_config_state config;
+    /* policies, registrations and pending violations (engine_policy.c);
+     * NULL until the first policy request */
+    engine_policy_state *policy;
 };
 
 /* engine.c */
@@ -299,6 +304,12 @@ void engine_health_check_cpu_locked(sim_engine *e, const engine_entity *cpu, uns
 void engine_health_check_global_locked(sim_engine *e, const dcgmGroupEntityPair_t *members,
                                        unsigned int n, unsigned int systems, int64_t t_rel,
                                        dcgmHealthResponse_v5 *out);
+/* engine_policy.c */
+engine_owner engine_policy_owner(engine_owner owner);
+/* Called for every value stored in a series, once it is in the ring at ts. */
+void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_t ts);
+void engine_policy_release_owner_locked(sim_engine *e, engine_owner owner);
+void engine_policy_free(sim_engine *e);
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);

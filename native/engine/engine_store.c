@@ -189,6 +189,7 @@ int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
         free(same->str);
         *same = *value;
         same->ts = ts;
+        engine_policy_on_value_locked(e, s, ts);
         return DCGM_ST_OK;
     }
     if (r->count == r->cap && ring_grow(r) != DCGM_ST_OK) {
@@ -202,6 +203,8 @@ int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
     slot->ts = ts;
     r->count++;
     drop_expired(s, now_us);
+    /* DCGM's policy manager hears of every value stored, sampled or injected */
+    engine_policy_on_value_locked(e, s, ts);
     return DCGM_ST_OK;
 }
 

@@ -553,9 +553,10 @@ int engine_cache_field_info(sim_engine *e, dcgmCacheManagerFieldInfo_v4_t *info)
     for (size_t i = 0; i < s->n_watchers && n < DCGM_CM_FIELD_INFO_NUM_WATCHERS; i++, n++) {
         const engine_watcher *w = &s->watchers[i];
         dcgm_cm_field_info_watcher_t *out = &info->watchers[n];
-        out->watcherType = (w->owner & ENGINE_OWNER_HEALTH) ? DcgmWatcherTypeHealthWatch
-                                                            : DcgmWatcherTypeClient;
-        out->connectionId = w->owner & ~ENGINE_OWNER_HEALTH;
+        out->watcherType = (w->owner & ENGINE_OWNER_HEALTH)   ? DcgmWatcherTypeHealthWatch
+                           : (w->owner & ENGINE_OWNER_POLICY) ? DcgmWatcherTypePolicyManager
+                                                              : DcgmWatcherTypeClient;
+        out->connectionId = w->owner & ~(ENGINE_OWNER_HEALTH | ENGINE_OWNER_POLICY);
         out->monitorIntervalUsec = w->freq_us;
         out->maxAgeUsec = w->keep_us;
     }

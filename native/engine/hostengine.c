@@ -263,8 +263,8 @@ static void accept_one(hostengine *he)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* fails harmlessly on unix */
     c->session.fd = fd;
     c->session.engine = he->engine;
-    /* owner ids wrap before the health watcher's bit */
-    if (++he->next_owner >= ENGINE_OWNER_HEALTH)
+    /* owner ids wrap before the policy and health watchers' bits */
+    if (++he->next_owner >= ENGINE_OWNER_POLICY)
         he->next_owner = ENGINE_OWNER_EMBEDDED + 1;
     c->session.owner = he->next_owner;
     atomic_init(&c->done, 0);

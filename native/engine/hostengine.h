@@ -41,6 +41,8 @@ typedef struct he_session {
 
 /* Serves one request; its tail (tail_len bytes) has been read. */
 void he_dispatch(he_session *s, const wire_request *req, const unsigned char *tail);
+/* Serves a policy manager request (hostengine_policy.c); 0 when op is not one. */
+int he_policy_dispatch(he_session *s, const wire_request *req, const unsigned char *tail);
 /* Sends the FINAL frame of a reply, after any pending records. */
 void he_reply(he_session *s, int status, int64_t i64, uint32_t u0, uint32_t u1,
               const void *tail, size_t tail_len);

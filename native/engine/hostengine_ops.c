@@ -520,7 +520,8 @@ static int serve_structs(he_session *s, const wire_request *req, const unsigned 
 
 void he_dispatch(he_session *s, const wire_request *req, const unsigned char *tail)
 {
-    if (serve_reads(s, req, tail) || serve_structs(s, req, tail))
+    if (serve_reads(s, req, tail) || serve_structs(s, req, tail) ||
+        he_policy_dispatch(s, req, tail))
         return;
     if (req->op == WIRE_OP_HEALTH_GET) {
         unsigned int systems = 0;

@@ -106,6 +106,13 @@ typedef enum wire_op {
     WIRE_OP_CONFIG_SET,
     WIRE_OP_CONFIG_GET,
     WIRE_OP_CONFIG_ENFORCE,
+    /* ---- policy manager (remote_policy.c, hostengine_policy.c) ---- */
+    WIRE_OP_POLICY_SET,          /* id[0] group; tail: dcgmPolicy_v1 */
+    WIRE_OP_POLICY_GET,          /* id[0] group; reply: u[0] policies */
+    WIRE_OP_POLICY_REGISTER,     /* id[0] group, u[0] conditions, u[1] cookie */
+    WIRE_OP_POLICY_UNREGISTER,   /* id[0] group */
+    WIRE_OP_POLICY_TAKE,         /* u[0] capacity; reply: u[0] engine_policy_notes */
+    /* ---- end of policy manager ---- */
     WIRE_OP_COUNT
 } wire_op;
 
@@ -244,6 +251,17 @@ int remote_hostengine_health(remote_conn *c, dcgmHostengineHealth_t *health);
 /* dcgmConfigSet / Get / Enforce (op is one of the WIRE_OP_CONFIG_* ops); the
  * answer's counts are bounded before they are returned. */
 int remote_config_call(remote_conn *c, wire_op op, dcgmGpuGrp_t group, engine_config_msg *msg);
+/* The policy manager (remote_policy.c).  Violations are not pushed: the
+ * client's policy dispatcher takes them with POLICY_TAKE, which never waits. */
+#define REMOTE_POLICY_TAKE_MAX 64u
+int remote_policy_set(remote_conn *c, dcgmGpuGrp_t group, const dcgmPolicy_v1 *policy);
+int remote_policy_get(remote_conn *c, dcgmGpuGrp_t group, dcgmPolicy_v1 *out,
+                      unsigned int *count);
+int remote_policy_register(remote_conn *c, dcgmGpuGrp_t group, unsigned int conditions,
+                           uint32_t cookie);
+int remote_policy_unregister(remote_conn *c, dcgmGpuGrp_t group);
+int remote_policy_take(remote_conn *c, engine_policy_note *out, unsigned int capacity,
+                       unsigned int *count);
 /* When the hostengine's node started (t_rel 0), us since the Unix epoch. */
 int remote_start_time(remote_conn *c, long long *start_us);
 

@@ -59,7 +59,7 @@ static void test_versioned(void)
     stamp(req + 0x28, 0);
     CHECK_RC(p_dcgmVgpuConfigGet(EMB, 0, 1, 2, req, st), DCGM_ST_VER_MISMATCH);
     CHECK_RC(p_dcgmPolicyGet(EMB, 0, 1, NULL, st), DCGM_ST_BADPARAM);
-    VERSIONS("PolicyGet", dcgmPolicy_version1, p_dcgmPolicyGet(EMB, 0, 1, req, st));
+    VERSIONS("PolicyGet", dcgmPolicy_version1, p_dcgmPolicyGet(EMB, 0, 1, (void *)req, st));
 
     CHECK_RC(p_dcgmActionValidate_v2(EMB, NULL, req2), DCGM_ST_BADPARAM);
     CHECK_RC(p_dcgmActionValidate_v2(EMB, req, NULL), DCGM_ST_BADPARAM);

@@ -20,9 +20,11 @@ ROOT = Path(__file__).resolve().parents[3]
 HEADER = ROOT / "native" / "dcgm_abi.h"
 LAYOUT_TSV = ROOT / "reference" / "dcgm" / "abi-layout.tsv"
 
-# Structs a collector or a common DCGM client passes across the ABI: all must
-# be declared (and so checked).  PID, policy and job structs are not used.
+# Structs a collector or a common DCGM client passes across the ABI, the
+# policy manager's included: all must be declared (and so checked).  PID and
+# job structs are not used.
 REQUIRED_STRUCTS = {
+    "dcgmPolicy_v1", "dcgmPolicyConditionParams_t", "dcgmPolicyCallbackResponse_v2",
     "dcgmFieldValue_v1", "dcgmFieldValue_v2", "dcgmGroupEntityPair_t",
     "dcgmConnectV2Params_v1", "dcgmConnectV2Params_v2", "dcgmConnectV3Params_v1",
     "dcgmStartEmbeddedV2Params_v1", "dcgmStartEmbeddedV2Params_v2",
