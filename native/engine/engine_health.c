@@ -35,38 +35,6 @@
 
 #include "engine_internal.h"
 
-/* dcgmError_t codes (dcgm_errors.h) */
-enum {
-    FR_PCI_REPLAY_RATE = 3,
-    FR_VOLATILE_DBE_DETECTED = 4,
-    FR_PENDING_PAGE_RETIREMENTS = 6,
-    FR_RETIRED_PAGES_LIMIT = 7,
-    FR_RETIRED_PAGES_DBE_LIMIT = 8,
-    FR_CORRUPT_INFOROM = 9,
-    FR_CLOCKS_EVENT_THERMAL = 10,
-    FR_POWER_UNREADABLE = 11,
-    FR_CLOCKS_EVENT_POWER = 12,
-    FR_NVLINK_ERROR_THRESHOLD = 13,
-    FR_NVLINK_DOWN = 14,
-    FR_FIELD_VIOLATION = 33,
-    FR_FAULTY_MEMORY = 52,
-    FR_NVLINK_CRC_ERROR_THRESHOLD = 70,
-    FR_NVLINK_ERROR_CRITICAL = 71,
-    FR_ROW_REMAP_FAILURE = 80,
-    FR_UNCONTAINED_ERROR = 81,
-    FR_XID_ERROR = 101,
-    FR_NVLINK_EFFECTIVE_BER_THRESHOLD = 119,
-    FR_FALLEN_OFF_BUS = 120,
-    FR_NVLINK_SYMBOL_BER_THRESHOLD = 121,
-    FR_FABRIC_PROBE_STATE = 123,
-    FR_GPU_RECOVERY_RESET = 125,
-    FR_GPU_RECOVERY_REBOOT = 126,
-    FR_GPU_RECOVERY_DRAIN_P2P = 127,
-    FR_GPU_RECOVERY_DRAIN_RESET = 128,
-    FR_CONTAINED_ERROR = 131,
-    FR_UNCORRECTABLE_ROW_REMAP_LIMIT = 132
-};
-
 /* the fields the checks read */
 enum {
     F_COMPUTE_CAPABILITY = 63,
@@ -138,50 +106,50 @@ typedef struct xid_rule {
 
 /* DcgmHealthWatch::BuildXidMappings, in ascending XID order per system */
 static const xid_rule xid_rules[] = {
-    { 48, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "double-bit ECC error", 0 },
-    { 74, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "NVLink error", 0 },
-    { 79, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_FALLEN_OFF_BUS, "fell off the bus", 0 },
-    { 94, ALL_SYSTEMS, DCGM_HEALTH_RESULT_WARN, FR_CONTAINED_ERROR, "contained memory error", 0 },
-    { 95, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_UNCONTAINED_ERROR,
+    { 48, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_XID_ERROR, "double-bit ECC error", 0 },
+    { 74, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_XID_ERROR, "NVLink error", 0 },
+    { 79, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_FALLEN_OFF_BUS, "fell off the bus", 0 },
+    { 94, ALL_SYSTEMS, DCGM_HEALTH_RESULT_WARN, DCGM_FR_CONTAINED_ERROR, "contained memory error", 0 },
+    { 95, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_UNCONTAINED_ERROR,
       "uncontained memory error", 0 },
-    { 119, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "GSP call timed out", 0 },
-    { 120, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "GSP error", 0 },
-    { 140, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, FR_XID_ERROR, "unrecovered ECC error", 0 },
-    { 38, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "PCIe bus error", 0 },
-    { 39, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "PCIe fabric error", 0 },
-    { 42, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "PCIe replay error", 0 },
-    { 67, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "NVLink error", 0 },
-    { 73, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 119, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_XID_ERROR, "GSP call timed out", 0 },
+    { 120, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_XID_ERROR, "GSP error", 0 },
+    { 140, ALL_SYSTEMS, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_XID_ERROR, "unrecovered ECC error", 0 },
+    { 38, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR, "PCIe bus error", 0 },
+    { 39, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR, "PCIe fabric error", 0 },
+    { 42, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR, "PCIe replay error", 0 },
+    { 67, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR, "NVLink error", 0 },
+    { 73, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "NVLink flow control error", 0 },
-    { 121, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 121, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "corrected C2C link error", 0 },
-    { 137, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 137, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "NVLink FLA privilege error", 0 },
-    { 31, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "memory page fault", 0 },
-    { 32, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 31, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR, "memory page fault", 0 },
+    { 32, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "corrupted push buffer stream", 0 },
-    { 43, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 43, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "channel stopped by a fault", 0 },
-    { 63, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_PENDING_PAGE_RETIREMENTS,
+    { 63, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_PENDING_PAGE_RETIREMENTS,
       "page retirement or row remapping pending", 0 },
-    { 64, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, FR_ROW_REMAP_FAILURE,
+    { 64, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_ROW_REMAP_FAILURE,
       "page retirement or row remapping failed", 0 },
-    { 93, DCGM_HEALTH_WATCH_INFOROM, DCGM_HEALTH_RESULT_WARN, FR_CORRUPT_INFOROM, "corrupt InfoROM",
+    { 93, DCGM_HEALTH_WATCH_INFOROM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_CORRUPT_INFOROM, "corrupt InfoROM",
       DCGM_CHIP_ARCH_VOLTA },
-    { 60, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_CLOCKS_EVENT_THERMAL,
+    { 60, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, DCGM_FR_CLOCKS_EVENT_THERMAL,
       "clocks slowed for temperature", 0 },
-    { 61, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 61, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "power brake at a thermal limit", 0 },
-    { 62, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 62, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "thermal violation", 0 },
-    { 54, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 54, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "power state changed", 0 },
-    { 56, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR, "clocks changed", 0 },
-    { 57, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_CLOCKS_EVENT_POWER,
+    { 56, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR, "clocks changed", 0 },
+    { 57, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, DCGM_FR_CLOCKS_EVENT_POWER,
       "clocks changed for power", 0 },
-    { 58, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 58, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "clocks changed for temperature", 0 },
-    { 78, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_XID_ERROR,
+    { 78, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, DCGM_FR_XID_ERROR,
       "power state forced to change", 0 },
 };
 #define N_XID_RULES (sizeof xid_rules / sizeof xid_rules[0])
@@ -414,16 +382,16 @@ static void report_xid(check_ctx *c, const xid_rule *r, dcgmHealthSystems_t syst
 {
     unsigned int gpu = c->ent->id;
     switch (r->code) {
-    case FR_FALLEN_OFF_BUS:
+    case DCGM_FR_FALLEN_OFF_BUS:
         add_incident(c, system, r->health, r->code, "GPU %u fell off the bus (XID %d)", gpu,
                      r->xid);
         break;
-    case FR_CONTAINED_ERROR:
+    case DCGM_FR_CONTAINED_ERROR:
         add_incident(c, system, r->health, r->code,
                      "GPU %u contained a memory error (XID %d): restart the application it hit",
                      gpu, r->xid);
         break;
-    case FR_UNCONTAINED_ERROR:
+    case DCGM_FR_UNCONTAINED_ERROR:
         add_incident(c, system, r->health, r->code,
                      "GPU %u had an uncontained memory error (XID %d)", gpu, r->xid);
         break;
@@ -493,7 +461,7 @@ static void check_pcie(check_ctx *c)
     int replays = (int)abs_diff(first.i64, last.i64);
     int limit = expected_replay_rate(c);
     if (limit >= 0 && replays > limit)
-        add_incident(c, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, FR_PCI_REPLAY_RATE,
+        add_incident(c, DCGM_HEALTH_WATCH_PCIE, DCGM_HEALTH_RESULT_WARN, DCGM_FR_PCI_REPLAY_RATE,
                      "GPU %u: %d PCIe replays in the last minute, over the %d its link allows",
                      c->ent->id, replays, limit);
 }
@@ -507,7 +475,7 @@ static void check_retired_pages(check_ctx *c)
     hval sbe = last_in_window(c, F_RETIRED_SBE);
     long long total = (is_blank_i64(sbe.i64) ? 0 : sbe.i64) + (is_blank_i64(dbe.i64) ? 0 : dbe.i64);
     if (total >= LIMIT_RETIRED_PAGES) {
-        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, FR_RETIRED_PAGES_LIMIT,
+        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_RETIRED_PAGES_LIMIT,
                      "GPU %u has %lld retired pages, at or over the limit of %d", c->ent->id, total,
                      LIMIT_RETIRED_PAGES);
         return;
@@ -521,7 +489,7 @@ static void check_retired_pages(check_ctx *c)
         return;
     long long this_week = dbe.i64 - week_ago.i64;
     if (this_week > 1)
-        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, FR_RETIRED_PAGES_DBE_LIMIT,
+        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_RETIRED_PAGES_DBE_LIMIT,
                      "GPU %u has more than %d pages retired for double-bit errors, %lld of them "
                      "within the last week",
                      c->ent->id, LIMIT_RETIRED_PAGES_SOFT, this_week);
@@ -534,16 +502,16 @@ static void check_mem(check_ctx *c)
     check_system_xids(c, DCGM_HEALTH_WATCH_MEM);
     hval dbe = last_in_window(c, F_ECC_DBE_VOL);
     if (!is_blank_i64(dbe.i64) && dbe.i64 > 0)
-        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, FR_VOLATILE_DBE_DETECTED,
+        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_VOLATILE_DBE_DETECTED,
                      "GPU %u counts %lld volatile double-bit ECC errors", id, (long long)dbe.i64);
     hval pending = last_in_window(c, F_RETIRED_PENDING);
     if (!is_blank_i64(pending.i64) && pending.i64 != 0)
-        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, FR_PENDING_PAGE_RETIREMENTS,
+        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_PENDING_PAGE_RETIREMENTS,
                      "GPU %u has pages waiting to be retired", id);
     check_retired_pages(c);
     hval remap_failed = last_in_window(c, F_ROW_REMAP_FAILED);
     if (!is_blank_i64(remap_failed.i64) && remap_failed.i64 > 0)
-        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, FR_ROW_REMAP_FAILURE,
+        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_ROW_REMAP_FAILURE,
                      "GPU %u could not remap a row after uncorrectable memory errors", id);
     /* MonitorMemRowRemapUncorrectable: Ampere and later only */
     if (cached_cc_major(c) >= 8) {
@@ -551,14 +519,14 @@ static void check_mem(check_ctx *c)
         if (rows.st == DCGM_ST_OK && !is_blank_i64(rows.i64) &&
             rows.i64 >= LIMIT_ROW_REMAP_UNCORRECTABLE)
             add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN,
-                         FR_UNCORRECTABLE_ROW_REMAP_LIMIT,
+                         DCGM_FR_UNCORRECTABLE_ROW_REMAP_LIMIT,
                          "GPU %u remapped %lld rows for uncorrectable errors, at or over the limit "
                          "of %d",
                          id, (long long)rows.i64, LIMIT_ROW_REMAP_UNCORRECTABLE);
     }
     hval unrepairable = latest(c, F_MEMORY_UNREPAIRABLE);
     if (unrepairable.st == DCGM_ST_OK && !is_blank_i64(unrepairable.i64) && unrepairable.i64 != 0)
-        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, FR_FAULTY_MEMORY,
+        add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_FAULTY_MEMORY,
                      "GPU %u reports unrepairable memory (flag %lld)", id,
                      (long long)unrepairable.i64);
 }
@@ -571,7 +539,7 @@ static void check_inforom(check_ctx *c)
     check_system_xids(c, DCGM_HEALTH_WATCH_INFOROM);
     hval valid = latest(c, F_INFOROM_VALID);
     if (valid.st == DCGM_ST_OK && !is_blank_i64(valid.i64) && valid.i64 == 0)
-        add_incident(c, DCGM_HEALTH_WATCH_INFOROM, DCGM_HEALTH_RESULT_WARN, FR_CORRUPT_INFOROM,
+        add_incident(c, DCGM_HEALTH_WATCH_INFOROM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_CORRUPT_INFOROM,
                      "GPU %u has a corrupt InfoROM", c->ent->id);
 }
 
@@ -586,7 +554,7 @@ static void check_thermal(check_ctx *c)
     if (last.st != DCGM_ST_OK || is_blank_i64(last.i64))
         return;
     if (abs_diff(first.i64, last.i64) != 0)
-        add_incident(c, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, FR_CLOCKS_EVENT_THERMAL,
+        add_incident(c, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN, DCGM_FR_CLOCKS_EVENT_THERMAL,
                      "GPU %u: a thermal violation held its clocks back in the last minute",
                      c->ent->id);
 }
@@ -599,7 +567,7 @@ static void check_power(check_ctx *c)
         hval watts = latest(c, F_BOARD_POWER);
         if (watts.st == DCGM_ST_OK && is_blank_dbl(watts.dbl) &&
             watts.dbl != DCGM_FP64_NOT_SUPPORTED)
-            add_incident(c, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_POWER_UNREADABLE,
+            add_incident(c, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, DCGM_FR_POWER_UNREADABLE,
                          "GPU %u: its power draw cannot be read", c->ent->id);
     }
     hval first = first_in_window(c, F_POWER_VIOLATION);
@@ -609,7 +577,7 @@ static void check_power(check_ctx *c)
     if (last.st != DCGM_ST_OK || is_blank_i64(last.i64))
         return;
     if (abs_diff(first.i64, last.i64) != 0)
-        add_incident(c, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, FR_CLOCKS_EVENT_POWER,
+        add_incident(c, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, DCGM_FR_CLOCKS_EVENT_POWER,
                      "GPU %u: a power violation held its clocks back in the last minute",
                      c->ent->id);
 }
@@ -624,24 +592,24 @@ static void check_driver(check_ctx *c)
     long long a = (long long)action.i64;
     switch (action.i64) {
     case 1:
-        add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_FAIL, FR_GPU_RECOVERY_RESET,
+        add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_GPU_RECOVERY_RESET,
                      "GPU %u hit a fault it can only recover from by a GPU reset (recovery action "
                      "%lld)", id, a);
         break;
     case 2:
-        add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_FAIL, FR_GPU_RECOVERY_REBOOT,
+        add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_GPU_RECOVERY_REBOOT,
                      "GPU %u hit a fault that may leave the system inconsistent: reboot the node "
                      "(recovery action %lld)", id, a);
         break;
     case 3:
         add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_WARN,
-                     FR_GPU_RECOVERY_DRAIN_P2P,
+                     DCGM_FR_GPU_RECOVERY_DRAIN_P2P,
                      "GPU %u needs its peer-to-peer traffic quiesced (recovery action %lld)", id,
                      a);
         break;
     case 4:
         add_incident(c, DCGM_HEALTH_WATCH_DRIVER, DCGM_HEALTH_RESULT_FAIL,
-                     FR_GPU_RECOVERY_DRAIN_RESET,
+                     DCGM_FR_GPU_RECOVERY_DRAIN_RESET,
                      "GPU %u runs at reduced capacity after a fault: drain its work, then reset it "
                      "(recovery action %lld)", id, a);
         break;
@@ -682,7 +650,7 @@ static void check_nvlink_counters(check_ctx *c)
             continue;
         if (fields[i] == F_NVLINK_REPLAY || fields[i] == F_NVLINK_RECOVERY) {
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                         FR_NVLINK_ERROR_CRITICAL,
+                         DCGM_FR_NVLINK_ERROR_CRITICAL,
                          "GPU %u: %lld %s NVLink errors; none are expected",
                          c->ent->id, errors, field_tag(fields[i]));
             continue;
@@ -691,12 +659,12 @@ static void check_nvlink_counters(check_ctx *c)
         double per_s = (double)errors / ((double)(c->now - c->start) / 1e6);
         if (per_s >= LIMIT_NVLINK_CRC_PER_S)
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                         FR_NVLINK_CRC_ERROR_THRESHOLD,
+                         DCGM_FR_NVLINK_CRC_ERROR_THRESHOLD,
                          "GPU %u: %.1f %s NVLink errors a second, at or over the limit of %.0f",
                          c->ent->id, per_s, field_tag(fields[i]), LIMIT_NVLINK_CRC_PER_S);
         else
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_WARN,
-                         FR_NVLINK_ERROR_THRESHOLD,
+                         DCGM_FR_NVLINK_ERROR_THRESHOLD,
                          "GPU %u: %lld %s NVLink errors in the last minute, at or over the limit "
                          "of %d",
                          c->ent->id, errors, field_tag(fields[i]), LIMIT_NVLINK_ERROR);
@@ -751,8 +719,8 @@ static void check_nvlink5_counters(check_ctx *c)
                                                          : SYMBOL_BER_FLOOR_EXP);
             if (exceeded)
                 add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                             f == F_NVLINK_EFFECTIVE_BER ? FR_NVLINK_EFFECTIVE_BER_THRESHOLD
-                                                         : FR_NVLINK_SYMBOL_BER_THRESHOLD,
+                             f == F_NVLINK_EFFECTIVE_BER ? DCGM_FR_NVLINK_EFFECTIVE_BER_THRESHOLD
+                                                         : DCGM_FR_NVLINK_SYMBOL_BER_THRESHOLD,
                              "GPU %u: NVLink %s bit error rate %.2e is over its threshold",
                              c->ent->id, f == F_NVLINK_EFFECTIVE_BER ? "effective" : "symbol", ber);
             continue;
@@ -760,7 +728,7 @@ static void check_nvlink5_counters(check_ctx *c)
         long long errors = (long long)abs_diff(first.i64, last.i64);
         if (errors >= LIMIT_NVLINK_ERROR)
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                         FR_NVLINK_ERROR_CRITICAL,
+                         DCGM_FR_NVLINK_ERROR_CRITICAL,
                          "GPU %u: %lld %s NVLink errors; none are expected",
                          c->ent->id, errors, field_tag(f));
     }
@@ -781,11 +749,11 @@ static void check_fabric(check_ctx *c)
         for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
             if (((m >> flags[i].shift) & 0x3) == 1) /* _TRUE */
                 add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                             FR_FIELD_VIOLATION, "GPU %u fabric health: %s (mask 0x%llx)", id,
+                             DCGM_FR_FIELD_VIOLATION, "GPU %u fabric health: %s (mask 0x%llx)", id,
                              flags[i].what, m);
         int config = (int)((m >> 8) & 0xf); /* 0 not supported, 1 correct */
         if (config > 1)
-            add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, FR_FIELD_VIOLATION,
+            add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_FIELD_VIOLATION,
                          "GPU %u fabric health: Incorrect Configuration %d (mask 0x%llx)", id,
                          config, m);
     }
@@ -799,7 +767,7 @@ static void check_fabric(check_ctx *c)
     if (st == 0 || st == 3)
         return;
     add_incident(c, DCGM_HEALTH_WATCH_NVLINK,
-                 st == 2 ? DCGM_HEALTH_RESULT_WARN : DCGM_HEALTH_RESULT_FAIL, FR_FABRIC_PROBE_STATE,
+                 st == 2 ? DCGM_HEALTH_RESULT_WARN : DCGM_HEALTH_RESULT_FAIL, DCGM_FR_FABRIC_PROBE_STATE,
                  "GPU %u: fabric manager state %s (%lld)", id,
                  st > 0 && st < 7 ? names[st] : "Unknown", st);
 }
@@ -823,7 +791,7 @@ static void check_nvlink_totals(check_ctx *c)
     for (size_t i = 0; i < n; i++) {
         hval v = latest(c, list[i].field);
         if (v.st == DCGM_ST_OK && !is_blank_i64(v.i64) && v.i64 > 0)
-            add_incident(c, DCGM_HEALTH_WATCH_NVLINK, list[i].health, FR_NVLINK_ERROR_CRITICAL,
+            add_incident(c, DCGM_HEALTH_WATCH_NVLINK, list[i].health, DCGM_FR_NVLINK_ERROR_CRITICAL,
                          "GPU %u: %lld %s NVLink errors; none are expected", c->ent->id,
                          (long long)v.i64, list[i].what);
     }
@@ -852,7 +820,7 @@ static void check_nvlink_links(check_ctx *c)
     int mig = cached_mig_enabled(c);
     for (unsigned int link = 0; link < DCGM_NVLINK_MAX_LINKS_PER_GPU; link++)
         if (states[link] == DcgmNvLinkLinkStateDown && !mig)
-            add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, FR_NVLINK_DOWN,
+            add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_NVLINK_DOWN,
                          "GPU %u: NvLink link %u is down", c->ent->id, link);
 }
 
@@ -871,8 +839,6 @@ static void check_nvlink(check_ctx *c)
 
 #define F_SXID_FATAL 856
 #define F_SXID_NON_FATAL 857
-#define FR_NVSWITCH_FATAL 15
-#define FR_NVSWITCH_NON_FATAL 16
 
 /* A switch's SXID count of the last minute above zero is an incident (fatal:
  * FAIL, non-fatal: WARN); in the fatal check every port Down is one too. */
@@ -883,7 +849,7 @@ static void check_switch_errors(check_ctx *c, int fatal)
         fatal ? DCGM_HEALTH_WATCH_NVSWITCH_FATAL : DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL;
     dcgmHealthWatchResults_t result = fatal ? DCGM_HEALTH_RESULT_FAIL : DCGM_HEALTH_RESULT_WARN;
     if (v.st == DCGM_ST_OK && !is_blank_i64(v.i64) && v.i64 > 0)
-        add_incident(c, system, result, fatal ? FR_NVSWITCH_FATAL : FR_NVSWITCH_NON_FATAL,
+        add_incident(c, system, result, fatal ? DCGM_FR_NVSWITCH_FATAL_ERROR : DCGM_FR_NVSWITCH_NON_FATAL_ERROR,
                      "NvSwitch %u reported %s errors (link 0)", c->ent->id,
                      fatal ? "fatal" : "non-fatal");
     if (!fatal)
@@ -891,7 +857,7 @@ static void check_switch_errors(check_ctx *c, int fatal)
     const dcgmNvLinkLinkState_t *ports = engine_nvlink_switch_states_locked(c->e, c->ent);
     for (unsigned int p = 0; ports && p < DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH; p++)
         if (ports[p] == DcgmNvLinkLinkStateDown)
-            add_incident(c, system, result, FR_NVLINK_DOWN, "NvSwitch %u: NvLink port %u is down",
+            add_incident(c, system, result, DCGM_FR_NVLINK_DOWN, "NvSwitch %u: NvLink port %u is down",
                          c->ent->id, p);
 }
 

@@ -28,11 +28,6 @@
 #include "engine_internal.h"
 
 enum {
-    FR_FIELD_THRESHOLD_DBL = 36,
-    FR_IMEX_UNHEALTHY = 122
-};
-
-enum {
     F_CPU_TEMP = 1110,
     F_CPU_TEMP_WARNING = 1111,
     F_CPU_TEMP_CRITICAL = 1112,
@@ -154,13 +149,13 @@ static void check_cpu_thermal(sim_engine *e, const engine_entity *cpu, int64_t n
     double mean = (first[0] + last[0]) / 2;
     if (mean >= last[1])
         incident(out, cpu->group, cpu->id, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_WARN,
-                 FR_FIELD_THRESHOLD_DBL,
+                 DCGM_FR_FIELD_THRESHOLD_DBL,
                  "CPU %u temperature (DCGM_FI_DEV_CPU_TEMP_CELSIUS, entity group %d) averaged "
                  "%.1f, at or above its warning threshold %.1f",
                  cpu->id, (int)cpu->group, mean, last[1]);
     if (last[0] >= last[2])
         incident(out, cpu->group, cpu->id, DCGM_HEALTH_WATCH_THERMAL, DCGM_HEALTH_RESULT_FAIL,
-                 FR_FIELD_THRESHOLD_DBL,
+                 DCGM_FR_FIELD_THRESHOLD_DBL,
                  "CPU %u temperature (DCGM_FI_DEV_CPU_TEMP_CELSIUS, entity group %d) is %.1f, "
                  "at or above its critical threshold %.1f",
                  cpu->id, (int)cpu->group, last[0], last[2]);
@@ -176,7 +171,7 @@ static void check_cpu_power(sim_engine *e, const engine_entity *cpu, dcgmHealthR
         return;
     if (power->num.dbl >= limit->num.dbl)
         incident(out, cpu->group, cpu->id, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_FAIL,
-                 FR_FIELD_THRESHOLD_DBL,
+                 DCGM_FR_FIELD_THRESHOLD_DBL,
                  "CPU %u power (DCGM_FI_DEV_CPU_POWER_WATTS, entity group %d) is %.1f W, "
                  "at or above its limit %.1f W",
                  cpu->id, (int)cpu->group, power->num.dbl, limit->num.dbl);
@@ -227,7 +222,7 @@ static void check_imex(sim_engine *e, dcgmHealthResponse_v5 *out)
             ok |= strcmp(domain->str, healthy[i]) == 0;
         if (!ok)
             incident(out, DCGM_FE_NONE, 0, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                     FR_IMEX_UNHEALTHY, "IMEX domain status %.64s is not healthy", domain->str);
+                     DCGM_FR_IMEX_UNHEALTHY, "IMEX domain status %.64s is not healthy", domain->str);
     }
     const engine_sample *daemon = latest(e, DCGM_FE_NONE, 0, IMEX_FIELD_DAEMON_STATUS);
     if (!daemon || daemon->num.i64 >= DCGM_INT64_BLANK)
@@ -236,7 +231,7 @@ static void check_imex(sim_engine *e, dcgmHealthResponse_v5 *out)
     if (st != IMEX_DAEMON_READY && st != IMEX_DAEMON_UNAVAILABLE &&
         st != IMEX_DAEMON_NOT_INSTALLED && st != IMEX_DAEMON_NOT_CONFIGURED)
         incident(out, DCGM_FE_NONE, 0, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                 FR_IMEX_UNHEALTHY, "IMEX daemon status %lld is not READY", (long long)st);
+                 DCGM_FR_IMEX_UNHEALTHY, "IMEX daemon status %lld is not READY", (long long)st);
 }
 
 void engine_health_check_global_locked(sim_engine *e, const dcgmGroupEntityPair_t *members,

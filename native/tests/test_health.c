@@ -20,34 +20,6 @@
 #include "check.h"
 #include "hostengine.h"
 
-/* dcgmError_t codes (dcgm_errors.h) */
-enum {
-    FR_PCI_REPLAY_RATE = 3,
-    FR_VOLATILE_DBE_DETECTED = 4,
-    FR_PENDING_PAGE_RETIREMENTS = 6,
-    FR_RETIRED_PAGES_LIMIT = 7,
-    FR_RETIRED_PAGES_DBE_LIMIT = 8,
-    FR_CORRUPT_INFOROM = 9,
-    FR_CLOCKS_EVENT_THERMAL = 10,
-    FR_POWER_UNREADABLE = 11,
-    FR_CLOCKS_EVENT_POWER = 12,
-    FR_NVLINK_ERROR_THRESHOLD = 13,
-    FR_FAULTY_MEMORY = 52,
-    FR_NVLINK_CRC_ERROR_THRESHOLD = 70,
-    FR_NVLINK_ERROR_CRITICAL = 71,
-    FR_ROW_REMAP_FAILURE = 80,
-    FR_UNCONTAINED_ERROR = 81,
-    FR_XID_ERROR = 101,
-    FR_NVLINK_EFFECTIVE_BER_THRESHOLD = 119,
-    FR_FIELD_VIOLATION = 33,
-    FR_FABRIC_PROBE_STATE = 123,
-    FR_FALLEN_OFF_BUS = 120,
-    FR_GPU_RECOVERY_RESET = 125,
-    FR_GPU_RECOVERY_DRAIN_P2P = 127,
-    FR_CONTAINED_ERROR = 131,
-    FR_UNCORRECTABLE_ROW_REMAP_LIMIT = 132
-};
-
 #define PASS DCGM_HEALTH_RESULT_PASS
 #define WARN DCGM_HEALTH_RESULT_WARN
 #define FAIL DCGM_HEALTH_RESULT_FAIL
@@ -159,7 +131,7 @@ static void healthy_and_disabled(dcgmHandle_t h)
     inject(h, gpu, F_DBE_VOL, 2, -50);
     EXPECT_PASS(h, g, "MEM not enabled");
     CHECK_RC(p_dcgmHealthSet(h, g, DCGM_HEALTH_WATCH_MEM), DCGM_ST_OK);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, FR_VOLATILE_DBE_DETECTED);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_VOLATILE_DBE_DETECTED);
     /* no systems: no check at all */
     CHECK_RC(p_dcgmHealthSet(h, g, 0), DCGM_ST_OK);
     EXPECT_PASS(h, g, "no systems");
@@ -175,7 +147,7 @@ static void mem(dcgmHandle_t h)
     EXPECT_PASS(h, g, "nothing injected");
     /* DcgmHealthWatch::MonitorMemVolatileDbes: any DBE in the last minute fails */
     inject(h, gpu, F_DBE_VOL, 2, -50);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, FR_VOLATILE_DBE_DETECTED);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_VOLATILE_DBE_DETECTED);
     inject(h, gpu, F_DBE_VOL, 0, -40);
     EXPECT_PASS(h, g, "the DBE count went back to 0");
 
@@ -188,19 +160,19 @@ static void mem(dcgmHandle_t h)
     /* pending page retirement: a warning */
     inject(h, gpu, F_RETIRED_PENDING, 0, -50);
     inject(h, gpu, F_RETIRED_PENDING, 1, -40);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, WARN, FR_PENDING_PAGE_RETIREMENTS);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, WARN, DCGM_FR_PENDING_PAGE_RETIREMENTS);
     inject(h, gpu, F_RETIRED_PENDING, 0, -35);
     EXPECT_PASS(h, g, "no page pending");
 
     /* a failed row remap */
     inject(h, gpu, F_ROW_REMAP_FAILED, 1, 0);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, FR_ROW_REMAP_FAILURE);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_ROW_REMAP_FAILURE);
     inject(h, gpu, F_ROW_REMAP_FAILED, 0, 1);
     EXPECT_PASS(h, g, "row remap failure cleared");
 
     /* unrepairable memory */
     inject(h, gpu, F_UNREPAIRABLE, 1, -45);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, FR_FAULTY_MEMORY);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_FAULTY_MEMORY);
     inject(h, gpu, F_UNREPAIRABLE, 0, -40);
     EXPECT_PASS(h, g, "unrepairable flag cleared");
 
@@ -210,7 +182,7 @@ static void mem(dcgmHandle_t h)
     inject(h, gpu, F_CC, 7 << 16 | 5, -10);
     EXPECT_PASS(h, g, "Turing");
     inject(h, gpu, F_CC, 8 << 16, -5);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, WARN, FR_UNCORRECTABLE_ROW_REMAP_LIMIT);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, WARN, DCGM_FR_UNCORRECTABLE_ROW_REMAP_LIMIT);
     inject(h, gpu, F_ROW_REMAP_UNCORRECTABLE, 511, -4);
     EXPECT_PASS(h, g, "511 uncorrectable row remaps");
 }
@@ -226,7 +198,7 @@ static void retired_pages(dcgmHandle_t h)
     /* 40 + 30 retired pages reach DCGM's limit of 63 */
     inject(h, gpu, F_RETIRED_DBE, 40, -30);
     inject(h, gpu, F_RETIRED_SBE, 30, -30);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, FR_RETIRED_PAGES_LIMIT);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_RETIRED_PAGES_LIMIT);
     /* 10 + 49 do not, and 10 for DBEs is under the soft limit of 15 */
     inject(h, gpu, F_RETIRED_DBE, 10, -29);
     inject(h, gpu, F_RETIRED_SBE, 49, -29);
@@ -234,12 +206,12 @@ static void retired_pages(dcgmHandle_t h)
     /* 16 for DBEs, none of them a week ago: more than one in a week fails */
     inject(h, gpu, F_RETIRED_SBE, 0, -28);
     inject(h, gpu, F_RETIRED_DBE, 16, -28);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, FR_RETIRED_PAGES_DBE_LIMIT);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_RETIRED_PAGES_DBE_LIMIT);
     /* 15 already a week and a minute ago: one more this week passes, two more fail */
     inject(h, gpu, F_RETIRED_DBE, 15, -(604800.0 + 60));
     EXPECT_PASS(h, g, "one DBE page retired this week");
     inject(h, gpu, F_RETIRED_DBE, 17, -27);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, FR_RETIRED_PAGES_DBE_LIMIT);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_RETIRED_PAGES_DBE_LIMIT);
 }
 
 static void pcie(dcgmHandle_t h)
@@ -260,7 +232,7 @@ static void pcie(dcgmHandle_t h)
     inject(h, gpu2, F_PCIE_REPLAY, 16, 100); /* DCGM's test stamps it in the future */
     EXPECT_PASS(h, g2, "16 replays in a minute");
     inject(h, gpu2, F_PCIE_REPLAY, 17, 101);
-    EXPECT_ONE(h, g2, gpu2, DCGM_HEALTH_WATCH_PCIE, WARN, FR_PCI_REPLAY_RATE);
+    EXPECT_ONE(h, g2, gpu2, DCGM_HEALTH_WATCH_PCIE, WARN, DCGM_FR_PCI_REPLAY_RATE);
 }
 
 static void thermal_and_power(dcgmHandle_t h)
@@ -270,7 +242,7 @@ static void thermal_and_power(dcgmHandle_t h)
     inject(h, gpu, F_THERMAL_VIOLATION, 0, -50);
     EXPECT_PASS(h, g, "no thermal violation");
     inject(h, gpu, F_THERMAL_VIOLATION, 1000, 10);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_THERMAL, WARN, FR_CLOCKS_EVENT_THERMAL);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_THERMAL, WARN, DCGM_FR_CLOCKS_EVENT_THERMAL);
     /* a power violation is not THERMAL's business */
     inject(h, gpu, F_POWER_VIOLATION, 0, -50);
     inject(h, gpu, F_POWER_VIOLATION, 1000, 10);
@@ -282,14 +254,14 @@ static void thermal_and_power(dcgmHandle_t h)
     inject(h, gpu2, F_POWER_VIOLATION, 0, -50);
     EXPECT_PASS(h, g2, "no power violation");
     inject(h, gpu2, F_POWER_VIOLATION, 1000, 10);
-    EXPECT_ONE(h, g2, gpu2, DCGM_HEALTH_WATCH_POWER, WARN, FR_CLOCKS_EVENT_POWER);
+    EXPECT_ONE(h, g2, gpu2, DCGM_HEALTH_WATCH_POWER, WARN, DCGM_FR_CLOCKS_EVENT_POWER);
     /* a power reading that is blank (not NOT_SUPPORTED) warns */
     unsigned int gpu3;
     dcgmGpuGrp_t g3 = fake_group(h, DCGM_HEALTH_WATCH_POWER, &gpu3);
     inject_dbl(h, gpu3, F_POWER, DCGM_FP64_NOT_SUPPORTED, 40);
     EXPECT_PASS(h, g3, "power not supported");
     inject_dbl(h, gpu3, F_POWER, DCGM_FP64_BLANK, 50);
-    EXPECT_ONE(h, g3, gpu3, DCGM_HEALTH_WATCH_POWER, WARN, FR_POWER_UNREADABLE);
+    EXPECT_ONE(h, g3, gpu3, DCGM_HEALTH_WATCH_POWER, WARN, DCGM_FR_POWER_UNREADABLE);
 }
 
 static void nvlink(dcgmHandle_t h)
@@ -300,15 +272,15 @@ static void nvlink(dcgmHandle_t h)
     /* CRC errors: a warning under 100 a second, a failure from there */
     inject(h, gpu, F_NVLINK_CRC_FLIT, 0, -50);
     inject(h, gpu, F_NVLINK_CRC_FLIT, 100, 10);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_NVLINK, WARN, FR_NVLINK_ERROR_THRESHOLD);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_NVLINK, WARN, DCGM_FR_NVLINK_ERROR_THRESHOLD);
     inject(h, gpu, F_NVLINK_CRC_FLIT, 1000000, 11);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_NVLINK, FAIL, FR_NVLINK_CRC_ERROR_THRESHOLD);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_NVLINK, FAIL, DCGM_FR_NVLINK_CRC_ERROR_THRESHOLD);
     /* one recovery error fails */
     unsigned int gpu2;
     dcgmGpuGrp_t g2 = fake_group(h, DCGM_HEALTH_WATCH_NVLINK, &gpu2);
     inject(h, gpu2, F_NVLINK_RECOVERY, 0, -50);
     inject(h, gpu2, F_NVLINK_RECOVERY, 1, -40);
-    EXPECT_ONE(h, g2, gpu2, DCGM_HEALTH_WATCH_NVLINK, FAIL, FR_NVLINK_ERROR_CRITICAL);
+    EXPECT_ONE(h, g2, gpu2, DCGM_HEALTH_WATCH_NVLINK, FAIL, DCGM_FR_NVLINK_ERROR_CRITICAL);
     /* effective BER: 10e-13 passes, 11e-13 fails (mantissa << 8 | exponent) */
     unsigned int gpu3;
     dcgmGpuGrp_t g3 = fake_group(h, DCGM_HEALTH_WATCH_NVLINK, &gpu3);
@@ -316,7 +288,7 @@ static void nvlink(dcgmHandle_t h)
     inject(h, gpu3, F_NVLINK_EFFECTIVE_BER, 10 << 8 | 13, -20);
     EXPECT_PASS(h, g3, "BER 1e-12");
     inject(h, gpu3, F_NVLINK_EFFECTIVE_BER, 11 << 8 | 13, -19);
-    EXPECT_ONE(h, g3, gpu3, DCGM_HEALTH_WATCH_NVLINK, FAIL, FR_NVLINK_EFFECTIVE_BER_THRESHOLD);
+    EXPECT_ONE(h, g3, gpu3, DCGM_HEALTH_WATCH_NVLINK, FAIL, DCGM_FR_NVLINK_EFFECTIVE_BER_THRESHOLD);
     /* the fabric: health mask sub-fields (route unhealthy: bits 4-5 == 1) and the
      * fabric manager's state (2: in progress, a warning; 3: success) */
     unsigned int gpu4;
@@ -324,14 +296,14 @@ static void nvlink(dcgmHandle_t h)
     inject(h, gpu4, F_FABRIC_MASK, 2 << 4 | 2 << 0 | 2 << 2 | 2 << 6 | 1 << 8, -10);
     EXPECT_PASS(h, g4, "healthy fabric");
     inject(h, gpu4, F_FABRIC_MASK, 1 << 4 | 2 << 0, -9);
-    EXPECT_ONE(h, g4, gpu4, DCGM_HEALTH_WATCH_NVLINK, FAIL, FR_FIELD_VIOLATION);
+    EXPECT_ONE(h, g4, gpu4, DCGM_HEALTH_WATCH_NVLINK, FAIL, DCGM_FR_FIELD_VIOLATION);
     CHECK(strstr(hr->incidents[0].error.msg, "Route Unhealthy") != NULL, "message \"%s\"",
           hr->incidents[0].error.msg);
     inject(h, gpu4, F_FABRIC_MASK, 0, -8);
     inject(h, gpu4, F_FM_STATUS, 3, -8);
     EXPECT_PASS(h, g4, "fabric manager started");
     inject(h, gpu4, F_FM_STATUS, 2, -7);
-    EXPECT_ONE(h, g4, gpu4, DCGM_HEALTH_WATCH_NVLINK, WARN, FR_FABRIC_PROBE_STATE);
+    EXPECT_ONE(h, g4, gpu4, DCGM_HEALTH_WATCH_NVLINK, WARN, DCGM_FR_FABRIC_PROBE_STATE);
 }
 
 static void inforom_and_driver(dcgmHandle_t h)
@@ -341,17 +313,17 @@ static void inforom_and_driver(dcgmHandle_t h)
     inject(h, gpu, F_INFOROM_VALID, 1, -5);
     EXPECT_PASS(h, g, "valid InfoROM");
     inject(h, gpu, F_INFOROM_VALID, 0, -4);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_INFOROM, WARN, FR_CORRUPT_INFOROM);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_INFOROM, WARN, DCGM_FR_CORRUPT_INFOROM);
     inject(h, gpu, F_INFOROM_VALID, 1, -3);
     /* the driver's recovery action */
     inject(h, gpu, F_RECOVERY_ACTION, 0, -3);
     EXPECT_PASS(h, g, "no recovery action");
     inject(h, gpu, F_RECOVERY_ACTION, 1, -2);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_DRIVER, FAIL, FR_GPU_RECOVERY_RESET);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_DRIVER, FAIL, DCGM_FR_GPU_RECOVERY_RESET);
     CHECK(strstr(hr->incidents[0].error.msg, "reset") && strstr(hr->incidents[0].error.msg, "1"),
           "message \"%s\"", hr->incidents[0].error.msg);
     inject(h, gpu, F_RECOVERY_ACTION, 3, -1);
-    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_DRIVER, WARN, FR_GPU_RECOVERY_DRAIN_P2P);
+    EXPECT_ONE(h, g, gpu, DCGM_HEALTH_WATCH_DRIVER, WARN, DCGM_FR_GPU_RECOVERY_DRAIN_P2P);
     inject(h, gpu, F_RECOVERY_ACTION, 9, 0);
     EXPECT_PASS(h, g, "an action DCGM does not know");
 }
@@ -364,21 +336,21 @@ static void xids(dcgmHandle_t h)
     inject(h, gpu, F_XID, 13, 0); /* not one DCGM's health module knows */
     EXPECT_PASS(h, g, "XID 13");
     inject(h, gpu, F_XID, 95, 0);
-    EXPECT_ONE(h, g, gpu, ALL, FAIL, FR_UNCONTAINED_ERROR);
-    EXPECT_ONE(h, g, gpu, ALL, FAIL, FR_UNCONTAINED_ERROR);
+    EXPECT_ONE(h, g, gpu, ALL, FAIL, DCGM_FR_UNCONTAINED_ERROR);
+    EXPECT_ONE(h, g, gpu, ALL, FAIL, DCGM_FR_UNCONTAINED_ERROR);
     CHECK_RC(p_dcgmHealthSet(h, g, DCGM_HEALTH_WATCH_PCIE), DCGM_ST_OK);
-    EXPECT_ONE(h, g, gpu, ALL, FAIL, FR_UNCONTAINED_ERROR);
+    EXPECT_ONE(h, g, gpu, ALL, FAIL, DCGM_FR_UNCONTAINED_ERROR);
 
     unsigned int gpu2;
     dcgmGpuGrp_t g2 = fake_group(h, DCGM_HEALTH_WATCH_ALL, &gpu2);
     inject(h, gpu2, F_XID, 94, 0);
-    EXPECT_ONE(h, g2, gpu2, ALL, WARN, FR_CONTAINED_ERROR);
+    EXPECT_ONE(h, g2, gpu2, ALL, WARN, DCGM_FR_CONTAINED_ERROR);
 
     /* a memory XID under MEM, while MEM is enabled */
     unsigned int gpu3;
     dcgmGpuGrp_t g3 = fake_group(h, DCGM_HEALTH_WATCH_MEM, &gpu3);
     inject(h, gpu3, F_XID, 64, 0);
-    EXPECT_ONE(h, g3, gpu3, DCGM_HEALTH_WATCH_MEM, FAIL, FR_ROW_REMAP_FAILURE);
+    EXPECT_ONE(h, g3, gpu3, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_ROW_REMAP_FAILURE);
     CHECK(strstr(hr->incidents[0].error.msg, "XID 64") != NULL, "message \"%s\"",
           hr->incidents[0].error.msg);
 
@@ -390,12 +362,12 @@ static void xids(dcgmHandle_t h)
     CHECK_RC(p_dcgmHealthSet(h, g4, DCGM_HEALTH_WATCH_MEM), DCGM_ST_OK);
     EXPECT_PASS(h, g4, "XID before the health module watched XIDs");
     inject(h, gpu4, F_XID, 79, 1);
-    EXPECT_ONE(h, g4, gpu4, ALL, FAIL, FR_FALLEN_OFF_BUS);
+    EXPECT_ONE(h, g4, gpu4, ALL, FAIL, DCGM_FR_FALLEN_OFF_BUS);
     inject(h, gpu4, F_XID, 48, 2);
     check(h, g4);
-    CHECK(hr->incidentCount == 2 && hr->incidents[0].error.code == FR_XID_ERROR &&
+    CHECK(hr->incidentCount == 2 && hr->incidents[0].error.code == DCGM_FR_XID_ERROR &&
               strstr(hr->incidents[0].error.msg, "XID 48") != NULL &&
-              hr->incidents[1].error.code == FR_FALLEN_OFF_BUS,
+              hr->incidents[1].error.code == DCGM_FR_FALLEN_OFF_BUS,
           "XIDs 48 and 79: %u incidents, codes %d %d", hr->incidentCount,
           hr->incidents[0].error.code, hr->incidents[1].error.code);
 }
@@ -416,11 +388,11 @@ static void several(dcgmHandle_t h)
     /* DCGM's order: per GPU, PCIE before MEM */
     CHECK(hr->incidentCount == 3 && hr->overallHealth == FAIL &&
               hr->incidents[0].system == DCGM_HEALTH_WATCH_PCIE &&
-              hr->incidents[0].error.code == FR_PCI_REPLAY_RATE &&
+              hr->incidents[0].error.code == DCGM_FR_PCI_REPLAY_RATE &&
               hr->incidents[0].entityInfo.entityId == gpus[0] &&
-              hr->incidents[1].error.code == FR_VOLATILE_DBE_DETECTED &&
+              hr->incidents[1].error.code == DCGM_FR_VOLATILE_DBE_DETECTED &&
               hr->incidents[1].entityInfo.entityId == gpus[0] &&
-              hr->incidents[2].error.code == FR_PENDING_PAGE_RETIREMENTS &&
+              hr->incidents[2].error.code == DCGM_FR_PENDING_PAGE_RETIREMENTS &&
               hr->incidents[2].health == WARN && hr->incidents[2].entityInfo.entityId == gpus[1],
           "%u incidents, overall %d, codes %d %d %d", hr->incidentCount, (int)hr->overallHealth,
           hr->incidents[0].error.code, hr->incidents[1].error.code, hr->incidents[2].error.code);
@@ -519,7 +491,7 @@ static void test_watches(void)
     EXPECT_PASS(EMB, g, "two simulated H100s");
     /* an injected DBE on a real GPU counts like a sampled one */
     inject(EMB, 1, F_DBE_VOL, 1, 1);
-    EXPECT_ONE(EMB, g, 1, DCGM_HEALTH_WATCH_MEM, FAIL, FR_VOLATILE_DBE_DETECTED);
+    EXPECT_ONE(EMB, g, 1, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_VOLATILE_DBE_DETECTED);
     CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
 }
 
@@ -539,7 +511,7 @@ static void test_scenario_xids(void)
     while (wall_us() - t0 < 900000)
         sleep_ms(50);
     if (watched < 500000)
-        EXPECT_ONE(EMB, DCGM_GROUP_ALL_GPUS, 1, DCGM_HEALTH_WATCH_MEM, FAIL, FR_ROW_REMAP_FAILURE);
+        EXPECT_ONE(EMB, DCGM_GROUP_ALL_GPUS, 1, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_ROW_REMAP_FAILURE);
     CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
     unlink(path);
 }
