@@ -91,6 +91,15 @@ typedef struct backend_ops {
     int (*version_info)(void *self, dcgmVersionInfo_t *info);
     int (*hostengine_health)(void *self, dcgmHostengineHealth_t *health);
 
+    /* ---- administration: modules, pause, driver, introspection (engine_admin.c) ---- */
+    /* statuses: a dcgmModuleGetStatuses_v1, filled in place */
+    int (*module_statuses)(void *self, void *statuses);
+    int (*module_denylist)(void *self, unsigned int module);
+    int (*pause_resume)(void *self, int pause);
+    int (*driver_attach)(void *self, int attach);
+    int (*introspect)(void *self, int cpu, int wait, engine_introspect *out);
+    int (*diag_precheck)(void *self, dcgmGpuGrp_t group);
+
     /* ---- simulator extensions ---- */
     /* When the node started (t_rel 0), us since the Unix epoch. */
     int (*start_time)(void *self, long long *start_us);

@@ -253,6 +253,38 @@ static int embedded_nvlink_set_state(void *self, const dcgmSetNvLinkLinkState_v1
     return engine_nvlink_set_state(self, request);
 }
 
+/* ---- administration ---------------------------------------------------------- */
+
+static int embedded_module_statuses(void *self, void *statuses)
+{
+    return engine_module_statuses(self, statuses);
+}
+
+static int embedded_module_denylist(void *self, unsigned int module)
+{
+    return engine_module_denylist(self, module);
+}
+
+static int embedded_pause_resume(void *self, int pause)
+{
+    return engine_pause_resume(self, pause);
+}
+
+static int embedded_driver_attach(void *self, int attach)
+{
+    return engine_driver_attach(self, attach);
+}
+
+static int embedded_introspect(void *self, int cpu, int wait, engine_introspect *out)
+{
+    return engine_introspect_read(self, cpu, wait, out);
+}
+
+static int embedded_diag_precheck(void *self, dcgmGpuGrp_t group)
+{
+    return engine_diag_precheck(self, group);
+}
+
 /* ---- simulator extensions ------------------------------------------------- */
 
 static int embedded_start_time(void *self, long long *start_us)
@@ -307,6 +339,12 @@ const backend_ops embedded_backend_ops = {
     .prof_metric_groups = embedded_prof_metric_groups,
     .version_info = embedded_version_info,
     .hostengine_health = embedded_hostengine_health,
+    .module_statuses = embedded_module_statuses,
+    .module_denylist = embedded_module_denylist,
+    .pause_resume = embedded_pause_resume,
+    .driver_attach = embedded_driver_attach,
+    .introspect = embedded_introspect,
+    .diag_precheck = embedded_diag_precheck,
     .start_time = embedded_start_time,
     .sim_value_at = embedded_sim_value_at,
 };

@@ -91,6 +91,13 @@ typedef enum wire_op {
     WIRE_OP_NVLINK_STATUS,
     WIRE_OP_NVLINK_SET_STATE,
     WIRE_OP_CACHE_FIELD_INFO,
+    /* engine administration: modules, pause, driver attachment, introspection */
+    WIRE_OP_MODULE_STATUSES,
+    WIRE_OP_MODULE_DENYLIST,
+    WIRE_OP_PAUSE_RESUME,
+    WIRE_OP_DRIVER_ATTACH,
+    WIRE_OP_INTROSPECT,
+    WIRE_OP_DIAG_PRECHECK,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -217,6 +224,14 @@ int remote_health_check(remote_conn *c, dcgmGpuGrp_t group, dcgmHealthResponse_v
 int remote_prof_metric_groups(remote_conn *c, dcgmProfGetMetricGroups_v3 *groups);
 int remote_version_info(remote_conn *c, dcgmVersionInfo_t *info);
 int remote_hostengine_health(remote_conn *c, dcgmHostengineHealth_t *health);
+/* engine administration (engine_admin.c on the hostengine) */
+int remote_module_statuses(remote_conn *c, void *statuses);
+int remote_module_denylist(remote_conn *c, unsigned int module);
+int remote_pause_resume(remote_conn *c, int pause);
+int remote_driver_attach(remote_conn *c, int attach);
+int remote_introspect(remote_conn *c, int cpu, int wait, engine_introspect *out);
+int remote_diag_precheck(remote_conn *c, dcgmGpuGrp_t group);
+
 /* When the hostengine's node started (t_rel 0), us since the Unix epoch. */
 int remote_start_time(remote_conn *c, long long *start_us);
 
