@@ -85,6 +85,9 @@ DcgmEntityStatus_t engine_entity_status_locked(const sim_engine *e, const engine
         return DcgmEntityStatusDetached;
     if (engine_gpu_lost_locked(e, ent->gpu, t_rel))
         return DcgmEntityStatusLost;
+    /* paused telemetry disables the GPUs that were fine (DcgmCacheManager::PauseGpu) */
+    if (ent->group == DCGM_FE_GPU && engine_admin_paused_locked(e))
+        return DcgmEntityStatusDisabled;
     return DcgmEntityStatusOk;
 }
 
@@ -376,7 +379,8 @@ int engine_gpu_ids(sim_engine *e, int only_supported, unsigned int *ids, int *co
         if (ent->group != DCGM_FE_GPU)
             continue;
         DcgmEntityStatus_t status = engine_entity_status_locked(e, ent, t_rel);
-        if (only_supported && (status == DcgmEntityStatusLost || status == DcgmEntityStatusDetached))
+        /* DCGM: DcgmCacheManager::GetGpuIds, active means Ok or Fake */
+        if (only_supported && status != DcgmEntityStatusOk && status != DcgmEntityStatusFake)
             continue;
         ids[n++] = ent->id;
     }

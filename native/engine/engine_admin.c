@@ -40,6 +40,17 @@ int engine_admin_hidden_locked(const sim_engine *e, dcgm_field_entity_group_t gr
            (group == DCGM_FE_GPU || group == DCGM_FE_GPU_I || group == DCGM_FE_GPU_CI);
 }
 
+int engine_admin_paused_locked(const sim_engine *e)
+{
+    return e->admin.module_status[ENGINE_MODULE_CORE] == ENGINE_MODULE_PAUSED;
+}
+
+int engine_admin_idle_locked(const sim_engine *e, dcgm_field_entity_group_t group)
+{
+    return (e->admin.gpus_detached || engine_admin_paused_locked(e)) &&
+           (group == DCGM_FE_GPU || group == DCGM_FE_GPU_I || group == DCGM_FE_GPU_CI);
+}
+
 /* DCGM: DcgmHostEngineHandler::ProcessModuleCommand and LoadModule. */
 int engine_module_use_locked(sim_engine *e, int module)
 {
@@ -113,7 +124,9 @@ int engine_module_denylist(sim_engine *e, unsigned int module)
 }
 
 /* DCGM: DcgmHostEngineHandler::Pause / Resume: every loaded module, the core
- * last when pausing and first when resuming. */
+ * last when pausing and first when resuming.  The core's pause is the cache
+ * manager's (DcgmCacheManager::Pause): its GPUs are Disabled, so neither
+ * sampled nor counted as supported, until it resumes. */
 int engine_pause_resume(sim_engine *e, int pause)
 {
     if (!e)
@@ -126,6 +139,13 @@ int engine_pause_resume(sim_engine *e, int pause)
         if (*status == from || (pause && *status == ENGINE_MODULE_RELOADABLE))
             *status = to;
     }
+    if (!pause)
+        /* the watches of the GPUs are due again at once */
+        for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++)
+            for (engine_series *s = e->buckets[b]; s; s = s->next)
+                if (s->group == DCGM_FE_GPU || s->group == DCGM_FE_GPU_I || s->group == DCGM_FE_GPU_CI)
+                    s->last_sampled_us = 0;
+    engine_kick_locked(e);
     ENGINE_LOG_INFO("Telemetry %s", pause ? "paused for a diagnostic" : "resumed");
     pthread_mutex_unlock(&e->lock);
     return DCGM_ST_OK;

@@ -255,6 +255,11 @@ void engine_admin_init_locked(sim_engine *e);
 int engine_module_use_locked(sim_engine *e, int module);
 /* A GPU, GPU instance or compute instance: what a detached driver hides. */
 int engine_admin_hidden_locked(const sim_engine *e, dcgm_field_entity_group_t group);
+/* Whether telemetry is paused for a diagnostic (the core module is paused). */
+int engine_admin_paused_locked(const sim_engine *e);
+/* Whether nothing of an entity of this group is sampled now: its GPU is
+ * detached, or paused with the rest of telemetry. */
+int engine_admin_idle_locked(const sim_engine *e, dcgm_field_entity_group_t group);
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);

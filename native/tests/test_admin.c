@@ -146,7 +146,19 @@ static void modules_script(dcgmHandle_t h, const char *where)
     CHECK(module_status(h, M_HEALTH) == S_PAUSED, "%s: health not paused", where);
     CHECK_RC(action_validate(h, DCGM_GROUP_ALL_GPUS), DCGM_ST_PAUSED);
     CHECK(module_status(h, M_DIAG) == S_PAUSED, "%s: diag loaded unpaused", where);
+    /* the cache manager's GPUs are disabled meanwhile */
+    DcgmEntityStatus_t st = DcgmEntityStatusUnknown;
+    CHECK_RC(p_dcgmGetGpuStatus(h, 0, &st), DCGM_ST_OK);
+    CHECK(st == DcgmEntityStatusDisabled, "%s: status %d while paused", where, (int)st);
+    unsigned int ids[DCGM_MAX_NUM_DEVICES];
+    int n = -1;
+    CHECK_RC(p_dcgmGetAllSupportedDevices(h, ids, &n), DCGM_ST_OK);
+    CHECK(n == 0, "%s: %d supported GPUs while paused", where, n);
     CHECK_RC(p_dcgmResumeTelemetryForDiag(h), DCGM_ST_OK);
+    CHECK_RC(p_dcgmGetGpuStatus(h, 0, &st), DCGM_ST_OK);
+    CHECK(st == DcgmEntityStatusOk, "%s: status %d after resuming", where, (int)st);
+    CHECK_RC(p_dcgmGetAllSupportedDevices(h, ids, &n), DCGM_ST_OK);
+    CHECK(n == 2, "%s: %d supported GPUs after resuming", where, n);
     CHECK(module_status(h, M_CORE) == S_LOADED, "%s: core not resumed", where);
     CHECK(module_status(h, M_DIAG) == S_LOADED, "%s: diag not resumed", where);
     CHECK(module_status(h, M_POLICY) == S_DENYLISTED, "%s: policy left the denylist", where);
