@@ -100,6 +100,7 @@ DCGM_FN(dcgmReturn_t, dcgmPauseTelemetryForDiag, (dcgmHandle_t pDcgmHandle), (pD
 DCGM_FN(dcgmReturn_t, dcgmResumeTelemetryForDiag, (dcgmHandle_t pDcgmHandle), (pDcgmHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmAttachDriver, (dcgmHandle_t pDcgmHandle), (pDcgmHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmDetachDriver, (dcgmHandle_t pDcgmHandle), (pDcgmHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmHostengineSetLoggingSeverity, (dcgmHandle_t pDcgmHandle, void *logging), (pDcgmHandle, logging), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetVgpuDeviceAttributes, (dcgmHandle_t pDcgmHandle, unsigned int gpuId, void *pDcgmVgpuDeviceAttr), (pDcgmHandle, gpuId, pDcgmVgpuDeviceAttr), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmHostengineEnvironmentVariableInfo, (dcgmHandle_t pDcgmHandle, dcgmEnvVarInfo_t *pEnvVarInfo), (pDcgmHandle, pEnvVarInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmSimGetStartTime, (long long *startUs), (startUs), DCGM_ST_FUNCTION_NOT_FOUND) \

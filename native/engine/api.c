@@ -1045,3 +1045,16 @@ dcgmReturn_t api_diag_precheck(dcgmHandle_t handle, dcgmGpuGrp_t group)
 {
     API_CALL(handle, diag_precheck, group);
 }
+
+/* dcgmSettingsSetLoggingSeverity_v2 *logging: version, targetLogger, targetSeverity */
+#define SET_LOGGING_SEVERITY_VERSION2 0x0200000cu
+dcgmReturn_t dcgmHostengineSetLoggingSeverity(dcgmHandle_t pDcgmHandle, void *logging)
+{
+    if (!logging)
+        return DCGM_ST_BADPARAM;
+    int fields[3];
+    memcpy(fields, logging, sizeof fields);
+    if ((unsigned int)fields[0] != SET_LOGGING_SEVERITY_VERSION2)
+        return DCGM_ST_VER_MISMATCH;
+    API_CALL(pDcgmHandle, set_logging_severity, fields[1], fields[2]);
+}

@@ -99,6 +99,7 @@ typedef struct backend_ops {
     int (*driver_attach)(void *self, int attach);
     int (*introspect)(void *self, int cpu, int wait, engine_introspect *out);
     int (*diag_precheck)(void *self, dcgmGpuGrp_t group);
+    int (*set_logging_severity)(void *self, int logger, int severity);
 
     /* ---- simulator extensions ---- */
     /* When the node started (t_rel 0), us since the Unix epoch. */

@@ -285,6 +285,11 @@ static int embedded_diag_precheck(void *self, dcgmGpuGrp_t group)
     return engine_diag_precheck(self, group);
 }
 
+static int embedded_set_logging_severity(void *self, int logger, int severity)
+{
+    return engine_set_logging_severity(self, logger, severity);
+}
+
 /* ---- simulator extensions ------------------------------------------------- */
 
 static int embedded_start_time(void *self, long long *start_us)
@@ -345,6 +350,7 @@ const backend_ops embedded_backend_ops = {
     .driver_attach = embedded_driver_attach,
     .introspect = embedded_introspect,
     .diag_precheck = embedded_diag_precheck,
+    .set_logging_severity = embedded_set_logging_severity,
     .start_time = embedded_start_time,
     .sim_value_at = embedded_sim_value_at,
 };

@@ -277,6 +277,11 @@ static int remote_op_diag_precheck(void *self, dcgmGpuGrp_t group)
     return remote_diag_precheck(self, group);
 }
 
+static int remote_op_set_logging_severity(void *self, int logger, int severity)
+{
+    return remote_set_logging_severity(self, logger, severity);
+}
+
 /* ---- simulator extensions ------------------------------------------------- */
 
 static int remote_op_start_time(void *self, long long *start_us)
@@ -338,6 +343,7 @@ const backend_ops remote_backend_ops = {
     .driver_attach = remote_op_driver_attach,
     .introspect = remote_op_introspect,
     .diag_precheck = remote_op_diag_precheck,
+    .set_logging_severity = remote_op_set_logging_severity,
     .start_time = remote_op_start_time,
     .sim_value_at = remote_op_sim_value_at,
 };

@@ -179,6 +179,9 @@ typedef struct engine_introspect {
     double total, kernel, user;
 } engine_introspect;
 int engine_introspect_read(sim_engine *engine, int cpu, int wait, engine_introspect *out);
+/* dcgmHostengineSetLoggingSeverity: the process's log severity (logger 0,
+ * DCGM's base logger; logger 1, syslog, which this engine does not write). */
+int engine_set_logging_severity(sim_engine *engine, int logger, int severity);
 /* What DCGM's diag module answers before it would start NVVS on group
  * (DCGM_GROUP_NULL: the request names its entities instead). */
 int engine_diag_precheck(sim_engine *engine, dcgmGpuGrp_t group);

@@ -349,3 +349,21 @@ int engine_diag_precheck(sim_engine *e, dcgmGpuGrp_t group)
     pthread_mutex_unlock(&e->lock);
     return rc;
 }
+
+/* DCGM: modules/core/DcgmModuleCore.cpp, ProcessSetLoggingSeverity: a
+ * severity out of range is BADPARAM for the two loggers it knows; any other
+ * logger id is accepted and changes nothing. */
+int engine_set_logging_severity(sim_engine *e, int logger, int severity)
+{
+    if (!e)
+        return DCGM_ST_BADPARAM;
+    if (logger != 0 && logger != 1)
+        return DCGM_ST_OK;
+    if (severity < DcgmLoggingSeverityNone || severity > DcgmLoggingSeverityVerbose)
+        return DCGM_ST_BADPARAM;
+    if (logger == 0)
+        engine_log_set_severity((DcgmLoggingSeverity_t)severity);
+    ENGINE_LOG_INFO("Severity of logger %d is %s (%d) now", logger,
+                    engine_log_severity_name((DcgmLoggingSeverity_t)severity), severity);
+    return DCGM_ST_OK;
+}

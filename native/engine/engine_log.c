@@ -68,6 +68,20 @@ void engine_log_configure(const char *file, DcgmLoggingSeverity_t severity)
     pthread_mutex_unlock(&lg.lock);
 }
 
+void engine_log_set_severity(DcgmLoggingSeverity_t severity)
+{
+    if (severity < DcgmLoggingSeverityNone || severity > DcgmLoggingSeverityVerbose)
+        return;
+    pthread_mutex_lock(&lg.lock);
+    lg.severity = severity;
+    pthread_mutex_unlock(&lg.lock);
+}
+
+const char *engine_log_severity_name(DcgmLoggingSeverity_t severity)
+{
+    return severity >= 0 && severity < N_SEVERITIES ? severity_names[severity] : "Unknown";
+}
+
 int engine_log_enabled(DcgmLoggingSeverity_t severity)
 {
     pthread_mutex_lock(&lg.lock);

@@ -24,6 +24,10 @@
 void engine_log_configure(const char *file, DcgmLoggingSeverity_t severity);
 /* The severity a name means, DcgmLoggingSeverityUnspecified for no such name. */
 DcgmLoggingSeverity_t engine_log_severity_from_name(const char *name);
+/* Changes the severity only (dcgmHostengineSetLoggingSeverity). */
+void engine_log_set_severity(DcgmLoggingSeverity_t severity);
+/* The name DCGM prints for a severity ("VERB" for verbose), "Unknown" out of range. */
+const char *engine_log_severity_name(DcgmLoggingSeverity_t severity);
 /* Whether a line of this severity would be written now. */
 int engine_log_enabled(DcgmLoggingSeverity_t severity);
 /* Writes "YYYY-mm-dd HH:MM:SS.mmm SEV [pid:tid] message [file:line] [function]". */

@@ -262,6 +262,8 @@ static int serve_simple(he_session *s, const wire_request *req, const unsigned c
         return engine_driver_attach(e, u[0] != 0);
     case WIRE_OP_DIAG_PRECHECK:
         return engine_diag_precheck(e, req->id[0]);
+    case WIRE_OP_SET_LOGGING_SEVERITY:
+        return engine_set_logging_severity(e, (int)u[0], (int)u[1]);
     case WIRE_OP_EMPTY_CACHE:
         return engine_empty_cache(e);
     case WIRE_OP_HEALTH_SET:

@@ -98,6 +98,7 @@ typedef enum wire_op {
     WIRE_OP_DRIVER_ATTACH,
     WIRE_OP_INTROSPECT,
     WIRE_OP_DIAG_PRECHECK,
+    WIRE_OP_SET_LOGGING_SEVERITY,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -231,6 +232,7 @@ int remote_pause_resume(remote_conn *c, int pause);
 int remote_driver_attach(remote_conn *c, int attach);
 int remote_introspect(remote_conn *c, int cpu, int wait, engine_introspect *out);
 int remote_diag_precheck(remote_conn *c, dcgmGpuGrp_t group);
+int remote_set_logging_severity(remote_conn *c, int logger, int severity);
 
 /* When the hostengine's node started (t_rel 0), us since the Unix epoch. */
 int remote_start_time(remote_conn *c, long long *start_us);

@@ -653,3 +653,12 @@ int remote_diag_precheck(remote_conn *c, dcgmGpuGrp_t group)
     req.id[0] = group;
     return call_status(c, &req);
 }
+
+int remote_set_logging_severity(remote_conn *c, int logger, int severity)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_SET_LOGGING_SEVERITY);
+    req.u[0] = (uint32_t)logger;
+    req.u[1] = (uint32_t)severity;
+    return call_status(c, &req);
+}

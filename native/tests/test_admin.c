@@ -312,6 +312,13 @@ static void test_logging(void)
             intro_memory mem = { dcgmIntrospectMemory_version1, 0 };
             CHECK_RC(p_dcgmIntrospectGetHostengineMemoryUsage(rh, &mem, 1), DCGM_ST_OK);
             CHECK_RC(p_dcgmModuleDenylist(rh, M_INTROSPECT), DCGM_ST_IN_USE);
+            /* the severity request travels; the hostengine checks it */
+            int remote_bad[3] = { 0x0200000c, 0, -5 };
+            CHECK_RC(p_dcgmHostengineSetLoggingSeverity(rh, remote_bad), DCGM_ST_BADPARAM);
+            int remote_other_logger[3] = { 0x0200000c, 7, 99 };
+            CHECK_RC(p_dcgmHostengineSetLoggingSeverity(rh, remote_other_logger), DCGM_ST_OK);
+            int remote_warn[3] = { 0x0200000c, 0, DcgmLoggingSeverityWarning };
+            CHECK_RC(p_dcgmHostengineSetLoggingSeverity(rh, remote_warn), DCGM_ST_OK);
             CHECK_RC(p_dcgmDisconnect(rh), DCGM_ST_OK);
         }
         hostengine_stop(&he);
@@ -322,6 +329,28 @@ static void test_logging(void)
     CHECK(strstr(tail, " WARN [") != NULL, "no WARN line after the severity changed");
     CHECK(strstr(tail, " INFO [") == NULL && strstr(tail, " DEBUG [") == NULL,
           "lines below WARN after the severity changed: %s", tail);
+
+    /* dcgmHostengineSetLoggingSeverity: checked, then the severity of the
+     * process serving the handle changes (its INFO line names the new one) */
+    dcgmHandle_t eh = 0;
+    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_MANUAL, &eh), DCGM_ST_OK);
+    int bad_version[3] = { 0x0100000c, 0, DcgmLoggingSeverityVerbose };
+    CHECK_RC(p_dcgmHostengineSetLoggingSeverity(EMB, bad_version), DCGM_ST_VER_MISMATCH);
+    CHECK_RC(p_dcgmHostengineSetLoggingSeverity(EMB, NULL), DCGM_ST_BADPARAM);
+    int too_high[3] = { 0x0200000c, 0, DcgmLoggingSeverityVerbose + 1 };
+    CHECK_RC(p_dcgmHostengineSetLoggingSeverity(EMB, too_high), DCGM_ST_BADPARAM);
+    size_t before = read_log(buf, sizeof buf);
+    int verbose[3] = { 0x0200000c, 0, DcgmLoggingSeverityVerbose };
+    CHECK_RC(p_dcgmHostengineSetLoggingSeverity(EMB, verbose), DCGM_ST_OK);
+    size_t after = read_log(buf, sizeof buf);
+    CHECK(after > before && strstr(buf + before, " INFO [") && strstr(buf + before, "VERB"),
+          "no INFO line naming VERB after the change: %s", buf + (after > before ? before : after));
+    int back[3] = { 0x0200000c, 0, DcgmLoggingSeverityWarning };
+    CHECK_RC(p_dcgmHostengineSetLoggingSeverity(EMB, back), DCGM_ST_OK);
+    before = read_log(buf, sizeof buf);
+    CHECK_RC(p_dcgmModuleDenylist(EMB, M_POLICY), DCGM_ST_OK); /* an INFO line, filtered now */
+    CHECK(read_log(buf, sizeof buf) == before, "an INFO line at WARN");
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
     unsetenv("__DCGM_DBG_LVL");
 }
 
