@@ -111,6 +111,13 @@ DCGM_FN(dcgmReturn_t, dcgmGetPidInfo, (dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t gr
 DCGM_FN(dcgmReturn_t, dcgmJobGetStats, (dcgmHandle_t pDcgmHandle, char jobId[64], void *pJobInfo), (pDcgmHandle, jobId, pJobInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmIntrospectGetHostengineMemoryUsage, (dcgmHandle_t pDcgmHandle, void *memoryInfo, int waitIfNoData), (pDcgmHandle, memoryInfo, waitIfNoData), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmIntrospectGetHostengineCpuUtilization, (dcgmHandle_t pDcgmHandle, void *cpuUtil, int waitIfNoData), (pDcgmHandle, cpuUtil, waitIfNoData), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmModuleGetStatuses, (dcgmHandle_t pDcgmHandle, void *moduleStatuses), (pDcgmHandle, moduleStatuses), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmModuleDenylist, (dcgmHandle_t pDcgmHandle, unsigned int moduleId), (pDcgmHandle, moduleId), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmPauseTelemetryForDiag, (dcgmHandle_t pDcgmHandle), (pDcgmHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmResumeTelemetryForDiag, (dcgmHandle_t pDcgmHandle), (pDcgmHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmAttachDriver, (dcgmHandle_t pDcgmHandle), (pDcgmHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmDetachDriver, (dcgmHandle_t pDcgmHandle), (pDcgmHandle), DCGM_ST_FUNCTION_NOT_FOUND) \
+DCGM_FN(dcgmReturn_t, dcgmHostengineSetLoggingSeverity, (dcgmHandle_t pDcgmHandle, void *logging), (pDcgmHandle, logging), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetVgpuDeviceAttributes, (dcgmHandle_t pDcgmHandle, unsigned int gpuId, void *pDcgmVgpuDeviceAttr), (pDcgmHandle, gpuId, pDcgmVgpuDeviceAttr), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmHostengineEnvironmentVariableInfo, (dcgmHandle_t pDcgmHandle, dcgmEnvVarInfo_t *pEnvVarInfo), (pDcgmHandle, pEnvVarInfo), DCGM_ST_FUNCTION_NOT_FOUND) \
 DCGM_FN(dcgmReturn_t, dcgmGetFieldSummary, (dcgmHandle_t pDcgmHandle, dcgmFieldSummaryRequest_t *request), (pDcgmHandle, request), DCGM_ST_FUNCTION_NOT_FOUND) \

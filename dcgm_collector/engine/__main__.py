@@ -15,6 +15,12 @@ try:
 except ImportError as missing:   # an unbuilt checkout: the binding says what to run
     sys.exit(f"error: {missing}")
 
+# DCGM's debug log: the environment the engine reads when its starter names no file or severity
+# (the library's engine_log.h); nv-hostengine's --log-filename / --log-level take precedence over it
+_LOG_FILE_ENV = "__DCGM_DBG_FILE"
+_LOG_LEVEL_ENV = "__DCGM_DBG_LVL"
+_LOG_LEVELS = ("NONE", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "VERB")
+
 # (field id, column title, format) of the table `read` prints
 _READ_COLUMNS = ((203, "util %", "{:>6}"), (155, "power W", "{:>8.1f}"), (150, "temp C", "{:>6}"),
                  (252, "fb used MiB", "{:>11}"), (100, "sm MHz", "{:>6}"))
@@ -60,6 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     hostengine.add_argument("--scenario", default=None, metavar="N|SCENARIO",
                             help=f"GPU count, scenario file or shipped scenario name (spikes, xid-burst, ...) "
                                  f"(default: ${engine.SCENARIO_ENV}, else 8 H100s training)")
+    hostengine.add_argument("-f", "--log-filename", default=None, metavar="FILE",
+                            help=f"the engine's debug log file, as nv-hostengine's option (default: "
+                                 f"${_LOG_FILE_ENV}, else /var/log/nv-hostengine.log; '-' is stdout)")
+    hostengine.add_argument("--log-level", default=None, metavar="LEVEL",
+                            choices=_LOG_LEVELS, type=str.upper,
+                            help=f"the log's severity: {', '.join(_LOG_LEVELS)} (default: ${_LOG_LEVEL_ENV}, "
+                                 f"else ERROR)")
     hostengine.add_argument("--nvml", action="store_true",
                             help=f"serve the driver's GPUs read through NVML (libnvidia-ml.so.1 from "
                                  f"${engine.NVML_LIB_ENV}, else the dynamic linker's search) instead of "
@@ -110,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
                     raise ValueError("give --nvml or --scenario, not both")
                 engine.check_nvml()
                 os.environ[engine.SOURCE_ENV] = "nvml"
+            # the server is this process: an option overrides the environment it would fall back on
+            if args.log_filename:
+                os.environ[_LOG_FILE_ENV] = args.log_filename
+            if args.log_level:
+                os.environ[_LOG_LEVEL_ENV] = args.log_level
             scenario = None if args.scenario is None else engine.resolve_scenario(args.scenario)
             hostengine.serve(port=args.port, address=args.address, unix_path=args.unix, scenario=scenario)
         else:

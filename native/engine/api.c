@@ -18,12 +18,15 @@
 
 #include "backend.h"
 #include "engine.h"
+#include "engine_log.h"
 #include "policy_dispatch.h"
 #include "remote.h"
 #include "sim.h"
 #include "source.h"
 
 #define SCENARIO_ENV "DCGM_SIM_SCENARIO"
+/* DcgmModuleIdCount: the module ids a request may name are below it */
+#define ENGINE_MODULE_COUNT_PUBLIC 11u
 
 typedef struct api_backend {
     dcgmHandle_t handle;
@@ -172,12 +175,30 @@ dcgmReturn_t dcgmShutdown(void)
     return DCGM_ST_OK;
 }
 
-static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handle)
+/* What dcgmStartEmbedded_v2 asks beyond the mode: where to log, and the
+ * modules to put on the denylist before anything can load them. */
+typedef struct embedded_options {
+    const char *log_file;
+    DcgmLoggingSeverity_t severity;
+    unsigned int deny_count;
+    const unsigned int *deny;
+} embedded_options;
+
+static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handle,
+                                   const embedded_options *opt)
 {
     if (!handle || (mode != DCGM_OPERATION_MODE_AUTO && mode != DCGM_OPERATION_MODE_MANUAL))
         return DCGM_ST_BADPARAM;
+    /* DCGM: a module id past the last is refused (ApplyModuleDenylist) */
+    for (unsigned int i = 0; opt && i < opt->deny_count; i++)
+        if (opt->deny[i] >= ENGINE_MODULE_COUNT_PUBLIC)
+            return DCGM_ST_BADPARAM;
     pthread_mutex_lock(&api.lock);
     dcgmReturn_t rc = DCGM_ST_OK;
+    if (api.initialized)
+        /* DCGM sets up its logger on every start (StartEmbeddedV2) */
+        engine_log_configure(opt ? opt->log_file : NULL,
+                             opt ? opt->severity : DcgmLoggingSeverityUnspecified);
     if (!api.initialized) {
         rc = DCGM_ST_UNINITIALIZED;
     } else if (api.embedded) {
@@ -191,6 +212,10 @@ static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handl
                                                     mode, &engine, err, sizeof err)
                : DCGM_ST_MEMORY;
         if (rc == DCGM_ST_OK) {
+            /* the core module is never denylisted; DCGM skips it quietly */
+            for (unsigned int i = 0; opt && i < opt->deny_count; i++)
+                if (opt->deny[i] != 0)
+                    engine_module_denylist(engine, opt->deny[i]);
             b->handle = DCGM_EMBEDDED_HANDLE;
             b->ops = &embedded_backend_ops;
             b->impl = engine;
@@ -211,7 +236,7 @@ static dcgmReturn_t start_embedded(dcgmOperationMode_t mode, dcgmHandle_t *handl
 
 dcgmReturn_t dcgmStartEmbedded(dcgmOperationMode_t opMode, dcgmHandle_t *pDcgmHandle)
 {
-    return start_embedded(opMode, pDcgmHandle);
+    return start_embedded(opMode, pDcgmHandle, NULL);
 }
 
 dcgmReturn_t dcgmStartEmbedded_v2(dcgmStartEmbeddedV2Params_v1 *params)
@@ -223,7 +248,20 @@ dcgmReturn_t dcgmStartEmbedded_v2(dcgmStartEmbeddedV2Params_v1 *params)
         params->version != dcgmStartEmbeddedV2Params_version2 &&
         params->version != dcgmStartEmbeddedV2Params_version3)
         return DCGM_ST_VER_MISMATCH;
-    return start_embedded(params->opMode, &params->dcgmHandle);
+    embedded_options opt = { params->logFile, params->severity, 0, NULL };
+    if (params->version == dcgmStartEmbeddedV2Params_version3) {
+        const dcgmStartEmbeddedV2Params_v3 *v3 = (const dcgmStartEmbeddedV2Params_v3 *)params;
+        opt.deny = v3->denyList;
+        opt.deny_count = v3->denyListCount < 16 ? v3->denyListCount : 16;
+    } else if (params->version == dcgmStartEmbeddedV2Params_version2) {
+        const dcgmStartEmbeddedV2Params_v2 *v2 = (const dcgmStartEmbeddedV2Params_v2 *)params;
+        opt.deny = v2->denyList;
+        opt.deny_count = v2->denyListCount < 10 ? v2->denyListCount : 10;
+    } else {
+        opt.deny = params->denyList;
+        opt.deny_count = params->denyListCount < 10 ? params->denyListCount : 10;
+    }
+    return start_embedded(params->opMode, &params->dcgmHandle, &opt);
 }
 
 dcgmReturn_t dcgmStopEmbedded(dcgmHandle_t pDcgmHandle)
@@ -1184,4 +1222,110 @@ dcgmReturn_t dcgmPolicyUnregister(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId
         policy_dispatch_clear(pd);
     api_leave(b);
     return rc;
+}
+
+/* ---- administration: modules, pause, driver, introspection --------------- */
+
+dcgmReturn_t dcgmModuleGetStatuses(dcgmHandle_t pDcgmHandle, void *moduleStatuses)
+{
+    if (!moduleStatuses)
+        return DCGM_ST_BADPARAM;
+    unsigned int version;
+    memcpy(&version, moduleStatuses, sizeof version);
+    if (version != ENGINE_MODULE_STATUSES_VERSION1)
+        return DCGM_ST_VER_MISMATCH;
+    API_CALL(pDcgmHandle, module_statuses, moduleStatuses);
+}
+
+dcgmReturn_t dcgmModuleDenylist(dcgmHandle_t pDcgmHandle, unsigned int moduleId)
+{
+    /* DCGM's client refuses the core module and ids past the last */
+    if (moduleId == 0 || moduleId >= ENGINE_MODULE_COUNT_PUBLIC)
+        return DCGM_ST_BADPARAM;
+    API_CALL(pDcgmHandle, module_denylist, moduleId);
+}
+
+dcgmReturn_t dcgmPauseTelemetryForDiag(dcgmHandle_t pDcgmHandle)
+{
+    API_CALL(pDcgmHandle, pause_resume, 1);
+}
+
+dcgmReturn_t dcgmResumeTelemetryForDiag(dcgmHandle_t pDcgmHandle)
+{
+    API_CALL(pDcgmHandle, pause_resume, 0);
+}
+
+dcgmReturn_t dcgmAttachDriver(dcgmHandle_t pDcgmHandle)
+{
+    API_CALL(pDcgmHandle, driver_attach, 1);
+}
+
+dcgmReturn_t dcgmDetachDriver(dcgmHandle_t pDcgmHandle)
+{
+    API_CALL(pDcgmHandle, driver_attach, 0);
+}
+
+/* dcgmIntrospectMemory_t *memoryInfo: version, then bytesUsed at offset 8 */
+dcgmReturn_t dcgmIntrospectGetHostengineMemoryUsage(dcgmHandle_t pDcgmHandle, void *memoryInfo,
+                                                    int waitIfNoData)
+{
+    if (!memoryInfo)
+        return DCGM_ST_BADPARAM;
+    unsigned int version;
+    memcpy(&version, memoryInfo, sizeof version);
+    if (version != dcgmIntrospectMemory_version1)
+        return DCGM_ST_VER_MISMATCH;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    engine_introspect out;
+    rc = (dcgmReturn_t)b->ops->introspect(b->impl, 0, waitIfNoData, &out);
+    api_leave(b);
+    if (rc == DCGM_ST_OK)
+        memcpy((char *)memoryInfo + 8, &out.bytes_used, sizeof out.bytes_used);
+    return rc;
+}
+
+/* dcgmIntrospectCpuUtil_t *cpuUtil: version, then total, kernel, user at 8, 16, 24 */
+dcgmReturn_t dcgmIntrospectGetHostengineCpuUtilization(dcgmHandle_t pDcgmHandle, void *cpuUtil,
+                                                       int waitIfNoData)
+{
+    if (!cpuUtil)
+        return DCGM_ST_BADPARAM;
+    unsigned int version;
+    memcpy(&version, cpuUtil, sizeof version);
+    if (version != dcgmIntrospectCpuUtil_version1)
+        return DCGM_ST_VER_MISMATCH;
+    api_backend *b;
+    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    engine_introspect out;
+    rc = (dcgmReturn_t)b->ops->introspect(b->impl, 1, waitIfNoData, &out);
+    api_leave(b);
+    if (rc == DCGM_ST_OK) {
+        double parts[3] = { out.total, out.kernel, out.user };
+        memcpy((char *)cpuUtil + 8, parts, sizeof parts);
+    }
+    return rc;
+}
+
+/* What the diag module answers before it would run anything (api_versioned.c). */
+dcgmReturn_t api_diag_precheck(dcgmHandle_t handle, dcgmGpuGrp_t group)
+{
+    API_CALL(handle, diag_precheck, group);
+}
+
+/* dcgmSettingsSetLoggingSeverity_v2 *logging: version, targetLogger, targetSeverity */
+#define SET_LOGGING_SEVERITY_VERSION2 0x0200000cu
+dcgmReturn_t dcgmHostengineSetLoggingSeverity(dcgmHandle_t pDcgmHandle, void *logging)
+{
+    if (!logging)
+        return DCGM_ST_BADPARAM;
+    int fields[3];
+    memcpy(fields, logging, sizeof fields);
+    if ((unsigned int)fields[0] != SET_LOGGING_SEVERITY_VERSION2)
+        return DCGM_ST_VER_MISMATCH;
+    API_CALL(pDcgmHandle, set_logging_severity, fields[1], fields[2]);
 }

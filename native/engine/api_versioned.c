@@ -15,6 +15,17 @@
 
 #include "engine.h"
 
+/* api.c: what the diag module answers before it would start NVVS */
+dcgmReturn_t api_diag_precheck(dcgmHandle_t handle, dcgmGpuGrp_t group);
+
+/* the group a dcgmRunDiag_v7..v10 names: the same offset in every version */
+static dcgmGpuGrp_t diag_group(const void *drd)
+{
+    dcgmGpuGrp_t group;
+    memcpy(&group, (const unsigned char *)drd + 16, sizeof group);
+    return group;
+}
+
 /* the leading version field of any versioned DCGM struct */
 static unsigned int version_of(const void *request)
 {
@@ -52,7 +63,6 @@ static dcgmReturn_t check_diag_pair(unsigned int drd, unsigned int response)
 /* dcgmRunDiag_v10 *drd, dcgmDiagResponse_v12 *response */
 dcgmReturn_t dcgmActionValidate_v2(dcgmHandle_t pDcgmHandle, void *drd, void *response)
 {
-    (void)pDcgmHandle;
     if (!drd || !response)
         return DCGM_ST_BADPARAM;
     dcgmReturn_t rc = check_diag_pair(version_of(drd), version_of(response));
@@ -68,14 +78,14 @@ dcgmReturn_t dcgmActionValidate_v2(dcgmHandle_t pDcgmHandle, void *drd, void *re
     memcpy(&validate, request + 24, sizeof validate);
     if (request[28] == '\0' && validate > 4)
         return DCGM_ST_BADPARAM;
-    return DCGM_ST_NOT_SUPPORTED;
+    rc = api_diag_precheck(pDcgmHandle, diag_group(drd));
+    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
 }
 
 /* dcgmDiagnosticLevel_t diagLevel, dcgmDiagResponse_v12 *diagResponse */
 dcgmReturn_t dcgmRunDiagnostic(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, int diagLevel,
                                void *diagResponse)
 {
-    (void)pDcgmHandle, (void)groupId;
     if (!diagResponse)
         return DCGM_ST_BADPARAM;
     unsigned int v = version_of(diagResponse);
@@ -87,6 +97,8 @@ dcgmReturn_t dcgmRunDiagnostic(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, i
     unsigned int drd = v == dcgmDiagResponse_version12 || v == dcgmDiagResponse_version11
                            ? dcgmRunDiag_version10 : dcgmRunDiag_version7;
     dcgmReturn_t rc = check_diag_pair(drd, v);
+    if (rc == DCGM_ST_OK)
+        rc = api_diag_precheck(pDcgmHandle, groupId);
     return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
 }
 
@@ -112,26 +124,3 @@ dcgmReturn_t dcgmJobGetStats(dcgmHandle_t pDcgmHandle, char jobId[64], void *pJo
     return DCGM_ST_NOT_SUPPORTED;
 }
 
-/* dcgmIntrospectMemory_t *memoryInfo */
-dcgmReturn_t dcgmIntrospectGetHostengineMemoryUsage(dcgmHandle_t pDcgmHandle, void *memoryInfo,
-                                                    int waitIfNoData)
-{
-    (void)pDcgmHandle, (void)waitIfNoData;
-    if (!memoryInfo)
-        return DCGM_ST_BADPARAM;
-    if (version_of(memoryInfo) != dcgmIntrospectMemory_version1)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
-}
-
-/* dcgmIntrospectCpuUtil_t *cpuUtil */
-dcgmReturn_t dcgmIntrospectGetHostengineCpuUtilization(dcgmHandle_t pDcgmHandle, void *cpuUtil,
-                                                       int waitIfNoData)
-{
-    (void)pDcgmHandle, (void)waitIfNoData;
-    if (!cpuUtil)
-        return DCGM_ST_BADPARAM;
-    if (version_of(cpuUtil) != dcgmIntrospectCpuUtil_version1)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
-}

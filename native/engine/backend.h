@@ -112,6 +112,16 @@ typedef struct backend_ops {
     int (*policy_take)(void *self, engine_policy_note *out, unsigned int capacity,
                        unsigned int *count);
 
+    /* ---- administration: modules, pause, driver, introspection (engine_admin.c) ---- */
+    /* statuses: a dcgmModuleGetStatuses_v1, filled in place */
+    int (*module_statuses)(void *self, void *statuses);
+    int (*module_denylist)(void *self, unsigned int module);
+    int (*pause_resume)(void *self, int pause);
+    int (*driver_attach)(void *self, int attach);
+    int (*introspect)(void *self, int cpu, int wait, engine_introspect *out);
+    int (*diag_precheck)(void *self, dcgmGpuGrp_t group);
+    int (*set_logging_severity)(void *self, int logger, int severity);
+
     /* ---- simulator extensions ---- */
     /* When the node started (t_rel 0), us since the Unix epoch. */
     int (*start_time)(void *self, long long *start_us);

@@ -322,6 +322,43 @@ static int embedded_nvlink_p2p(void *self, dcgmNvLinkP2PStatus_v1 *status)
     return engine_nvlink_p2p_status(self, status);
 }
 
+/* ---- administration ---------------------------------------------------------- */
+
+static int embedded_module_statuses(void *self, void *statuses)
+{
+    return engine_module_statuses(self, statuses);
+}
+
+static int embedded_module_denylist(void *self, unsigned int module)
+{
+    return engine_module_denylist(self, module);
+}
+
+static int embedded_pause_resume(void *self, int pause)
+{
+    return engine_pause_resume(self, pause);
+}
+
+static int embedded_driver_attach(void *self, int attach)
+{
+    return engine_driver_attach(self, attach);
+}
+
+static int embedded_introspect(void *self, int cpu, int wait, engine_introspect *out)
+{
+    return engine_introspect_read(self, cpu, wait, out);
+}
+
+static int embedded_diag_precheck(void *self, dcgmGpuGrp_t group)
+{
+    return engine_diag_precheck(self, group);
+}
+
+static int embedded_set_logging_severity(void *self, int logger, int severity)
+{
+    return engine_set_logging_severity(self, logger, severity);
+}
+
 /* ---- simulator extensions ------------------------------------------------- */
 
 static int embedded_start_time(void *self, long long *start_us)
@@ -410,6 +447,13 @@ const backend_ops embedded_backend_ops = {
     .prof_metric_groups = embedded_prof_metric_groups,
     .version_info = embedded_version_info,
     .hostengine_health = embedded_hostengine_health,
+    .module_statuses = embedded_module_statuses,
+    .module_denylist = embedded_module_denylist,
+    .pause_resume = embedded_pause_resume,
+    .driver_attach = embedded_driver_attach,
+    .introspect = embedded_introspect,
+    .diag_precheck = embedded_diag_precheck,
+    .set_logging_severity = embedded_set_logging_severity,
     .start_time = embedded_start_time,
     .sim_value_at = embedded_sim_value_at,
     .cpu_hierarchy = embedded_cpu_hierarchy,

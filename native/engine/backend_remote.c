@@ -311,6 +311,43 @@ static int remote_op_hostengine_health(void *self, dcgmHostengineHealth_t *healt
     return remote_hostengine_health(self, health);
 }
 
+/* ---- administration ---------------------------------------------------------- */
+
+static int remote_op_module_statuses(void *self, void *statuses)
+{
+    return remote_module_statuses(self, statuses);
+}
+
+static int remote_op_module_denylist(void *self, unsigned int module)
+{
+    return remote_module_denylist(self, module);
+}
+
+static int remote_op_pause_resume(void *self, int pause)
+{
+    return remote_pause_resume(self, pause);
+}
+
+static int remote_op_driver_attach(void *self, int attach)
+{
+    return remote_driver_attach(self, attach);
+}
+
+static int remote_op_introspect(void *self, int cpu, int wait, engine_introspect *out)
+{
+    return remote_introspect(self, cpu, wait, out);
+}
+
+static int remote_op_diag_precheck(void *self, dcgmGpuGrp_t group)
+{
+    return remote_diag_precheck(self, group);
+}
+
+static int remote_op_set_logging_severity(void *self, int logger, int severity)
+{
+    return remote_set_logging_severity(self, logger, severity);
+}
+
 /* ---- simulator extensions ------------------------------------------------- */
 
 static int remote_op_start_time(void *self, long long *start_us)
@@ -400,6 +437,13 @@ const backend_ops remote_backend_ops = {
     .prof_metric_groups = remote_op_prof_metric_groups,
     .version_info = remote_op_version_info,
     .hostengine_health = remote_op_hostengine_health,
+    .module_statuses = remote_op_module_statuses,
+    .module_denylist = remote_op_module_denylist,
+    .pause_resume = remote_op_pause_resume,
+    .driver_attach = remote_op_driver_attach,
+    .introspect = remote_op_introspect,
+    .diag_precheck = remote_op_diag_precheck,
+    .set_logging_severity = remote_op_set_logging_severity,
     .start_time = remote_op_start_time,
     .sim_value_at = remote_op_sim_value_at,
     .cpu_hierarchy = remote_op_cpu_hierarchy,

@@ -89,8 +89,13 @@ DcgmEntityStatus_t engine_entity_status_locked(const sim_engine *e, const engine
 {
     if (ent->fake)
         return DcgmEntityStatusFake;
+    if (engine_admin_hidden_locked(e, ent->group))
+        return DcgmEntityStatusDetached;
     if (engine_gpu_lost_locked(e, ent->gpu, t_rel))
         return DcgmEntityStatusLost;
+    /* paused telemetry disables the GPUs that were fine (DcgmCacheManager::PauseGpu) */
+    if (ent->group == DCGM_FE_GPU && engine_admin_paused_locked(e))
+        return DcgmEntityStatusDisabled;
     return DcgmEntityStatusOk;
 }
 
@@ -253,6 +258,8 @@ int engine_create_source(const char *source, const char *spec, dcgmOperationMode
         rc = engine_groups_init(e);
     if (rc == DCGM_ST_OK)
         rc = init_sync(e);
+    if (rc == DCGM_ST_OK)
+        engine_admin_init_locked(e); /* not shared yet: no lock to take */
     if (rc != DCGM_ST_OK) {
         free_state(e);
         free(e);
@@ -391,7 +398,9 @@ int engine_gpu_ids(sim_engine *e, int only_supported, unsigned int *ids, int *co
         const engine_entity *ent = &e->entities[i];
         if (ent->group != DCGM_FE_GPU)
             continue;
-        if (only_supported && engine_entity_status_locked(e, ent, t_rel) == DcgmEntityStatusLost)
+        DcgmEntityStatus_t status = engine_entity_status_locked(e, ent, t_rel);
+        /* DCGM: DcgmCacheManager::GetGpuIds, active means Ok or Fake */
+        if (only_supported && status != DcgmEntityStatusOk && status != DcgmEntityStatusFake)
             continue;
         ids[n++] = ent->id;
     }

@@ -217,4 +217,31 @@ int engine_config_enforce(sim_engine *engine, dcgmGpuGrp_t group, engine_config_
 int engine_sim_value_at(sim_engine *engine, unsigned int gpu, unsigned short field_id,
                         int64_t t_rel_us, dcgmFieldValue_v1 *value);
 
+/* ---- administration: modules, pause, driver, introspection ------------ */
+
+/* The module statuses of dcgmModuleGetStatuses, written in place into a
+ * dcgmModuleGetStatuses_v1 (version 1, 136 bytes: version, numStatuses,
+ * then 16 (id, status) pairs). */
+#define ENGINE_MODULE_STATUSES_SIZE 136u
+#define ENGINE_MODULE_STATUSES_VERSION1 0x01000088u
+int engine_module_statuses(sim_engine *engine, void *statuses);
+int engine_module_denylist(sim_engine *engine, unsigned int module);
+/* dcgmPauseTelemetryForDiag (pause 1) / dcgmResumeTelemetryForDiag (0). */
+int engine_pause_resume(sim_engine *engine, int pause);
+/* dcgmAttachDriver (attach 1) / dcgmDetachDriver (0). */
+int engine_driver_attach(sim_engine *engine, int attach);
+/* dcgmIntrospectGetHostengineMemoryUsage (cpu 0) or ...CpuUtilization (1) of
+ * the process running the engine. */
+typedef struct engine_introspect {
+    long long bytes_used;
+    double total, kernel, user;
+} engine_introspect;
+int engine_introspect_read(sim_engine *engine, int cpu, int wait, engine_introspect *out);
+/* dcgmHostengineSetLoggingSeverity: the process's log severity (logger 0,
+ * DCGM's base logger; logger 1, syslog, which this engine does not write). */
+int engine_set_logging_severity(sim_engine *engine, int logger, int severity);
+/* What DCGM's diag module answers before it would start NVVS on group
+ * (DCGM_GROUP_NULL: the request names its entities instead). */
+int engine_diag_precheck(sim_engine *engine, dcgmGpuGrp_t group);
+
 #endif /* DCGM_SIM_ENGINE_H */

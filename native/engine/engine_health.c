@@ -997,8 +997,11 @@ int engine_health_set(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group, uns
         return DCGM_ST_MEMORY;
     pthread_mutex_lock(&e->lock);
     unsigned int n = 0;
-    engine_group *g = engine_group_slot_locked(e, group);
-    int rc = g ? engine_group_entities_locked(e, group, entities, &n) : DCGM_ST_NOT_CONFIGURED;
+    /* every health request goes to DCGM's health module, loaded on first use */
+    int rc = engine_module_use_locked(e, ENGINE_MODULE_HEALTH);
+    engine_group *g = rc == DCGM_ST_OK ? engine_group_slot_locked(e, group) : NULL;
+    if (rc == DCGM_ST_OK)
+        rc = g ? engine_group_entities_locked(e, group, entities, &n) : DCGM_ST_NOT_CONFIGURED;
     if (rc == DCGM_ST_OK) {
         g->health_systems = systems;
         int64_t now = engine_now_locked(e);
@@ -1039,11 +1042,14 @@ int engine_health_get(sim_engine *e, dcgmGpuGrp_t group, unsigned int *systems)
     if (!e || !systems)
         return DCGM_ST_BADPARAM;
     pthread_mutex_lock(&e->lock);
-    engine_group *g = engine_group_slot_locked(e, group);
+    int rc = engine_module_use_locked(e, ENGINE_MODULE_HEALTH);
+    engine_group *g = rc == DCGM_ST_OK ? engine_group_slot_locked(e, group) : NULL;
     if (g)
         *systems = g->health_systems;
+    else if (rc == DCGM_ST_OK)
+        rc = DCGM_ST_NOT_CONFIGURED;
     pthread_mutex_unlock(&e->lock);
-    return g ? DCGM_ST_OK : DCGM_ST_NOT_CONFIGURED;
+    return rc;
 }
 
 /* MonitorWatches: per member, the devastating XIDs, then each enabled system
@@ -1078,8 +1084,10 @@ int engine_health_check(sim_engine *e, dcgmGpuGrp_t group, dcgmHealthResponse_v5
         return DCGM_ST_MEMORY;
     pthread_mutex_lock(&e->lock);
     unsigned int n = 0;
-    engine_group *g = engine_group_slot_locked(e, group);
-    int rc = g ? engine_group_entities_locked(e, group, entities, &n) : DCGM_ST_NOT_CONFIGURED;
+    int rc = engine_module_use_locked(e, ENGINE_MODULE_HEALTH);
+    engine_group *g = rc == DCGM_ST_OK ? engine_group_slot_locked(e, group) : NULL;
+    if (rc == DCGM_ST_OK)
+        rc = g ? engine_group_entities_locked(e, group, entities, &n) : DCGM_ST_NOT_CONFIGURED;
     if (rc == DCGM_ST_OK) {
         out->overallHealth = DCGM_HEALTH_RESULT_PASS;
         out->incidentCount = 0;

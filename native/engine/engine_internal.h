@@ -96,6 +96,31 @@ typedef struct engine_field_group {
     unsigned short ids[DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP];
 } engine_field_group;
 
+/* DCGM's module ids (dcgmModuleId_t) and statuses (dcgmModuleStatus_t) */
+#define ENGINE_MODULE_CORE 0
+#define ENGINE_MODULE_NVSWITCH 1
+#define ENGINE_MODULE_INTROSPECT 3
+#define ENGINE_MODULE_HEALTH 4
+#define ENGINE_MODULE_POLICY 5
+#define ENGINE_MODULE_CONFIG 6
+#define ENGINE_MODULE_DIAG 7
+#define ENGINE_MODULE_PROFILING 8
+#define ENGINE_MODULE_COUNT 11
+#define ENGINE_MODULE_NOT_LOADED 0
+#define ENGINE_MODULE_DENYLISTED 1
+#define ENGINE_MODULE_FAILED 2
+#define ENGINE_MODULE_LOADED 3
+#define ENGINE_MODULE_UNLOADED 4
+#define ENGINE_MODULE_PAUSED 5
+#define ENGINE_MODULE_RELOADABLE 6
+
+typedef struct engine_admin_state {
+    int module_status[ENGINE_MODULE_COUNT];
+    int gpus_detached;           /* dcgmDetachDriver until dcgmAttachDriver */
+    /* the last CPU tick counts introspection read (0: none yet) */
+    long long cpu_prev_total, cpu_prev_user, cpu_prev_system;
+} engine_admin_state;
+
 /* a read result before it is handed out, compact enough to batch */
 typedef struct engine_record {
     dcgm_field_entity_group_t group;
@@ -189,6 +214,8 @@ struct sim_engine {
     /* policies, registrations and pending violations (engine_policy.c);
      * NULL until the first policy request */
     engine_policy_state *policy;
+    /* modules, pause, driver attachment, introspection (engine_admin.c) */
+    engine_admin_state admin;
 };
 
 /* engine.c */
@@ -310,6 +337,20 @@ engine_owner engine_policy_owner(engine_owner owner);
 void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_t ts);
 void engine_policy_release_owner_locked(sim_engine *e, engine_owner owner);
 void engine_policy_free(sim_engine *e);
+/* engine_admin.c */
+void engine_admin_init_locked(sim_engine *e);
+/* A request that needs module `module`: loads it as DCGM loads modules
+ * lazily (Loaded, or Paused while telemetry is paused).  DCGM_ST_MODULE_NOT_LOADED
+ * when it is on the denylist, DCGM_ST_GPUS_DETACHED while the driver is
+ * detached and the module was never loaded. */
+int engine_module_use_locked(sim_engine *e, int module);
+/* A GPU, GPU instance or compute instance: what a detached driver hides. */
+int engine_admin_hidden_locked(const sim_engine *e, dcgm_field_entity_group_t group);
+/* Whether telemetry is paused for a diagnostic (the core module is paused). */
+int engine_admin_paused_locked(const sim_engine *e);
+/* Whether nothing of an entity of this group is sampled now: its GPU is
+ * detached, or paused with the rest of telemetry. */
+int engine_admin_idle_locked(const sim_engine *e, dcgm_field_entity_group_t group);
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);

@@ -126,7 +126,10 @@ void engine_latest_record_locked(sim_engine *e, dcgm_field_entity_group_t group,
         return;
     }
     const engine_series *s = visible_series(e, group, entity, field_id);
-    if (!s)
+    if (engine_admin_hidden_locked(e, group))
+        /* a detached GPU has no current value (DCGM blanks what it reads of one) */
+        engine_record_blank(rec, DCGM_ST_NO_DATA);
+    else if (!s)
         engine_record_blank(rec, DCGM_ST_NOT_WATCHED);
     else if (s->ring.count > 0)
         engine_record_from_sample(rec, engine_ring_at(&s->ring, s->ring.count - 1));
@@ -148,6 +151,10 @@ void engine_live_record_locked(sim_engine *e, const engine_entity *ent,
         return;
     }
     record_init(rec, ent->group, ent->id, field_id);
+    if (engine_admin_hidden_locked(e, ent->group)) {
+        engine_record_blank(rec, DCGM_ST_NO_DATA);
+        return;
+    }
     if (rec->type == DCGM_FT_BINARY) {
         engine_record_blank(rec, DCGM_ST_NOT_SUPPORTED);
         return;

@@ -256,8 +256,12 @@ int engine_run_pass_locked(sim_engine *e, int64_t now_us)
         for (engine_series *s = e->buckets[b]; s; s = s->next) {
             if (s->n_watchers == 0 || s->is_event)
                 continue;
-            if (s->last_sampled_us == 0 || now_us - s->last_sampled_us >= s->freq_us)
-                sample_series(e, s, now_us);
+            if (s->last_sampled_us == 0 || now_us - s->last_sampled_us >= s->freq_us) {
+                if (engine_admin_idle_locked(e, s->group))
+                    s->last_sampled_us = now_us; /* nothing read of a detached or paused GPU */
+                else
+                    sample_series(e, s, now_us);
+            }
         }
     return DCGM_ST_OK;
 }

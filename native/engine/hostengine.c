@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine_log.h"
 #include "hostengine.h"
 #include "source.h"
 
@@ -395,6 +396,10 @@ int hostengine_serve(const char *address, unsigned int port, int is_unix, const 
     hostengine *he = calloc(1, sizeof *he);
     if (!he)
         return DCGM_ST_MEMORY;
+    /* nv-hostengine starts DCGM with its --log-filename / --log-level, which
+     * the CLI hands over as the environment DCGM falls back on */
+    engine_log_configure(NULL, DcgmLoggingSeverityUnspecified);
+    ENGINE_LOG_DEBUG("Initialized the hostengine logger (pid %ld)", (long)getpid());
     int rc = engine_create_source(getenv(VALUE_SOURCE_ENV),
                                   scenario ? scenario : getenv(SCENARIO_ENV),
                                   DCGM_OPERATION_MODE_AUTO, &he->engine, err, errlen);
@@ -412,6 +417,7 @@ int hostengine_serve(const char *address, unsigned int port, int is_unix, const 
         else
             describe_tcp(he->listen_fd, where, sizeof where);
         announce(ready_fd, where);
+        ENGINE_LOG_INFO("Listening on %s", where);
         serve_loop(he, stop_fd);
         close(he->listen_fd);
         if (is_unix)

@@ -98,6 +98,11 @@ static int fill_attributes(sim_engine *e, const wire_request *req, void *p)
     return engine_device_attributes(e, req->u[0], p);
 }
 
+static int fill_module_statuses(sim_engine *e, const wire_request *req, void *p)
+{
+    return engine_module_statuses(e, p);
+}
+
 static int fill_group_info(sim_engine *e, const wire_request *req, void *p)
 {
     return engine_group_get_info(e, req->id[0], p);
@@ -307,6 +312,16 @@ static int serve_simple(he_session *s, const wire_request *req, const unsigned c
                                           (unsigned short)u[2], (int)u[3]);
     case WIRE_OP_UPDATE_ALL_FIELDS:
         return engine_update_all_fields(e, (int)u[0]);
+    case WIRE_OP_MODULE_DENYLIST:
+        return engine_module_denylist(e, u[0]);
+    case WIRE_OP_PAUSE_RESUME:
+        return engine_pause_resume(e, u[0] != 0);
+    case WIRE_OP_DRIVER_ATTACH:
+        return engine_driver_attach(e, u[0] != 0);
+    case WIRE_OP_DIAG_PRECHECK:
+        return engine_diag_precheck(e, req->id[0]);
+    case WIRE_OP_SET_LOGGING_SEVERITY:
+        return engine_set_logging_severity(e, (int)u[0], (int)u[1]);
     case WIRE_OP_EMPTY_CACHE:
         return engine_empty_cache(e);
     case WIRE_OP_HEALTH_SET:
@@ -471,6 +486,7 @@ static const inout_op *inout_for(uint32_t op)
     static const inout_op config_set = { sizeof(engine_config_msg), fill_config_set };
     static const inout_op config_get = { sizeof(engine_config_msg), fill_config_get };
     static const inout_op config_enforce = { sizeof(engine_config_msg), fill_config_enforce };
+    static const inout_op module_statuses = { ENGINE_MODULE_STATUSES_SIZE, fill_module_statuses };
     switch (op) {
     case WIRE_OP_CHIP_ARCH: return &chip_arch;
     case WIRE_OP_DEVICE_TOPOLOGY: return &device_topology;
@@ -496,6 +512,7 @@ static const inout_op *inout_for(uint32_t op)
     case WIRE_OP_CONFIG_SET: return &config_set;
     case WIRE_OP_CONFIG_GET: return &config_get;
     case WIRE_OP_CONFIG_ENFORCE: return &config_enforce;
+    case WIRE_OP_MODULE_STATUSES: return &module_statuses;
     default: return NULL;
     }
 }
@@ -527,6 +544,10 @@ void he_dispatch(he_session *s, const wire_request *req, const unsigned char *ta
         unsigned int systems = 0;
         int rc = engine_health_get(s->engine, req->id[0], &systems);
         he_reply(s, rc, 0, systems, 0, NULL, 0);
+    } else if (req->op == WIRE_OP_INTROSPECT) {
+        engine_introspect out;
+        int rc = engine_introspect_read(s->engine, req->u[0] != 0, req->u[1] != 0, &out);
+        he_reply(s, rc, 0, 0, 0, &out, sizeof out);
     } else if (req->op == WIRE_OP_START_TIME) {
         he_reply(s, DCGM_ST_OK, engine_start_time_us(s->engine), 0, 0, NULL, 0);
     } else {

@@ -113,6 +113,14 @@ typedef enum wire_op {
     WIRE_OP_POLICY_UNREGISTER,   /* id[0] group */
     WIRE_OP_POLICY_TAKE,         /* u[0] capacity; reply: u[0] engine_policy_notes */
     /* ---- end of policy manager ---- */
+    /* engine administration: modules, pause, driver attachment, introspection */
+    WIRE_OP_MODULE_STATUSES,
+    WIRE_OP_MODULE_DENYLIST,
+    WIRE_OP_PAUSE_RESUME,
+    WIRE_OP_DRIVER_ATTACH,
+    WIRE_OP_INTROSPECT,
+    WIRE_OP_DIAG_PRECHECK,
+    WIRE_OP_SET_LOGGING_SEVERITY,
     WIRE_OP_COUNT
 } wire_op;
 
@@ -262,6 +270,15 @@ int remote_policy_register(remote_conn *c, dcgmGpuGrp_t group, unsigned int cond
 int remote_policy_unregister(remote_conn *c, dcgmGpuGrp_t group);
 int remote_policy_take(remote_conn *c, engine_policy_note *out, unsigned int capacity,
                        unsigned int *count);
+/* engine administration (engine_admin.c on the hostengine) */
+int remote_module_statuses(remote_conn *c, void *statuses);
+int remote_module_denylist(remote_conn *c, unsigned int module);
+int remote_pause_resume(remote_conn *c, int pause);
+int remote_driver_attach(remote_conn *c, int attach);
+int remote_introspect(remote_conn *c, int cpu, int wait, engine_introspect *out);
+int remote_diag_precheck(remote_conn *c, dcgmGpuGrp_t group);
+int remote_set_logging_severity(remote_conn *c, int logger, int severity);
+
 /* When the hostengine's node started (t_rel 0), us since the Unix epoch. */
 int remote_start_time(remote_conn *c, long long *start_us);
 

@@ -694,3 +694,62 @@ int remote_config_call(remote_conn *c, wire_op op, dcgmGpuGrp_t group, engine_co
         msg->num_statuses = DCGM_MAX_NUM_DEVICES;
     return rc;
 }
+
+/* ---- engine administration ------------------------------------------------ */
+
+int remote_module_statuses(remote_conn *c, void *statuses)
+{
+    return call_struct(c, WIRE_OP_MODULE_STATUSES, statuses, ENGINE_MODULE_STATUSES_SIZE);
+}
+
+static int call_number(remote_conn *c, wire_op op, uint32_t number)
+{
+    wire_request req;
+    request_init(&req, op);
+    req.u[0] = number;
+    return call_status(c, &req);
+}
+
+int remote_module_denylist(remote_conn *c, unsigned int module)
+{
+    return call_number(c, WIRE_OP_MODULE_DENYLIST, module);
+}
+
+int remote_pause_resume(remote_conn *c, int pause)
+{
+    return call_number(c, WIRE_OP_PAUSE_RESUME, pause != 0);
+}
+
+int remote_driver_attach(remote_conn *c, int attach)
+{
+    return call_number(c, WIRE_OP_DRIVER_ATTACH, attach != 0);
+}
+
+int remote_introspect(remote_conn *c, int cpu, int wait, engine_introspect *out)
+{
+    if (!out)
+        return DCGM_ST_BADPARAM;
+    memset(out, 0, sizeof *out);
+    wire_request req;
+    request_init(&req, WIRE_OP_INTROSPECT);
+    req.u[0] = cpu != 0;
+    req.u[1] = wait != 0;
+    return call(c, &req, NULL, 0, out, sizeof *out, NULL);
+}
+
+int remote_diag_precheck(remote_conn *c, dcgmGpuGrp_t group)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_DIAG_PRECHECK);
+    req.id[0] = group;
+    return call_status(c, &req);
+}
+
+int remote_set_logging_severity(remote_conn *c, int logger, int severity)
+{
+    wire_request req;
+    request_init(&req, WIRE_OP_SET_LOGGING_SEVERITY);
+    req.u[0] = (uint32_t)logger;
+    req.u[1] = (uint32_t)severity;
+    return call_status(c, &req);
+}

@@ -295,3 +295,23 @@ def test_a_shipped_scenario_goes_by_name_as_with_sim(hostengine, library):
     he = hostengine("--port", "0", "--scenario", "xid-burst")
     with _connect(he.address, library) as h:
         assert {g.name for g in h.gpus()} == {"NVIDIA A100-SXM4-80GB"} and h.gpu_ids() == [0, 1]   # 2 A100s
+
+
+def test_log_options_name_the_debug_log_and_its_severity_over_the_environment(hostengine, tmp_path):
+    # nv-hostengine's --log-filename / --log-level win over __DCGM_DBG_FILE / __DCGM_DBG_LVL
+    chosen, ignored = tmp_path / "chosen.log", tmp_path / "ignored.log"
+    he = hostengine("--port", "0", "--log-filename", str(chosen), "--log-level", "debug",
+                    env={"__DCGM_DBG_FILE": str(ignored), "__DCGM_DBG_LVL": "ERROR"})
+    he.stop()
+    text = chosen.read_text()
+    assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} DEBUG \[\d+:\d+\] ", text, re.M), text
+    assert "module 1 (NvSwitch) loaded" in text
+    assert not ignored.exists()
+
+
+def test_without_options_the_environment_names_the_log_and_filters_it(hostengine, tmp_path):
+    log = tmp_path / "env.log"
+    he = hostengine("--port", "0", env={"__DCGM_DBG_FILE": str(log), "__DCGM_DBG_LVL": "info"})
+    he.stop()
+    text = log.read_text()
+    assert " INFO [" in text and " DEBUG [" not in text, text
