@@ -9,10 +9,11 @@
  *                       and only the first CHECK_MAX_REPORTED failures are
  *                       printed, so a broken race test cannot flood the log
  *   CHECK_SCRATCH_FILES tmpdir and write_file(): files (scenarios) a test writes
- *                       into a scratch folder it made with mkdtemp
+ *                       into a scratch folder made with make_scratch()
  *   CHECK_DLOPEN_DCGM   declares p_<name> for every DCGM entry point,
- *                       load_library() to fill them, run_tests(), and the
- *                       recs collector for value callbacks
+ *                       load_library() to fill them, run_tests(), check_main()
+ *                       (a whole main()), and the recs collector for value
+ *                       callbacks
  * client_example.c must not include it: it shows a client that has only
  * DCGM's own headers.
  */
@@ -23,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,7 +112,39 @@ static inline void nvml_library_in(const char *build_dir, char *out, size_t len)
 }
 
 #ifdef CHECK_SCRATCH_FILES
+#include <dirent.h>
+
 static char tmpdir[256];
+
+/* Makes tmpdir, $TMPDIR/<name>.XXXXXX (TMPDIR defaulting to /tmp); 0 if it cannot. */
+static inline int make_scratch(const char *name)
+{
+    snprintf(tmpdir, sizeof tmpdir, "%s/%s.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             name);
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 0;
+    }
+    return 1;
+}
+
+/* Removes tmpdir with the files written into it: scenarios, stand-in tools, logs. */
+static inline void remove_scratch(void)
+{
+    DIR *d = opendir(tmpdir);
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(tmpdir);
+}
 
 /* Writes text to tmpdir/name; the path stays valid until the next call. */
 static const char *write_file(const char *name, const char *text)
@@ -130,7 +164,6 @@ static const char *write_file(const char *name, const char *text)
 
 #ifdef CHECK_DLOPEN_DCGM
 #include <dlfcn.h>
-#include <string.h>
 
 #define DECLARE_POINTER(ret, name, params, args, missing) static ret(*p_##name) params;
 DCGM_FUNCTION_LIST(DECLARE_POINTER)
@@ -176,6 +209,54 @@ static void run_tests(const check_test *tests, size_t n_tests, const char *only)
         fflush(stdout);
     }
 }
+
+#ifdef CHECK_SCRATCH_FILES
+static char scenario[512]; /* the path of the scenario check_main() wrote */
+#endif
+
+/* What sets one test program apart from the others; check_main() does the rest. */
+typedef struct check_program {
+    const char *only_env;      /* the environment variable that names the one test to run */
+    const char *scenario_text; /* non-NULL: written to node.toml in a fresh tmpdir named after
+                                * the program, its path in scenario (CHECK_SCRATCH_FILES) */
+    void (*prepare)(const char *build_dir); /* then, before the library loads; may be NULL */
+} check_program;
+
+/* The main() of a test program run as PROGRAM BUILD_DIR: prepares, loads
+ * and initialises BUILD_DIR's library, runs the tests, shuts it down, removes
+ * tmpdir and prints the "N checks, M failures" line that .ci/run reads.
+ * Returns the exit status: 0 all passed, 1 a check failed, 2 no run. */
+static inline int check_main(int argc, char **argv, const check_program *program,
+                             const check_test *tests, size_t n_tests)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
+        return 2;
+    }
+#ifdef CHECK_SCRATCH_FILES
+    if (program->scenario_text) {
+        const char *slash = strrchr(argv[0], '/');
+        if (!make_scratch(slash ? slash + 1 : argv[0]))
+            return 2;
+        snprintf(scenario, sizeof scenario, "%s", write_file("node.toml", program->scenario_text));
+    }
+#endif
+    if (program->prepare)
+        program->prepare(argv[1]);
+    void *lib = load_library(argv[1]);
+    if (p_dcgmInit() != DCGM_ST_OK)
+        return 2;
+    run_tests(tests, n_tests, getenv(program->only_env));
+    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
+    dlclose(lib);
+#ifdef CHECK_SCRATCH_FILES
+    if (program->scenario_text)
+        remove_scratch();
+#endif
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
+
 /* The records a test reads through DCGM's per-entity value callbacks, in
  * the order they arrive; each test's callback adds its own re-entry policy. */
 typedef struct rec {

@@ -101,4 +101,23 @@ static inline void run_through_hostengine(const char *scenario,
     hostengine_stop(&he);
 }
 
+/* Start an embedded engine on scenario in mode, run script(EMB, "embedded"), stop it. */
+static inline void run_embedded(const char *scenario, dcgmOperationMode_t mode,
+                                void (*script)(dcgmHandle_t, const char *))
+{
+    setenv("DCGM_SIM_SCENARIO", scenario, 1);
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmStartEmbedded(mode, &h), DCGM_ST_OK);
+    script(EMB, "embedded");
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+}
+
+/* The same script embedded, then through a hostengine: the two must agree. */
+static inline void run_both_ways(const char *scenario, dcgmOperationMode_t mode,
+                                 void (*script)(dcgmHandle_t, const char *))
+{
+    run_embedded(scenario, mode, script);
+    run_through_hostengine(scenario, script);
+}
+
 #endif /* NATIVE_TESTS_HOSTENGINE_H */

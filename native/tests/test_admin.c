@@ -56,7 +56,6 @@ typedef struct {
 #define DIAG_RESPONSE_V12_SIZE (dcgmDiagResponse_version12 & 0xffffffu)
 
 static const char SCENARIO_TEXT[] = "[[gpu]]\nmodel = \"H100\"\ncount = 2\n";
-static char scenario[512];
 static char log_path[512];
 
 static unsigned int module_status(dcgmHandle_t h, unsigned int module)
@@ -242,14 +241,7 @@ static void script(dcgmHandle_t h, const char *where)
     modules_script(h, where);
 }
 
-static void test_embedded(void)
-{
-    setenv("DCGM_SIM_SCENARIO", scenario, 1);
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_AUTO, &h), DCGM_ST_OK);
-    script(EMB, "embedded");
-    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
-}
+static void test_embedded(void) { run_embedded(scenario, DCGM_OPERATION_MODE_AUTO, script); }
 
 static void test_hostengine(void) { run_through_hostengine(scenario, script); }
 
@@ -354,38 +346,27 @@ static void test_logging(void)
     unsetenv("__DCGM_DBG_LVL");
 }
 
-int main(int argc, char **argv)
+/* The process's log, in the scratch folder: chosen by the first start,
+ * whichever test runs first. */
+static void log_to_scratch(const char *build_dir)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "%s/test_admin.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 2;
-    }
-    snprintf(scenario, sizeof scenario, "%s", write_file("node.toml", SCENARIO_TEXT));
-    /* the process's log: chosen by the first start, whichever test runs first */
     snprintf(log_path, sizeof log_path, "%s/engine.log", tmpdir);
     setenv("__DCGM_DBG_FILE", log_path, 1);
     setenv("__DCGM_DBG_LVL", "DEBUG", 1);
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
+}
+
+int main(int argc, char **argv)
+{
     const check_test tests[] = {
         { "logging", test_logging },
         { "embedded", test_embedded },
         { "hostengine", test_hostengine },
         { "start_denylist", test_start_denylist },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_ADMIN_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    unlink(scenario);
-    unlink(log_path);
-    rmdir(tmpdir);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = {
+        .only_env = "TEST_ADMIN_ONLY",
+        .scenario_text = SCENARIO_TEXT,
+        .prepare = log_to_scratch,
+    };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

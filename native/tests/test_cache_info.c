@@ -25,7 +25,6 @@
 #define FI_POWER_USAGE 155
 
 static const char SCENARIO_TEXT[] = "[[gpu]]\nmodel = \"H100\"\ncount = 2\n";
-static char scenario[512]; /* its path */
 
 static dcgmReturn_t info_of(dcgmHandle_t h, unsigned int group, unsigned int id,
                             unsigned short field, dcgmCacheManagerFieldInfo_v4_t *out)
@@ -114,42 +113,19 @@ static void run_script(dcgmHandle_t h, const char *where)
     CHECK_RC(p_dcgmUnwatchFieldValue(h, 0, FI_GPU_TEMP, 1), DCGM_ST_OK);
 }
 
-static void test_embedded(void)
-{
-    setenv("DCGM_SIM_SCENARIO", scenario, 1);
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_MANUAL, &h), DCGM_ST_OK);
-    run_script(EMB, "embedded");
-    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
-}
+static void test_embedded(void) { run_embedded(scenario, DCGM_OPERATION_MODE_MANUAL, run_script); }
 
 static void test_hostengine(void) { run_through_hostengine(scenario, run_script); }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "%s/test_cache_info.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 2;
-    }
-    snprintf(scenario, sizeof scenario, "%s", write_file("node.toml", SCENARIO_TEXT));
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
     const check_test tests[] = {
         { "embedded", test_embedded },
         { "hostengine", test_hostengine },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_CACHE_INFO_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    unlink(scenario);
-    rmdir(tmpdir);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = {
+        .only_env = "TEST_CACHE_INFO_ONLY",
+        .scenario_text = SCENARIO_TEXT,
+    };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

@@ -419,20 +419,10 @@ static void test_hostengine(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
     const check_test tests[] = {
         { "embedded", test_embedded },
         { "hostengine", test_hostengine },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_CONFIG_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = { .only_env = "TEST_CONFIG_ONLY" };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

@@ -31,7 +31,7 @@ enum {
     F_POWER = 1130, F_POWER_LIMIT = 1131, F_CLOCK = 1120, F_VENDOR = 1140, F_MODEL = 1141
 };
 
-static char scenario[512];
+static const char SCENARIO_TEXT[] = "[[gpu]]\nmodel = \"H100\"\ncount = 1\n";
 
 /* ---- the host, read the way NVIDIA's test reads it ------------------------------ */
 
@@ -444,11 +444,7 @@ static void script_health(dcgmHandle_t h, const char *where)
 
 static void both_ways(void (*script)(dcgmHandle_t, const char *))
 {
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_AUTO, &h), DCGM_ST_OK);
-    script(EMB, "embedded");
-    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
-    run_through_hostengine(scenario, script);
+    run_both_ways(scenario, DCGM_OPERATION_MODE_AUTO, script);
 }
 
 static void test_no_cpus(void)
@@ -480,25 +476,15 @@ static void test_health(void)
     both_ways(script_health);
 }
 
-int main(int argc, char **argv)
+/* Every engine of the program runs the one scenario; the host is read before any runs. */
+static void set_scenario_read_host(const char *build_dir)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "%s/test_cpu.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 2;
-    }
-    snprintf(scenario, sizeof scenario, "%s",
-             write_file("node.toml", "[[gpu]]\nmodel = \"H100\"\ncount = 1\n"));
     setenv("DCGM_SIM_SCENARIO", scenario, 1);
     read_host();
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
+}
+
+int main(int argc, char **argv)
+{
     const check_test tests[] = {
         { "no_cpus", test_no_cpus },
         { "host", test_host },
@@ -506,11 +492,10 @@ int main(int argc, char **argv)
         { "util_first_reading", test_util_first_reading },
         { "health", test_health },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_CPU_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    unlink(scenario);
-    rmdir(tmpdir);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = {
+        .only_env = "TEST_CPU_ONLY",
+        .scenario_text = SCENARIO_TEXT,
+        .prepare = set_scenario_read_host,
+    };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

@@ -25,7 +25,9 @@
 #define FAIL DCGM_HEALTH_RESULT_FAIL
 #define ALL ((dcgmHealthSystems_t)DCGM_HEALTH_WATCH_ALL)
 
-static dcgmHealthResponse_v5 *hr;
+/* the checks' responses: too large for the stack */
+static dcgmHealthResponse_v5 hr_storage;
+static dcgmHealthResponse_v5 *const hr = &hr_storage;
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -554,24 +556,12 @@ static void test_hostengine(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
-    hr = calloc(1, sizeof *hr);
     const check_test tests[] = {
         { "embedded", test_embedded },
         { "watches", test_watches },
         { "scenario_xids", test_scenario_xids },
         { "hostengine", test_hostengine },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_HEALTH_ONLY"));
-    free(hr);
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = { .only_env = "TEST_HEALTH_ONLY" };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

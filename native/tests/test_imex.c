@@ -27,7 +27,7 @@
 #define F_DAEMON 1503
 #define FR_IMEX_UNHEALTHY 122 /* dcgm_errors.h */
 
-static char scenario[512];
+static const char SCENARIO_TEXT[] = "[[gpu]]\nmodel = \"H100\"\ncount = 1\n";
 
 /* a stand-in nvidia-imex-ctl: "-N -j" prints a JSON document, "-q" a state */
 static const char TOOL_DOWN[] =
@@ -92,11 +92,7 @@ static void values_both_ways(const char *tool_path, const char *domain, long lon
     setenv("DCGM_SIM_IMEX_CTL", tool_path, 1);
     expect_domain = domain;
     expect_daemon = daemon;
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_MANUAL, &h), DCGM_ST_OK);
-    script_values(EMB, "embedded");
-    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
-    run_through_hostengine(scenario, script_values);
+    run_both_ways(scenario, DCGM_OPERATION_MODE_MANUAL, script_values);
 }
 
 static void test_values(void)
@@ -223,46 +219,22 @@ static void test_health(void)
 {
     /* the tool says all is well: only injected values make findings */
     setenv("DCGM_SIM_IMEX_CTL", tool("up.sh", TOOL_UP), 1);
-    setenv("DCGM_SIM_SCENARIO", scenario, 1);
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_AUTO, &h), DCGM_ST_OK);
-    script_health(EMB, "embedded");
-    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
-    run_through_hostengine(scenario, script_health);
+    run_both_ways(scenario, DCGM_OPERATION_MODE_AUTO, script_health);
 }
+
+/* Every engine of the program runs the one scenario. */
+static void set_scenario(const char *build_dir) { setenv("DCGM_SIM_SCENARIO", scenario, 1); }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "%s/test_imex.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 2;
-    }
-    snprintf(scenario, sizeof scenario, "%s", write_file("node.toml", "[[gpu]]\nmodel = \"H100\"\ncount = 1\n"));
-    setenv("DCGM_SIM_SCENARIO", scenario, 1);
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
     const check_test tests[] = {
         { "values", test_values },
         { "health", test_health },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_IMEX_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    static const char *const files[] = { "node.toml", "plain", "down.sh", "up.sh", "odd.sh",
-                                         "unconf.sh", "broken.sh" };
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char path[600];
-        snprintf(path, sizeof path, "%s/%s", tmpdir, files[i]);
-        unlink(path);
-    }
-    rmdir(tmpdir);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = {
+        .only_env = "TEST_IMEX_ONLY",
+        .scenario_text = SCENARIO_TEXT,
+        .prepare = set_scenario,
+    };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

@@ -35,7 +35,6 @@
 #define FI_SBE_AGG_TOTAL 312
 
 static const char SCENARIO_TEXT[] = "[[gpu]]\nmodel = \"H100\"\ncount = 2\n";
-static char scenario[512]; /* its path */
 
 static dcgmReturn_t info_of(dcgmHandle_t h, unsigned int gpu, unsigned short field,
                             dcgmCacheManagerFieldInfo_v4_t *out)
@@ -361,14 +360,7 @@ static void script_all(dcgmHandle_t h, const char *where)
     script_attributes_bad_gpu(h, where);
 }
 
-static void test_embedded(void)
-{
-    setenv("DCGM_SIM_SCENARIO", scenario, 1);
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_MANUAL, &h), DCGM_ST_OK);
-    script_all(EMB, "embedded");
-    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
-}
+static void test_embedded(void) { run_embedded(scenario, DCGM_OPERATION_MODE_MANUAL, script_all); }
 
 static void test_hostengine(void) { run_through_hostengine(scenario, script_all); }
 
@@ -504,31 +496,15 @@ static void test_client_side(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "%s/test_misc_api.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 2;
-    }
-    snprintf(scenario, sizeof scenario, "%s", write_file("node.toml", SCENARIO_TEXT));
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
     const check_test tests[] = {
         { "embedded", test_embedded },
         { "hostengine", test_hostengine },
         { "client_side", test_client_side },
         { "env_process", test_env_of_hostengine_process },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_MISC_API_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    unlink(scenario);
-    rmdir(tmpdir);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = {
+        .only_env = "TEST_MISC_API_ONLY",
+        .scenario_text = SCENARIO_TEXT,
+    };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

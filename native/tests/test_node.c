@@ -706,11 +706,8 @@ static void test_timing(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    snprintf(tmpdir, sizeof tmpdir, "%s/test_node.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
+    if (!make_scratch("test_node"))
         return 2;
-    }
     test_identity();
     test_determinism();
     test_support_and_types();

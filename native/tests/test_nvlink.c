@@ -29,7 +29,6 @@ static const char SCENARIO_TEXT[] =
     "[[gpu]]\nmodel = \"A100\"\ncount = 1\n"
     "[[gpu]]\nmodel = \"L4\"\ncount = 1\n"
     "[[gpu]]\nmodel = \"H100\"\ncount = 1\nmig_instances = 2\n";
-static char scenario[512]; /* its path */
 static const unsigned int UP_LINKS[] = { 18, 12, 0, 0 };
 
 static unsigned int count_state(const dcgmNvLinkLinkState_t *s, int n, dcgmNvLinkLinkState_t want)
@@ -347,42 +346,19 @@ static void run_script(dcgmHandle_t h, const char *where)
     free(st);
 }
 
-static void test_embedded(void)
-{
-    setenv("DCGM_SIM_SCENARIO", scenario, 1);
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmStartEmbedded(DCGM_OPERATION_MODE_AUTO, &h), DCGM_ST_OK);
-    run_script(EMB, "embedded");
-    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
-}
+static void test_embedded(void) { run_embedded(scenario, DCGM_OPERATION_MODE_AUTO, run_script); }
 
 static void test_hostengine(void) { run_through_hostengine(scenario, run_script); }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "%s/test_nvlink.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 2;
-    }
-    snprintf(scenario, sizeof scenario, "%s", write_file("node.toml", SCENARIO_TEXT));
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
     const check_test tests[] = {
         { "embedded", test_embedded },
         { "hostengine", test_hostengine },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_NVLINK_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    unlink(scenario);
-    rmdir(tmpdir);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = {
+        .only_env = "TEST_NVLINK_ONLY",
+        .scenario_text = SCENARIO_TEXT,
+    };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

@@ -191,24 +191,19 @@ static void test_watched(void)
     unsetenv("DCGM_ENGINE_NVML_REPLAY_PERIOD_MS");
 }
 
-int main(int argc, char **argv)
+/* The build's simulated NVML, free of simulated costs, on a running clock. */
+static void use_build_nvml(const char *build_dir)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    nvml_library_in(argv[1], nvml_path, sizeof nvml_path);
+    nvml_library_in(build_dir, nvml_path, sizeof nvml_path);
     setenv("DCGM_SIM_NVML_COSTS", "off", 1);
     unsetenv("DCGM_SIM_NVML_TIME_US");
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
+}
+
+int main(int argc, char **argv)
+{
     const check_test tests[] = {
         { "energy_estimate", test_energy_estimate }, { "watched", test_watched },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_NVML_COST_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = { .only_env = "TEST_NVML_COST_ONLY", .prepare = use_build_nvml };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

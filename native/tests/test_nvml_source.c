@@ -481,27 +481,25 @@ static void test_missing_library(void)
     CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
 }
 
-int main(int argc, char **argv)
+/* The build's simulated NVML, free of simulated costs, its clock frozen 5 s in. */
+static void use_build_nvml(const char *build_dir)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    nvml_library_in(argv[1], nvml_path, sizeof nvml_path);
+    nvml_library_in(build_dir, nvml_path, sizeof nvml_path);
     setenv("DCGM_SIM_NVML_COSTS", "off", 1);
     setenv("DCGM_SIM_NVML_TIME_US", "5000000", 1);
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
+}
+
+int main(int argc, char **argv)
+{
     const check_test tests[] = {
         { "values", test_values }, { "no_permission", test_no_permission },
         { "lost_gpu", test_lost_gpu }, { "xids", test_xids },
         { "xid_health_only", test_xid_health_only }, { "gpm", test_gpm },
         { "gpm_unsupported", test_gpm_unsupported }, { "missing_library", test_missing_library },
     };
-    run_tests(tests, sizeof tests / sizeof tests[0], getenv("TEST_NVML_SOURCE_ONLY"));
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = {
+        .only_env = "TEST_NVML_SOURCE_ONLY",
+        .prepare = use_build_nvml,
+    };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }

@@ -639,13 +639,6 @@ static void test_late_server(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s BUILD_DIR\n", argv[0]);
-        return 2;
-    }
-    void *lib = load_library(argv[1]);
-    if (p_dcgmInit() != DCGM_ST_OK)
-        return 2;
     const check_test tests[] = {
         /* first, while this process has no other threads to fork with */
         { "server_death", test_server_death },
@@ -653,10 +646,6 @@ int main(int argc, char **argv)
         { "garbage", test_garbage },         { "late_server", test_late_server },
         { "cycles", test_cycles },
     };
-    const char *only = getenv("TEST_REMOTE_ONLY");
-    run_tests(tests, sizeof tests / sizeof tests[0], only);
-    CHECK_RC(p_dcgmShutdown(), DCGM_ST_OK);
-    dlclose(lib);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    const check_program program = { .only_env = "TEST_REMOTE_ONLY" };
+    return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }
