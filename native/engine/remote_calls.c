@@ -30,9 +30,7 @@ static void request_init(wire_request *req, wire_op op)
     req->op = op;
 }
 
-/* A request whose answer is a status, a few numbers and at most out_cap
- * bytes written to out. */
-static int call(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
+int remote_call(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
                 void *out, size_t out_cap, wire_reply *final)
 {
     remote_reply reply;
@@ -52,13 +50,13 @@ static int call(remote_conn *c, wire_request *req, const void *tail, size_t tail
 /* A request answered by a status alone. */
 static int call_status(remote_conn *c, wire_request *req)
 {
-    return call(c, req, NULL, 0, NULL, 0, NULL);
+    return remote_call(c, req, NULL, 0, NULL, 0, NULL);
 }
 
 /* A request carrying a struct the engine reads and writes in place. */
 static int call_inout(remote_conn *c, wire_request *req, void *inout, size_t size)
 {
-    return call(c, req, inout, size, inout, size, NULL);
+    return remote_call(c, req, inout, size, inout, size, NULL);
 }
 
 /* A request whose only argument is that in-place struct. */
@@ -90,7 +88,7 @@ int remote_gpu_ids(remote_conn *c, int only_supported, unsigned int *ids, int *c
     request_init(&req, WIRE_OP_GPU_IDS);
     req.u[0] = only_supported != 0;
     wire_reply final;
-    int rc = call(c, &req, NULL, 0, ids, DCGM_MAX_NUM_DEVICES * sizeof *ids, &final);
+    int rc = remote_call(c, &req, NULL, 0, ids, DCGM_MAX_NUM_DEVICES * sizeof *ids, &final);
     if (rc == DCGM_ST_OK)
         *count = (int)final.u[0];
     return rc;
@@ -103,7 +101,7 @@ int remote_gpu_status(remote_conn *c, unsigned int gpu, DcgmEntityStatus_t *stat
     wire_request req;
     request_init(&req, WIRE_OP_GPU_STATUS);
     req.u[0] = gpu;
-    return call(c, &req, NULL, 0, status, sizeof *status, NULL);
+    return remote_call(c, &req, NULL, 0, status, sizeof *status, NULL);
 }
 
 int remote_entity_group_entities(remote_conn *c, dcgm_field_entity_group_t group,
@@ -117,7 +115,7 @@ int remote_entity_group_entities(remote_conn *c, dcgm_field_entity_group_t group
     req.u[1] = flags;
     req.u[2] = (uint32_t)*count;
     wire_reply final;
-    int rc = call(c, &req, NULL, 0, entities, (size_t)*count * sizeof *entities, &final);
+    int rc = remote_call(c, &req, NULL, 0, entities, (size_t)*count * sizeof *entities, &final);
     if (rc == DCGM_ST_OK || rc == DCGM_ST_INSUFFICIENT_SIZE)
         *count = (int)final.u[0];
     return rc;
@@ -161,7 +159,7 @@ int remote_group_create(remote_conn *c, dcgmGroupType_t type, const char *name,
     wire_name wire;
     name_copy(&wire, name);
     wire_reply final;
-    int rc = call(c, &req, &wire, sizeof wire, NULL, 0, &final);
+    int rc = remote_call(c, &req, &wire, sizeof wire, NULL, 0, &final);
     if (rc == DCGM_ST_OK)
         *id = (dcgmGpuGrp_t)final.i64;
     return rc;
@@ -231,7 +229,7 @@ int remote_field_group_create(remote_conn *c, int count, const unsigned short *f
     name_copy(&wire.name, name);
     memcpy(wire.ids, field_ids, (size_t)count * sizeof *field_ids);
     wire_reply final;
-    int rc = call(c, &req, &wire, sizeof wire, NULL, 0, &final);
+    int rc = remote_call(c, &req, &wire, sizeof wire, NULL, 0, &final);
     if (rc == DCGM_ST_OK)
         *id = (dcgmFieldGrp_t)final.i64;
     return rc;
@@ -413,7 +411,7 @@ int remote_inject(remote_conn *c, dcgm_field_entity_group_t group, dcgm_field_ei
     request_init(&req, WIRE_OP_INJECT);
     req.u[0] = (uint32_t)group;
     req.u[1] = entity;
-    return call(c, &req, value, sizeof *value, NULL, 0, NULL);
+    return remote_call(c, &req, value, sizeof *value, NULL, 0, NULL);
 }
 
 int remote_empty_cache(remote_conn *c)
@@ -629,7 +627,7 @@ int remote_health_get(remote_conn *c, dcgmGpuGrp_t group, unsigned int *systems)
     request_init(&req, WIRE_OP_HEALTH_GET);
     req.id[0] = group;
     wire_reply final;
-    int rc = call(c, &req, NULL, 0, NULL, 0, &final);
+    int rc = remote_call(c, &req, NULL, 0, NULL, 0, &final);
     if (rc == DCGM_ST_OK)
         *systems = final.u[0];
     return rc;
@@ -644,8 +642,8 @@ int remote_health_check(remote_conn *c, dcgmGpuGrp_t group, dcgmHealthResponse_v
     req.id[0] = group;
     /* only the head travels out; the answer is the head and the incidents
      * the engine wrote, the rest of the caller's struct stays as it was */
-    return call(c, &req, out, offsetof(dcgmHealthResponse_v5, incidents), out, sizeof *out,
-                NULL);
+    return remote_call(c, &req, out, offsetof(dcgmHealthResponse_v5, incidents), out,
+                       sizeof *out, NULL);
 }
 
 int remote_prof_metric_groups(remote_conn *c, dcgmProfGetMetricGroups_v3 *groups)
@@ -670,7 +668,7 @@ int remote_start_time(remote_conn *c, long long *start_us)
     wire_request req;
     request_init(&req, WIRE_OP_START_TIME);
     wire_reply final;
-    int rc = call(c, &req, NULL, 0, NULL, 0, &final);
+    int rc = remote_call(c, &req, NULL, 0, NULL, 0, &final);
     if (rc == DCGM_ST_OK)
         *start_us = final.i64;
     return rc;
@@ -734,7 +732,7 @@ int remote_introspect(remote_conn *c, int cpu, int wait, engine_introspect *out)
     request_init(&req, WIRE_OP_INTROSPECT);
     req.u[0] = cpu != 0;
     req.u[1] = wait != 0;
-    return call(c, &req, NULL, 0, out, sizeof *out, NULL);
+    return remote_call(c, &req, NULL, 0, out, sizeof *out, NULL);
 }
 
 int remote_diag_precheck(remote_conn *c, dcgmGpuGrp_t group)

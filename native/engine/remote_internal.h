@@ -1,6 +1,6 @@
 /*
- * remote_internal.h -- the transport shared by remote.c (connections) and
- * remote_calls.c (one function per request).
+ * remote_internal.h -- the transport shared by remote.c (connections),
+ * remote_calls.c and remote_policy.c (one function per request).
  */
 #ifndef DCGM_SIM_REMOTE_INTERNAL_H
 #define DCGM_SIM_REMOTE_INTERNAL_H
@@ -40,6 +40,13 @@ typedef struct remote_reply {
 int remote_transact(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
                     remote_reply *reply);
 void remote_reply_free(remote_reply *reply);
+
+/* A request whose answer is a status, a few numbers and at most out_cap
+ * bytes written to out (NULL: none); *final (when not NULL) receives the
+ * FINAL frame's header.  Returns the transport's failure or the engine's
+ * status. */
+int remote_call(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
+                void *out, size_t out_cap, wire_reply *final);
 
 /* Walks the records of a reply: unpacks record i into *rec (group, entity)
  * and value.  *pos starts at 0. */

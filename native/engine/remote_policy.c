@@ -7,23 +7,6 @@
 
 #include "remote_internal.h"
 
-static int policy_call(remote_conn *c, wire_request *req, const void *tail, size_t tail_len,
-                       void *out, size_t out_cap, wire_reply *final)
-{
-    remote_reply reply;
-    memset(&reply, 0, sizeof reply);
-    reply.out = out;
-    reply.out_cap = out ? out_cap : 0;
-    int rc = remote_transact(c, req, tail, tail_len, &reply);
-    if (rc == DCGM_ST_OK) {
-        rc = reply.final.status;
-        if (final)
-            *final = reply.final;
-    }
-    remote_reply_free(&reply);
-    return rc;
-}
-
 static void policy_request(wire_request *req, wire_op op, dcgmGpuGrp_t group)
 {
     memset(req, 0, sizeof *req);
@@ -37,7 +20,7 @@ int remote_policy_set(remote_conn *c, dcgmGpuGrp_t group, const dcgmPolicy_v1 *p
         return DCGM_ST_BADPARAM;
     wire_request req;
     policy_request(&req, WIRE_OP_POLICY_SET, group);
-    return policy_call(c, &req, policy, sizeof *policy, NULL, 0, NULL);
+    return remote_call(c, &req, policy, sizeof *policy, NULL, 0, NULL);
 }
 
 int remote_policy_get(remote_conn *c, dcgmGpuGrp_t group, dcgmPolicy_v1 *out,
@@ -49,7 +32,7 @@ int remote_policy_get(remote_conn *c, dcgmGpuGrp_t group, dcgmPolicy_v1 *out,
     policy_request(&req, WIRE_OP_POLICY_GET, group);
     wire_reply final;
     memset(&final, 0, sizeof final);
-    int rc = policy_call(c, &req, NULL, 0, out, DCGM_MAX_NUM_DEVICES * sizeof *out, &final);
+    int rc = remote_call(c, &req, NULL, 0, out, DCGM_MAX_NUM_DEVICES * sizeof *out, &final);
     /* never more than the buffer holds, whatever the other end says */
     *count = final.u[0] <= DCGM_MAX_NUM_DEVICES ? final.u[0] : DCGM_MAX_NUM_DEVICES;
     return rc;
@@ -62,14 +45,14 @@ int remote_policy_register(remote_conn *c, dcgmGpuGrp_t group, unsigned int cond
     policy_request(&req, WIRE_OP_POLICY_REGISTER, group);
     req.u[0] = conditions;
     req.u[1] = cookie;
-    return policy_call(c, &req, NULL, 0, NULL, 0, NULL);
+    return remote_call(c, &req, NULL, 0, NULL, 0, NULL);
 }
 
 int remote_policy_unregister(remote_conn *c, dcgmGpuGrp_t group)
 {
     wire_request req;
     policy_request(&req, WIRE_OP_POLICY_UNREGISTER, group);
-    return policy_call(c, &req, NULL, 0, NULL, 0, NULL);
+    return remote_call(c, &req, NULL, 0, NULL, 0, NULL);
 }
 
 int remote_policy_take(remote_conn *c, engine_policy_note *out, unsigned int capacity,
@@ -84,7 +67,7 @@ int remote_policy_take(remote_conn *c, engine_policy_note *out, unsigned int cap
     req.u[0] = capacity;
     wire_reply final;
     memset(&final, 0, sizeof final);
-    int rc = policy_call(c, &req, NULL, 0, out, capacity * sizeof *out, &final);
+    int rc = remote_call(c, &req, NULL, 0, out, capacity * sizeof *out, &final);
     *count = rc == DCGM_ST_OK && final.u[0] <= capacity ? final.u[0] : 0;
     return rc;
 }
