@@ -125,6 +125,20 @@ static void api_leave(api_backend *b)
         return rc_;                                                           \
     } while (0)
 
+unsigned int api_version_of(const void *request)
+{
+    unsigned int v;
+    memcpy(&v, request, sizeof v);
+    return v;
+}
+
+dcgmReturn_t api_check_version(const void *request, unsigned int want)
+{
+    if (!request)
+        return DCGM_ST_BADPARAM;
+    return api_version_of(request) == want ? DCGM_ST_OK : DCGM_ST_VER_MISMATCH;
+}
+
 int api_with_backend(dcgmHandle_t handle,
                      int (*fn)(const backend_ops *ops, void *impl, void *ctx), void *ctx)
 {
@@ -1228,12 +1242,9 @@ dcgmReturn_t dcgmPolicyUnregister(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId
 
 dcgmReturn_t dcgmModuleGetStatuses(dcgmHandle_t pDcgmHandle, void *moduleStatuses)
 {
-    if (!moduleStatuses)
-        return DCGM_ST_BADPARAM;
-    unsigned int version;
-    memcpy(&version, moduleStatuses, sizeof version);
-    if (version != ENGINE_MODULE_STATUSES_VERSION1)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t rc = api_check_version(moduleStatuses, ENGINE_MODULE_STATUSES_VERSION1);
+    if (rc != DCGM_ST_OK)
+        return rc;
     API_CALL(pDcgmHandle, module_statuses, moduleStatuses);
 }
 
@@ -1265,23 +1276,30 @@ dcgmReturn_t dcgmDetachDriver(dcgmHandle_t pDcgmHandle)
     API_CALL(pDcgmHandle, driver_attach, 0);
 }
 
+/* The hostengine's own usage (cpu: its CPU, else its memory) for a
+ * dcgmIntrospect* struct that must carry the stamp version. */
+static dcgmReturn_t introspect(dcgmHandle_t handle, const void *info, unsigned int version,
+                               int cpu, int wait, engine_introspect *out)
+{
+    dcgmReturn_t rc = api_check_version(info, version);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    api_backend *b;
+    rc = api_enter(handle, &b);
+    if (rc != DCGM_ST_OK)
+        return rc;
+    rc = (dcgmReturn_t)b->ops->introspect(b->impl, cpu, wait, out);
+    api_leave(b);
+    return rc;
+}
+
 /* dcgmIntrospectMemory_t *memoryInfo: version, then bytesUsed at offset 8 */
 dcgmReturn_t dcgmIntrospectGetHostengineMemoryUsage(dcgmHandle_t pDcgmHandle, void *memoryInfo,
                                                     int waitIfNoData)
 {
-    if (!memoryInfo)
-        return DCGM_ST_BADPARAM;
-    unsigned int version;
-    memcpy(&version, memoryInfo, sizeof version);
-    if (version != dcgmIntrospectMemory_version1)
-        return DCGM_ST_VER_MISMATCH;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
     engine_introspect out;
-    rc = (dcgmReturn_t)b->ops->introspect(b->impl, 0, waitIfNoData, &out);
-    api_leave(b);
+    dcgmReturn_t rc = introspect(pDcgmHandle, memoryInfo, dcgmIntrospectMemory_version1, 0,
+                                 waitIfNoData, &out);
     if (rc == DCGM_ST_OK)
         memcpy((char *)memoryInfo + 8, &out.bytes_used, sizeof out.bytes_used);
     return rc;
@@ -1291,19 +1309,9 @@ dcgmReturn_t dcgmIntrospectGetHostengineMemoryUsage(dcgmHandle_t pDcgmHandle, vo
 dcgmReturn_t dcgmIntrospectGetHostengineCpuUtilization(dcgmHandle_t pDcgmHandle, void *cpuUtil,
                                                        int waitIfNoData)
 {
-    if (!cpuUtil)
-        return DCGM_ST_BADPARAM;
-    unsigned int version;
-    memcpy(&version, cpuUtil, sizeof version);
-    if (version != dcgmIntrospectCpuUtil_version1)
-        return DCGM_ST_VER_MISMATCH;
-    api_backend *b;
-    dcgmReturn_t rc = api_enter(pDcgmHandle, &b);
-    if (rc != DCGM_ST_OK)
-        return rc;
     engine_introspect out;
-    rc = (dcgmReturn_t)b->ops->introspect(b->impl, 1, waitIfNoData, &out);
-    api_leave(b);
+    dcgmReturn_t rc = introspect(pDcgmHandle, cpuUtil, dcgmIntrospectCpuUtil_version1, 1,
+                                 waitIfNoData, &out);
     if (rc == DCGM_ST_OK) {
         double parts[3] = { out.total, out.kernel, out.user };
         memcpy((char *)cpuUtil + 8, parts, sizeof parts);

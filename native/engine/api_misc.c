@@ -5,15 +5,8 @@
  */
 #include <string.h>
 
+#include "backend.h"
 #include "engine.h"
-
-/* the leading version field of any versioned DCGM struct */
-static unsigned int leading_version(const void *request)
-{
-    unsigned int v;
-    memcpy(&v, request, sizeof v);
-    return v;
-}
 
 /* ---- vGPU (DCGM: dcgmlib/src/DcgmApi.cpp, helperVgpuConfigSet,
  * helperVgpuConfigGet, helperVgpuInstanceGetAttributes): the version stamp
@@ -25,11 +18,8 @@ dcgmReturn_t dcgmVgpuConfigSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, v
                                dcgmStatus_t statusHandle)
 {
     (void)pDcgmHandle, (void)groupId, (void)statusHandle;
-    if (!pDeviceConfig)
-        return DCGM_ST_BADPARAM;
-    if (leading_version(pDeviceConfig) != dcgmVgpuConfig_version1)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
+    dcgmReturn_t rc = api_check_version(pDeviceConfig, dcgmVgpuConfig_version1);
+    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
 }
 
 /* dcgmConfigType_t type, dcgmVgpuConfig_t deviceConfigList[]: every entry
@@ -43,7 +33,7 @@ dcgmReturn_t dcgmVgpuConfigGet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, i
     const size_t entry = dcgmVgpuConfig_version1 & 0xffffffu;
     const unsigned char *p = deviceConfigList;
     for (int i = 0; i < count; i++)
-        if (leading_version(p + (size_t)i * entry) != dcgmVgpuConfig_version1)
+        if (api_version_of(p + (size_t)i * entry) != dcgmVgpuConfig_version1)
             return DCGM_ST_VER_MISMATCH;
     return DCGM_ST_NOT_SUPPORTED;
 }
@@ -53,11 +43,8 @@ dcgmReturn_t dcgmGetVgpuInstanceAttributes(dcgmHandle_t pDcgmHandle, unsigned in
                                            void *pDcgmVgpuInstanceAttr)
 {
     (void)pDcgmHandle, (void)vgpuId;
-    if (!pDcgmVgpuInstanceAttr)
-        return DCGM_ST_BADPARAM;
-    if (leading_version(pDcgmVgpuInstanceAttr) != dcgmVgpuInstanceAttributes_version1)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
+    dcgmReturn_t rc = api_check_version(pDcgmVgpuInstanceAttr, dcgmVgpuInstanceAttributes_version1);
+    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
 }
 
 /* dcgmVgpuDeviceAttributes_t *pDcgmVgpuDeviceAttr (DCGM: dcgmlib/src/
@@ -73,16 +60,14 @@ dcgmReturn_t dcgmGetVgpuInstanceAttributes(dcgmHandle_t pDcgmHandle, unsigned in
 dcgmReturn_t dcgmGetVgpuDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                                          void *pDcgmVgpuDeviceAttr)
 {
-    if (!pDcgmVgpuDeviceAttr)
-        return DCGM_ST_BADPARAM;
-    if (leading_version(pDcgmVgpuDeviceAttr) != dcgmVgpuDeviceAttributes_version7)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t rc = api_check_version(pDcgmVgpuDeviceAttr, dcgmVgpuDeviceAttributes_version7);
+    if (rc != DCGM_ST_OK)
+        return rc;
     unsigned short fields[] = { 501, 502, 503, 504, 203, 204, 206, 207 };
     enum { N_FIELDS = sizeof fields / sizeof fields[0] };
     dcgmFieldValue_v1 values[N_FIELDS];
     memset(values, 0, sizeof values);
-    dcgmReturn_t rc = dcgmEntityGetLatestValues(pDcgmHandle, DCGM_FE_GPU, gpuId, fields, N_FIELDS,
-                                                values);
+    rc = dcgmEntityGetLatestValues(pDcgmHandle, DCGM_FE_GPU, gpuId, fields, N_FIELDS, values);
     if (rc != DCGM_ST_OK)
         return rc;
     int watched_any = 0;

@@ -8,11 +8,13 @@
  * Every DCGM versioned struct starts with an `unsigned int version`, and that
  * leading field is all these functions read, so the structs themselves are
  * not declared: the parameters are void pointers (the same ABI as DCGM's
- * typed pointers) read through version_of().  Arrays of structs are walked
- * with the element size carried in the low 24 bits of the version stamp.
+ * typed pointers) read through api_version_of() and api_check_version().
+ * Arrays of structs are walked with the element size carried in the low 24
+ * bits of the version stamp.
  */
 #include <string.h>
 
+#include "backend.h"
 #include "engine.h"
 
 /* api.c: what the diag module answers before it would start NVVS */
@@ -24,14 +26,6 @@ static dcgmGpuGrp_t diag_group(const void *drd)
     dcgmGpuGrp_t group;
     memcpy(&group, (const unsigned char *)drd + 16, sizeof group);
     return group;
-}
-
-/* the leading version field of any versioned DCGM struct */
-static unsigned int version_of(const void *request)
-{
-    unsigned int v;
-    memcpy(&v, request, sizeof v);
-    return v;
 }
 
 /* Which dcgmRunDiag versions each dcgmDiagResponse version pairs with:
@@ -65,7 +59,7 @@ dcgmReturn_t dcgmActionValidate_v2(dcgmHandle_t pDcgmHandle, void *drd, void *re
 {
     if (!drd || !response)
         return DCGM_ST_BADPARAM;
-    dcgmReturn_t rc = check_diag_pair(version_of(drd), version_of(response));
+    dcgmReturn_t rc = check_diag_pair(api_version_of(drd), api_version_of(response));
     if (rc != DCGM_ST_OK)
         return rc;
     /* A request naming no test runs the level in validate, and one past the
@@ -88,7 +82,7 @@ dcgmReturn_t dcgmRunDiagnostic(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, i
 {
     if (!diagResponse)
         return DCGM_ST_BADPARAM;
-    unsigned int v = version_of(diagResponse);
+    unsigned int v = api_version_of(diagResponse);
     if (v == 0)
         return DCGM_ST_VER_MISMATCH;
     /* the short, medium, long and extra-long levels */
@@ -106,21 +100,17 @@ dcgmReturn_t dcgmRunDiagnostic(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, i
 dcgmReturn_t dcgmGetPidInfo(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, void *pidInfo)
 {
     (void)pDcgmHandle, (void)groupId;
-    if (!pidInfo)
-        return DCGM_ST_BADPARAM;
-    if (version_of(pidInfo) != dcgmPidInfo_version2)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
+    dcgmReturn_t rc = api_check_version(pidInfo, dcgmPidInfo_version2);
+    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
 }
 
 /* dcgmJobInfo_t *pJobInfo */
 dcgmReturn_t dcgmJobGetStats(dcgmHandle_t pDcgmHandle, char jobId[64], void *pJobInfo)
 {
     (void)pDcgmHandle;
-    if (!jobId || !pJobInfo)
+    if (!jobId)
         return DCGM_ST_BADPARAM;
-    if (version_of(pJobInfo) != dcgmJobInfo_version3)
-        return DCGM_ST_VER_MISMATCH;
-    return DCGM_ST_NOT_SUPPORTED;
+    dcgmReturn_t rc = api_check_version(pJobInfo, dcgmJobInfo_version3);
+    return rc != DCGM_ST_OK ? rc : DCGM_ST_NOT_SUPPORTED;
 }
 

@@ -148,6 +148,13 @@ extern const backend_ops remote_backend_ops;
 int api_with_backend(dcgmHandle_t handle,
                      int (*fn)(const backend_ops *ops, void *impl, void *ctx), void *ctx);
 
+/* The leading version stamp of a versioned DCGM struct a caller hands in (api.c). */
+unsigned int api_version_of(const void *request);
+
+/* DCGM's first check of such a struct (api.c): BADPARAM when there is none,
+ * VER_MISMATCH when its stamp is not want, else DCGM_ST_OK. */
+dcgmReturn_t api_check_version(const void *request, unsigned int want);
+
 /* dcgmVersionInfo's answer (api.c), which the embedded engine also gives. */
 int api_version_info(dcgmVersionInfo_t *info);
 
