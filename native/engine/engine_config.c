@@ -566,6 +566,20 @@ static int set_gpu(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want,
 
 /* ---- the three calls ----------------------------------------------------------- */
 
+/* Locks e and lists the group's live GPUs for set and enforce, which refuse
+ * an empty group (NOT_CONFIGURED); e is left unlocked on any failure. */
+static int lock_configured_gpus(sim_engine *e, dcgmGpuGrp_t group, unsigned int *gpus,
+                                unsigned int *n)
+{
+    pthread_mutex_lock(&e->lock);
+    int rc = group_gpus(e, group, gpus, n);
+    if (rc == DCGM_ST_OK && *n == 0)
+        rc = DCGM_ST_NOT_CONFIGURED;
+    if (rc != DCGM_ST_OK)
+        pthread_mutex_unlock(&e->lock);
+    return rc;
+}
+
 int engine_config_set(sim_engine *e, dcgmGpuGrp_t group, engine_config_msg *m)
 {
     if (!m)
@@ -573,15 +587,10 @@ int engine_config_set(sim_engine *e, dcgmGpuGrp_t group, engine_config_msg *m)
     m->num_statuses = 0;
     if (m->config.version != dcgmConfig_version2)
         return DCGM_ST_VER_MISMATCH;
-    pthread_mutex_lock(&e->lock);
     unsigned int gpus[DCGM_MAX_NUM_DEVICES], n = 0;
-    int rc = group_gpus(e, group, gpus, &n);
-    if (rc == DCGM_ST_OK && n == 0)
-        rc = DCGM_ST_NOT_CONFIGURED;
-    if (rc != DCGM_ST_OK) {
-        pthread_mutex_unlock(&e->lock);
+    int rc = lock_configured_gpus(e, group, gpus, &n);
+    if (rc != DCGM_ST_OK)
         return rc;
-    }
     dcgmConfig_v2 want = m->config;
     if (!IS_BLANK32(want.powerLimit.val) && want.powerLimit.type == DCGM_CONFIG_POWER_BUDGET_GROUP) {
         /* a budget for the group: each GPU gets its share */
@@ -652,15 +661,10 @@ int engine_config_enforce(sim_engine *e, dcgmGpuGrp_t group, engine_config_msg *
     if (!m)
         return DCGM_ST_BADPARAM;
     m->num_statuses = 0;
-    pthread_mutex_lock(&e->lock);
     unsigned int gpus[DCGM_MAX_NUM_DEVICES], n = 0;
-    int rc = group_gpus(e, group, gpus, &n);
-    if (rc == DCGM_ST_OK && n == 0)
-        rc = DCGM_ST_NOT_CONFIGURED;
-    if (rc != DCGM_ST_OK) {
-        pthread_mutex_unlock(&e->lock);
+    int rc = lock_configured_gpus(e, group, gpus, &n);
+    if (rc != DCGM_ST_OK)
         return rc;
-    }
     int failures = 0;
     for (unsigned int i = 0; i < n; i++) {
         /* EnforceConfigGpu */

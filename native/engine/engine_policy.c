@@ -157,30 +157,54 @@ static int group_gpus_locked(sim_engine *e, dcgmGpuGrp_t group, dcgmGroupEntityP
     return DCGM_ST_OK;
 }
 
+/* A request on a group's GPUs: set, get and register each start alike. */
+typedef struct group_request {
+    engine_policy_state *p;
+    dcgmGroupEntityPair_t *entities;
+    unsigned int count;
+    int rc; /* group_gpus_locked's answer, or DCGM_ST_MEMORY for no state */
+} group_request;
+
+/* Locks e and fills r: the policy state and the group's checked entities.
+ * Returns 0, with e not locked, when there is no memory for the entities. */
+static int group_request_begin(sim_engine *e, dcgmGpuGrp_t group, group_request *r)
+{
+    memset(r, 0, sizeof *r);
+    r->entities = malloc(DCGM_GROUP_MAX_ENTITIES_V2 * sizeof *r->entities);
+    if (!r->entities)
+        return 0;
+    pthread_mutex_lock(&e->lock);
+    r->p = state_locked(e);
+    r->rc = r->p ? group_gpus_locked(e, group, r->entities, &r->count) : DCGM_ST_MEMORY;
+    return 1;
+}
+
+static void group_request_end(sim_engine *e, group_request *r)
+{
+    pthread_mutex_unlock(&e->lock);
+    free(r->entities);
+}
+
 /* ---- set and get ------------------------------------------------------------ */
 
 int engine_policy_set(sim_engine *e, dcgmGpuGrp_t group, const dcgmPolicy_v1 *policy)
 {
     if (!e || !policy)
         return DCGM_ST_BADPARAM;
-    dcgmGroupEntityPair_t *entities = malloc(DCGM_GROUP_MAX_ENTITIES_V2 * sizeof *entities);
-    if (!entities)
+    group_request r;
+    if (!group_request_begin(e, group, &r))
         return DCGM_ST_MEMORY;
-    unsigned int count = 0;
-    pthread_mutex_lock(&e->lock);
-    engine_policy_state *p = state_locked(e);
-    int rc = p ? group_gpus_locked(e, group, entities, &count) : DCGM_ST_MEMORY;
+    int rc = r.rc;
     /* DCGM: ProcessSetPolicy, an empty group is not configured */
-    if (rc == DCGM_ST_OK && count == 0)
+    if (rc == DCGM_ST_OK && r.count == 0)
         rc = DCGM_ST_NOT_CONFIGURED;
-    for (unsigned int i = 0; rc == DCGM_ST_OK && i < count; i++) {
-        if (entities[i].entityGroupId != DCGM_FE_GPU)
+    for (unsigned int i = 0; rc == DCGM_ST_OK && i < r.count; i++) {
+        if (r.entities[i].entityGroupId != DCGM_FE_GPU)
             continue;
-        p->is_set[entities[i].entityId] = 1;
-        p->current[entities[i].entityId] = *policy;
+        r.p->is_set[r.entities[i].entityId] = 1;
+        r.p->current[r.entities[i].entityId] = *policy;
     }
-    pthread_mutex_unlock(&e->lock);
-    free(entities);
+    group_request_end(e, &r);
     return rc;
 }
 
@@ -189,21 +213,18 @@ int engine_policy_get(sim_engine *e, dcgmGpuGrp_t group, dcgmPolicy_v1 *out,
 {
     if (!e || !out || !count)
         return DCGM_ST_BADPARAM;
-    dcgmGroupEntityPair_t *entities = malloc(DCGM_GROUP_MAX_ENTITIES_V2 * sizeof *entities);
-    if (!entities)
+    group_request r;
+    if (!group_request_begin(e, group, &r))
         return DCGM_ST_MEMORY;
-    unsigned int n = 0, filled = 0;
-    pthread_mutex_lock(&e->lock);
-    engine_policy_state *p = state_locked(e);
-    int rc = p ? group_gpus_locked(e, group, entities, &n) : DCGM_ST_MEMORY;
+    unsigned int filled = 0;
+    int rc = r.rc;
     /* DCGM: ProcessGetPolicies, an empty group is not configured */
-    if (rc == DCGM_ST_OK && n == 0)
+    if (rc == DCGM_ST_OK && r.count == 0)
         rc = DCGM_ST_NOT_CONFIGURED;
-    for (unsigned int i = 0; rc == DCGM_ST_OK && i < n && filled < DCGM_MAX_NUM_DEVICES; i++)
-        if (entities[i].entityGroupId == DCGM_FE_GPU)
-            out[filled++] = p->current[entities[i].entityId];
-    pthread_mutex_unlock(&e->lock);
-    free(entities);
+    for (unsigned int i = 0; rc == DCGM_ST_OK && i < r.count && filled < DCGM_MAX_NUM_DEVICES; i++)
+        if (r.entities[i].entityGroupId == DCGM_FE_GPU)
+            out[filled++] = r.p->current[r.entities[i].entityId];
+    group_request_end(e, &r);
     *count = filled;
     return rc;
 }
@@ -252,15 +273,13 @@ int engine_policy_register(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group
         return DCGM_ST_BADPARAM;
     if (!conditions)
         return DCGM_ST_BADPARAM;
-    dcgmGroupEntityPair_t *entities = malloc(DCGM_GROUP_MAX_ENTITIES_V2 * sizeof *entities);
-    if (!entities)
+    group_request r;
+    if (!group_request_begin(e, group, &r))
         return DCGM_ST_MEMORY;
-    unsigned int count = 0;
-    pthread_mutex_lock(&e->lock);
-    engine_policy_state *p = state_locked(e);
-    int rc = p ? group_gpus_locked(e, group, entities, &count) : DCGM_ST_MEMORY;
-    for (unsigned int i = 0; rc == DCGM_ST_OK && i < count; i++) {
-        if (entities[i].entityGroupId != DCGM_FE_GPU)
+    engine_policy_state *p = r.p;
+    int rc = r.rc;
+    for (unsigned int i = 0; rc == DCGM_ST_OK && i < r.count; i++) {
+        if (r.entities[i].entityGroupId != DCGM_FE_GPU)
             continue;
         if (!grow((void **)&p->watchers, &p->cap_watchers, p->n_watchers, sizeof *p->watchers)) {
             rc = DCGM_ST_MEMORY;
@@ -270,13 +289,12 @@ int engine_policy_register(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group
         memset(w, 0, sizeof *w);
         w->owner = owner;
         w->cookie = cookie;
-        w->gpu = entities[i].entityId;
+        w->gpu = r.entities[i].entityId;
         w->conditions = conditions;
     }
     if (rc == DCGM_ST_OK)
         rc = watch_policy_fields_locked(e, p, owner);
-    pthread_mutex_unlock(&e->lock);
-    free(entities);
+    group_request_end(e, &r);
     return rc;
 }
 
