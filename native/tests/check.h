@@ -87,6 +87,27 @@ static inline void sleep_ms(int ms)
         ;
 }
 
+/* A value to inject (dcgmInjectFieldValue_t) for field, stamped ts microseconds: an INT64 or
+ * a DOUBLE.  Zeroed first, so that no stray byte travels to a hostengine. */
+static inline void injected_i64(dcgmInjectFieldValue_t *v, unsigned short field, int64_t ts,
+                                long long value)
+{
+    memset(v, 0, sizeof *v);
+    v->version = dcgmInjectFieldValue_version1;
+    v->fieldId = field;
+    v->fieldType = DCGM_FT_INT64;
+    v->ts = ts;
+    v->value.i64 = value;
+}
+
+static inline void injected_dbl(dcgmInjectFieldValue_t *v, unsigned short field, int64_t ts,
+                                double value)
+{
+    injected_i64(v, field, ts, 0);
+    v->fieldType = DCGM_FT_DOUBLE;
+    v->value.dbl = value;
+}
+
 /* Writes a scenario to /tmp/<program>_<pid>_<tag>.toml; the path stays valid until the next call. */
 static inline char *write_scenario_as(const char *program, const char *tag, const char *text)
 {
@@ -255,6 +276,25 @@ static inline int check_main(int argc, char **argv, const check_program *program
 #endif
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
+}
+
+/* A named step of a script that runs on one handle. */
+typedef struct script_step {
+    const char *name;
+    void (*run)(dcgmHandle_t h);
+} script_step;
+
+/* Runs each step on h; a step with failures is named after them, with tag
+ * (where the script ran). */
+static inline void run_steps(const script_step *steps, size_t n_steps, dcgmHandle_t h,
+                             const char *tag)
+{
+    for (size_t i = 0; i < n_steps; i++) {
+        int before = failures;
+        steps[i].run(h);
+        if (failures != before)
+            fprintf(stderr, "  (%s: %s)\n", tag, steps[i].name);
+    }
 }
 
 /* The records a test reads through DCGM's per-entity value callbacks, in

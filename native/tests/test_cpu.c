@@ -346,12 +346,7 @@ static void inject_cpu(dcgmHandle_t h, unsigned int cpu, unsigned short field, d
                        int offset_s)
 {
     dcgmInjectFieldValue_t v;
-    memset(&v, 0, sizeof v);
-    v.version = dcgmInjectFieldValue_version1;
-    v.fieldId = field;
-    v.fieldType = DCGM_FT_DOUBLE;
-    v.ts = wall_us() + (int64_t)offset_s * 1000000;
-    v.value.dbl = value;
+    injected_dbl(&v, field, wall_us() + (int64_t)offset_s * 1000000, value);
     CHECK_RC(p_dcgmInjectEntityFieldValue(h, DCGM_FE_CPU, cpu, &v), DCGM_ST_OK);
 }
 

@@ -55,12 +55,7 @@ static void inject(dcgmHandle_t h, unsigned int gpu, unsigned short field, long 
                    double offset_s)
 {
     dcgmInjectFieldValue_t v;
-    memset(&v, 0, sizeof v);
-    v.version = dcgmInjectFieldValue_version1;
-    v.fieldId = field;
-    v.fieldType = DCGM_FT_INT64;
-    v.ts = wall_us() + (int64_t)(offset_s * 1e6);
-    v.value.i64 = value;
+    injected_i64(&v, field, wall_us() + (int64_t)(offset_s * 1e6), value);
     CHECK_RC(p_dcgmInjectFieldValue(h, gpu, &v), DCGM_ST_OK);
 }
 
@@ -68,12 +63,7 @@ static void inject_dbl(dcgmHandle_t h, unsigned int gpu, unsigned short field, d
                        double offset_s)
 {
     dcgmInjectFieldValue_t v;
-    memset(&v, 0, sizeof v);
-    v.version = dcgmInjectFieldValue_version1;
-    v.fieldId = field;
-    v.fieldType = DCGM_FT_DOUBLE;
-    v.ts = wall_us() + (int64_t)(offset_s * 1e6);
-    v.value.dbl = value;
+    injected_dbl(&v, field, wall_us() + (int64_t)(offset_s * 1e6), value);
     CHECK_RC(p_dcgmInjectFieldValue(h, gpu, &v), DCGM_ST_OK);
 }
 
@@ -400,11 +390,6 @@ static void several(dcgmHandle_t h)
           hr->incidents[0].error.code, hr->incidents[1].error.code, hr->incidents[2].error.code);
 }
 
-typedef struct script_step {
-    const char *name;
-    void (*run)(dcgmHandle_t h);
-} script_step;
-
 static const script_step script[] = {
     { "healthy_and_disabled", healthy_and_disabled },
     { "mem", mem },
@@ -419,12 +404,7 @@ static const script_step script[] = {
 
 static void run_script(dcgmHandle_t h, const char *tag)
 {
-    for (size_t i = 0; i < sizeof script / sizeof script[0]; i++) {
-        int before = failures;
-        script[i].run(h);
-        if (failures != before)
-            fprintf(stderr, "  (%s: %s)\n", tag, script[i].name);
-    }
+    run_steps(script, sizeof script / sizeof script[0], h, tag);
 }
 
 /* ---- embedded ----------------------------------------------------------------------------- */

@@ -51,12 +51,7 @@ static dcgmReturn_t inject_i64(dcgmHandle_t h, unsigned int gpu, unsigned short 
                                long long ts, long long value)
 {
     dcgmInjectFieldValue_t v;
-    memset(&v, 0, sizeof v);
-    v.version = dcgmInjectFieldValue_version1;
-    v.fieldId = field;
-    v.fieldType = DCGM_FT_INT64;
-    v.ts = ts;
-    v.value.i64 = value;
+    injected_i64(&v, field, ts, value);
     return p_dcgmInjectFieldValue(h, gpu, &v);
 }
 
@@ -64,12 +59,7 @@ static dcgmReturn_t inject_dbl(dcgmHandle_t h, unsigned int gpu, unsigned short 
                                long long ts, double value)
 {
     dcgmInjectFieldValue_t v;
-    memset(&v, 0, sizeof v);
-    v.version = dcgmInjectFieldValue_version1;
-    v.fieldId = field;
-    v.fieldType = DCGM_FT_DOUBLE;
-    v.ts = ts;
-    v.value.dbl = value;
+    injected_dbl(&v, field, ts, value);
     return p_dcgmInjectFieldValue(h, gpu, &v);
 }
 

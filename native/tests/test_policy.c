@@ -137,12 +137,7 @@ static int64_t inject(dcgmHandle_t h, unsigned int gpu, unsigned short field, lo
                       double offset_s)
 {
     dcgmInjectFieldValue_t v;
-    memset(&v, 0, sizeof v);
-    v.version = dcgmInjectFieldValue_version1;
-    v.fieldId = field;
-    v.fieldType = DCGM_FT_INT64;
-    v.ts = wall_us() + (int64_t)((AHEAD_S + offset_s) * 1e6);
-    v.value.i64 = value;
+    injected_i64(&v, field, wall_us() + (int64_t)((AHEAD_S + offset_s) * 1e6), value);
     CHECK_RC(p_dcgmInjectFieldValue(h, gpu, &v), DCGM_ST_OK);
     return v.ts;
 }
@@ -151,12 +146,7 @@ static void inject_dbl(dcgmHandle_t h, unsigned int gpu, unsigned short field, d
                        double offset_s)
 {
     dcgmInjectFieldValue_t v;
-    memset(&v, 0, sizeof v);
-    v.version = dcgmInjectFieldValue_version1;
-    v.fieldId = field;
-    v.fieldType = DCGM_FT_DOUBLE;
-    v.ts = wall_us() + (int64_t)((AHEAD_S + offset_s) * 1e6);
-    v.value.dbl = value;
+    injected_dbl(&v, field, wall_us() + (int64_t)((AHEAD_S + offset_s) * 1e6), value);
     CHECK_RC(p_dcgmInjectFieldValue(h, gpu, &v), DCGM_ST_OK);
 }
 
@@ -374,11 +364,6 @@ static void left_registered(dcgmHandle_t h)
     CHECK(heard_count(1, ARRIVE_MS) == 1, "XID 43: %d callbacks", heard_count(0, 0));
 }
 
-typedef struct script_step {
-    const char *name;
-    void (*run)(dcgmHandle_t h);
-} script_step;
-
 static const script_step script[] = {
     { "errors", errors },
     { "set_get", set_get },
@@ -391,12 +376,7 @@ static const script_step script[] = {
 
 static void run_script(dcgmHandle_t h, const char *tag)
 {
-    for (size_t i = 0; i < sizeof script / sizeof script[0]; i++) {
-        int before = failures;
-        script[i].run(h);
-        if (failures != before)
-            fprintf(stderr, "  (%s: %s)\n", tag, script[i].name);
-    }
+    run_steps(script, sizeof script / sizeof script[0], h, tag);
 }
 
 static void test_embedded(void)
