@@ -84,6 +84,15 @@ static void hostengine_stop(hostengine *he)
     close(he->stop[1]);
 }
 
+/* A connection to address, checked to succeed within 5 s; 0 when there is none. */
+static inline dcgmHandle_t hostengine_connect(const char *address)
+{
+    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
+    dcgmHandle_t h = 0;
+    CHECK_RC(p_dcgmConnect_v3(address, &params, &h), DCGM_ST_OK);
+    return h;
+}
+
 /* Start a hostengine on scenario, connect, run script(handle, "hostengine"), disconnect, stop. */
 static inline void run_through_hostengine(const char *scenario,
                                           void (*script)(dcgmHandle_t, const char *))
@@ -91,9 +100,7 @@ static inline void run_through_hostengine(const char *scenario,
     hostengine he;
     if (!hostengine_start(&he, scenario, NULL))
         return;
-    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    dcgmHandle_t h = hostengine_connect(he.address);
     if (h) {
         script(h, "hostengine");
         CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);

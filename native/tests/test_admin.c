@@ -296,9 +296,7 @@ static void test_logging(void)
     setenv("__DCGM_DBG_FILE", "/nonexistent/elsewhere.log", 1);
     hostengine he;
     if (hostengine_start(&he, scenario, NULL)) {
-        dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-        dcgmHandle_t rh = 0;
-        CHECK_RC(p_dcgmConnect_v3(he.address, &params, &rh), DCGM_ST_OK);
+        dcgmHandle_t rh = hostengine_connect(he.address);
         if (rh) {
             /* loading a module is INFO, refusing its denylisting a WARN */
             intro_memory mem = { dcgmIntrospectMemory_version1, 0 };

@@ -393,15 +393,12 @@ static void test_hostengine(void)
     hostengine he;
     if (!hostengine_start(&he, "3", NULL))
         return;
-    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    dcgmHandle_t h = hostengine_connect(he.address);
     if (h) {
         run_script(h, "hostengine");
         CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
     }
-    h = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    h = hostengine_connect(he.address);
     if (h && geteuid() == 0) {
         dcgmConfig_v2 got[N_GPUS];
         CHECK_RC(get(h, DCGM_GROUP_ALL_GPUS, DCGM_CONFIG_TARGET_STATE, N_GPUS, got, 0), DCGM_ST_OK);

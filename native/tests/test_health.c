@@ -505,9 +505,7 @@ static void test_hostengine(void)
     hostengine he;
     if (!hostengine_start(&he, "2", NULL))
         return;
-    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    dcgmHandle_t h = hostengine_connect(he.address);
     if (h) {
         run_script(h, "hostengine");
         /* dcgmHealthSet_v2's interval travels: 100 ms, not 30 s */
@@ -522,8 +520,7 @@ static void test_hostengine(void)
         CHECK_RC(p_dcgmDisconnect(h), DCGM_ST_OK);
     }
     /* the connection's health watches went with it: a new client finds the counter unwatched */
-    h = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    h = hostengine_connect(he.address);
     if (h) {
         dcgmFieldValue_v1 v;
         unsigned short f = F_PCIE_REPLAY;

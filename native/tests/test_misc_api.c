@@ -380,9 +380,7 @@ static void test_env_of_hostengine_process(void)
     if (up) {
         char address[700];
         snprintf(address, sizeof address, "unix://%s", path);
-        dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-        dcgmHandle_t h = 0;
-        CHECK_RC(p_dcgmConnect_v3(address, &params, &h), DCGM_ST_OK);
+        dcgmHandle_t h = hostengine_connect(address);
         if (h) {
             dcgmEnvVarInfo_t info;
             CHECK_RC(env_info(h, "CUDA_VISIBLE_DEVICES", &info), DCGM_ST_OK);

@@ -403,10 +403,8 @@ static void test_two_clients(void)
     hostengine he;
     if (!hostengine_start(&he, "1", NULL))
         return;
-    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-    dcgmHandle_t a = 0, b = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &a), DCGM_ST_OK);
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &b), DCGM_ST_OK);
+    dcgmHandle_t a = hostengine_connect(he.address);
+    dcgmHandle_t b = hostengine_connect(he.address);
     if (a && b) {
         unsigned int gpu;
         dcgmPolicy_t p = policy_of(DCGM_POLICY_COND_XID, DCGM_POLICY_COND_IDX_XID, 0, 1);
@@ -460,10 +458,8 @@ static void test_watches(void)
     hostengine he;
     if (!hostengine_start(&he, "1", NULL))
         return;
-    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-    dcgmHandle_t a = 0, b = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &a), DCGM_ST_OK);
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &b), DCGM_ST_OK);
+    dcgmHandle_t a = hostengine_connect(he.address);
+    dcgmHandle_t b = hostengine_connect(he.address);
     if (a && b) {
         unsigned int gpu = 0;
         CHECK(policy_watchers(b, gpu, F_PCIE_REPLAY, NULL) == -1, "watched before registering");
@@ -505,9 +501,7 @@ static void test_reentry(void)
     hostengine he;
     if (!hostengine_start(&he, "1", NULL))
         return;
-    dcgmConnectV3Params_t params = { dcgmConnectV3Params_version1, 0, 5000 };
-    dcgmHandle_t h = 0;
-    CHECK_RC(p_dcgmConnect_v3(he.address, &params, &h), DCGM_ST_OK);
+    dcgmHandle_t h = hostengine_connect(he.address);
     if (h) {
         closing_handle = h;
         unsigned int gpu = new_fake_gpu(h);
