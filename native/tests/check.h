@@ -346,17 +346,28 @@ static inline int recs_should_stop(const recs *r)
 {
     return r->stop_after && r->count >= r->stop_after;
 }
-/* One fake GPU (dcgmCreateFakeEntities) on handle h; its id. */
-static inline unsigned int new_fake_gpu(dcgmHandle_t h)
+/* One fake entity of group (dcgmCreateFakeEntities) on handle h, under the
+ * parent entity a GPU or compute instance needs (DCGM_FE_NONE, 0: none); its id. */
+static inline unsigned int new_fake_entity(dcgmHandle_t h, dcgm_field_entity_group_t group,
+                                           dcgm_field_entity_group_t parent_group,
+                                           unsigned int parent)
 {
     dcgmCreateFakeEntities_t *fake = calloc(1, sizeof *fake);
     fake->version = dcgmCreateFakeEntities_version2;
     fake->numToCreate = 1;
-    fake->entityList[0].entity.entityGroupId = DCGM_FE_GPU;
+    fake->entityList[0].entity.entityGroupId = group;
+    fake->entityList[0].parent.entityGroupId = parent_group;
+    fake->entityList[0].parent.entityId = parent;
     CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_OK);
     unsigned int id = fake->entityList[0].entity.entityId;
     free(fake);
     return id;
+}
+
+/* One fake GPU on handle h; its id. */
+static inline unsigned int new_fake_gpu(dcgmHandle_t h)
+{
+    return new_fake_entity(h, DCGM_FE_GPU, DCGM_FE_NONE, 0);
 }
 #endif /* CHECK_DLOPEN_DCGM */
 

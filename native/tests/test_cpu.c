@@ -350,18 +350,6 @@ static void inject_cpu(dcgmHandle_t h, unsigned int cpu, unsigned short field, d
     CHECK_RC(p_dcgmInjectEntityFieldValue(h, DCGM_FE_CPU, cpu, &v), DCGM_ST_OK);
 }
 
-static unsigned int fake_cpu(dcgmHandle_t h)
-{
-    dcgmCreateFakeEntities_v2 *fake = calloc(1, sizeof *fake);
-    fake->version = dcgmCreateFakeEntities_version2;
-    fake->numToCreate = 1;
-    fake->entityList[0].entity.entityGroupId = DCGM_FE_CPU;
-    CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_OK);
-    unsigned int id = fake->entityList[0].entity.entityId;
-    free(fake);
-    return id;
-}
-
 static void health_check(dcgmHandle_t h, dcgmGpuGrp_t g, dcgmHealthResponse_v5 *hr)
 {
     memset(hr, 0, sizeof *hr);
@@ -372,7 +360,7 @@ static void health_check(dcgmHandle_t h, dcgmGpuGrp_t g, dcgmHealthResponse_v5 *
 static void script_health(dcgmHandle_t h, const char *where)
 {
     dcgmHealthResponse_v5 *hr = calloc(1, sizeof *hr);
-    unsigned int cpu = fake_cpu(h);
+    unsigned int cpu = new_fake_entity(h, DCGM_FE_CPU, DCGM_FE_NONE, 0);
     dcgmGpuGrp_t g = 0;
     CHECK_RC(p_dcgmGroupCreate(h, DCGM_GROUP_EMPTY, "cpu", &g), DCGM_ST_OK);
     CHECK_RC(p_dcgmGroupAddEntity(h, g, DCGM_FE_CPU, cpu), DCGM_ST_OK);

@@ -109,21 +109,6 @@ static void script_unwatch_keeps_info(dcgmHandle_t h, const char *where)
 
 /* ---- fake entities -------------------------------------------------------- */
 
-static unsigned int new_fake_instance(dcgmHandle_t h, unsigned int group, unsigned int parent_group,
-                                      unsigned int parent)
-{
-    dcgmCreateFakeEntities_t *fake = calloc(1, sizeof *fake);
-    fake->version = dcgmCreateFakeEntities_version2;
-    fake->numToCreate = 1;
-    fake->entityList[0].entity.entityGroupId = group;
-    fake->entityList[0].parent.entityGroupId = parent_group;
-    fake->entityList[0].parent.entityId = parent;
-    CHECK_RC(p_dcgmCreateFakeEntities(h, fake), DCGM_ST_OK);
-    unsigned int id = fake->entityList[0].entity.entityId;
-    free(fake);
-    return id;
-}
-
 static void script_fake_entities(dcgmHandle_t h, const char *where)
 {
     long long before = wall_us();
@@ -147,8 +132,8 @@ static void script_fake_entities(dcgmHandle_t h, const char *where)
     CHECK_RC(info_of(h, 0, FI_ECC_MODE, &fi), DCGM_ST_NOT_WATCHED);
 
     /* fake GPU and compute instances answer DCGM's made-up profile names live */
-    unsigned int gi = new_fake_instance(h, DCGM_FE_GPU_I, DCGM_FE_GPU, gpu);
-    unsigned int ci = new_fake_instance(h, DCGM_FE_GPU_CI, DCGM_FE_GPU_I, gi);
+    unsigned int gi = new_fake_entity(h, DCGM_FE_GPU_I, DCGM_FE_GPU, gpu);
+    unsigned int ci = new_fake_entity(h, DCGM_FE_GPU_CI, DCGM_FE_GPU_I, gi);
     dcgmGroupEntityPair_t ents[2] = { { DCGM_FE_GPU_I, gi }, { DCGM_FE_GPU_CI, ci } };
     unsigned short name = FI_GPU_NAME;
     dcgmFieldValue_v2 vals[2];
