@@ -498,6 +498,42 @@ static void test_scenario_xids(void)
     unlink(path);
 }
 
+/* The checks judge the cache, whatever fills it: with the engine reading the
+ * (simulated) driver through NVML, an XID arrives through NVML's event set and
+ * fails the memory system as it does from the models. */
+static char nvml_path[4096];
+
+static void remember_nvml_library(const char *build_dir)
+{
+    nvml_library_in(build_dir, nvml_path, sizeof nvml_path);
+}
+
+static void test_nvml_source(void)
+{
+    char *path = write_scenario_as("test_health", "nvml_xid",
+                                   "seed = 3\n[[gpu]]\nmodel = \"H100\"\ncount = 2\n"
+                                   "[[event]]\nat = 1.0\ngpu = 1\nkind = \"xid\"\nxid = 64\n");
+    setenv("DCGM_ENGINE_SOURCE", "nvml", 1);
+    setenv("DCGM_ENGINE_NVML_LIB", nvml_path, 1);
+    start_embedded(path, DCGM_OPERATION_MODE_AUTO);
+    CHECK_RC(p_dcgmHealthSet(EMB, DCGM_GROUP_ALL_GPUS, DCGM_HEALTH_WATCH_MEM), DCGM_ST_OK);
+    check(EMB, DCGM_GROUP_ALL_GPUS);
+    CHECK(hr->overallHealth == DCGM_HEALTH_RESULT_PASS && hr->incidentCount == 0,
+          "NVML source before the XID: overall %d, %u incidents", (int)hr->overallHealth,
+          hr->incidentCount);
+    /* the XID comes 1 s after the simulated driver started; its event within a pass or two */
+    int64_t deadline = wall_us() + 5000000;
+    do {
+        sleep_ms(100);
+        check(EMB, DCGM_GROUP_ALL_GPUS);
+    } while (hr->incidentCount == 0 && wall_us() < deadline);
+    EXPECT_ONE(EMB, DCGM_GROUP_ALL_GPUS, 1, DCGM_HEALTH_WATCH_MEM, FAIL, DCGM_FR_ROW_REMAP_FAILURE);
+    CHECK_RC(p_dcgmStopEmbedded(EMB), DCGM_ST_OK);
+    unsetenv("DCGM_ENGINE_SOURCE");
+    unsetenv("DCGM_ENGINE_NVML_LIB");
+    unlink(path);
+}
+
 /* ---- through a hostengine ------------------------------------------------------------------ */
 
 static void test_hostengine(void)
@@ -537,8 +573,10 @@ int main(int argc, char **argv)
         { "embedded", test_embedded },
         { "watches", test_watches },
         { "scenario_xids", test_scenario_xids },
+        { "nvml_source", test_nvml_source },
         { "hostengine", test_hostengine },
     };
-    const check_program program = { .only_env = "TEST_HEALTH_ONLY" };
+    const check_program program = { .only_env = "TEST_HEALTH_ONLY",
+                                    .prepare = remember_nvml_library };
     return check_main(argc, argv, &program, tests, sizeof tests / sizeof tests[0]);
 }
