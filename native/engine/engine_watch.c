@@ -500,7 +500,10 @@ int engine_inject(sim_engine *e, dcgm_field_entity_group_t group, dcgm_field_eid
     }
     pthread_mutex_lock(&e->lock);
     int rc = DCGM_ST_BADPARAM;
-    if (engine_find_entity_locked(e, group, entity)) {
+    /* a global field has one series whatever entity the caller names; only a
+     * per-entity field needs that entity to exist (DCGM: DcgmCacheManager.cpp,
+     * InjectSamples) */
+    if (meta->scope == DCGM_FS_GLOBAL || engine_find_entity_locked(e, group, entity)) {
         engine_storage_key(meta, &group, &entity);
         engine_series *s = engine_series_get_locked(e, group, entity, value->fieldId,
                                                     meta->fieldType);

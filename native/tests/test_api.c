@@ -661,6 +661,16 @@ static void test_cache(void)
     CHECK_RC(p_dcgmInjectFieldValue(EMB, fake_gpu, &inj), DCGM_ST_VER_MISMATCH);
     inj.version = dcgmInjectFieldValue_version1;
     CHECK_RC(p_dcgmInjectFieldValue(EMB, 99, &inj), DCGM_ST_BADPARAM);
+    /* a global field has one series: injected through any entity, read through any */
+    dcgmInjectFieldValue_t quantity = inj;
+    quantity.fieldId = 4; /* DCGM_FI_SYSTEM_GPU_QUANTITY */
+    quantity.value.i64 = 8;
+    CHECK_RC(p_dcgmInjectEntityFieldValue(EMB, DCGM_FE_NONE, 5, &quantity), DCGM_ST_OK);
+    unsigned short quantity_id = 4;
+    CHECK_RC(p_dcgmGetLatestValuesForFields(EMB, 0, &quantity_id, 1, &v), DCGM_ST_OK);
+    CHECK(v.status == DCGM_ST_OK && v.value.i64 == 8 && v.ts == quantity.ts,
+          "global field injected through entity 5: status %d value %lld", v.status,
+          (long long)v.value.i64);
     inj.fieldId = 155;
     inj.fieldType = 'd';
     inj.value.dbl = 123.5;
