@@ -423,14 +423,25 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlCloc
     return nvml_end(read_clock(&call, clock_field(type, F_MAX_SM_CLOCK, F_MAX_MEM_CLOCK, F_MAX_VIDEO_CLOCK), clock));
 }
 
-/* Application clocks: the simulated boards run at their default, the maximum. */
+/*
+ * Application clocks: the simulated boards run at their default, the maximum.
+ * Hopper boards have none for the video clock (recorded on an H200: graphics,
+ * SM and memory answer, video is NOT_SUPPORTED, current and default alike).
+ */
+static nvmlReturn_t read_app_clock(const nvml_call *call, nvmlClockType_t type, unsigned int *clock)
+{
+    if (type == NVML_CLOCK_VIDEO && call->sim->model->cc_major == 9)
+        return NVML_ERROR_NOT_SUPPORTED;
+    return read_clock(call, clock_field(type, F_APP_SM_CLOCK, F_APP_MEM_CLOCK, F_MAX_VIDEO_CLOCK), clock);
+}
+
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, nvmlClockType_t type,
                                                         unsigned int *clock)
 {
     BEGIN_DEVICE(NVML_FN_APPLICATIONS_CLOCK, device);
     if (clock == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    return nvml_end(read_clock(&call, clock_field(type, F_APP_SM_CLOCK, F_APP_MEM_CLOCK, F_MAX_VIDEO_CLOCK), clock));
+    return nvml_end(read_app_clock(&call, type, clock));
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t device, nvmlClockType_t type,
@@ -439,7 +450,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t devi
     BEGIN_DEVICE(NVML_FN_DEFAULT_APPLICATIONS_CLOCK, device);
     if (clock == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    return nvml_end(read_clock(&call, clock_field(type, F_APP_SM_CLOCK, F_APP_MEM_CLOCK, F_MAX_VIDEO_CLOCK), clock));
+    return nvml_end(read_app_clock(&call, type, clock));
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clockType, nvmlClockId_t clockId,
@@ -657,10 +668,11 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int 
     BEGIN_DEVICE(NVML_FN_FAN_SPEED, device);
     if (numFans == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    /* a board without a fan has zero of them: the count succeeds where the speed is NOT_SUPPORTED
+     * (recorded on an H200: NumFans 0, FanSpeed NOT_SUPPORTED) */
     unsigned int speed = 0;
-    nvmlReturn_t rc = read_uint(&call, F_FAN, &speed);
-    *numFans = rc == NVML_SUCCESS ? 1 : 0;
-    return nvml_end(rc);
+    *numFans = read_uint(&call, F_FAN, &speed) == NVML_SUCCESS ? 1 : 0;
+    return nvml_end(NVML_SUCCESS);
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t *pState)
@@ -765,7 +777,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, uns
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     if (!call.sim->model->mig_capable)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
-    *count = SIM_MAX_MIG_INSTANCES;
+    /* zero while MIG is off (recorded on an H200 with MIG disabled) */
+    *count = mig_enabled(&call) ? SIM_MAX_MIG_INSTANCES : 0;
     return nvml_end(NVML_SUCCESS);
 }
 
