@@ -43,6 +43,39 @@ static const sim_model model_table[] = {
         .gpm = true,
     },
     {
+        /*
+         * Every value here but inforom_oem/ecc, idle-to-load power, the
+         * thermal constant and the NVDEC/NVJPG/NVOFA counts is a reading from
+         * one H200 SXM through NVML (reference/hardware/h200-2026-11-30/).
+         * That card sat alone in its host and NVML answered NOT_SUPPORTED
+         * for every NvLink query, so the model has no links.
+         */
+        .key = "H200",
+        .aliases = {"H200-SXM", "H200 SXM 141GB", NULL},
+        .name = "NVIDIA H200",
+        .brand = "NVIDIA",
+        .vbios = "96.00.A5.00.1A",
+        .inforom_image = "G520.0282.02.02",
+        .inforom_oem = "2.1",
+        .inforom_ecc = "7.0",
+        .pci_device_id = 0x2335, .pci_subsys_id = 0x18BF10DE,
+        .cc_major = 9, .cc_minor = 0,
+        .fb_total_mib = 143771, .fb_reserved_mib = 616, .bar1_total_mib = 262144,
+        .power_min_w = 200, .power_max_w = 700, .power_default_w = 700,
+        .idle_w = 78, .full_w = 740,
+        .sm_clock_idle = 345, .sm_clock_max = 1980,
+        .mem_clock_idle = 3201, .mem_clock_max = 3201,
+        .video_clock_idle = 765, .video_clock_max = 1545,
+        .temp_slowdown = 89, .temp_shutdown = 95, .temp_gpu_max_op = 87, .temp_mem_max_op = 95,
+        .thermal_r = 0.045,
+        .idle_pstate = 0,
+        .pcie_gen = 5, .pcie_width = 16, .pcie_bytes_per_s = 50e9,
+        .nvlinks = 0, .nvlink_bytes_per_s = 0,
+        .nvdec = 7, .nvjpg = 7, .nvofa = 1,
+        .has_mem_temp = true, .mig_capable = true, .row_remap = true, .page_retire = false,
+        .gpm = true,
+    },
+    {
         .key = "A100",
         .aliases = {"A100-SXM4-80GB", "A100 SXM 80GB", NULL},
         .name = "NVIDIA A100-SXM4-80GB",
@@ -153,7 +186,7 @@ const sim_model *sim_model_default(void)
 
 const char *sim_model_known_names(void)
 {
-    return "H100, A100, L4, T4";
+    return "H100, H200, A100, L4, T4";
 }
 
 /* ---- per-lane NVLink fields ---------------------------------------------- */
@@ -227,7 +260,7 @@ static bool model_supports_profiling_field(const sim_model *model, unsigned shor
  * Fields every simulated model answers: identity, clocks, power, thermals,
  * utilisation, framebuffer, ECC totals, PCIe, violation counters.
  * Deliberately absent on all models (they answer NOT_SUPPORTED):
- *   120 autoboost, 191 fan speed (all four boards are passively cooled),
+ *   120 autoboost, 191 fan speed (all five boards are passively cooled),
  *   81 power inforom version, 130 supported clocks (a binary blob that
  *   sim_value cannot carry), 170-175 fabric manager, 285-287 C2C,
  *   334-346 SHM/CBU/SRAM ECC, 571-577 platform info, vGPU fields (bare metal).

@@ -199,6 +199,67 @@ static void test_identity(void)
     sim_node_free(four);
 }
 
+/*
+ * The H200 is built from one card's NVML readings
+ * (reference/hardware/h200-2026-11-30/attrs.json and fields.json); the
+ * numbers below are those readings.  It shares the GH100 die's SM clocks
+ * and compute capability with the H100 and has more, faster memory.
+ */
+static void test_h200_model(void)
+{
+    printf("models: the H200 answers what the recorded card answered\n");
+    const char *path = write_file("h200.toml", "[[gpu]]\nmodel = \"H200\"\ncount = 2\nworkload = \"idle\"\n");
+    sim_node *node = load_or_die(path);
+    CHECK(sim_model_find("nvidia h200") == sim_model_find("H200"), "the NVML name finds the model");
+    CHECK(strcmp(sample(node, 0, 50, 0).str, "NVIDIA H200") == 0, "name %s", sample(node, 0, 50, 0).str);
+    CHECK(strcmp(sample(node, 0, 51, 0).str, "NVIDIA") == 0, "brand %s", sample(node, 0, 51, 0).str);
+    CHECK(strcmp(sample(node, 0, 85, 0).str, "96.00.A5.00.1A") == 0, "vbios %s", sample(node, 0, 85, 0).str);
+    CHECK(sample_i(node, 0, 58, 0) == 0x233510DE, "pci id 0x%llx", (long long)sample_i(node, 0, 58, 0));
+    CHECK(sample_i(node, 0, 59, 0) == 0x18BF10DE, "pci subsystem 0x%llx", (long long)sample_i(node, 0, 59, 0));
+    CHECK(sample_i(node, 0, 63, 0) == (9 << 16), "compute capability 9.0");
+    /* 150,754,820,096 bytes total; 143771 - 616 = 143155 MiB free at idle */
+    CHECK(sample_i(node, 0, 250, 0) == 143771, "fb total %lld", (long long)sample_i(node, 0, 250, 0));
+    CHECK(sample_i(node, 0, 251, 0) == 143155, "fb free at idle %lld", (long long)sample_i(node, 0, 251, 0));
+    CHECK(sample_i(node, 0, 90, 0) == 262144, "bar1 total");
+    CHECK(sample_d(node, 0, 161, 0) == 200.0 && sample_d(node, 0, 162, 0) == 700.0 &&
+          sample_d(node, 0, 163, 0) == 700.0 && sample_d(node, 0, 164, 0) == 700.0 &&
+          sample_d(node, 0, 160, 0) == 700.0, "power limits 200-700 W, default and enforced 700 W");
+    CHECK(sample_i(node, 0, 113, 0) == 1980 && sample_i(node, 0, 114, 0) == 3201 && sample_i(node, 0, 115, 0) == 1545,
+          "max clocks SM %lld mem %lld video %lld", (long long)sample_i(node, 0, 113, 0),
+          (long long)sample_i(node, 0, 114, 0), (long long)sample_i(node, 0, 115, 0));
+    CHECK(sample_i(node, 0, 110, 0) == 1980 && sample_i(node, 0, 111, 0) == 3201, "application clocks");
+    CHECK(sample_i(node, 0, 100, 0) == 345 && sample_i(node, 0, 101, 0) == 3201, "idle clocks");
+    CHECK(sample_i(node, 0, 158, 0) == 89 && sample_i(node, 0, 159, 0) == 95 && sample_i(node, 0, 152, 0) == 87 &&
+          sample_i(node, 0, 151, 0) == 95, "temperature thresholds");
+    CHECK(sample_i(node, 0, 235, 0) == 5 && sample_i(node, 0, 236, 0) == 16 && sample_i(node, 0, 238, 0) == 16,
+          "PCIe Gen5 x16");
+    CHECK(sample_i(node, 0, 300, 0) == 1 && sample_i(node, 0, 301, 0) == 1, "ECC on, pending on");
+    CHECK(sample_i(node, 0, 67, 0) == 0, "MIG off");
+    CHECK(sample_i(node, 0, 94, 0) == 1, "GPM");
+    CHECK(sample_i(node, 0, 190, 0) == 0, "P0 at idle");
+    double idle_w = sample_d(node, 0, 155, 10.0);
+    CHECK(idle_w > 70.0 && idle_w < 90.0, "idle power %.1f W (78 W recorded)", idle_w);
+    double idle_c = sample_d(node, 0, 150, 10.0);
+    CHECK(idle_c > 30.0 && idle_c < 40.0, "idle temperature %.1f C (37 C recorded)", idle_c);
+
+    static const unsigned short has[] = {140, 67, 69, 393, 394, 395, 396, 385, 202, 156, 157, 94};
+    for (size_t i = 0; i < sizeof has / sizeof has[0]; i++)
+        CHECK(sim_node_field_supported(node, 0, has[i]), "H200 lacks field %u", has[i]);
+    /* fan (no fans), retired pages, and every NvLink field: NOT_SUPPORTED on the card */
+    static const unsigned short lacks[] = {191, 390, 391, 392, 64, 409, 419, 429, 439, 449, 400, 1011, 1012, 1040};
+    for (size_t i = 0; i < sizeof lacks / sizeof lacks[0]; i++)
+        CHECK(!sim_node_field_supported(node, 0, lacks[i]), "H200 claims field %u", lacks[i]);
+
+    /* the H100 is the same die: same SM clock range and compute capability */
+    const sim_model *h100 = sim_model_find("H100"), *h200 = sim_model_find("H200");
+    CHECK(h100->sm_clock_max == h200->sm_clock_max && h100->sm_clock_idle == h200->sm_clock_idle &&
+          h100->cc_major == h200->cc_major && h100->cc_minor == h200->cc_minor, "H100 and H200 share the die");
+    CHECK(h200->fb_total_mib > h100->fb_total_mib && h200->mem_clock_max > h100->mem_clock_max,
+          "the H200 has more, faster memory");
+    CHECK(sim_model_default() == h100, "the default model stays the H100");
+    sim_node_free(node);
+}
+
 /* Every field with metadata: supported <=> a real value of the right type. */
 static void test_support_and_types(void)
 {
@@ -581,7 +642,7 @@ static void test_parse_errors(void)
 {
     printf("scenarios: errors name file:line and the problem\n");
     expect_error("unknown-key.toml", "seed = 1\n[[gpu]]\nmodle = \"H100\"\n", 3, "'modle'", DCGM_ST_BADPARAM);
-    expect_error("unknown-model.toml", "[[gpu]]\n# comment\nmodel = \"V100\"\n", 3, "H100, A100, L4, T4",
+    expect_error("unknown-model.toml", "[[gpu]]\n# comment\nmodel = \"V100\"\n", 3, "H100, H200, A100, L4, T4",
                  DCGM_ST_BADPARAM);
     expect_error("unknown-workload.toml", "[[gpu]]\nworkload = \"mining\"\n", 2, "thermal_runaway", DCGM_ST_BADPARAM);
     expect_error("unterminated.toml", "[[gpu]]\nmodel = \"H100\n", 2, "unterminated", DCGM_ST_BADPARAM);
@@ -709,6 +770,7 @@ int main(int argc, char **argv)
     if (!make_scratch("test_node"))
         return 2;
     test_identity();
+    test_h200_model();
     test_determinism();
     test_support_and_types();
     test_power_follows_load();

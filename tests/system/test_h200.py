@@ -1,0 +1,102 @@
+"""A node of simulated H200s, seen from /metrics, against one real H200's readings.
+
+The H200 model is built from what NVML answered on a real H200 SXM
+(reference/hardware/h200-2026-11-30/attrs.json and fields.json, copied into the
+repository from the project's shared facts folder).  The collector runs as a
+subprocess on the embedded simulator (``--sim FILE``) with a scenario of H200s;
+what it serves must be those readings, in DCGM's units, and what the card did
+not have (a fan, NvLink on its single-GPU host) must not be served at all.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support import samples
+from test_cli import clean_env, collector, metrics_after_ticks
+
+RECORDING = Path(__file__).resolve().parents[2] / "reference" / "hardware" / "h200-2026-11-30"
+MIB = 1024 * 1024
+
+SCENARIO = 'seed = 4\n[[gpu]]\nmodel = "H200"\ncount = 2\nworkload = "idle"\n'
+
+# What the recording has, by the DCGM field the collector serves it as.
+PRESENT = """\
+DCGM_FI_DEV_FB_TOTAL, gauge, Framebuffer total (in MiB).
+DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS, gauge, Minimum power limit (in W).
+DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS, gauge, Maximum power limit (in W).
+DCGM_FI_DEV_BOARD_POWER_LIMIT_DEFAULT_WATTS, gauge, Default power limit (in W).
+DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS, gauge, Enforced power limit (in W).
+DCGM_FI_DEV_MAX_SM_CLOCK, gauge, Maximum SM clock (in MHz).
+DCGM_FI_DEV_MAX_MEM_CLOCK, gauge, Maximum memory clock (in MHz).
+DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS, gauge, Slowdown temperature (in C).
+DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS, gauge, Shutdown temperature (in C).
+DCGM_FI_DEV_PCIE_MAX_LINK_GEN, gauge, PCIe generation.
+DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH, gauge, PCIe width.
+DCGM_FI_DEV_MEMORY_TEMP, gauge, Memory temperature (in C).
+"""
+# NOT_SUPPORTED on the recorded card: fan speed, NvLink counters and traffic, retired pages.
+ABSENT = """\
+DCGM_FI_DEV_FAN_SPEED, gauge, Fan speed (in %).
+DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, gauge, NvLink bandwidth.
+DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, counter, NvLink flit CRC errors.
+DCGM_FI_PROF_NVLINK_TX_BYTES, gauge, NvLink bytes sent.
+DCGM_FI_DEV_RETIRED_SBE, counter, Pages retired for single-bit errors.
+"""
+
+
+def recorded() -> tuple[dict, dict]:
+    attrs = json.loads((RECORDING / "attrs.json").read_text())
+    fields = json.loads((RECORDING / "fields.json").read_text())
+    return attrs, fields
+
+
+def test_the_collector_serves_the_recorded_h200(tmp_path):
+    attrs, fields = recorded()
+    scenario = tmp_path / "h200.toml"
+    scenario.write_text(SCENARIO)
+    counters = tmp_path / "h200.csv"
+    counters.write_text(PRESENT + ABSENT)
+    with collector(tmp_path, "--sim", str(scenario), "-a", "127.0.0.1:0", "-c", "200",
+                   "-f", str(counters), env=clean_env()) as c:
+        text = metrics_after_ticks(c, 3)
+        log = c.log()
+    served = [(name, labels, value) for name, labels, value in samples(text) if "gpu" in labels]
+    assert {labels["gpu"] for _, labels, _ in served} == {"0", "1"}
+    assert {labels["modelName"] for _, labels, _ in served} == {attrs["Name"]} == {"NVIDIA H200"}
+
+    def value(name: str) -> float:
+        values = {v for n, _, v in served if n == name}
+        assert len(values) == 1, (name, values)     # both GPUs alike
+        return values.pop()
+
+    low, high = attrs["PowerManagementLimitConstraints"]
+    expected = {
+        "DCGM_FI_DEV_FB_TOTAL": attrs["MemoryInfo"]["total"] / MIB,
+        "DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS": low / 1000,
+        "DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS": high / 1000,
+        "DCGM_FI_DEV_BOARD_POWER_LIMIT_DEFAULT_WATTS": attrs["PowerManagementDefaultLimit"] / 1000,
+        "DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS": attrs["EnforcedPowerLimit"] / 1000,
+        "DCGM_FI_DEV_MAX_SM_CLOCK": attrs["MaxClockInfo"]["SM"],
+        "DCGM_FI_DEV_MAX_MEM_CLOCK": attrs["MaxClockInfo"]["MEM"],
+        "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS": attrs["TemperatureThresholds"]["1"],
+        "DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS": attrs["TemperatureThresholds"]["0"],
+        "DCGM_FI_DEV_PCIE_MAX_LINK_GEN": attrs["MaxPcieLinkGeneration"],
+        "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH": attrs["MaxPcieLinkWidth"],
+    }
+    for name, want in expected.items():
+        assert value(name) == want, name
+    # memory temperature is a field the card answers (NVML field 82); at idle it read 41 C
+    assert fields["82"]["ret"] == 0 and 25 <= value("DCGM_FI_DEV_MEMORY_TEMP") <= 60
+
+    # what the card lacks is not served: no series, not even a blank one
+    names = {name for name, _, _ in served}
+    for line in ABSENT.splitlines():
+        assert line.split(",")[0] not in names, line
+    not_served = next(line for line in log.splitlines() if "not served, NOT_SUPPORTED on every GPU" in line)
+    for line in ABSENT.splitlines():
+        if line.startswith("DCGM_FI_DEV_"):     # profiling fields go through another module
+            assert line.split(",")[0] in not_served, not_served
+    assert "FanSpeed" in attrs and "error" in attrs["FanSpeed"]
+    assert all("error" in link["state"] for link in attrs["NvLink"].values())
