@@ -175,6 +175,11 @@ class Target:
         generation = self.generation
         if self.state is not State.UP or generation is None:
             return False, self.reason
+        code = generation.sampler.connection_lost
+        if code is not None and self.remote:
+            # the sampler saw the connection die; the supervisor is about to mark the target down
+            # with this same reason, and until then a failed read would be the wrong story
+            return False, f"{self._drop_reason(code)}; reconnecting"
         return generation.exposition.health(now_s)
 
     # -- life cycle
@@ -393,10 +398,7 @@ class Target:
 
     def _drop(self, generation: Generation, code: int | None) -> None:
         """The connection is dead (or its sampler could not be rebuilt): stop, disconnect, mark down."""
-        what = "lost the connection to" if code is not None else "rebuilding the sampler of"
-        reason = f"{what} the hostengine at {self.address}"
-        if code is not None:
-            reason += f": {status_name(code)}"
+        reason = self._drop_reason(code)
         with self._lock:
             self._set_state(State.DOWN, f"{reason}; reconnecting")
             generation.sampler.stop()
@@ -406,6 +408,13 @@ class Target:
         good = self.stats.last_good_tick_time
         if good is not None and good >= generation.started:
             self.backoff.reset()
+
+    def _drop_reason(self, code: int | None) -> str:
+        what = "lost the connection to" if code is not None else "rebuilding the sampler of"
+        reason = f"{what} the hostengine at {self.address}"
+        if code is not None:
+            reason += f": {status_name(code)}"
+        return reason
 
     def _set_state(self, state: State, reason: str) -> None:
         # reason first: a reader that sees the new state sees its reason
