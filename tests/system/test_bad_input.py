@@ -126,7 +126,7 @@ BAD_SCENARIOS = {
     # name: (text, line, what the line says)
     "unterminated.toml": ('seed = 1\n[[gpu]]\nmodel = "H100\n', 3, None),
     "plain-table.toml": ('seed = 1\n[gpu]\nmodel = "H100"\n', 2, "plain [tables] are not supported"),
-    "unknown-model.toml": ('seed = 1\n\n[[gpu]]\nmodel = "H200"\n', 4, 'unknown model "H200" (known: H100'),
+    "unknown-model.toml": ('seed = 1\n\n[[gpu]]\nmodel = "GH9000"\n', 4, 'unknown model "GH9000" (known: H100'),
     "too-many.toml": ("[[gpu]]\ncount = 40\n", 2, "'count' = 40 is out of range (1 to 32)"),
     "unknown-key.toml": ('[[gpu]]\nmodel = "A100"\ncolour = "green"\n', 3, "colour"),
     # the line of the [[event]] header, not of its gpu key
