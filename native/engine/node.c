@@ -122,6 +122,7 @@ static double node_utilization(const sim_node *node, unsigned int index, const s
     const sim_workload *w = &seg->workload;
     switch (w->kind) {
     case SIM_WL_IDLE:
+    case SIM_WL_IDLE_CONTEXT:
         return 0.0;
     case SIM_WL_SPIKES:
         return node_clamp(node_spike_level(node, index, seg, t_us), 0.0, 1.0);
@@ -135,9 +136,40 @@ static double node_utilization(const sim_node *node, unsigned int index, const s
     return node_clamp(w->utilization + 0.015 * smooth + 0.01 * white, 0.0, 1.0);
 }
 
+/*
+ * The kernel workloads, each one kind of kernel back to back.  Numbers are
+ * the medians a real H200 showed running each (reference/hardware/
+ * h200-2026-11-30/): the activity ratios are the profiling fields at 100 %
+ * utilisation, `power` is the uncapped dynamic draw as a share of the
+ * model's (full_w - idle_w), so that the H200's 700 W cap pulls a tensor
+ * load's SM clock to ~1455 MHz, fp32 stays just under the cap at 1980 MHz
+ * and copies draw ~475 W.
+ */
+typedef struct node_kernel_profile {
+    double power;
+    double mem_util;            /* field 204: memory controller busy */
+    double sm_active, occupancy, tensor, dram, fp32;
+} node_kernel_profile;
+
+static const node_kernel_profile *node_kernel_profile_of(sim_workload_kind kind)
+{
+    static const node_kernel_profile tensor = {1.84, 0.25, 0.96, 0.14, 0.94, 0.17, 0.0};
+    static const node_kernel_profile copies = {0.60, 1.00, 0.99, 0.80, 0.0, 0.88, 0.0};
+    static const node_kernel_profile fp32 = {0.89, 0.07, 0.97, 0.12, 0.0, 0.045, 0.77};
+    switch (kind) {
+    case SIM_WL_TENSOR: return &tensor;
+    case SIM_WL_MEMORY_BOUND: return &copies;
+    case SIM_WL_FP32: return &fp32;
+    default: return NULL;
+    }
+}
+
 /* Share of the load that is tensor-core math / memory traffic, per workload. */
 static double node_tensor_share(sim_workload_kind kind)
 {
+    const node_kernel_profile *k = node_kernel_profile_of(kind);
+    if (k != NULL)
+        return k->tensor;
     switch (kind) {
     case SIM_WL_TRAINING: case SIM_WL_THERMAL_RUNAWAY: return 0.55;
     case SIM_WL_SPIKES: return 0.40;
@@ -148,6 +180,9 @@ static double node_tensor_share(sim_workload_kind kind)
 
 static double node_memory_share(sim_workload_kind kind)
 {
+    const node_kernel_profile *k = node_kernel_profile_of(kind);
+    if (k != NULL)
+        return k->mem_util;
     switch (kind) {
     case SIM_WL_TRAINING: case SIM_WL_THERMAL_RUNAWAY: return 0.42;
     case SIM_WL_SPIKES: return 0.55;
@@ -194,13 +229,28 @@ static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t 
     const sim_gpu *gpu = &node->gpus[index];
     const sim_model *m = gpu->model;
     node_inst in = {.clock_factor = 1.0};
-    in.util = node_utilization(node, index, node_segment_at(gpu, t_us), t_us);
-    if (in.util < 0.01)
+    const sim_segment *seg = node_segment_at(gpu, t_us);
+    in.util = node_utilization(node, index, seg, t_us);
+    if (seg->workload.kind == SIM_WL_IDLE_CONTEXT) {
+        /* An open context keeps the clocks up and draws more than idle, with
+         * no clock-event reason: what the H200 showed between its phases. */
+        double ctx_w = m->context_w > 0.0 ? m->context_w : 1.55 * m->idle_w;
+        double noise = 0.012 * node_white(node->seed, index, CH_POWER, t_us, 50000);
+        in.power_w = ctx_w * (1.0 + noise);
+        return in;
+    }
+    /* Between bursts a spiking process keeps its context: on a model with a
+     * recorded context draw the clocks stay up and the floor is that draw. */
+    bool held = seg->workload.kind == SIM_WL_SPIKES && m->context_w > 0.0;
+    if (in.util < 0.01 && !held)
         in.reasons |= SIM_CLOCKS_EVENT_GPU_IDLE;
 
-    double load = in.util * (0.85 + 0.15 * in.util) * gpu->efficiency;
+    const node_kernel_profile *kernel = node_kernel_profile_of(seg->workload.kind);
+    double load = kernel != NULL ? in.util * kernel->power * gpu->efficiency
+                                 : in.util * (0.85 + 0.15 * in.util) * gpu->efficiency;
     double noise = 0.012 * node_white(node->seed, index, CH_POWER, t_us, 50000);
-    double power = (m->idle_w + (m->full_w - m->idle_w) * load) * (1.0 + noise);
+    double base_w = held ? m->context_w : m->idle_w;
+    double power = (base_w + (m->full_w - m->idle_w) * load) * (1.0 + noise);
     double limit_w = node_power_limit_at(gpu, t_us);
     if (power > limit_w) {
         in.reasons |= SIM_CLOCKS_EVENT_SW_POWER_CAP;
@@ -225,6 +275,41 @@ static double node_extra_heat(const sim_segment *seg, int64_t t_us)
     return seg->workload.heat_rate_c_s * (double)(t_us - seg->start_us) * 1e-6;
 }
 
+/* DRAM activity (0-1, profiling field 1005) of a workload at utilisation u. */
+static double node_dram_activity(sim_workload_kind kind, double u)
+{
+    const node_kernel_profile *k = node_kernel_profile_of(kind);
+    return u * (k != NULL ? k->dram : node_memory_share(kind) * 1.1);
+}
+
+static bool node_has_fitted_heat(const sim_model *m)
+{
+    return m->heat_gpu.tau_fast_s > 0.0 && m->heat_mem.tau_fast_s > 0.0;
+}
+
+/* Where the GPU and memory temperatures head at this power and DRAM activity. */
+static void node_temp_targets(const sim_model *m, double power_w, double dram, double extra,
+                              double *gpu_c, double *mem_c)
+{
+    if (node_has_fitted_heat(m)) {
+        *gpu_c = m->heat_gpu.base_c + m->heat_gpu.r * power_w + m->heat_gpu.dram_c * dram + extra;
+        *mem_c = m->heat_mem.base_c + m->heat_mem.r * power_w + m->heat_mem.dram_c * dram + extra;
+        return;
+    }
+    *gpu_c = SIM_AMBIENT_C + m->thermal_r * power_w + extra;
+    *mem_c = SIM_AMBIENT_C + 3.0 + m->thermal_r * 1.1 * power_w + extra;
+}
+
+/* One 100 ms step of a two-lag temperature: returns the reading, moves both lags. */
+static double node_two_lag(const struct sim_heat *h, double *fast, double *slow, double target)
+{
+    double a_fast = 1.0 - exp(-SIM_STEP_S / h->tau_fast_s);
+    double a_slow = 1.0 - exp(-SIM_STEP_S / h->tau_slow_s);
+    *fast += (target - *fast) * a_fast;
+    *slow += (target - *slow) * a_slow;
+    return h->fast_share * *fast + (1.0 - h->fast_share) * *slow;
+}
+
 static void node_state_observe(const sim_node *node, unsigned int index, sim_state *s)
 {
     node_inst in = node_inst_at(node, index, s->step * SIM_STEP_US, s->temp_c);
@@ -242,8 +327,17 @@ static void node_state_init(const sim_node *node, unsigned int index, sim_state 
     double idle_temp = SIM_AMBIENT_C + m->thermal_r * m->idle_w;
     node_inst first = node_inst_at(node, index, 0, idle_temp);
     double offset = 1.5 * node_signed(node_hash(node->seed, index, CH_TRAIT, 10));
-    s->temp_c = fmin(SIM_AMBIENT_C + m->thermal_r * first.power_w + offset, m->temp_gpu_max_op - 1.0);
-    s->mem_temp_c = s->temp_c + 3.0;
+    if (node_has_fitted_heat(m)) {
+        double gpu_c, mem_c;
+        node_temp_targets(m, first.power_w, node_dram_activity(gpu->segments[0].workload.kind, first.util),
+                          0.0, &gpu_c, &mem_c);
+        s->temp_c = s->temp_slow_c = fmin(gpu_c + offset, m->temp_gpu_max_op - 1.0);
+        s->mem_temp_c = s->mem_fast_c = s->mem_slow_c = mem_c + offset;
+        s->temp_fast_c = s->temp_c;
+    } else {
+        s->temp_c = fmin(SIM_AMBIENT_C + m->thermal_r * first.power_w + offset, m->temp_gpu_max_op - 1.0);
+        s->mem_temp_c = s->temp_c + 3.0;
+    }
     node_state_observe(node, index, s);
 }
 
@@ -284,12 +378,21 @@ static void node_state_advance(const sim_node *node, unsigned int index, sim_sta
     node_state_count_errors(node, index, s);
 
     static const double alpha = 0.004987520807317687; /* 1 - exp(-0.1 s / 20 s) */
-    double extra = node_extra_heat(node_segment_at(gpu, t_us), t_us);
-    double target = SIM_AMBIENT_C + m->thermal_r * s->power_w + extra;
-    double mem_target = SIM_AMBIENT_C + 3.0 + m->thermal_r * 1.1 * s->power_w + extra;
-    s->temp_c = fmin(s->temp_c + (target - s->temp_c) * alpha, (double)m->temp_shutdown);
-    s->mem_temp_c = fmin(s->mem_temp_c + (mem_target - s->mem_temp_c) * alpha,
-                         (double)m->temp_shutdown + 8.0);
+    const sim_segment *seg = node_segment_at(gpu, t_us);
+    double extra = node_extra_heat(seg, t_us);
+    double target, mem_target;
+    node_temp_targets(m, s->power_w, node_dram_activity(seg->workload.kind, s->util), extra,
+                      &target, &mem_target);
+    if (node_has_fitted_heat(m)) {
+        s->temp_c = fmin(node_two_lag(&m->heat_gpu, &s->temp_fast_c, &s->temp_slow_c, target),
+                         (double)m->temp_shutdown);
+        s->mem_temp_c = fmin(node_two_lag(&m->heat_mem, &s->mem_fast_c, &s->mem_slow_c, mem_target),
+                             (double)m->temp_shutdown + 8.0);
+    } else {
+        s->temp_c = fmin(s->temp_c + (target - s->temp_c) * alpha, (double)m->temp_shutdown);
+        s->mem_temp_c = fmin(s->mem_temp_c + (mem_target - s->mem_temp_c) * alpha,
+                             (double)m->temp_shutdown + 8.0);
+    }
 
     s->step++;
     node_state_observe(node, index, s);
@@ -751,15 +854,19 @@ static bool node_sample_profiling(const node_now *n, unsigned short id, sim_valu
     sim_workload_kind kind = n->seg->workload.kind;
     double tensor = u * node_tensor_share(kind);
     double sm_active = u * 0.93;
+    const node_kernel_profile *k = node_kernel_profile_of(kind);
+    double occupancy = k != NULL ? u * k->occupancy : sm_active * 0.48;
+    if (k != NULL)
+        sm_active = u * k->sm_active;
     switch (id) {
     case 1001: sim_put_double(out, u * 0.99); return true;
     case 1002: sim_put_double(out, sm_active); return true;
-    case 1003: sim_put_double(out, sm_active * 0.48); return true;
+    case 1003: sim_put_double(out, occupancy); return true;
     case 1004: sim_put_double(out, tensor); return true;
-    case 1005: sim_put_double(out, u * node_memory_share(kind) * 1.1); return true;
-    case 1006: sim_put_double(out, u * 0.004); return true;
-    case 1007: sim_put_double(out, u * 0.22); return true;
-    case 1008: sim_put_double(out, u * 0.08); return true;
+    case 1005: sim_put_double(out, node_dram_activity(kind, u)); return true;
+    case 1006: sim_put_double(out, k != NULL ? 0.0 : u * 0.004); return true;
+    case 1007: sim_put_double(out, k != NULL ? u * k->fp32 : u * 0.22); return true;
+    case 1008: sim_put_double(out, k != NULL ? 0.0 : u * 0.08); return true;
     case 1009: sim_put_int(out, (int64_t)node_pcie_rate(n, true)); return true;
     case 1010: sim_put_int(out, (int64_t)node_pcie_rate(n, false)); return true;
     case 1013: case 1015: sim_put_double(out, 0.0); return true;

@@ -52,11 +52,22 @@ typedef struct sim_model {
     double power_min_w, power_max_w, power_default_w;
     double idle_w;              /* board power at 0 % utilisation */
     double full_w;              /* power a 100 % load would draw uncapped */
+    double context_w;           /* idle with a context open (0: 1.55 x idle_w) */
     int sm_clock_idle, sm_clock_max;
     int mem_clock_idle, mem_clock_max;
     int video_clock_idle, video_clock_max;
     int temp_slowdown, temp_shutdown, temp_gpu_max_op, temp_mem_max_op;
     double thermal_r;           /* degrees C above ambient per watt */
+    /*
+     * Heat fitted to a recording (all zero: the generic first-order lag
+     * above).  Temperature = base + r * power + dram * DRAM activity (0-1),
+     * approached through two lags: a fast share with its own time constant
+     * and the rest with a slow one.  GPU and memory each have their own.
+     */
+    struct sim_heat {
+        double base_c, r, dram_c;
+        double fast_share, tau_fast_s, tau_slow_s;
+    } heat_gpu, heat_mem;
     int idle_pstate;
     int pcie_gen, pcie_width;
     double pcie_bytes_per_s;    /* one direction, usable */
@@ -88,6 +99,10 @@ typedef enum sim_workload_kind {
     SIM_WL_SPIKES,
     SIM_WL_MEMORY_LEAK,
     SIM_WL_THERMAL_RUNAWAY,
+    SIM_WL_TENSOR,              /* dense bf16 matrix products back to back */
+    SIM_WL_MEMORY_BOUND,        /* device-to-device copies back to back */
+    SIM_WL_FP32,                /* fp32 matrix products, no tensor cores */
+    SIM_WL_IDLE_CONTEXT,        /* a process holds a context, no kernel runs */
     SIM_WL_COUNT
 } sim_workload_kind;
 
@@ -118,6 +133,7 @@ typedef struct sim_segment {
 typedef struct sim_state {
     int64_t step;               /* state at t = step * SIM_STEP_US */
     double temp_c, mem_temp_c;
+    double temp_fast_c, temp_slow_c, mem_fast_c, mem_slow_c; /* the lags of a fitted model (heat_*) */
     double energy_mj;
     uint64_t power_violation_ns, thermal_violation_ns, low_util_violation_ns;
     uint32_t ecc_sbe;

@@ -261,6 +261,113 @@ static void test_h200_model(void)
 }
 
 /* Every field with metadata: supported <=> a real value of the right type. */
+/* Median of a field over [from_s, to_s) sampled at 10 Hz, as the recording was. */
+static double median_over(sim_node *node, unsigned short field, double from_s, double to_s)
+{
+    double v[512];
+    int n = 0;
+    for (double t = from_s; t < to_s - 1e-9 && n < 512; t += 0.1)
+        v[n++] = sample_d(node, 0, field, t);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double x = v[j]; v[j] = v[j - 1]; v[j - 1] = x;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+static bool within(double got, double want, double share)
+{
+    return fabs(got - want) <= share * fabs(want) + 1e-9;
+}
+
+/*
+ * The kernel workloads on the H200 against the recorded card's phase
+ * medians (reference/hardware/h200-2026-11-30/trace.csv): the same schedule,
+ * each phase's median within 10 %.
+ */
+static void test_h200_workloads(void)
+{
+    printf("workloads: tensor, memory_bound, fp32 and idle_context on the H200 match the recording\n");
+    const char *path = write_file("h200-phases.toml",
+        "[[gpu]]\nmodel = \"H200\"\nworkload = \"idle\"\n"
+        "[[event]]\nat = 4\ngpu = 0\nkind = \"workload\"\nworkload = \"idle_context\"\n"
+        "[[event]]\nat = 12\ngpu = 0\nkind = \"workload\"\nworkload = \"tensor\"\n"
+        "[[event]]\nat = 32\ngpu = 0\nkind = \"workload\"\nworkload = \"idle_context\"\n"
+        "[[event]]\nat = 42\ngpu = 0\nkind = \"workload\"\nworkload = \"memory_bound\"\n"
+        "[[event]]\nat = 54\ngpu = 0\nkind = \"workload\"\nworkload = \"fp32\"\n"
+        "[[event]]\nat = 64\ngpu = 0\nkind = \"workload\"\nworkload = \"idle_context\"\n");
+    sim_node *node = load_or_die(path);
+    static const struct {
+        const char *phase;
+        double from, to;
+        double power, temp, mem_temp, sm_clock, util, mem_util, sm_active, occupancy, tensor, dram, fp32;
+        uint64_t reasons;
+    } want[] = {
+        {"no context", 0, 4, 78, 37, 40, 345, 0, 0, 0, 0, 0, 0, 0, 0x1},
+        {"idle, context", 4, 12, 121, 38, 40, 1980, 0, 0, 0, 0, 0, 0, 0, 0x0},
+        {"tensor", 12, 32, 692, 60, 51, 1455, 100, 25, 0.96, 0.14, 0.94, 0.17, 0, 0x4},
+        {"memory_bound", 42, 54, 475, 47, 58, 1980, 100, 100, 0.99, 0.80, 0, 0.88, 0, 0x0},
+        {"fp32", 54, 64, 687, 61, 49, 1980, 100, 7, 0.97, 0.12, 0, 0.045, 0.77, 0x0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        double a = want[i].from, b = want[i].to;
+        double got[11] = {
+            median_over(node, 155, a, b), median_over(node, 150, a, b), median_over(node, 140, a, b),
+            median_over(node, 100, a, b), median_over(node, 203, a, b), median_over(node, 204, a, b),
+            median_over(node, 1002, a, b), median_over(node, 1003, a, b), median_over(node, 1004, a, b),
+            median_over(node, 1005, a, b), median_over(node, 1007, a, b),
+        };
+        const double exp[11] = {
+            want[i].power, want[i].temp, want[i].mem_temp, want[i].sm_clock, want[i].util, want[i].mem_util,
+            want[i].sm_active, want[i].occupancy, want[i].tensor, want[i].dram, want[i].fp32,
+        };
+        static const char *const names[11] = {"power", "GPU temp", "memory temp", "SM clock", "util",
+                                              "mem util", "SM active", "occupancy", "tensor", "DRAM", "FP32"};
+        for (int k = 0; k < 11; k++)
+            CHECK(exp[k] == 0 ? fabs(got[k]) < 0.01 : within(got[k], exp[k], 0.10),
+                  "%s: %s median %.3f, recorded %.3f", want[i].phase, names[k], got[k], exp[k]);
+        int64_t r = sample_i(node, 0, 112, (a + b) / 2);
+        CHECK((uint64_t)r == want[i].reasons, "%s: clock-event reasons 0x%llx, recorded 0x%llx",
+              want[i].phase, (long long)r, (unsigned long long)want[i].reasons);
+    }
+
+    /* Dynamics.  The cap pulls the SM clock into the recorded 1215-1980 MHz band under tensor
+     * load, never to the maximum; fp32 stays under the cap at full clock. */
+    for (double t = 12.5; t < 32.0; t += 0.5) {
+        int64_t mhz = sample_i(node, 0, 100, t);
+        double w = sample_d(node, 0, 155, t);
+        CHECK(mhz >= 1215 && mhz < 1600 && w <= 700.0 * 1.01,
+              "tensor at %.1f s: %lld MHz at %.0f W", t, (long long)mhz, w);
+        CHECK(sample_i(node, 0, 112, t) & 0x4, "tensor at %.1f s: SW power cap set", t);
+    }
+    for (double t = 54.5; t < 64.0; t += 0.5)
+        CHECK(sample_i(node, 0, 100, t) == 1980 && !(sample_i(node, 0, 112, t) & 0x4),
+              "fp32 at %.1f s keeps 1980 MHz with no cap", t);
+    /* Heat: the GPU makes most of its rise within 1 s of the load, the rest over seconds; the
+     * memory follows more slowly.  Recorded: 38 -> 57 C in 1 s, 60-61 after 5 s; memory 40 ->
+     * 45 in 1 s, 52 after 15 s; 1 s after the load stops the GPU is back to 42 C. */
+    double g0 = sample_d(node, 0, 150, 11.9), g1 = sample_d(node, 0, 150, 13.0);
+    double g5 = sample_d(node, 0, 150, 17.0), g15 = sample_d(node, 0, 150, 31.9);
+    CHECK(g1 - g0 >= 14.0 && g1 < g5 && g5 >= 58.0 && g15 - g5 <= 3.0,
+          "GPU temperature %.0f -> %.0f (1 s) -> %.0f (5 s) -> %.0f (20 s)", g0, g1, g5, g15);
+    double m0 = sample_d(node, 0, 140, 11.9), m1 = sample_d(node, 0, 140, 13.0);
+    double m15 = sample_d(node, 0, 140, 27.0);
+    CHECK(m1 - m0 >= 2.0 && m1 - m0 < g1 - g0 && m15 - m1 >= 3.0,
+          "memory temperature %.0f -> %.0f (1 s) -> %.0f (15 s)", m0, m1, m15);
+    double after = sample_d(node, 0, 150, 33.0);
+    CHECK(after < 47.0, "GPU temperature 1 s after the load %.0f C (42 recorded)", after);
+    sim_node_free(node);
+
+    /* The H100 keeps its single slow lag: the new heat model is the H200's alone. */
+    sim_node *h100 = load_or_die(write_file("h100-tensor.toml",
+        "[[gpu]]\nmodel = \"H100\"\nworkload = \"idle\"\n"
+        "[[event]]\nat = 10\ngpu = 0\nkind = \"workload\"\nworkload = \"tensor\"\n"));
+    double h0 = sample_d(h100, 0, 150, 9.9), h1 = sample_d(h100, 0, 150, 11.0);
+    CHECK(h1 - h0 < 3.0, "H100 temperature %.1f -> %.1f in 1 s (20 s lag)", h0, h1);
+    CHECK(sample_i(h100, 0, 112, 20.0) & 0x4, "tensor caps the H100 too");
+    sim_node_free(h100);
+}
+
 static void test_support_and_types(void)
 {
     printf("support: field_supported agrees with samples; types match metadata; sentinels\n");
@@ -771,6 +878,7 @@ int main(int argc, char **argv)
         return 2;
     test_identity();
     test_h200_model();
+    test_h200_workloads();
     test_determinism();
     test_support_and_types();
     test_power_follows_load();
