@@ -792,10 +792,10 @@ static void test_shipped_scenarios(const char *argv0)
 {
     static const char *names[] = {
         "default.toml", "mixed.toml", "spikes.toml", "thermal-runaway.toml",
-        "memory-leak.toml", "xid-burst.toml", "gpu-lost.toml",
+        "memory-leak.toml", "xid-burst.toml", "gpu-lost.toml", "h200-recorded-load.toml",
     };
-    static const char *roots[] = {"../dcgm_collector/sim/scenarios", "dcgm_collector/sim/scenarios",
-                                  "../../dcgm_collector/sim/scenarios"};
+    static const char *roots[] = {"../dcgm_collector/engine/scenarios", "dcgm_collector/engine/scenarios",
+                                  "../../dcgm_collector/engine/scenarios"};
     const char *root = NULL;
     char probe[512];
     for (size_t i = 0; i < sizeof roots / sizeof roots[0] && root == NULL; i++) {

@@ -181,3 +181,41 @@ def test_dcgm_gives_the_same_numbers_in_its_units(dcgm, recording):
         "300": attrs["EccMode"][0],
         "301": attrs["EccMode"][1],
     }
+
+
+# The kernel workloads through the simulated NVML: the recorded card under each load
+# (reference/hardware/h200-2026-11-30/trace.csv, phase medians) read through nvidia-ml-py.
+_LOADS = (
+    'seed = 4\n[[gpu]]\nmodel = "H200"\nworkload = "tensor"\n[[gpu]]\nmodel = "H200"\nworkload = "fp32"\n'
+    '[[gpu]]\nmodel = "H200"\nworkload = "memory_bound"\n[[gpu]]\nmodel = "H200"\nworkload = "idle_context"\n'
+)
+_READ_LOADS = """
+import json, pynvml as n
+n.nvmlInit()
+out = []
+for i in range(n.nvmlDeviceGetCount()):
+    h = n.nvmlDeviceGetHandleByIndex(i)
+    u = n.nvmlDeviceGetUtilizationRates(h)
+    out.append({"reasons": n.nvmlDeviceGetCurrentClocksEventReasons(h),
+                "sm": n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM), "mw": n.nvmlDeviceGetPowerUsage(h),
+                "temp": n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU), "util": u.gpu, "mem": u.memory})
+n.nvmlShutdown()
+print(json.dumps(out))
+"""
+
+
+def test_nvml_reads_the_recorded_load_phases(tmp_path):
+    pytest.importorskip("pynvml")
+    scenario = tmp_path / "loads.toml"
+    scenario.write_text(_LOADS)
+    tensor, fp32, copies, context = _run(_READ_LOADS, _env(str(scenario)), tmp_path)
+    # recorded medians: tensor 692 W, 1455 MHz, 0x4, 60 C, 100/25 %; fp32 687 W, 1980 MHz, 0,
+    # 61 C, 100/7 %; copies 475 W, 1980 MHz, 0, 47 C, 100/100 %; open context 121 W, 1980 MHz, 0
+    assert tensor["reasons"] & 0x4 and 1215 <= tensor["sm"] < 1600
+    assert 623_000 <= tensor["mw"] <= 707_000 and 54 <= tensor["temp"] <= 66
+    assert (tensor["util"], tensor["mem"]) == (100, 25)
+    assert not fp32["reasons"] & 0x4 and fp32["sm"] == 1980 and 618_000 <= fp32["mw"] < 700_000
+    assert (fp32["util"], fp32["mem"]) == (100, 7)
+    assert copies["sm"] == 1980 and 427_000 <= copies["mw"] <= 523_000 and copies["mem"] == 100
+    assert context["reasons"] == 0 and context["sm"] == 1980 and 109_000 <= context["mw"] <= 133_000
+    assert context["util"] == 0
