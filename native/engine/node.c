@@ -287,27 +287,27 @@ static bool node_has_fitted_heat(const sim_model *m)
     return m->heat_gpu.tau_fast_s > 0.0 && m->heat_mem.tau_fast_s > 0.0;
 }
 
-/* Where the GPU and memory temperatures head at this power and DRAM activity. */
-static void node_temp_targets(const sim_model *m, double power_w, double dram, double extra,
-                              double *gpu_c, double *mem_c)
+/*
+ * A fitted model's two parts of the rise above base: the fast part (the
+ * fast share of the power's heat, and all of the DRAM term: HBM under copy
+ * load warms at once) and the slow part (the rest, plus any extra heat).
+ */
+static void node_heat_parts(const struct sim_heat *h, double power_w, double dram, double extra,
+                            double *fast, double *slow)
 {
-    if (node_has_fitted_heat(m)) {
-        *gpu_c = m->heat_gpu.base_c + m->heat_gpu.r * power_w + m->heat_gpu.dram_c * dram + extra;
-        *mem_c = m->heat_mem.base_c + m->heat_mem.r * power_w + m->heat_mem.dram_c * dram + extra;
-        return;
-    }
-    *gpu_c = SIM_AMBIENT_C + m->thermal_r * power_w + extra;
-    *mem_c = SIM_AMBIENT_C + 3.0 + m->thermal_r * 1.1 * power_w + extra;
+    *fast = h->fast_share * h->r * power_w + h->dram_c * dram;
+    *slow = (1.0 - h->fast_share) * h->r * power_w + extra;
 }
 
-/* One 100 ms step of a two-lag temperature: returns the reading, moves both lags. */
-static double node_two_lag(const struct sim_heat *h, double *fast, double *slow, double target)
+/* One 100 ms step of a fitted two-lag temperature: moves both parts, returns the reading. */
+static double node_two_lag(const struct sim_heat *h, double *fast, double *slow, double power_w,
+                           double dram, double extra)
 {
-    double a_fast = 1.0 - exp(-SIM_STEP_S / h->tau_fast_s);
-    double a_slow = 1.0 - exp(-SIM_STEP_S / h->tau_slow_s);
-    *fast += (target - *fast) * a_fast;
-    *slow += (target - *slow) * a_slow;
-    return h->fast_share * *fast + (1.0 - h->fast_share) * *slow;
+    double fast_t, slow_t;
+    node_heat_parts(h, power_w, dram, extra, &fast_t, &slow_t);
+    *fast += (fast_t - *fast) * (1.0 - exp(-SIM_STEP_S / h->tau_fast_s));
+    *slow += (slow_t - *slow) * (1.0 - exp(-SIM_STEP_S / h->tau_slow_s));
+    return h->base_c + *fast + *slow;
 }
 
 static void node_state_observe(const sim_node *node, unsigned int index, sim_state *s)
@@ -328,12 +328,11 @@ static void node_state_init(const sim_node *node, unsigned int index, sim_state 
     node_inst first = node_inst_at(node, index, 0, idle_temp);
     double offset = 1.5 * node_signed(node_hash(node->seed, index, CH_TRAIT, 10));
     if (node_has_fitted_heat(m)) {
-        double gpu_c, mem_c;
-        node_temp_targets(m, first.power_w, node_dram_activity(gpu->segments[0].workload.kind, first.util),
-                          0.0, &gpu_c, &mem_c);
-        s->temp_c = s->temp_slow_c = fmin(gpu_c + offset, m->temp_gpu_max_op - 1.0);
-        s->mem_temp_c = s->mem_fast_c = s->mem_slow_c = mem_c + offset;
-        s->temp_fast_c = s->temp_c;
+        double dram = node_dram_activity(gpu->segments[0].workload.kind, first.util);
+        node_heat_parts(&m->heat_gpu, first.power_w, dram, offset, &s->temp_fast_c, &s->temp_slow_c);
+        node_heat_parts(&m->heat_mem, first.power_w, dram, offset, &s->mem_fast_c, &s->mem_slow_c);
+        s->temp_c = fmin(m->heat_gpu.base_c + s->temp_fast_c + s->temp_slow_c, m->temp_gpu_max_op - 1.0);
+        s->mem_temp_c = m->heat_mem.base_c + s->mem_fast_c + s->mem_slow_c;
     } else {
         s->temp_c = fmin(SIM_AMBIENT_C + m->thermal_r * first.power_w + offset, m->temp_gpu_max_op - 1.0);
         s->mem_temp_c = s->temp_c + 3.0;
@@ -380,15 +379,15 @@ static void node_state_advance(const sim_node *node, unsigned int index, sim_sta
     static const double alpha = 0.004987520807317687; /* 1 - exp(-0.1 s / 20 s) */
     const sim_segment *seg = node_segment_at(gpu, t_us);
     double extra = node_extra_heat(seg, t_us);
-    double target, mem_target;
-    node_temp_targets(m, s->power_w, node_dram_activity(seg->workload.kind, s->util), extra,
-                      &target, &mem_target);
     if (node_has_fitted_heat(m)) {
-        s->temp_c = fmin(node_two_lag(&m->heat_gpu, &s->temp_fast_c, &s->temp_slow_c, target),
+        double dram = node_dram_activity(seg->workload.kind, s->util);
+        s->temp_c = fmin(node_two_lag(&m->heat_gpu, &s->temp_fast_c, &s->temp_slow_c, s->power_w, dram, extra),
                          (double)m->temp_shutdown);
-        s->mem_temp_c = fmin(node_two_lag(&m->heat_mem, &s->mem_fast_c, &s->mem_slow_c, mem_target),
+        s->mem_temp_c = fmin(node_two_lag(&m->heat_mem, &s->mem_fast_c, &s->mem_slow_c, s->power_w, dram, extra),
                              (double)m->temp_shutdown + 8.0);
     } else {
+        double target = SIM_AMBIENT_C + m->thermal_r * s->power_w + extra;
+        double mem_target = SIM_AMBIENT_C + 3.0 + m->thermal_r * 1.1 * s->power_w + extra;
         s->temp_c = fmin(s->temp_c + (target - s->temp_c) * alpha, (double)m->temp_shutdown);
         s->mem_temp_c = fmin(s->mem_temp_c + (mem_target - s->mem_temp_c) * alpha,
                              (double)m->temp_shutdown + 8.0);

@@ -133,7 +133,7 @@ typedef struct sim_segment {
 typedef struct sim_state {
     int64_t step;               /* state at t = step * SIM_STEP_US */
     double temp_c, mem_temp_c;
-    double temp_fast_c, temp_slow_c, mem_fast_c, mem_slow_c; /* the lags of a fitted model (heat_*) */
+    double temp_fast_c, temp_slow_c, mem_fast_c, mem_slow_c; /* a fitted model's parts above base */
     double energy_mj;
     uint64_t power_violation_ns, thermal_violation_ns, low_util_violation_ns;
     uint32_t ecc_sbe;
