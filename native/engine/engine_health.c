@@ -257,14 +257,7 @@ typedef struct hval {
 
 static const engine_series *series_of(const check_ctx *c, unsigned short field)
 {
-    dcgm_field_entity_group_t group = c->ent->group;
-    dcgm_field_eid_t id = c->ent->id;
-    engine_storage_key(sim_field_meta(field), &group, &id);
-    const engine_series *s = engine_series_find_locked(c->e, group, id, field);
-    /* a series nobody watches is only there for injected values */
-    if (s && s->n_watchers == 0 && s->ring.count == 0)
-        return NULL;
-    return s;
+    return engine_visible_series_locked(c->e, c->ent->group, c->ent->id, field);
 }
 
 static hval from_sample(const engine_sample *sample)

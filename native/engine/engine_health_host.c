@@ -90,22 +90,11 @@ void engine_health_watch_global_locked(sim_engine *e, engine_owner owner, unsign
 
 /* ---- cache reads ---------------------------------------------------------------- */
 
-static const engine_series *series_of(const sim_engine *e, dcgm_field_entity_group_t group,
-                                      dcgm_field_eid_t id, unsigned short field)
-{
-    engine_storage_key(sim_field_meta(field), &group, &id);
-    const engine_series *s = engine_series_find_locked(e, group, id, field);
-    /* a series nobody watches is only there for injected values */
-    if (s && s->n_watchers == 0 && s->ring.count == 0)
-        return NULL;
-    return s;
-}
-
 /* GetLatestSample: NULL for no value */
 static const engine_sample *latest(const sim_engine *e, dcgm_field_entity_group_t group,
                                    dcgm_field_eid_t id, unsigned short field)
 {
-    const engine_series *s = series_of(e, group, id, field);
+    const engine_series *s = engine_visible_series_locked(e, group, id, field);
     return s && s->ring.count > 0 ? engine_ring_at(&s->ring, s->ring.count - 1) : NULL;
 }
 
@@ -113,7 +102,7 @@ static const engine_sample *latest(const sim_engine *e, dcgm_field_entity_group_
 static const engine_sample *first_since(const sim_engine *e, dcgm_field_entity_group_t group,
                                         dcgm_field_eid_t id, unsigned short field, int64_t start)
 {
-    const engine_series *s = series_of(e, group, id, field);
+    const engine_series *s = engine_visible_series_locked(e, group, id, field);
     if (!s)
         return NULL;
     size_t at = engine_ring_lower_bound(&s->ring, start);

@@ -354,6 +354,12 @@ int engine_admin_idle_locked(const sim_engine *e, dcgm_field_entity_group_t grou
 
 /* engine_read.c */
 int engine_records_push(engine_record_buf *buf, const engine_record *rec);
+/* The series a reader of (group, entity, field) sees, stored under the field's
+ * storage key; NULL when nothing is kept for it (a series nobody watches is
+ * only there for injected values). */
+const engine_series *engine_visible_series_locked(const sim_engine *e,
+                                                  dcgm_field_entity_group_t group,
+                                                  dcgm_field_eid_t entity, unsigned short field_id);
 void engine_records_free(engine_record_buf *buf);
 void engine_record_to_v1(const engine_record *rec, dcgmFieldValue_v1 *out);
 void engine_record_blank(engine_record *rec, int status);

@@ -105,8 +105,9 @@ static void record_to_v2(const engine_record *rec, dcgmFieldValue_v2 *out)
     copy_value(rec, &out->value);
 }
 
-static const engine_series *visible_series(const sim_engine *e, dcgm_field_entity_group_t group,
-                                           dcgm_field_eid_t entity, unsigned short field_id)
+const engine_series *engine_visible_series_locked(const sim_engine *e,
+                                                  dcgm_field_entity_group_t group,
+                                                  dcgm_field_eid_t entity, unsigned short field_id)
 {
     engine_storage_key(sim_field_meta(field_id), &group, &entity);
     const engine_series *s = engine_series_find_locked(e, group, entity, field_id);
@@ -125,7 +126,7 @@ void engine_latest_record_locked(sim_engine *e, dcgm_field_entity_group_t group,
         engine_record_blank(rec, DCGM_ST_UNKNOWN_FIELD);
         return;
     }
-    const engine_series *s = visible_series(e, group, entity, field_id);
+    const engine_series *s = engine_visible_series_locked(e, group, entity, field_id);
     if (engine_admin_hidden_locked(e, group))
         /* a detached GPU has no current value (DCGM blanks what it reads of one) */
         engine_record_blank(rec, DCGM_ST_NO_DATA);
@@ -251,7 +252,7 @@ static int collect_window_locked(sim_engine *e, dcgmGroupEntityPair_t entity,
 {
     engine_record rec;
     record_init(&rec, entity.entityGroupId, entity.entityId, field_id);
-    const engine_series *s = visible_series(e, entity.entityGroupId, entity.entityId, field_id);
+    const engine_series *s = engine_visible_series_locked(e, entity.entityGroupId, entity.entityId, field_id);
     if (!s)
         return DCGM_ST_NOT_WATCHED;
     const engine_ring *r = &s->ring;
@@ -414,7 +415,7 @@ int engine_multiple_values(sim_engine *e, unsigned int gpu, unsigned short field
         rc = DCGM_ST_BADPARAM;
     else {
         pump_if_auto(e);
-        s = visible_series(e, DCGM_FE_GPU, gpu, field_id);
+        s = engine_visible_series_locked(e, DCGM_FE_GPU, gpu, field_id);
         if (!s)
             rc = DCGM_ST_NOT_WATCHED;
     }
