@@ -456,10 +456,9 @@ dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHierarc
 
 dcgmReturn_t dcgmGetCpuHierarchy_v2(dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v2 *cpuHierarchy)
 {
-    if (!cpuHierarchy)
-        return DCGM_ST_BADPARAM;
-    if (cpuHierarchy->version != dcgmCpuHierarchy_version2)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(cpuHierarchy, dcgmCpuHierarchy_version2);
+    if (checked != DCGM_ST_OK)
+        return checked;
     API_CALL(dcgmHandle, cpu_hierarchy, cpuHierarchy);
 }
 
@@ -467,10 +466,9 @@ dcgmReturn_t dcgmGetCpuHierarchy_v2(dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v2
  * helperFillCpuHierarchyV1) */
 dcgmReturn_t dcgmGetCpuHierarchy(dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v1 *cpuHierarchy)
 {
-    if (!cpuHierarchy)
-        return DCGM_ST_BADPARAM;
-    if (cpuHierarchy->version != dcgmCpuHierarchy_version1)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(cpuHierarchy, dcgmCpuHierarchy_version1);
+    if (checked != DCGM_ST_OK)
+        return checked;
     dcgmCpuHierarchy_v2 *full = calloc(1, sizeof *full);
     if (!full)
         return DCGM_ST_MEMORY;
@@ -774,10 +772,9 @@ dcgmReturn_t dcgmHealthSet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
 
 dcgmReturn_t dcgmHealthSet_v2(dcgmHandle_t pDcgmHandle, dcgmHealthSetParams_v2 *params)
 {
-    if (!params)
-        return DCGM_ST_BADPARAM;
-    if (params->version != dcgmHealthSetParams_version2)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(params, dcgmHealthSetParams_version2);
+    if (checked != DCGM_ST_OK)
+        return checked;
     API_CALL(pDcgmHandle, health_set, params->groupId, (unsigned int)params->systems,
              params->updateInterval, params->maxKeepAge);
 }
@@ -845,10 +842,9 @@ dcgmReturn_t dcgmGetNvLinkLinkStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkStatus_v
 dcgmReturn_t dcgmSetEntityNvLinkLinkState(dcgmHandle_t dcgmHandle,
                                           dcgmSetNvLinkLinkState_v1 *linkState)
 {
-    if (!linkState)
-        return DCGM_ST_BADPARAM;
-    if (linkState->version != dcgmSetNvLinkLinkState_version1)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(linkState, dcgmSetNvLinkLinkState_version1);
+    if (checked != DCGM_ST_OK)
+        return checked;
     API_CALL(dcgmHandle, nvlink_set_state, linkState);
 }
 
@@ -963,10 +959,9 @@ dcgmReturn_t dcgmSelectGpusByTopology(dcgmHandle_t pDcgmHandle, uint64_t inputGp
 
 dcgmReturn_t dcgmGetNvLinkP2PStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkP2PStatus_v1 *linkStatus)
 {
-    if (!linkStatus)
-        return DCGM_ST_BADPARAM;
-    if (linkStatus->version != dcgmNvLinkP2PStatus_version1)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(linkStatus, dcgmNvLinkP2PStatus_version1);
+    if (checked != DCGM_ST_OK)
+        return checked;
     /* the answer replaces the request only when the engine succeeded */
     dcgmNvLinkP2PStatus_v1 *work = malloc(sizeof *work);
     if (!work)
@@ -1013,10 +1008,9 @@ dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
 
 int api_version_info(dcgmVersionInfo_t *info)
 {
-    if (!info)
-        return DCGM_ST_BADPARAM;
-    if (info->version != dcgmVersionInfo_version2)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(info, dcgmVersionInfo_version2);
+    if (checked != DCGM_ST_OK)
+        return checked;
     snprintf(info->rawBuildInfoString, sizeof info->rawBuildInfoString,
              "version:4.6.0;arch:" BUILD_ARCH ";buildtype:Release;buildid:0;"
              "commit:simulated;branch:simulated;author:dcgm-collector;platform:linux;"
@@ -1118,10 +1112,9 @@ dcgmReturn_t dcgmSimFieldStats(dcgmSimFieldStats_t *stats, int capacity, int *co
 dcgmReturn_t dcgmHostengineEnvironmentVariableInfo(dcgmHandle_t pDcgmHandle,
                                                    dcgmEnvVarInfo_t *pEnvVarInfo)
 {
-    if (!pEnvVarInfo)
-        return DCGM_ST_BADPARAM;
-    if (pEnvVarInfo->version != dcgmEnvVarInfo_version1)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(pEnvVarInfo, dcgmEnvVarInfo_version1);
+    if (checked != DCGM_ST_OK)
+        return checked;
     API_CALL(pDcgmHandle, env_var_info, pEnvVarInfo);
 }
 
@@ -1130,10 +1123,9 @@ dcgmReturn_t dcgmHostengineEnvironmentVariableInfo(dcgmHandle_t pDcgmHandle,
 
 dcgmReturn_t dcgmGetFieldSummary(dcgmHandle_t pDcgmHandle, dcgmFieldSummaryRequest_t *request)
 {
-    if (!request)
-        return DCGM_ST_BADPARAM;
-    if (request->version != dcgmFieldSummaryRequest_version1)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(request, dcgmFieldSummaryRequest_version1);
+    if (checked != DCGM_ST_OK)
+        return checked;
     API_CALL(pDcgmHandle, field_summary, request);
 }
 
@@ -1146,10 +1138,9 @@ dcgmReturn_t dcgmPolicySet(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmP
                            dcgmStatus_t statusHandle)
 {
     (void)statusHandle;
-    if (!policy)
-        return DCGM_ST_BADPARAM;
-    if (policy->version != dcgmPolicy_version1)
-        return DCGM_ST_VER_MISMATCH;
+    dcgmReturn_t checked = api_check_version(policy, dcgmPolicy_version1);
+    if (checked != DCGM_ST_OK)
+        return checked;
     API_CALL(pDcgmHandle, policy_set, groupId, policy);
 }
 
