@@ -31,7 +31,8 @@ SIM_LIBRARY = "libdcgm.so.4"
 SIM_PACKAGE = "dcgm_collector.engine"
 NVML_SOURCES = "native/nvml"
 # the engine's node (physics, GPU models, scenarios): the same values through both libraries
-NVML_NODE_SOURCES = ("native/engine/node.c", "native/engine/models.c", "native/engine/scenario.c",
+NVML_NODE_SOURCES = ("native/engine/node.c", "native/engine/models.c", "native/engine/replay.c",
+                     "native/engine/scenario.c",
                      "native/engine/field_table.c", "native/engine/fields_api.c")
 NVML_MAP = "native/nvml/libnvidia-ml.map"
 NVML_HEADERS = ("native/nvml/*.h", "native/engine/*.h", "native/*.h")

@@ -41,6 +41,7 @@ static const sim_model model_table[] = {
         .nvdec = 7, .nvjpg = 7, .nvofa = 1,
         .has_mem_temp = true, .mig_capable = true, .row_remap = true, .page_retire = false,
         .gpm = true,
+        .power_averaged = true,
     },
     {
         /*
@@ -85,6 +86,7 @@ static const sim_model model_table[] = {
         .nvdec = 7, .nvjpg = 7, .nvofa = 1,
         .has_mem_temp = true, .mig_capable = true, .row_remap = true, .page_retire = false,
         .gpm = true,
+        .power_averaged = true,
     },
     {
         .key = "A100",
@@ -111,6 +113,7 @@ static const sim_model model_table[] = {
         .nvdec = 5, .nvjpg = 1, .nvofa = 1,
         .has_mem_temp = true, .mig_capable = true, .row_remap = true, .page_retire = false,
         .gpm = false,
+        .power_averaged = false,
     },
     {
         .key = "L4",
@@ -137,6 +140,7 @@ static const sim_model model_table[] = {
         .nvdec = 4, .nvjpg = 4, .nvofa = 1,
         .has_mem_temp = false, .mig_capable = false, .row_remap = true, .page_retire = false,
         .gpm = false,
+        .power_averaged = true,
     },
     {
         .key = "T4",
@@ -163,6 +167,7 @@ static const sim_model model_table[] = {
         .nvdec = 2, .nvjpg = 0, .nvofa = 0,
         .has_mem_temp = false, .mig_capable = false, .row_remap = false, .page_retire = true,
         .gpm = false,
+        .power_averaged = false,
     },
 };
 
@@ -347,6 +352,7 @@ static const char *const workload_names[SIM_WL_COUNT] = {
     [SIM_WL_MEMORY_BOUND] = "memory_bound",
     [SIM_WL_FP32] = "fp32",
     [SIM_WL_IDLE_CONTEXT] = "idle_context",
+    [SIM_WL_REPLAY] = "replay",
 };
 
 const char *sim_workload_name(sim_workload_kind kind)
@@ -369,7 +375,7 @@ int sim_workload_from_name(const char *name, sim_workload_kind *out)
 
 const char *sim_workload_known_names(void)
 {
-    return "idle, training, spikes, memory_leak, thermal_runaway, tensor, memory_bound, fp32, idle_context";
+    return "idle, training, spikes, memory_leak, thermal_runaway, tensor, memory_bound, fp32, idle_context, replay";
 }
 
 void sim_workload_defaults(sim_workload_kind kind, sim_workload *out)
@@ -403,6 +409,11 @@ void sim_workload_defaults(sim_workload_kind kind, sim_workload *out)
     case SIM_WL_MEMORY_LEAK:
         out->utilization = 0.60;
         out->fb_used = 0.20;
+        break;
+    case SIM_WL_REPLAY:
+        /* what the trace does not say: a lightly used card (the trace's utilisation drives the rest) */
+        out->utilization = 0.0;
+        out->fb_used = 0.03;
         break;
     case SIM_WL_TENSOR:
     case SIM_WL_MEMORY_BOUND:

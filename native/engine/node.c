@@ -27,19 +27,30 @@
 #define SIM_MAX_T_US (400LL * 24 * 3600 * 1000000)
 #define SIM_AMBIENT_C 30.0
 #define SIM_THERMAL_TAU_S 20.0
+/*
+ * How often readings change, as the recorded H200 showed (changes.csv there):
+ * power, energy, clocks and the GPU temperature get a new value every 100 ms
+ * (the grid step), the memory temperature every 200 ms, and utilisation is
+ * the busy share of a 200 ms sample period, not an instant.  A faster watch
+ * sees the same value repeated.
+ */
+#define SIM_MEM_TEMP_PERIOD_STEPS 2
+#define SIM_UTIL_PERIOD_US 200000LL
+#define SIM_UTIL_POINTS 8
 
 enum node_channel {
     CH_TRAIT = 1,
     CH_UTIL_SMOOTH,
     CH_UTIL_WHITE,
     CH_POWER,
-    CH_POWER_RAW,
+    CH_POWER_RAW,               /* no longer drawn; kept so later channels keep their numbers */
     CH_ERRORS,
     CH_PCIE_TX,
     CH_PCIE_RX,
     CH_NVLINK,
     CH_IDENTITY,
     CH_CAP_CLOCK,
+    CH_OVERSHOOT,
 };
 
 /* ---- counter-based randomness -------------------------------------------- */
@@ -127,6 +138,12 @@ static double node_utilization(const sim_node *node, unsigned int index, const s
         return 0.0;
     case SIM_WL_SPIKES:
         return node_clamp(node_spike_level(node, index, seg, t_us), 0.0, 1.0);
+    case SIM_WL_REPLAY: {
+        double pct;
+        if (!sim_trace_value(w->trace, 203, t_us - seg->start_us, w->loop, &pct))
+            return 0.0;
+        return node_clamp(pct / 100.0, 0.0, 1.0);
+    }
     default:
         break;
     }
@@ -156,7 +173,7 @@ static const node_kernel_profile *node_kernel_profile_of(sim_workload_kind kind)
 {
     static const node_kernel_profile tensor = {1.84, 0.25, 0.96, 0.14, 0.94, 0.17, 0.0};
     static const node_kernel_profile copies = {0.60, 1.00, 0.99, 0.80, 0.0, 0.88, 0.0};
-    static const node_kernel_profile fp32 = {0.89, 0.07, 0.97, 0.12, 0.0, 0.045, 0.77};
+    static const node_kernel_profile fp32 = {0.905, 0.07, 0.97, 0.12, 0.0, 0.045, 0.77};
     switch (kind) {
     case SIM_WL_TENSOR: return &tensor;
     case SIM_WL_MEMORY_BOUND: return &copies;
@@ -172,7 +189,7 @@ static double node_tensor_share(sim_workload_kind kind)
     if (k != NULL)
         return k->tensor;
     switch (kind) {
-    case SIM_WL_TRAINING: case SIM_WL_THERMAL_RUNAWAY: return 0.55;
+    case SIM_WL_TRAINING: case SIM_WL_THERMAL_RUNAWAY: case SIM_WL_REPLAY: return 0.55;
     case SIM_WL_SPIKES: return 0.40;
     case SIM_WL_MEMORY_LEAK: return 0.30;
     default: return 0.0;
@@ -185,7 +202,7 @@ static double node_memory_share(sim_workload_kind kind)
     if (k != NULL)
         return k->mem_util;
     switch (kind) {
-    case SIM_WL_TRAINING: case SIM_WL_THERMAL_RUNAWAY: return 0.42;
+    case SIM_WL_TRAINING: case SIM_WL_THERMAL_RUNAWAY: case SIM_WL_REPLAY: return 0.42;
     case SIM_WL_SPIKES: return 0.55;
     case SIM_WL_MEMORY_LEAK: return 0.35;
     default: return 0.0;
@@ -201,6 +218,16 @@ static double node_power_limit_at(const sim_gpu *gpu, int64_t t_us)
         if (gpu->limit_changes[i - 1].from_us <= t_us)
             return gpu->limit_changes[i - 1].watts;
     return gpu->power_limit_w;
+}
+
+/* Whether a load starts at this step: the GPU was at rest one step earlier. */
+static bool node_load_starts(const sim_node *node, unsigned int index, int64_t t_us, double util)
+{
+    if (t_us < SIM_STEP_US || util < 0.3)
+        return false;
+    int64_t before = t_us - SIM_STEP_US;
+    const sim_segment *seg = node_segment_at(&node->gpus[index], before);
+    return node_utilization(node, index, seg, before) < 0.05;
 }
 
 typedef struct node_inst {
@@ -225,6 +252,31 @@ static double node_thermal_factor(const sim_model *m, double temp_c, uint64_t *r
     return node_clamp(factor, 0.25, 1.0);
 }
 
+/*
+ * A replayed GPU does what its trace says: the instant power (or, without
+ * one, the averaged power), the clock-event reasons and the SM clock come
+ * from it; what it lacks follows from the replayed utilisation.
+ */
+static node_inst node_replay_inst(const sim_gpu *gpu, const sim_segment *seg, int64_t t_us, double util)
+{
+    const sim_model *m = gpu->model;
+    const sim_workload *w = &seg->workload;
+    int64_t at = t_us - seg->start_us;
+    node_inst in = {.util = util, .clock_factor = 1.0};
+    double v;
+    if (sim_trace_value(w->trace, 157, at, w->loop, &v) || sim_trace_value(w->trace, 155, at, w->loop, &v))
+        in.power_w = fmax(v, 0.0);
+    else
+        in.power_w = m->idle_w + (m->full_w - m->idle_w) * util * (0.85 + 0.15 * util);
+    if (sim_trace_value(w->trace, 112, at, w->loop, &v))
+        in.reasons = (uint64_t)fmax(v, 0.0);
+    else if (util < 0.01)
+        in.reasons = SIM_CLOCKS_EVENT_GPU_IDLE;
+    if (sim_trace_value(w->trace, 100, at, w->loop, &v))
+        in.clock_factor = node_clamp(v / m->sm_clock_max, 0.0, 1.0);
+    return in;
+}
+
 static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t t_us, double temp_c)
 {
     const sim_gpu *gpu = &node->gpus[index];
@@ -232,6 +284,8 @@ static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t 
     node_inst in = {.clock_factor = 1.0};
     const sim_segment *seg = node_segment_at(gpu, t_us);
     in.util = node_utilization(node, index, seg, t_us);
+    if (seg->workload.kind == SIM_WL_REPLAY)
+        return node_replay_inst(gpu, seg, t_us, in.util);
     if (seg->workload.kind == SIM_WL_IDLE_CONTEXT) {
         /* An open context keeps the clocks up and draws more than idle, with
          * no clock-event reason: what the H200 showed between its phases. */
@@ -253,14 +307,29 @@ static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t 
     double base_w = held ? m->context_w : m->idle_w;
     double power = (base_w + (m->full_w - m->idle_w) * load) * (1.0 + noise);
     double limit_w = node_power_limit_at(gpu, t_us);
-    if (power > limit_w) {
+    if (power > limit_w && node_load_starts(node, index, t_us, in.util)) {
+        /* The power controller acts on what it has measured, so for the first
+         * 100 ms of a load from rest the clock is still up and the board draws
+         * past its limit: the recorded H200 read 770-958 W in the first tenth
+         * of a second of its bf16 bursts (700 W limit), no reason set yet. */
+        double over = 1.08 + 0.29 * node_unit(node_hash(node->seed, index, CH_OVERSHOOT,
+                                                        (uint64_t)(t_us / SIM_STEP_US)));
+        power = fmin(power, limit_w * over);
+    } else if (power > limit_w) {
         in.reasons |= SIM_CLOCKS_EVENT_SW_POWER_CAP;
         in.clock_factor = sqrt(limit_w / power);
-        /* The power controller hunts around its clock: the recorded H200 under bf16
-         * products read 1410-1515 MHz around its 1455 MHz median. */
-        if (kernel != NULL)
-            in.clock_factor *= 1.0 + 0.025 * node_smooth_noise(node->seed, index, CH_CAP_CLOCK, t_us, 300000);
         power = limit_w * (0.99 + 0.5 * noise);
+        /* The power controller hunts around the limit: the recorded H200 under bf16
+         * products read 1410-1515 MHz around its 1455 MHz median and an instant draw
+         * of 658-726 W (10th-90th percentile, 696 W median), the clock and the draw
+         * rising and falling together, while its 1 s average stayed at 686-702 W.  So
+         * the hunt is a swing that evens out over each second, plus a little noise. */
+        if (kernel != NULL) {
+            double phase = node_unit(node_hash(node->seed, index, CH_CAP_CLOCK, 0));
+            double hunt = sin(2.0 * M_PI * ((double)(t_us % 1000000) * 1e-6 + phase));
+            in.clock_factor *= 1.0 + 0.025 * hunt;
+            power = limit_w * (0.992 + 0.05 * hunt + 0.5 * noise);
+        }
     }
     double thermal = node_thermal_factor(m, temp_c, &in.reasons);
     if (thermal < 1.0) {
@@ -321,6 +390,7 @@ static void node_state_observe(const sim_node *node, unsigned int index, sim_sta
     s->util = in.util;
     s->power_w = in.power_w;
     s->reasons = in.reasons;
+    s->power_history_w[s->step % SIM_POWER_AVERAGE_STEPS] = in.power_w;
 }
 
 static void node_state_init(const sim_node *node, unsigned int index, sim_state *s)
@@ -342,7 +412,11 @@ static void node_state_init(const sim_node *node, unsigned int index, sim_state 
         s->temp_c = fmin(SIM_AMBIENT_C + m->thermal_r * first.power_w + offset, m->temp_gpu_max_op - 1.0);
         s->mem_temp_c = s->temp_c + 3.0;
     }
-    node_state_observe(node, index, s);
+    /* the node was running before it started: its last second drew what its first does */
+    for (int i = SIM_POWER_AVERAGE_STEPS - 1; i >= 0; i--) {
+        s->step = i;
+        node_state_observe(node, index, s);
+    }
 }
 
 static void node_state_count_errors(const sim_node *node, unsigned int index, sim_state *s)
@@ -529,6 +603,9 @@ void sim_node_free(sim_node *node)
         free(node->gpus[i].cache.checkpoints);
         free(node->gpus[i].limit_changes);
     }
+    for (size_t i = 0; i < node->trace_count; i++)
+        sim_trace_free(node->traces[i]);
+    free(node->traces);
     free(node);
 }
 
@@ -729,7 +806,8 @@ typedef struct node_now {
     const sim_model *model;
     const sim_segment *seg;
     const sim_state *state;
-    int64_t t_us;
+    int64_t t_us;               /* the start of the 100 ms step the read falls in */
+    int64_t read_us;            /* the read's own time: settings change between steps */
     node_inst inst;
 } node_now;
 
@@ -753,6 +831,37 @@ static int node_sm_clock(const node_now *n)
         return m->sm_clock_idle;
     double mhz = fmax(m->sm_clock_max * n->inst.clock_factor, m->sm_clock_idle);
     return (int)(mhz / 15.0 + 0.5) * 15;
+}
+
+/*
+ * Utilisation as NVML reports it: the share of the last whole sample period
+ * the GPU was busy (with memory: the memory controller), so a 300 ms burst
+ * may read 100 % once, or 40 % and 60 %, or be half missed, as on the card.
+ */
+static double node_util_reading(const node_now *n, bool memory)
+{
+    int64_t end = n->t_us / SIM_UTIL_PERIOD_US * SIM_UTIL_PERIOD_US;
+    if (end < SIM_UTIL_PERIOD_US)
+        end = SIM_UTIL_PERIOD_US; /* the period before the node started looked like its start */
+    double sum = 0.0;
+    for (int i = 0; i < SIM_UTIL_POINTS; i++) {
+        int64_t t = end - SIM_UTIL_PERIOD_US + (2 * i + 1) * SIM_UTIL_PERIOD_US / (2 * SIM_UTIL_POINTS);
+        const sim_segment *seg = node_segment_at(n->gpu, t);
+        double u = node_utilization(n->node, n->index, seg, t);
+        sum += memory ? u * node_memory_share(seg->workload.kind) : u;
+    }
+    return sum / SIM_UTIL_POINTS;
+}
+
+/* Power usage (field 155): the last second's average where the model reports one, else the instant. */
+static double node_reported_power(const node_now *n)
+{
+    if (!n->model->power_averaged)
+        return n->inst.power_w;
+    double sum = 0.0;
+    for (int i = 0; i < SIM_POWER_AVERAGE_STEPS; i++)
+        sum += n->state->power_history_w[i];
+    return sum / SIM_POWER_AVERAGE_STEPS;
 }
 
 static bool node_active(const node_now *n)
@@ -923,38 +1032,26 @@ static bool node_sample_dynamic(const node_now *n, unsigned short id, sim_value 
     const sim_model *m = n->model;
     const sim_state *s = n->state;
     bool active = node_active(n);
-    double u = n->inst.util;
-    double partial_s = (double)(n->t_us - s->step * SIM_STEP_US) * 1e-6;
     switch (id) {
-    case 160: case 164: sim_put_double(out, node_power_limit_at(n->gpu, n->t_us)); return true;
+    case 160: case 164: sim_put_double(out, node_power_limit_at(n->gpu, n->read_us)); return true;
     case 100: sim_put_int(out, node_sm_clock(n)); return true;
     case 101: sim_put_int(out, active ? m->mem_clock_max : m->mem_clock_idle); return true;
     case 102:
         sim_put_int(out, active ? (int)(m->video_clock_max * n->inst.clock_factor) : m->video_clock_idle);
         return true;
     case 112: sim_put_int(out, (int64_t)n->inst.reasons); return true;
-    case 140: sim_put_int(out, (int64_t)llround(s->mem_temp_c)); return true;
     case 150: sim_put_int(out, (int64_t)llround(s->temp_c)); return true;
     case 153: sim_put_int(out, m->temp_slowdown - (int64_t)llround(s->temp_c)); return true;
-    case 155: sim_put_double(out, round(n->inst.power_w * 1000.0) / 1000.0); return true;
-    case 157: {
-        double raw = n->inst.power_w * (1.0 + 0.03 * node_white(n->node->seed, n->index, CH_POWER_RAW, n->t_us, 10000));
-        sim_put_double(out, round(raw * 1000.0) / 1000.0);
-        return true;
-    }
-    case 156: {
-        double mj = n->gpu->energy_base_mj + s->energy_mj + s->power_w * partial_s * 1000.0;
-        sim_put_int(out, (int64_t)mj);
-        return true;
-    }
+    case 155: sim_put_double(out, round(node_reported_power(n) * 1000.0) / 1000.0); return true;
+    case 157: sim_put_double(out, round(n->inst.power_w * 1000.0) / 1000.0); return true;
+    /* the energy drawn up to this step: the integral of the instant power */
+    case 156: sim_put_int(out, (int64_t)(n->gpu->energy_base_mj + s->energy_mj)); return true;
     case 190: sim_put_int(out, active ? 0 : m->idle_pstate); return true;
     case 200: sim_put_int(out, (int64_t)(node_pcie_rate(n, true) / 1024.0)); return true;
     case 201: sim_put_int(out, (int64_t)(node_pcie_rate(n, false) / 1024.0)); return true;
     case 202: sim_put_int(out, s->pcie_replays); return true;
-    case 203: sim_put_int(out, (int64_t)llround(u * 100.0)); return true;
-    case 204:
-        sim_put_int(out, (int64_t)llround(u * node_memory_share(n->seg->workload.kind) * 100.0));
-        return true;
+    case 203: sim_put_int(out, (int64_t)llround(node_util_reading(n, false) * 100.0)); return true;
+    case 204: sim_put_int(out, (int64_t)llround(node_util_reading(n, true) * 100.0)); return true;
     case 206: case 207: sim_put_int(out, 0); return true;
     case 237: sim_put_int(out, (!active && m->idle_pstate > 0) ? 1 : m->pcie_gen); return true;
     case 240: sim_put_int(out, (int64_t)s->power_violation_ns); return true;
@@ -989,12 +1086,34 @@ static int node_sample_gpu(sim_node *node, unsigned int index, unsigned short id
             node_put_sentinel(out, SIM_VALUE_BLANK);
         return DCGM_ST_OK;
     }
-    const sim_state *state = node_state_at(node, index, t_us / SIM_STEP_US);
+    /* a replayed field is the trace's, on the trace's own timestamps */
+    const sim_segment *seg = node_segment_at(g, t_us);
+    double replayed;
+    if (seg->workload.kind == SIM_WL_REPLAY &&
+        sim_trace_value(seg->workload.trace, id, t_us - seg->start_us, seg->workload.loop, &replayed)) {
+        if (out->type == DCGM_FT_DOUBLE)
+            sim_put_double(out, replayed);
+        else
+            sim_put_int(out, (int64_t)llround(replayed));
+        return DCGM_ST_OK;
+    }
+    int64_t step = t_us / SIM_STEP_US;
+    if (id == 140) {
+        const sim_state *at = node_state_at(node, index, step - step % SIM_MEM_TEMP_PERIOD_STEPS);
+        if (at == NULL)
+            return DCGM_ST_MEMORY;
+        sim_put_int(out, (int64_t)llround(at->mem_temp_c));
+        return DCGM_ST_OK;
+    }
+    /* every other dynamic reading is what the GPU did at the start of its 100 ms step */
+    int64_t read_us = t_us;
+    t_us = step * SIM_STEP_US;
+    const sim_state *state = node_state_at(node, index, step);
     if (state == NULL)
         return DCGM_ST_MEMORY;
     node_now n = {
         .node = node, .index = index, .gpu = g, .model = g->model,
-        .seg = node_segment_at(g, t_us), .state = state, .t_us = t_us,
+        .seg = node_segment_at(g, t_us), .state = state, .t_us = t_us, .read_us = read_us,
     };
     n.inst = node_inst_at(node, index, t_us, state->temp_c);
     if (node_sample_dynamic(&n, id, out) || node_sample_memory(&n, id, out) ||

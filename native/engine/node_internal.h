@@ -28,6 +28,7 @@
 #define SIM_CLOCKS_EVENT_HW_POWER_BRAKE 0x80ULL
 
 #define SIM_MAX_NVLINKS 18
+#define SIM_POWER_AVERAGE_STEPS 10  /* 1 s of 100 ms steps */
 #define SIM_MAX_MIG_INSTANCES 7
 #define SIM_DEFAULT_SEED 42ULL
 #define SIM_DRIVER_VERSION "550.54.15"
@@ -79,6 +80,10 @@ typedef struct sim_model {
     bool row_remap;             /* Ampere and later remap rows ... */
     bool page_retire;           /* ... older parts retire pages instead */
     bool gpm;                   /* Hopper GPM metrics (field 94) */
+    /* Power usage (field 155) is the last second's average, not the instant:
+     * NVML's rule for Ampere and later except GA100 (the H200 recording's
+     * power usage equals its POWER_AVERAGE field and trails the instant). */
+    bool power_averaged;
 } sim_model;
 
 NODE_HIDDEN const sim_model *sim_model_find(const char *name);
@@ -103,8 +108,29 @@ typedef enum sim_workload_kind {
     SIM_WL_MEMORY_BOUND,        /* device-to-device copies back to back */
     SIM_WL_FP32,                /* fp32 matrix products, no tensor cores */
     SIM_WL_IDLE_CONTEXT,        /* a process holds a context, no kernel runs */
+    SIM_WL_REPLAY,              /* a recorded trace played back (replay.c) */
     SIM_WL_COUNT
 } sim_workload_kind;
+
+/* ---- recorded traces (replay.c) ------------------------------------------- */
+
+typedef struct sim_trace sim_trace;
+
+/*
+ * Reads a trace CSV (see replay.c for its columns).  On failure returns a
+ * DCGM_ST_* code and writes one line naming path:line and the problem.
+ */
+NODE_HIDDEN int sim_trace_load(const char *path, sim_trace **out, char *err, size_t errlen);
+NODE_HIDDEN void sim_trace_free(sim_trace *trace);
+/* Whether the trace has a column for the field. */
+NODE_HIDDEN bool sim_trace_has(const sim_trace *trace, unsigned short fieldId);
+/*
+ * The field's value t_us after the replay started: the last row at or
+ * before t (after the last row: that row's value, or from the top again
+ * when looping).  False when the trace has no such column or no value yet.
+ */
+NODE_HIDDEN bool sim_trace_value(const sim_trace *trace, unsigned short fieldId, int64_t t_us, bool loop,
+                                 double *out);
 
 typedef struct sim_workload {
     sim_workload_kind kind;
@@ -115,6 +141,8 @@ typedef struct sim_workload {
     double spike_utilization;   /* 0..1 */
     double leak_rate_mib_s;     /* memory_leak: MiB per second */
     double heat_rate_c_s;       /* thermal_runaway: degrees per second */
+    const sim_trace *trace;     /* replay: owned by the node */
+    bool loop;                  /* replay: start again after the last row (else hold it) */
 } sim_workload;
 
 NODE_HIDDEN const char *sim_workload_name(sim_workload_kind kind);
@@ -142,6 +170,8 @@ typedef struct sim_state {
     /* what the GPU did at this step's time, kept so the next step need not redo it */
     double util, power_w;
     uint64_t reasons;
+    /* instant power of the last SIM_POWER_AVERAGE_STEPS steps, slot step % N */
+    double power_history_w[SIM_POWER_AVERAGE_STEPS];
 } sim_state;
 
 typedef struct sim_state_cache {
@@ -189,6 +219,8 @@ struct sim_node {
     uint64_t seed;
     unsigned int gpu_count;
     sim_gpu gpus[DCGM_MAX_NUM_DEVICES];
+    sim_trace **traces;         /* every trace a replay workload plays */
+    size_t trace_count;
 };
 
 /*

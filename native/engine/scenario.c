@@ -50,6 +50,10 @@ typedef struct scn_workload_keys {
     sim_workload_kind kind;
     bool has[7];
     double val[7];
+    bool has_trace, has_loop;   /* replay only */
+    char trace[256];            /* as written: relative to the scenario's folder */
+    int trace_line;
+    bool loop;
 } scn_workload_keys;
 
 static const char *const scn_workload_param_names[7] = {
@@ -380,10 +384,34 @@ static int scn_workload_param(scn_parser *p, const char *key, const scn_value *v
     return 0;
 }
 
+/* Returns 1 if key is a replay key (and stores it), 0 if not, <0 on error. */
+static int scn_replay_param(scn_parser *p, const char *key, const scn_value *v, scn_workload_keys *wl)
+{
+    if (strcmp(key, "trace") == 0) {
+        int rc = scn_want_string(p, key, v);
+        if (rc != DCGM_ST_OK)
+            return rc;
+        if (v->str[0] == '\0')
+            return scn_fail(p, "'trace' is empty: give the path of a CSV trace");
+        snprintf(wl->trace, sizeof wl->trace, "%s", v->str);
+        wl->has_trace = true;
+        wl->trace_line = p->line;
+        return 1;
+    }
+    if (strcmp(key, "loop") == 0) {
+        if (v->type != SCN_BOOL)
+            return scn_fail(p, "'loop' must be true or false, not %s", scn_type_name(v->type));
+        wl->loop = v->b;
+        wl->has_loop = true;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- tables --------------------------------------------------------------- */
 
 #define SCN_WORKLOAD_KEYS "workload, utilization, fb_used, spike_period, spike_length, " \
-                          "spike_utilization, leak_rate, heat_rate"
+                          "spike_utilization, leak_rate, heat_rate, trace, loop"
 
 static int scn_top_key(scn_parser *p, const char *key, const scn_value *v)
 {
@@ -431,6 +459,8 @@ static int scn_gpu_key(scn_parser *p, const char *key, const scn_value *v)
     if (strcmp(key, "workload") == 0)
         return scn_want_workload(p, key, v, &g->wl);
     rc = scn_workload_param(p, key, v, &g->wl);
+    if (rc == 0)
+        rc = scn_replay_param(p, key, v, &g->wl);
     if (rc != 0)
         return rc < 0 ? rc : DCGM_ST_OK;
     return scn_fail(p, "unknown key '%s' in [[gpu]] (known: model, count, mig_instances, "
@@ -499,6 +529,8 @@ static int scn_event_key(scn_parser *p, const char *key, const scn_value *v)
     if (strcmp(key, "workload") == 0)
         return scn_want_workload(p, key, v, &e->wl);
     rc = scn_workload_param(p, key, v, &e->wl);
+    if (rc == 0)
+        rc = scn_replay_param(p, key, v, &e->wl);
     if (rc != 0)
         return rc < 0 ? rc : DCGM_ST_OK;
     return scn_fail(p, "unknown key '%s' in [[event]] (known: at, gpu, kind, xid, count, interval, "
@@ -659,6 +691,11 @@ static int scn_check_workload_keys(scn_parser *p, const scn_workload_keys *wl, b
     }
     if (wl->has[2] && wl->has[3] && wl->val[3] >= wl->val[2])
         return scn_fail(p, "spike_length must be shorter than spike_period");
+    bool replay = wl->has_kind && wl->kind == SIM_WL_REPLAY;
+    if (replay && !wl->has_trace)
+        return scn_fail(p, "workload = \"replay\" needs 'trace' (the path of a CSV trace)");
+    if (!replay && (wl->has_trace || wl->has_loop))
+        return scn_fail(p, "'%s' only applies to workload = \"replay\"", wl->has_trace ? "trace" : "loop");
     return DCGM_ST_OK;
 }
 
@@ -718,6 +755,38 @@ static int scn_check(scn_parser *p)
 
 /* ---- building the node ----------------------------------------------------- */
 
+/* The trace path as the scenario names it: relative paths start at the scenario's folder. */
+static void scn_trace_path(const scn_parser *p, const char *name, char *out, size_t len)
+{
+    const char *slash = strrchr(p->file, '/');
+    if (name[0] == '/' || slash == NULL)
+        snprintf(out, len, "%s", name);
+    else
+        snprintf(out, len, "%.*s/%s", (int)(slash - p->file), p->file, name);
+}
+
+/* Reads a replay workload's trace into the node, which owns it from then on. */
+static int scn_load_trace(scn_parser *p, const scn_workload_keys *wl, sim_node *node, const sim_trace **out)
+{
+    char path[4096];
+    char why[512];
+    scn_trace_path(p, wl->trace, path, sizeof path);
+    sim_trace **grown = realloc(node->traces, (node->trace_count + 1) * sizeof *grown);
+    if (grown == NULL)
+        return DCGM_ST_MEMORY;
+    node->traces = grown;
+    sim_trace *trace = NULL;
+    int rc = sim_trace_load(path, &trace, why, sizeof why);
+    if (rc != DCGM_ST_OK) {
+        p->line = wl->trace_line;
+        scn_fail(p, "%s", why);
+        return rc == DCGM_ST_MEMORY ? DCGM_ST_MEMORY : DCGM_ST_BADPARAM;
+    }
+    node->traces[node->trace_count++] = trace;
+    *out = trace;
+    return DCGM_ST_OK;
+}
+
 static void scn_make_workload(const scn_workload_keys *wl, sim_workload *out)
 {
     sim_workload_defaults(wl->has_kind ? wl->kind : SIM_WL_TRAINING, out);
@@ -731,6 +800,16 @@ static void scn_make_workload(const scn_workload_keys *wl, sim_workload *out)
     }
     if (out->spike_length_s >= out->spike_period_s)
         out->spike_length_s = out->spike_period_s / 2;
+    out->loop = wl->loop;
+}
+
+/* A workload from its keys, with its trace read when it replays one. */
+static int scn_build_workload(scn_parser *p, const scn_workload_keys *wl, sim_node *node, sim_workload *out)
+{
+    scn_make_workload(wl, out);
+    if (out->kind != SIM_WL_REPLAY)
+        return DCGM_ST_OK;
+    return scn_load_trace(p, wl, node, &out->trace);
 }
 
 static int scn_push_segment(sim_gpu *g, int64_t start_us, const sim_workload *w)
@@ -757,13 +836,15 @@ static int scn_push_xid(sim_gpu *g, int64_t t_us, int64_t xid)
     return DCGM_ST_OK;
 }
 
-static int scn_add_gpus(const scn_parser *p, sim_node *node)
+static int scn_add_gpus(scn_parser *p, sim_node *node)
 {
     unsigned int n = 0;
     for (int i = 0; i < p->gpu_tables; i++) {
         const scn_gpu_table *t = &p->gpus[i];
         sim_workload w;
-        scn_make_workload(&t->wl, &w);
+        int rc = scn_build_workload(p, &t->wl, node, &w);
+        if (rc != DCGM_ST_OK)
+            return rc;
         for (int c = 0; c < t->count; c++, n++) {
             sim_gpu *g = &node->gpus[n];
             g->model = t->model;
@@ -778,14 +859,12 @@ static int scn_add_gpus(const scn_parser *p, sim_node *node)
     return DCGM_ST_OK;
 }
 
-static int scn_apply_event(const scn_event_table *e, sim_gpu *g)
+/* One event on one GPU; a workload event's workload (w) is built once for all its GPUs. */
+static int scn_apply_event(const scn_event_table *e, const sim_workload *w, sim_gpu *g)
 {
     int64_t at_us = llround(e->at * 1e6);
-    if (e->kind == SCN_EV_WORKLOAD) {
-        sim_workload w;
-        scn_make_workload(&e->wl, &w);
-        return scn_push_segment(g, at_us, &w);
-    }
+    if (e->kind == SCN_EV_WORKLOAD)
+        return scn_push_segment(g, at_us, w);
     if (e->kind == SCN_EV_LOST) {
         if (g->lost_at_us < 0 || at_us < g->lost_at_us)
             g->lost_at_us = at_us;
@@ -843,15 +922,20 @@ static void scn_finish_gpu(sim_gpu *g)
 static int scn_build(scn_parser *p, sim_node *node)
 {
     node->seed = p->has_seed ? p->seed : SIM_DEFAULT_SEED;
-    if (scn_add_gpus(p, node) != DCGM_ST_OK)
-        return DCGM_ST_MEMORY;
+    int rc = scn_add_gpus(p, node);
+    if (rc != DCGM_ST_OK)
+        return rc;
     if (p->event_count > 0)
         qsort(p->events, (size_t)p->event_count, sizeof *p->events, scn_compare_events);
     for (int i = 0; i < p->event_count; i++) {
         const scn_event_table *e = &p->events[i];
+        sim_workload w = {0};
+        if (e->kind == SCN_EV_WORKLOAD && (rc = scn_build_workload(p, &e->wl, node, &w)) != DCGM_ST_OK)
+            return rc;
         for (int k = 0; k < e->gpu_count; k++) {
-            if (scn_apply_event(e, &node->gpus[e->gpus[k]]) != DCGM_ST_OK)
-                return DCGM_ST_MEMORY;
+            rc = scn_apply_event(e, &w, &node->gpus[e->gpus[k]]);
+            if (rc != DCGM_ST_OK)
+                return rc;
         }
     }
     for (unsigned int i = 0; i < node->gpu_count; i++)

@@ -28,7 +28,7 @@
 
 #define SW_POWER_CAP 0x4 /* DCGM_CLOCKS_EVENT_REASON_SW_POWER_CAP */
 
-enum { F_EVENT_REASONS = 112, F_POWER_USAGE = 155, F_COMPUTE_MODE = 65, F_SYNC_BOOST = 91, F_APP_SM = 110, F_APP_MEM = 111,
+enum { F_EVENT_REASONS = 112, F_POWER_USAGE = 155, F_POWER_INSTANT = 157, F_COMPUTE_MODE = 65, F_SYNC_BOOST = 91, F_APP_SM = 110, F_APP_MEM = 111,
        F_POWER = 160, F_PROFILES = 165, F_ECC = 300,
        F_ECC_PENDING = 301 };
 
@@ -316,6 +316,7 @@ static void run_script(dcgmHandle_t h, const char *where)
 
     /* a lower limit caps what the GPU draws from then on (GPU 2 trains flat out) */
     CHECK_RC(p_dcgmWatchFieldValue(h, 2, F_POWER_USAGE, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(p_dcgmWatchFieldValue(h, 2, F_POWER_INSTANT, 100000, 60.0, 0), DCGM_ST_OK);
     CHECK_RC(p_dcgmWatchFieldValue(h, 2, F_EVENT_REASONS, 100000, 60.0, 0), DCGM_ST_OK);
     CHECK_RC(p_dcgmUpdateAllFields(h, 1), DCGM_ST_OK);
     double before = latest_double(h, 2, F_POWER_USAGE);
@@ -323,7 +324,15 @@ static void run_script(dcgmHandle_t h, const char *where)
     req = blank_request();
     req.powerLimit.val = pmin;
     CHECK_RC(p_dcgmConfigSet(h, g3, &req, st), DCGM_ST_OK);
+    /* the instant draw obeys from the next 100 ms step; power usage is a 1 s average (H100) */
     sleep_ms(250);
+    CHECK_RC(p_dcgmUpdateAllFields(h, 1), DCGM_ST_OK);
+    double instant = latest_double(h, 2, F_POWER_INSTANT);
+    CHECK(instant <= 1.01 * pmin, "%s: GPU 2 draws %.1f W instantly under a %u W cap", where, instant, pmin);
+    double averaged = latest_double(h, 2, F_POWER_USAGE);
+    CHECK(averaged > 1.01 * pmin, "%s: GPU 2's 1 s average %.1f W already under the %u W cap", where,
+          averaged, pmin);
+    sleep_ms(1000);
     CHECK_RC(p_dcgmUpdateAllFields(h, 1), DCGM_ST_OK);
     double after = latest_double(h, 2, F_POWER_USAGE);
     CHECK(after <= 1.01 * pmin, "%s: GPU 2 draws %.1f W under a %u W cap", where, after, pmin);

@@ -11,6 +11,7 @@
 #include "../engine/field_table.c"
 #include "../engine/fields_api.c"
 #include "../engine/models.c"
+#include "../engine/replay.c"
 #include "../engine/scenario.c"
 #include "../engine/node.c"
 
@@ -443,26 +444,33 @@ static void test_power_follows_load(void)
 {
     printf("physics: power follows utilisation; temperature lags power\n");
     sim_node *node = load_or_die(write_file("corr.toml", mixed_text));
-    /* L4 spikes (gpu 3): power at high util well above power at low util */
-    double hi = 0, lo = 0;
+    /* L4 spikes (gpu 3): the instant power jumps with the bursts; power usage
+     * is a 1 s average on the L4 (Ada), so it swings much less */
+    double inst_max = 0, inst_min = 1e9, avg_max = 0, avg_min = 1e9;
     int nhi = 0, nlo = 0;
     for (int i = 0; i < 200; i++) {
         double t = 5.0 + i * 0.1;
         int64_t u = sample_i(node, 3, 203, t);
-        double p = sample_d(node, 3, 155, t);
-        if (u >= 90) { hi += p; nhi++; }
-        if (u <= 10) { lo += p; nlo++; }
+        nhi += u >= 50;
+        nlo += u <= 10;
+        inst_max = fmax(inst_max, sample_d(node, 3, 157, t));
+        inst_min = fmin(inst_min, sample_d(node, 3, 157, t));
+        avg_max = fmax(avg_max, sample_d(node, 3, 155, t));
+        avg_min = fmin(avg_min, sample_d(node, 3, 155, t));
     }
-    CHECK(nhi > 10 && nlo > 100, "spike sampling: %d high, %d low", nhi, nlo);
-    if (nhi && nlo)
-        CHECK(hi / nhi > lo / nlo + 40.0, "L4 power at spikes %.1f W vs %.1f W", hi / nhi, lo / nlo);
+    CHECK(nhi > 5 && nlo > 100, "spike sampling: %d high, %d low", nhi, nlo);
+    CHECK(inst_max > inst_min + 40.0, "L4 instant power %.1f to %.1f W", inst_min, inst_max);
+    CHECK(avg_max - avg_min < 0.6 * (inst_max - inst_min), "L4 averaged power %.1f to %.1f W, instant %.1f to %.1f W",
+          avg_min, avg_max, inst_min, inst_max);
 
     double train = sample_d(node, 0, 155, 10.0), idle = sample_d(node, 4, 155, 10.0);
     CHECK(train > 550.0 && train <= 700.0 * 1.01, "H100 training power %.1f", train);
     CHECK(idle < 15.0, "T4 idle power %.1f", idle);
 
     /* GPU 0 goes idle at 30 s: power drops at once, temperature follows slowly */
-    double p_before = sample_d(node, 0, 155, 29.9), p_after = sample_d(node, 0, 155, 30.1);
+    double p_before = sample_d(node, 0, 157, 29.9), p_after = sample_d(node, 0, 157, 30.1);
+    CHECK(sample_d(node, 0, 155, 30.1) > 400 && sample_d(node, 0, 155, 31.0) < 100,
+          "1 s average %.1f W at 30.1 s, %.1f W at 31 s", sample_d(node, 0, 155, 30.1), sample_d(node, 0, 155, 31.0));
     int64_t t_before = sample_i(node, 0, 150, 29.9), t_after = sample_i(node, 0, 150, 30.1);
     int64_t t_later = sample_i(node, 0, 150, 90.0), t_much_later = sample_i(node, 0, 150, 200.0);
     CHECK(p_before > 500 && p_after < 100, "power %.1f -> %.1f at the idle switch", p_before, p_after);
@@ -480,16 +488,21 @@ static void test_power_follows_load(void)
     }
     CHECK(falling, "temperature rose while idle");
 
-    /* DCP ratios stay in [0,1] and track utilisation */
-    for (double t = 0; t < 40; t += 0.7) {
-        for (unsigned int g = 0; g < 4; g++) {
-            double u = sample_i(node, g, 203, t) / 100.0;
+    /* DCP ratios stay in [0,1] and track utilisation (the reading averages a
+     * 200 ms period, the ratio is the step's, so compare them over time) */
+    for (unsigned int g = 0; g < 4; g++) {
+        double util_sum = 0, gr_sum = 0;
+        int n = 0;
+        for (double t = 0; t < 40; t += 0.1, n++) {
+            util_sum += sample_i(node, g, 203, t) / 100.0;
+            gr_sum += sample_d(node, g, 1001, t);
             for (unsigned short f = 1001; f <= 1008; f++) {
                 double r = sample_d(node, g, f, t);
                 CHECK(r >= 0.0 && r <= 1.0, "gpu %u field %u ratio %g", g, f, r);
             }
-            CHECK(fabs(sample_d(node, g, 1001, t) - u) < 0.03, "gr engine vs util at %g", t);
         }
+        CHECK(fabs(gr_sum / n - util_sum / n) < 0.03, "gpu %u: gr engine %.3f vs util %.3f", g, gr_sum / n,
+              util_sum / n);
     }
     sim_node_free(node);
 }
@@ -514,7 +527,9 @@ static void test_power_limit_set(void)
     /* after: the new limit, a capped draw, less energy, a cooler GPU */
     CHECK(sample_d(a, 0, 160, 620.0) == 300.0 && sample_d(a, 0, 164, 700.0) == 300.0, "new limit");
     for (double t = 620.0; t < 700.0; t += 3.3)
-        CHECK(sample_d(a, 0, 155, t) <= 300.0 * 1.01, "draw %.1f W at %.1f s", sample_d(a, 0, 155, t), t);
+        CHECK(sample_d(a, 0, 157, t) <= 300.0 * 1.01, "draw %.1f W at %.1f s", sample_d(a, 0, 157, t), t);
+    for (double t = 621.0; t < 700.0; t += 3.3)
+        CHECK(sample_d(a, 0, 155, t) <= 300.0 * 1.01, "1 s average %.1f W at %.1f s", sample_d(a, 0, 155, t), t);
     CHECK(sample_i(a, 0, 112, 650.0) & SIM_CLOCKS_EVENT_SW_POWER_CAP, "no power-cap reason");
     double e700_after = sample_d(a, 0, 156, 700.0);
     CHECK(e700_after < e700 - 80.0 * 150.0 * 1000.0, "energy %.0f -> %.0f mJ", e700, e700_after);
@@ -644,6 +659,8 @@ static void test_memory_and_counters(void)
 static void test_spikes(void)
 {
     printf("workloads: 300 ms spikes every 2 s are visible at 100 ms sampling\n");
+    /* utilisation reads the busy share of 200 ms periods, so a 300 ms burst
+     * reads at least 50 % in one of them; the instant power jumps with it */
     const char *path = write_file("spikes.toml",
         "seed = 9\n[[gpu]]\nmodel = \"H100\"\ncount = 3\nworkload = \"spikes\"\n"
         "spike_period = 2.0\nspike_length = 0.3\nutilization = 0.05\n");
@@ -656,8 +673,8 @@ static void test_spikes(void)
             for (int k = 0; k < 20; k++) {
                 double t = period * 2.0 + k * 0.1;
                 int64_t u = sample_i(node, g, 203, t);
-                double p = sample_d(node, g, 155, t);
-                if (u >= 95) {
+                double p = sample_d(node, g, 157, t);
+                if (u >= 50) {
                     in_period++;
                     peak_power = fmax(peak_power, p);
                 } else {
@@ -667,11 +684,11 @@ static void test_spikes(void)
             high += in_period;
             periods_seen += in_period >= 2;
         }
-        CHECK(periods_seen == 10 && high >= 25 && high <= 40, "gpu %u: %d high samples, %d periods", g, high,
+        CHECK(periods_seen == 10 && high >= 20 && high <= 60, "gpu %u: %d high samples, %d periods", g, high,
               periods_seen);
         CHECK(peak_power > floor_power + 400, "gpu %u: spike power %.0f vs floor %.0f", g, peak_power, floor_power);
         if (g == 0)
-            printf("  gpu 0: %d of 200 samples at >=95%% util, spike power %.0f W, floor %.0f W\n", high,
+            printf("  gpu 0: %d of 200 samples at >=50%% util, spike power %.0f W, floor %.0f W\n", high,
                    peak_power, floor_power);
     }
     sim_node_free(node);
@@ -787,12 +804,75 @@ static void test_parse_errors(void)
     sim_node_free(node);
 }
 
+/* ---- replay ----------------------------------------------------------------------- */
+
+static void test_replay(void)
+{
+    printf("workloads: a recorded trace replays on its timestamps\n");
+    /* the recorder's names and units, a DCGM tag, an id, skipped columns, empty and nan cells */
+    write_file("card.csv",
+               "t,util_gpu,power_mw,NVML_FI_DEV_POWER_INSTANT,temp,energy_mj,gpm_sm_util,procs,sm_clock_x,150\n"
+               "100.0,0,82000,81000,37,5,0.0,0,1,99\n"
+               "100.1,100,300000,900000,52,6,96.0,1,2,\n"
+               "100.25,100,,700000,55,7,nan,1,3,\n"
+               "101.0,0,121000,121000,,8,0.0,1,4,\n");
+    const char *path = write_file("replay.toml",
+        "[[gpu]]\nmodel = \"H200\"\nworkload = \"idle\"\n"
+        "[[event]]\nat = 2.0\ngpu = 0\nkind = \"workload\"\nworkload = \"replay\"\ntrace = \"card.csv\"\n"
+        "[[gpu]]\nmodel = \"H200\"\nworkload = \"replay\"\ntrace = \"card.csv\"\nloop = true\n");
+    sim_node *node = load_or_die(path);
+    /* GPU 0 replays from 2 s, holding the last row; before that it idles */
+    CHECK(sample_d(node, 0, 157, 1.95) < 100.0, "idle before the replay: %.1f W", sample_d(node, 0, 157, 1.95));
+    CHECK(sample_d(node, 0, 155, 2.0) == 82.0 && sample_d(node, 0, 157, 2.05) == 81.0, "first row");
+    CHECK(sample_d(node, 0, 157, 2.1) == 900.0 && sample_i(node, 0, 203, 2.2) == 100, "second row");
+    CHECK(sample_d(node, 0, 155, 2.3) == 300.0, "an empty cell keeps %.1f", sample_d(node, 0, 155, 2.3));
+    CHECK(fabs(sample_d(node, 0, 1002, 2.3) - 0.96) < 1e-9, "nan keeps the GPM ratio %g", sample_d(node, 0, 1002, 2.3));
+    /* column "150" is the DCGM id of the GPU temperature: the recorder's temp comes first and wins */
+    CHECK(sample_i(node, 0, 150, 2.26) == 55 && sample_i(node, 0, 150, 3.5) == 55, "temperature %lld",
+          (long long)sample_i(node, 0, 150, 3.5));
+    CHECK(sample_d(node, 0, 155, 60.0) == 121.0 && sample_i(node, 0, 203, 60.0) == 0, "the last row holds");
+    /* not in the trace: derived from the replayed power (energy integrates it) and utilisation */
+    double e0 = sample_d(node, 0, 156, 2.0), e1 = sample_d(node, 0, 156, 3.0);
+    CHECK(fabs((e1 - e0) - (900.0 * 0.2 + 700.0 * 0.7 + 81.0 * 0.1) * 1000.0) < 1.0,
+          "energy over the replay %.0f mJ", e1 - e0);
+    CHECK(sample_i(node, 0, 112, 2.5) == 0 && sample_i(node, 0, 112, 3.5) == SIM_CLOCKS_EVENT_GPU_IDLE,
+          "reasons from the replayed utilisation");
+    /* GPU 1 loops: the trace is 1.0 s long plus its last 0.75 s interval */
+    CHECK(sample_d(node, 1, 157, 1.80) == 81.0 && sample_d(node, 1, 157, 1.90) == 900.0, "looped %.1f %.1f",
+          sample_d(node, 1, 157, 1.80), sample_d(node, 1, 157, 1.90));
+    sim_node_free(node);
+
+    expect_error("replay-no-trace.toml", "[[gpu]]\nworkload = \"replay\"\n", 1, "needs 'trace'", DCGM_ST_BADPARAM);
+    expect_error("replay-trace-alone.toml", "[[gpu]]\nworkload = \"idle\"\nloop = true\n", 1,
+                 "only applies to workload = \"replay\"", DCGM_ST_BADPARAM);
+    expect_error("replay-loop-type.toml", "[[gpu]]\nloop = 1\n", 2, "true or false", DCGM_ST_BADPARAM);
+    struct { const char *file, *text, *needle; } bad[] = {
+        {"bad-number.csv", "t,temp\n0,37\n0.1,hot\n", "bad-number.csv:3: column 2 (temp): 'hot' is not a number"},
+        {"backwards.csv", "t,temp\n1,37\n0.5,38\n", "backwards.csv:3: t = 0.5 goes back in time"},
+        {"no-t.csv", "time,temp\n0,37\n", "no-t.csv:1: no column 't'"},
+        {"nothing-known.csv", "t,colour\n0,blue\n", "nothing-known.csv:1: no column this replay can use"},
+        {"header-only.csv", "t,temp\n", "header-only.csv:1: no rows after the header"},
+        {"wide-row.csv", "t,temp\n0,37,1\n", "wide-row.csv:2: more cells than the header's 2 columns"},
+        {"no-time.csv", "t,temp\n,37\n", "no-time.csv:2: no time in column 't'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file(bad[i].file, bad[i].text);
+        char toml[256], name[64];
+        snprintf(toml, sizeof toml, "[[gpu]]\nmodel = \"H200\"\nworkload = \"replay\"\ntrace = \"%s\"\n", bad[i].file);
+        snprintf(name, sizeof name, "replay-%zu.toml", i);
+        expect_error(name, toml, 4, bad[i].needle, DCGM_ST_BADPARAM);
+    }
+    expect_error("replay-missing.toml", "[[gpu]]\nworkload = \"replay\"\ntrace = \"nowhere.csv\"\n", 3,
+                 "nowhere.csv: cannot open trace", DCGM_ST_BADPARAM);
+}
+
 /* The examples shipped with the package must load. */
 static void test_shipped_scenarios(const char *argv0)
 {
     static const char *names[] = {
         "default.toml", "mixed.toml", "spikes.toml", "thermal-runaway.toml",
         "memory-leak.toml", "xid-burst.toml", "gpu-lost.toml", "h200-recorded-load.toml",
+        "h200-recorded-replay.toml",
     };
     static const char *roots[] = {"../dcgm_collector/engine/scenarios", "dcgm_collector/engine/scenarios",
                                   "../../dcgm_collector/engine/scenarios"};
@@ -889,6 +969,7 @@ int main(int argc, char **argv)
     test_xid_events();
     test_lost_gpu();
     test_parse_errors();
+    test_replay();
     test_shipped_scenarios(argv[0]);
     test_timing();
 

@@ -12,6 +12,7 @@
 #include "../engine/field_table.c"
 #include "../engine/fields_api.c"
 #include "../engine/models.c"
+#include "../engine/replay.c"
 #include "../engine/scenario.c"
 #include "../engine/node.c"
 

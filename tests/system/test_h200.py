@@ -10,6 +10,7 @@ not have (a fan, NvLink on its single-GPU host) must not be served at all.
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -186,4 +187,95 @@ def test_the_phase_benchmark_finds_every_phase_within_ten_percent():
     lines = done.stdout.splitlines()
     for phase in ("no context", "idle, context", "tensor", "spikes", "dram", "fp32"):
         assert any(line.startswith(phase + "  (") for line in lines), phase
-    assert lines[-1].strip() == "none", done.stdout
+    verdict = lines.index(next(line for line in lines if line.startswith("* more than 10 %")))
+    assert lines[verdict + 1].strip() == "none", done.stdout
+    # the cadence table: power, energy and clocks change every 100 ms, utilisation every 200 ms or more
+    cadence = {line.split("  ")[1].strip(): line.split()[-5:] for line in lines[lines.index(next(
+        line for line in lines if line.startswith("whole schedule"))) + 2:] if line.startswith("  ")}
+    for reading in ("power (instant)", "energy", "SM clock"):
+        assert cadence[reading][4] == "100", (reading, cadence[reading])
+    assert int(cadence["utilisation"][4]) >= 200, cadence["utilisation"]
+
+
+# Power as the card reported it: DCGM_FI_DEV_POWER_USAGE is NVML's 1 s average on Hopper,
+# DCGM_FI_DEV_POWER_USAGE_INSTANT the instant.  In the recording's 300 ms bf16 bursts the
+# instant read up to 958 W against the 700 W limit (the power controller had not reacted
+# yet) while the 1 s average never passed 329 W.
+SPIKE_SCENARIO = """\
+seed = 5
+[[gpu]]
+model = "H200"
+workload = "spikes"
+utilization = 0.0
+spike_period = 2.0
+spike_length = 0.3
+"""
+POWER_COUNTERS = """\
+DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W)., max
+DCGM_FI_DEV_POWER_USAGE_INSTANT, gauge, Instant power draw (in W)., max
+DCGM_FI_DEV_POWER_MGMT_LIMIT, gauge, Power limit (in W).
+"""
+
+
+def test_a_300ms_spike_shows_in_the_instant_power_max_above_the_limit(tmp_path):
+    scenario = tmp_path / "h200-spikes.toml"
+    scenario.write_text(SPIKE_SCENARIO)
+    counters = tmp_path / "power.csv"
+    counters.write_text(POWER_COUNTERS)
+    with collector(tmp_path, "--sim", str(scenario), "-a", "127.0.0.1:0", "-c", "1000", "--watch-interval", "100",
+                   "-f", str(counters), env=clean_env()) as c:
+        text = metrics_after_ticks(c, 7, timeout=20)   # three bursts or more
+    got = {name: value for name, labels, value in samples(text) if labels.get("gpu") == "0"}
+    limit = got["DCGM_FI_DEV_POWER_MGMT_LIMIT"]
+    assert limit == 700
+    assert got["DCGM_FI_DEV_POWER_USAGE_INSTANT_max"] > limit, got
+    # the 1 s average smooths a 300 ms burst to well under the limit
+    assert got["DCGM_FI_DEV_POWER_USAGE_max"] < 0.6 * limit, got
+    assert got["DCGM_FI_DEV_POWER_USAGE_max"] > 1.5 * 121, got   # but it does rise above the floor
+
+
+# The recording itself as a workload: dcgm_collector/engine/scenarios/h200-recorded-replay.toml
+# plays traces/h200-2026-11-30.csv back on its timestamps.
+REPLAY_COUNTERS = """\
+DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, Total energy consumption since boot (in mJ).
+"""
+
+
+def test_the_shipped_replay_scenario_serves_the_recorded_readings(tmp_path):
+    from dcgm_collector import engine
+
+    shipped = Path(engine.__file__).parent / "scenarios"
+    with open(shipped / "traces" / "h200-2026-11-30.csv", newline="") as f:
+        trace = list(csv.DictReader(f))
+    first = [r for r in trace if float(r["t"]) < float(trace[0]["t"]) + 8]   # the first 8 s of the recording
+    counters = tmp_path / "replay.csv"
+    counters.write_text(REPLAY_COUNTERS)
+    with collector(tmp_path, "--sim", str(shipped / "h200-recorded-replay.toml"), "-a", "127.0.0.1:0",
+                   "-c", "500", "-f", str(counters), env=clean_env()) as c:
+        texts = [metrics_after_ticks(c, n) for n in (2, 4)]
+    powers = {int(r["power_mw"]) / 1000 for r in first}
+    for text in texts:
+        got = {name: (labels, value) for name, labels, value in samples(text) if labels.get("gpu") == "0"}
+        labels, power = got["DCGM_FI_DEV_POWER_USAGE"]
+        assert labels["modelName"] == "NVIDIA H200"
+        assert power in powers, (power, sorted(powers))
+        assert got["DCGM_FI_DEV_GPU_TEMP"][1] in {int(r["temp"]) for r in first}
+        assert got["DCGM_FI_DEV_SM_CLOCK"][1] in {int(r["sm_clock"]) for r in first}
+    # the energy counter is the node's integral of the replayed power, rising with it
+    energy = [dict((n, v) for n, lb, v in samples(t) if lb.get("gpu") == "0")["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
+              for t in texts]
+    assert energy[1] > energy[0]
+
+
+def test_a_replay_trace_that_does_not_parse_stops_the_collector_naming_both_files(tmp_path):
+    trace = tmp_path / "card.csv"
+    trace.write_text("t,power_mw,temp\n0.0,82000,37\n0.1,oops,37\n")
+    scenario = tmp_path / "replay.toml"
+    scenario.write_text('[[gpu]]\nmodel = "H200"\nworkload = "replay"\ntrace = "card.csv"\n')
+    done = subprocess.run([sys.executable, "-m", "dcgm_collector", "--sim", str(scenario), "-a", "127.0.0.1:0"],
+                          capture_output=True, text=True, env=clean_env(), timeout=30, cwd=tmp_path)
+    assert done.returncode != 0
+    assert f"{scenario}:4: {trace}:3: column 2 (power_mw): 'oops' is not a number" in done.stderr, done.stderr

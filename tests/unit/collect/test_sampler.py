@@ -134,10 +134,11 @@ def test_a_300_ms_spike_shows_in_the_window_max_at_a_1_s_collect(open_node):
     rows = ring.rows_since(0)
     stats = ring.window(int(rows.ts[-1] - rows.ts[0]), now_us=int(rows.ts[-1]))
     assert ticks <= 4  # the rings got 100 ms samples from a handful of 1 s drains
-    assert stats.max.tolist() == [100.0] * 4
+    # utilisation is the busy share of a 200 ms period, so a 300 ms burst reads at least 50 %
+    assert np.all(stats.max >= 50), stats.max
     assert np.all(stats.min < 10)  # the 5 % floor between spikes (with noise)
-    # a spike lasts 3 samples in 20: a reading once a second mostly misses it
-    at_spike = (rows.values == 100.0).mean(axis=0)
+    # a spike reads high in 2-4 samples of 20: a reading once a second mostly misses it
+    at_spike = (rows.values >= 50).mean(axis=0)
     assert np.all(at_spike < 0.3)
 
 
