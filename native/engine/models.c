@@ -9,6 +9,7 @@
  * board of the model answers "not supported" for is not supported here:
  * the point is that a collector meets the same gaps it meets on a node.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -49,7 +50,9 @@ static const sim_model model_table[] = {
          * thermal constant and the NVDEC/NVJPG/NVOFA counts is a reading from
          * one H200 SXM through NVML (reference/hardware/h200-2026-11-30/).
          * That card sat alone in its host and NVML answered NOT_SUPPORTED
-         * for every NvLink query, so the model has no links.
+         * for every NvLink query, so the model has no links; a node with
+         * more than one H200 is an HGX board and gets the variant with
+         * links (sim_model_on_board).
          */
         .key = "H200",
         .aliases = {"H200-SXM", "H200 SXM 141GB", NULL},
@@ -193,6 +196,29 @@ const sim_model *sim_model_find(const char *name)
             return &model_table[i];
     }
     return NULL;
+}
+
+/*
+ * The H200 on an HGX board: the recorded card, with the 18 NvLinks (at the
+ * H100's per-link rate) that the SXM part has when it shares a baseboard
+ * with other H200s.  Built once from the table entry, so the two never drift.
+ */
+static sim_model h200_on_hgx;
+static pthread_once_t h200_on_hgx_once = PTHREAD_ONCE_INIT;
+
+static void make_h200_on_hgx(void)
+{
+    h200_on_hgx = *sim_model_find("H200");
+    h200_on_hgx.nvlinks = 18;
+    h200_on_hgx.nvlink_bytes_per_s = 25e9;
+}
+
+const sim_model *sim_model_on_board(const sim_model *model, unsigned int gpus_of_model)
+{
+    if (model == NULL || gpus_of_model < 2 || strcmp(model->key, "H200") != 0)
+        return model;
+    pthread_once(&h200_on_hgx_once, make_h200_on_hgx);
+    return &h200_on_hgx;
 }
 
 const sim_model *sim_model_default(void)

@@ -34,6 +34,10 @@
 #define SIM_DRIVER_VERSION "550.54.15"
 #define SIM_NVML_VERSION "12.550.54.15"
 #define SIM_CUDA_DRIVER_VERSION 12040
+/* the driver the H200 was recorded on (reference/hardware/h200-2026-11-30/attrs.json) */
+#define SIM_H200_DRIVER_VERSION "580.159.04"
+#define SIM_H200_NVML_VERSION "13.580.159.04"
+#define SIM_H200_CUDA_DRIVER_VERSION 13000
 
 /* ---- GPU models (models.c) ---------------------------------------------- */
 
@@ -90,6 +94,11 @@ NODE_HIDDEN const sim_model *sim_model_find(const char *name);
 /* Comma separated list of the known model keys, for error messages. */
 NODE_HIDDEN const char *sim_model_known_names(void);
 NODE_HIDDEN const sim_model *sim_model_default(void);
+/*
+ * The model as it sits in a node with gpus_of_model GPUs of it: an H200 that
+ * is not alone is on an HGX baseboard and has NvLinks; any other model is itself.
+ */
+NODE_HIDDEN const sim_model *sim_model_on_board(const sim_model *model, unsigned int gpus_of_model);
 /* Whether a GPU of this model answers the field (GPU-level fields only). */
 NODE_HIDDEN bool sim_model_supports(const sim_model *model, unsigned int mig_instances,
                                     const dcgm_field_meta_t *meta);
@@ -219,6 +228,9 @@ struct sim_node {
     uint64_t seed;
     unsigned int gpu_count;
     sim_gpu gpus[DCGM_MAX_NUM_DEVICES];
+    /* the node's driver: SIM_DRIVER_VERSION etc., or the recorded H200's on a node of H200s */
+    const char *driver_version, *nvml_version;
+    int cuda_driver_version;
     sim_trace **traces;         /* every trace a replay workload plays */
     size_t trace_count;
 };

@@ -856,6 +856,13 @@ static int scn_add_gpus(scn_parser *p, sim_node *node)
         }
     }
     node->gpu_count = n;
+    /* models that change with their neighbours (an H200 on an HGX board) */
+    for (unsigned int i = 0; i < n; i++) {
+        unsigned int same = 0;
+        for (unsigned int j = 0; j < n; j++)
+            same += strcmp(node->gpus[j].model->key, node->gpus[i].model->key) == 0;
+        node->gpus[i].model = sim_model_on_board(node->gpus[i].model, same);
+    }
     return DCGM_ST_OK;
 }
 

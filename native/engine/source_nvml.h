@@ -53,6 +53,12 @@
     X(temperature, nvmlReturn_t, (nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *), \
       "nvmlDeviceGetTemperature")                                                   \
     X(power, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetPowerUsage") \
+    X(power_limit, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetPowerManagementLimit") \
+    X(power_limit_range, nvmlReturn_t, (nvmlDevice_t, unsigned int *, unsigned int *), \
+      "nvmlDeviceGetPowerManagementLimitConstraints")                               \
+    X(power_limit_default, nvmlReturn_t, (nvmlDevice_t, unsigned int *),          \
+      "nvmlDeviceGetPowerManagementDefaultLimit")                                   \
+    X(power_limit_enforced, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetEnforcedPowerLimit") \
     X(replay, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetPcieReplayCounter") \
     X(reasons, nvmlReturn_t, (nvmlDevice_t, unsigned long long *),                  \
       "nvmlDeviceGetCurrentClocksEventReasons")                                     \

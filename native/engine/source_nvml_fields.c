@@ -20,7 +20,7 @@
 typedef enum read_kind {
     RK_DRIVER_VERSION, RK_NVML_VERSION, RK_NAME, RK_BRAND, RK_SERIAL, RK_UUID, RK_PCI_BUS_ID,
     RK_INFOROM, RK_INFOROM_IMAGE, RK_VBIOS, RK_CLOCK, RK_REASONS, RK_TEMPERATURE,
-    RK_FIELD_UINT_TEMP, RK_POWER, RK_UTIL, RK_ENCODER, RK_DECODER, RK_MEMORY, RK_FIELD,
+    RK_FIELD_UINT_TEMP, RK_FIELD_MILLIWATTS, RK_POWER, RK_POWER_LIMIT, RK_UTIL, RK_ENCODER, RK_DECODER, RK_MEMORY, RK_FIELD,
     RK_RETIRED_PAGES, RK_NVLINK_RATE, RK_VGPU_LICENSE, RK_SLOW, RK_GPM, RK_EVENT,
 } read_kind;
 
@@ -42,6 +42,7 @@ typedef struct field_map {
 #define ALL_LINKS UINT_MAX
 
 enum { MEM_TOTAL, MEM_FREE, MEM_USED, MEM_RESERVED };
+enum { LIMIT_CURRENT, LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT, LIMIT_ENFORCED };
 
 static const field_map field_maps[] = {
     { 1, RK_DRIVER_VERSION, 0, NEED(driver_version), STATIC_REFRESH_US },
@@ -63,6 +64,14 @@ static const field_map field_maps[] = {
     { 150, RK_TEMPERATURE, NVML_TEMPERATURE_GPU, NEED(temperature), 0 },
     { 155, RK_POWER, 0, NEED(power), 0 },
     { 156, RK_SLOW, 0, NEED(fields), 0 },
+    /* the instant draw, where power usage (155) is the driver's 1 s average on Ampere and later */
+    { 157, RK_FIELD_MILLIWATTS, NVML_FI_DEV_POWER_INSTANT, NEED(fields), 0 },
+    /* power limits: the current and enforced ones may change while the engine runs */
+    { 160, RK_POWER_LIMIT, LIMIT_CURRENT, NEED(power_limit), 0 },
+    { 161, RK_POWER_LIMIT, LIMIT_MIN, NEED(power_limit_range), STATIC_REFRESH_US },
+    { 162, RK_POWER_LIMIT, LIMIT_MAX, NEED(power_limit_range), STATIC_REFRESH_US },
+    { 163, RK_POWER_LIMIT, LIMIT_DEFAULT, NEED(power_limit_default), STATIC_REFRESH_US },
+    { 164, RK_POWER_LIMIT, LIMIT_ENFORCED, NEED(power_limit_enforced), 0 },
     { 202, RK_SLOW, 0, NEED(replay), 0 },
     { 203, RK_UTIL, 0, NEED(util), 0 },
     { 204, RK_UTIL, 1, NEED(util), 0 },
@@ -319,6 +328,26 @@ static nvmlReturn_t read_mapped(nvml_source *s, unsigned int gpu, const field_ma
         if ((r = nvml_src_read_field(s, dev, m->arg, 0, &fv)) == NVML_SUCCESS && fv.value.uiVal <= 200)
             sim_put_int(out, fv.value.uiVal);
         break;
+    case RK_FIELD_MILLIWATTS:
+        if ((r = nvml_src_read_field(s, dev, m->arg, 0, &fv)) == NVML_SUCCESS)
+            sim_put_double(out, fv.valueType == NVML_VALUE_TYPE_DOUBLE ? fv.value.dVal / 1000.0
+                                                                        : (double)nvml_src_field_i64(&fv) / 1000.0);
+        break;
+    case RK_POWER_LIMIT: {
+        unsigned int lo = 0, hi = 0;
+        switch (m->arg) {
+        case LIMIT_CURRENT: r = s->api.power_limit(dev, &u); break;
+        case LIMIT_DEFAULT: r = s->api.power_limit_default(dev, &u); break;
+        case LIMIT_ENFORCED: r = s->api.power_limit_enforced(dev, &u); break;
+        default:
+            r = s->api.power_limit_range(dev, &lo, &hi);
+            u = m->arg == LIMIT_MIN ? lo : hi;
+            break;
+        }
+        if (r == NVML_SUCCESS)
+            sim_put_double(out, (double)u / 1000.0);
+        break;
+    }
     case RK_POWER:
         if ((r = s->api.power(dev, &u)) == NVML_SUCCESS)
             sim_put_double(out, (double)u / 1000.0);

@@ -246,10 +246,32 @@ static void test_h200_model(void)
     static const unsigned short has[] = {140, 67, 69, 393, 394, 395, 396, 385, 202, 156, 157, 94};
     for (size_t i = 0; i < sizeof has / sizeof has[0]; i++)
         CHECK(sim_node_field_supported(node, 0, has[i]), "H200 lacks field %u", has[i]);
-    /* fan (no fans), retired pages, and every NvLink field: NOT_SUPPORTED on the card */
-    static const unsigned short lacks[] = {191, 390, 391, 392, 64, 409, 419, 429, 439, 449, 400, 1011, 1012, 1040};
+    /* fan (no fans), retired pages: NOT_SUPPORTED on the card */
+    static const unsigned short lacks[] = {191, 390, 391, 392};
     for (size_t i = 0; i < sizeof lacks / sizeof lacks[0]; i++)
         CHECK(!sim_node_field_supported(node, 0, lacks[i]), "H200 claims field %u", lacks[i]);
+    /* NvLink: the recorded card sat alone and answered NOT_SUPPORTED for every link
+     * query; H200s sharing a node sit on an HGX board with 18 links each */
+    static const unsigned short link_fields[] = {64, 409, 419, 429, 439, 449, 400, 1011, 1012, 1040};
+    sim_node *alone = load_or_die(write_file("h200-alone.toml", "[[gpu]]\nmodel = \"H200\"\n"));
+    for (size_t i = 0; i < sizeof link_fields / sizeof link_fields[0]; i++) {
+        CHECK(!sim_node_field_supported(alone, 0, link_fields[i]), "a lone H200 claims field %u", link_fields[i]);
+        CHECK(sim_node_field_supported(node, 1, link_fields[i]), "an HGX H200 lacks field %u", link_fields[i]);
+    }
+    CHECK(sim_node_gpu_nvlinks(alone, 0) == 0 && sim_node_gpu_nvlinks(node, 0) == 18 &&
+          sim_node_gpu_nvlinks(node, 1) == 18, "links: alone %u, on a board %u", sim_node_gpu_nvlinks(alone, 0),
+          sim_node_gpu_nvlinks(node, 0));
+    CHECK(sample_i(node, 0, 64, 0) == 0x2, "NvLink P2P mask 0x%llx", (long long)sample_i(node, 0, 64, 0));
+    CHECK(strcmp(sample(node, 1, 50, 0).str, "NVIDIA H200") == 0 && sample_i(node, 1, 250, 0) == 143771,
+          "the board's H200 is the same card");
+    sim_node_free(alone);
+    /* a node of H200s runs the driver the card was recorded on; any other node the default */
+    CHECK(strcmp(sample(node, 0, 1, 0).str, "580.159.04") == 0 && strcmp(sample(node, 0, 2, 0).str, "13.580.159.04") == 0 &&
+          sample_i(node, 0, 5, 0) == 13000, "H200 node driver %s", sample(node, 0, 1, 0).str);
+    sim_node *mixed = load_or_die(write_file("h200-h100.toml", "[[gpu]]\nmodel = \"H200\"\n[[gpu]]\nmodel = \"H100\"\n"));
+    CHECK(strcmp(sample(mixed, 0, 1, 0).str, SIM_DRIVER_VERSION) == 0 && sample_i(mixed, 0, 5, 0) == SIM_CUDA_DRIVER_VERSION,
+          "mixed node driver %s", sample(mixed, 0, 1, 0).str);
+    sim_node_free(mixed);
 
     /* the H100 is the same die: same SM clock range and compute capability */
     const sim_model *h100 = sim_model_find("H100"), *h200 = sim_model_find("H200");

@@ -16,13 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support import samples
 from test_cli import clean_env, collector, metrics_after_ticks
 
 RECORDING = Path(__file__).resolve().parents[2] / "reference" / "hardware" / "h200-2026-11-30"
 MIB = 1024 * 1024
 
-SCENARIO = 'seed = 4\n[[gpu]]\nmodel = "H200"\ncount = 2\nworkload = "idle"\n'
+# the recorded card sat alone in its host
+SCENARIO = 'seed = 4\n[[gpu]]\nmodel = "H200"\nworkload = "idle"\n'
 
 # What the recording has, by the DCGM field the collector serves it as.
 PRESENT = """\
@@ -66,12 +68,12 @@ def test_the_collector_serves_the_recorded_h200(tmp_path):
         text = metrics_after_ticks(c, 3)
         log = c.log()
     served = [(name, labels, value) for name, labels, value in samples(text) if "gpu" in labels]
-    assert {labels["gpu"] for _, labels, _ in served} == {"0", "1"}
+    assert {labels["gpu"] for _, labels, _ in served} == {"0"}
     assert {labels["modelName"] for _, labels, _ in served} == {attrs["Name"]} == {"NVIDIA H200"}
 
     def value(name: str) -> float:
         values = {v for n, _, v in served if n == name}
-        assert len(values) == 1, (name, values)     # both GPUs alike
+        assert len(values) == 1, (name, values)
         return values.pop()
 
     low, high = attrs["PowerManagementLimitConstraints"]
@@ -103,6 +105,20 @@ def test_the_collector_serves_the_recorded_h200(tmp_path):
             assert line.split(",")[0] in not_served, not_served
     assert "FanSpeed" in attrs and "error" in attrs["FanSpeed"]
     assert all("error" in link["state"] for link in attrs["NvLink"].values())
+
+
+def test_h200s_sharing_a_node_sit_on_an_hgx_board_with_nvlinks(tmp_path):
+    """Alone, the card had no NvLink; two or more H200s are an HGX baseboard: 18 links each."""
+    scenario = tmp_path / "hgx.toml"
+    scenario.write_text(SCENARIO.replace('workload = "idle"', 'count = 2\nworkload = "training"'))
+    counters = tmp_path / "links.csv"
+    counters.write_text(ABSENT)
+    with collector(tmp_path, "--sim", str(scenario), "-a", "127.0.0.1:0", "-c", "200",
+                   "-f", str(counters), env=clean_env()) as c:
+        text = metrics_after_ticks(c, 3)
+    bandwidth = {labels["gpu"]: v for n, labels, v in samples(text) if n == "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"}
+    assert set(bandwidth) == {"0", "1"} and min(bandwidth.values()) > 0, bandwidth
+    assert not [n for n, _, _ in samples(text) if n == "DCGM_FI_DEV_FAN_SPEED"]     # still no fans
 
 
 # The kernel workloads, fitted to the same card's load trace (reference/hardware/
@@ -217,13 +233,23 @@ DCGM_FI_DEV_POWER_MGMT_LIMIT, gauge, Power limit (in W).
 """
 
 
-def test_a_300ms_spike_shows_in_the_instant_power_max_above_the_limit(tmp_path):
+@pytest.mark.parametrize("source", ["dcgm", "nvml"])
+def test_a_300ms_spike_shows_in_the_instant_power_max_above_the_limit(tmp_path, source):
+    """Through the simulated libdcgm (--sim) and through the engine reading the simulated NVML (--nvml)."""
     scenario = tmp_path / "h200-spikes.toml"
     scenario.write_text(SPIKE_SCENARIO)
     counters = tmp_path / "power.csv"
     counters.write_text(POWER_COUNTERS)
-    with collector(tmp_path, "--sim", str(scenario), "-a", "127.0.0.1:0", "-c", "1000", "--watch-interval", "100",
-                   "-f", str(counters), env=clean_env()) as c:
+    if source == "dcgm":
+        args, env = ["--sim", str(scenario)], clean_env()
+    else:
+        from dcgm_collector.engine import nvml_library_path
+
+        args = ["--nvml"]
+        env = clean_env(DCGM_SIM_SCENARIO=str(scenario), DCGM_SIM_NVML_COSTS="off",
+                        DCGM_ENGINE_NVML_LIB=str(nvml_library_path()))
+    with collector(tmp_path, *args, "-a", "127.0.0.1:0", "-c", "1000", "--watch-interval", "100",
+                   "-f", str(counters), env=env) as c:
         text = metrics_after_ticks(c, 7, timeout=20)   # three bursts or more
     got = {name: value for name, labels, value in samples(text) if labels.get("gpu") == "0"}
     limit = got["DCGM_FI_DEV_POWER_MGMT_LIMIT"]

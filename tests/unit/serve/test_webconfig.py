@@ -559,8 +559,10 @@ def test_a_low_cost_user_answers_as_slowly_as_an_unknown_one(tmp_path):
                 assert response.status == 401
     finally:
         server.stop()
-    medians = {user: _median_seconds(samples) for user, samples in timings.items()}
-    assert max(medians.values()) < 1.5 * min(medians.values()), medians
+    # the fastest of each user's answers: what the check itself costs, with the least of the
+    # machine's other work on top (a busy machine only ever adds time)
+    fastest = {user: min(samples) for user, samples in timings.items()}
+    assert max(fastest.values()) < 1.5 * min(fastest.values()), timings
 
 
 def test_a_flood_of_wrong_passwords_does_not_slow_a_good_scraper(tmp_path):
