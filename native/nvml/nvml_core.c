@@ -474,6 +474,14 @@ bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, sim_value *ou
     return nvml_sample_at(call->gpu, call->t_us, dcgm_field, out);
 }
 
+bool nvml_slowdown_ns(const nvml_call *call, uint64_t reason, int64_t *ns)
+{
+    pthread_mutex_lock(&node_lock);
+    int rc = sim_node_slowdown_ns(lib.node, call->gpu, call->t_us, reason, ns);
+    pthread_mutex_unlock(&node_lock);
+    return rc == DCGM_ST_OK;
+}
+
 int64_t nvml_sample_int(const nvml_call *call, unsigned short dcgm_field)
 {
     sim_value v;

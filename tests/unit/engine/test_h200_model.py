@@ -74,13 +74,6 @@ with dcgm.Handle.embedded(library=engine.library_path()):
 print(json.dumps(out))
 """
 
-# NVML field ids the real card answered that the simulated library does not serve yet (it
-# answers NOT_SUPPORTED for them): PCIe error counters, the power-limit and temperature-limit
-# fields, reset and recovery status.  Serving one of them shrinks this set.
-NOT_YET_SERVED = {80, 81, 95, 147, 169, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184,
-                  187, 188, 189, 190, 192, 193, 194, 195, 196, 199, 226, 227, 228, 229, 230,
-                  269, 270, 271, 301, 302}
-
 
 @pytest.fixture(scope="module")
 def recording() -> tuple[dict, dict]:
@@ -146,7 +139,7 @@ def test_nvml_supports_the_fields_the_card_supports(nvml, recording):
     real = {int(i) for i, f in fields.items() if f["ret"] == 0}
     simulated = {int(i) for i, ret in nvml["fields"].items() if ret == 0}
     assert simulated - real == set(), "served, but NOT_SUPPORTED on the card"
-    assert real - simulated == NOT_YET_SERVED
+    assert real - simulated == set(), "supported on the card, NOT_SUPPORTED here"
     for i, ret in nvml["fields"].items():
         if fields[i]["ret"] == 3:           # NOT_SUPPORTED on the card: the same answer here
             assert ret == 3, (i, fields[i]["name"])
