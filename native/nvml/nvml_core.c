@@ -90,6 +90,7 @@ static const struct {
     {"nvmlDeviceGetPowerManagementLimitConstraints", NVML_FN_POWER_MANAGEMENT_LIMIT_CONSTRAINTS},
     {"nvmlDeviceGetEnforcedPowerLimit", NVML_FN_ENFORCED_POWER_LIMIT},
     {"nvmlDeviceGetPowerManagementMode", NVML_FN_POWER_MANAGEMENT_MODE},
+    {"nvmlDeviceSetPowerManagementLimit", NVML_FN_SET_POWER_MANAGEMENT_LIMIT},
     {"nvmlDeviceGetTotalEnergyConsumption", NVML_FN_TOTAL_ENERGY_CONSUMPTION},
     {"nvmlDeviceGetClockInfo", NVML_FN_CLOCK_INFO},
     {"nvmlDeviceGetMaxClockInfo", NVML_FN_MAX_CLOCK_INFO},
@@ -472,6 +473,14 @@ bool nvml_sample_at(unsigned int gpu, int64_t t_us, unsigned short dcgm_field, s
 bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, sim_value *out)
 {
     return nvml_sample_at(call->gpu, call->t_us, dcgm_field, out);
+}
+
+bool nvml_set_power_limit(const nvml_call *call, double watts)
+{
+    pthread_mutex_lock(&node_lock);
+    int rc = sim_node_set_power_limit(lib.node, call->gpu, call->t_us, watts);
+    pthread_mutex_unlock(&node_lock);
+    return rc == DCGM_ST_OK;
 }
 
 bool nvml_slowdown_ns(const nvml_call *call, uint64_t reason, int64_t *ns)

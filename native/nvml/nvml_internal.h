@@ -67,6 +67,7 @@ typedef enum nvml_fn {
     NVML_FN_POWER_MANAGEMENT_LIMIT_CONSTRAINTS,
     NVML_FN_ENFORCED_POWER_LIMIT,
     NVML_FN_POWER_MANAGEMENT_MODE,
+    NVML_FN_SET_POWER_MANAGEMENT_LIMIT,
     NVML_FN_TOTAL_ENERGY_CONSUMPTION,
     NVML_FN_CLOCK_INFO,
     NVML_FN_MAX_CLOCK_INFO,
@@ -136,6 +137,8 @@ NVML_HIDDEN bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, s
 NVML_HIDDEN bool nvml_sample_at(unsigned int gpu, int64_t t_us, unsigned short dcgm_field, sim_value *out);
 /* Time (ns) the call's GPU was slowed for one hardware clock-event reason (sim_node_slowdown_ns). */
 NVML_HIDDEN bool nvml_slowdown_ns(const nvml_call *call, uint64_t reason, int64_t *ns);
+/* Sets the call's GPU's power limit from the call's time on (sim_node_set_power_limit). */
+NVML_HIDDEN bool nvml_set_power_limit(const nvml_call *call, double watts);
 NVML_HIDDEN int64_t nvml_sample_int(const nvml_call *call, unsigned short dcgm_field);
 NVML_HIDDEN double nvml_sample_double(const nvml_call *call, unsigned short dcgm_field);
 
