@@ -195,8 +195,8 @@ static nvmlReturn_t field_value(const nvml_call *call, nvmlFieldValue_t *fv)
     unsigned int id = fv->fieldId;
     bool mig = call->sim->mig_instances > 0;
     switch (id) {
-    case NVML_FI_DEV_ECC_CURRENT: return put_field(call, fv, 300, false);
-    case NVML_FI_DEV_ECC_PENDING: return put_field(call, fv, 301, false);
+    case NVML_FI_DEV_ECC_CURRENT: return put_field(call, fv, 300, true);
+    case NVML_FI_DEV_ECC_PENDING: return put_field(call, fv, 301, true);
     case NVML_FI_DEV_ECC_SBE_VOL_TOTAL: return put_field(call, fv, 310, true);
     case NVML_FI_DEV_ECC_DBE_VOL_TOTAL: return put_field(call, fv, 311, true);
     case NVML_FI_DEV_ECC_SBE_AGG_TOTAL: return put_field(call, fv, 312, true);
@@ -230,13 +230,14 @@ static nvmlReturn_t field_value(const nvml_call *call, nvmlFieldValue_t *fv)
         if (mig)
             return NVML_ERROR_NOT_SUPPORTED;
         static const unsigned short dcgm[] = {394, 393, 396, 395};
-        return put_field(call, fv, dcgm[id - NVML_FI_DEV_REMAPPED_COR], false);
+        return put_field(call, fv, dcgm[id - NVML_FI_DEV_REMAPPED_COR], true);
     }
     case NVML_FI_DEV_POWER_AVERAGE: return put_milliwatts(call, fv, 155);
     case NVML_FI_DEV_POWER_INSTANT: return put_milliwatts(call, fv, 157);
     case NVML_FI_DEV_PCIE_COUNT_TX_BYTES: case NVML_FI_DEV_PCIE_COUNT_RX_BYTES: {
+        /* 32 bits wide on the card, so the count wraps every 4 GiB: readers take deltas modulo 2^32 */
         unsigned short rate = id == NVML_FI_DEV_PCIE_COUNT_TX_BYTES ? RATE_PCIE_TX : RATE_PCIE_RX;
-        put_ull(fv, (unsigned long long)nvml_counter_bytes(call->gpu, rate, call->t_us));
+        put_uint(fv, (unsigned long long)nvml_counter_bytes(call->gpu, rate, call->t_us));
         return NVML_SUCCESS;
     }
     /* DCGM's total app / base clock violation fields are these counters, in ns */

@@ -228,7 +228,8 @@ static void test_values_match_the_node(const char *scenario)
         else
             CHECK(fv[0].nvmlReturn == NVML_ERROR_NOT_SUPPORTED, "mem temp on a board without: %d", fv[0].nvmlReturn);
         CHECK(fv[1].nvmlReturn == NVML_SUCCESS && fv[1].value.ullVal == energy, "energy field");
-        CHECK(fv[2].nvmlReturn == NVML_SUCCESS && fv[2].value.ullVal > 0, "PCIe bytes counted");
+        CHECK(fv[2].nvmlReturn == NVML_SUCCESS && fv[2].valueType == NVML_VALUE_TYPE_UNSIGNED_INT &&
+              fv[2].value.uiVal > 0, "PCIe bytes counted, 32 bits wide");
         CHECK(fv[3].nvmlReturn == NVML_ERROR_INVALID_ARGUMENT, "field id 0: %d", fv[3].nvmlReturn);
         CHECK(fv[1].timestamp > 1600000000000000LL, "timestamps are us since 1970");
 
