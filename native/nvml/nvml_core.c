@@ -190,6 +190,19 @@ static void costs_set_defaults(void)
     lib.field_costs[NVML_FI_DEV_PCIE_COUNT_TX_BYTES] = 125.0;
     lib.field_costs[NVML_FI_DEV_PCIE_COUNT_RX_BYTES] = 125.0;
     lib.field_costs[NVML_FI_DEV_PCIE_REPLAY_COUNTER] = 135.0;
+    /* Not in the cost probe; the card's own latencyUsec of one all-fields read
+     * (reference/hardware/h200-2026-11-30/fields.json) puts the other PCIe link
+     * registers with the replay counter, the MIG capability and atomics queries
+     * near them, and the hardware slowdown timers with nvmlDeviceGetViolationStatus. */
+    for (unsigned int id = NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS; id <= NVML_FI_DEV_PCIE_COUNT_LANE_ERROR; id++)
+        lib.field_costs[id] = 135.0;
+    lib.field_costs[NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER] = 135.0;
+    lib.field_costs[NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER] = 135.0;
+    lib.field_costs[NVML_FI_DEV_IS_RESETLESS_MIG_SUPPORTED] = 160.0;
+    lib.field_costs[NVML_FI_DEV_IS_MIG_MODE_INDEPENDENT_MIG_QUERY_CAPABLE] = 160.0;
+    lib.field_costs[NVML_FI_DEV_PCIE_OUTBOUND_ATOMICS_MASK] = 150.0;
+    lib.field_costs[NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN] = 700.0;
+    lib.field_costs[NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN] = 630.0;
 }
 
 static void costs_set_all(double spin_us, double sleep_us)
