@@ -403,6 +403,40 @@ static void test_power_limit_fields_follow_a_limit_set_at_run_time(const char *h
     end_frozen(restore);
 }
 
+/* An H100 heating past its slowdown threshold: the slowdown times are the node's counters. */
+static const char *const RUNAWAY_H100 =
+    "seed = 3\n[[gpu]]\nmodel = \"H100\"\nworkload = \"thermal_runaway\"\nheat_rate = 0.5\n";
+
+static void test_slowdown_times_are_the_nodes(const char *runaway, const char *restore)
+{
+    const int64_t t_us = 400000000;
+    sim_node *node = NULL;
+    char err[256];
+    CHECK_RC(sim_node_load(runaway, &node, err, sizeof err), DCGM_ST_OK);
+    if (node == NULL)
+        return;
+    init_frozen(runaway, "400000000");
+    nvmlDevice_t d = handle(0);
+    sim_value v;
+    static const struct { unsigned int nvml; unsigned short dcgm; } same[] = {
+        {NVML_FI_DEV_PERF_POLICY_TOTAL_APP_CLOCKS, 246}, {NVML_FI_DEV_PERF_POLICY_TOTAL_BASE_CLOCKS, 247},
+        {NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN, 241},
+    };
+    for (size_t j = 0; j < sizeof same / sizeof same[0]; j++) {
+        sim_node_sample(node, 0, same[j].dcgm, t_us, &v);
+        unsigned long long got = read_field(d, same[j].nvml).value.ullVal;
+        CHECK(got == (unsigned long long)v.i64 && got > 0, "field %u: %llu ns vs DCGM %u: %lld", same[j].nvml, got,
+              same[j].dcgm, (long long)v.i64);
+    }
+    int64_t hw_ns = 0;
+    sim_node_slowdown_ns(node, 0, t_us, SIM_CLOCKS_EVENT_HW_THERMAL, &hw_ns);
+    unsigned long long hw = read_field(d, NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN).value.ullVal;
+    CHECK(hw == (unsigned long long)hw_ns && hw > 0, "HW thermal slowdown %llu ns vs node %lld", hw, (long long)hw_ns);
+    CHECK(read_field(d, NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN).value.ullVal == 0, "no power brake");
+    end_frozen(restore);
+    sim_node_free(node);
+}
+
 /* The link-layer counters follow the replays: a NAK per replay, a rollover (and retrain) per 16. */
 static void test_pcie_link_counters_follow_the_replays(const char *training, const char *restore)
 {
@@ -509,18 +543,21 @@ int main(int argc, char **argv)
 
     test_uninitialized();
     test_values_match_the_node(scenario_path);
-    char heating[512], training[512];
+    char heating[512], training[512], runaway[512];
     snprintf(heating, sizeof heating, "%s", write_file("heating.toml", HEATING_H200));
     snprintf(training, sizeof training, "%s", write_file("training.toml", LONG_TRAINING));
+    snprintf(runaway, sizeof runaway, "%s", write_file("runaway.toml", RUNAWAY_H100));
     test_temperature_limits_hold_as_the_gpu_heats(heating, scenario_path);
     test_power_limit_fields_follow_a_limit_set_at_run_time(heating, scenario_path);
     test_pcie_link_counters_follow_the_replays(training, scenario_path);
+    test_slowdown_times_are_the_nodes(runaway, scenario_path);
     test_xid_events();
     test_permission_and_costs();
 
     dlclose(library);
     unlink(heating);
     unlink(training);
+    unlink(runaway);
     unlink(scenario_path);
     rmdir(tmpdir);
     printf("test_nvml: %d checks, %d failures\n", checks, failures);
