@@ -128,8 +128,8 @@ static nvmlReturn_t put_milliwatts(const nvml_call *call, nvmlFieldValue_t *fv, 
  * limit at which it acts (negative: past the limit).  The GPU's thresholds
  * count from its max operating temperature, the memory's from its own max,
  * so the recorded H200 (shutdown 95, slowdown 89, GPU max 87 C) read -8, -2,
- * 0 and 0 whatever its temperature: the margin that moves with heat is the
- * current T.Limit reading (DCGM field 153), not these.
+ * 0 and 0 whatever its temperature.  What moves with heat is the current
+ * margin to that limit (nvmlDeviceGetMarginTemperature), not these.
  */
 static nvmlReturn_t put_tlimit(const nvml_call *call, nvmlFieldValue_t *fv, unsigned short reference_field,
                                unsigned short threshold_field)
