@@ -437,6 +437,26 @@ static void test_slowdown_times_are_the_nodes(const char *runaway, const char *r
     sim_node_free(node);
 }
 
+/* An H100 with a double-bit ECC error (XID 48) at 1 s: the row remap it causes waits for a reset. */
+static const char *const DBE_H100 =
+    "seed = 5\n[[gpu]]\nmodel = \"H100\"\nworkload = \"training\"\n"
+    "[[event]]\nat = 1.0\ngpu = 0\nkind = \"xid\"\nxid = 48\n";
+
+static void test_recovery_action_follows_a_pending_remap(const char *dbe, const char *restore)
+{
+    static const char *const times[2] = {"500000", "2000000"};
+    for (unsigned int k = 0; k < 2; k++) {
+        init_frozen(dbe, times[k]);
+        nvmlDevice_t d = handle(0);
+        unsigned long long pending = read_field(d, NVML_FI_DEV_REMAPPED_PENDING).value.ullVal;
+        CHECK(pending == k, "remap pending %llu at %s us", pending, times[k]);
+        CHECK(read_field(d, NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).value.uiVal == k, "recovery action (1 = reset)");
+        CHECK(read_field(d, NVML_FI_DEV_RESET_STATUS).value.uiVal == k, "reset status");
+        CHECK(read_field(d, NVML_FI_DEV_DRAIN_AND_RESET_STATUS).value.uiVal == 0, "no drain");
+        end_frozen(restore);
+    }
+}
+
 /* The link-layer counters follow the replays: a NAK per replay, a rollover (and retrain) per 16. */
 static void test_pcie_link_counters_follow_the_replays(const char *training, const char *restore)
 {
@@ -543,14 +563,16 @@ int main(int argc, char **argv)
 
     test_uninitialized();
     test_values_match_the_node(scenario_path);
-    char heating[512], training[512], runaway[512];
+    char heating[512], training[512], runaway[512], dbe[512];
     snprintf(heating, sizeof heating, "%s", write_file("heating.toml", HEATING_H200));
     snprintf(training, sizeof training, "%s", write_file("training.toml", LONG_TRAINING));
     snprintf(runaway, sizeof runaway, "%s", write_file("runaway.toml", RUNAWAY_H100));
+    snprintf(dbe, sizeof dbe, "%s", write_file("dbe.toml", DBE_H100));
     test_temperature_limits_hold_as_the_gpu_heats(heating, scenario_path);
     test_power_limit_fields_follow_a_limit_set_at_run_time(heating, scenario_path);
     test_pcie_link_counters_follow_the_replays(training, scenario_path);
     test_slowdown_times_are_the_nodes(runaway, scenario_path);
+    test_recovery_action_follows_a_pending_remap(dbe, scenario_path);
     test_xid_events();
     test_permission_and_costs();
 
@@ -558,6 +580,7 @@ int main(int argc, char **argv)
     unlink(heating);
     unlink(training);
     unlink(runaway);
+    unlink(dbe);
     unlink(scenario_path);
     rmdir(tmpdir);
     printf("test_nvml: %d checks, %d failures\n", checks, failures);
