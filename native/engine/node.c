@@ -453,6 +453,10 @@ static void node_state_advance(const sim_node *node, unsigned int index, sim_sta
         s->thermal_violation_ns += step_ns;
     if (s->reasons & SIM_CLOCKS_EVENT_GPU_IDLE)
         s->low_util_violation_ns += step_ns;
+    if (s->reasons & SIM_CLOCKS_EVENT_HW_THERMAL)
+        s->hw_thermal_slowdown_ns += step_ns;
+    if (s->reasons & SIM_CLOCKS_EVENT_HW_POWER_BRAKE)
+        s->hw_power_brake_slowdown_ns += step_ns;
     node_state_count_errors(node, index, s);
 
     static const double alpha = 0.004987520807317687; /* 1 - exp(-0.1 s / 20 s) */
@@ -1183,6 +1187,23 @@ int sim_node_sample(sim_node *node, unsigned int gpu, unsigned short fieldId,
         return DCGM_ST_OK;
     }
     return node_sample_gpu(node, gpu, fieldId, t_rel_us, out);
+}
+
+int sim_node_slowdown_ns(sim_node *node, unsigned int gpu, int64_t t_rel_us, uint64_t reason, int64_t *ns)
+{
+    if (node == NULL || ns == NULL || gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count ||
+        t_rel_us > SIM_MAX_T_US)
+        return DCGM_ST_BADPARAM;
+    if (reason != SIM_CLOCKS_EVENT_HW_THERMAL && reason != SIM_CLOCKS_EVENT_HW_POWER_BRAKE)
+        return DCGM_ST_BADPARAM;
+    /* counted up to the start of the read's step, as the violation fields are */
+    const sim_state *state = node_state_at(node, gpu, (t_rel_us < 0 ? 0 : t_rel_us) / SIM_STEP_US);
+    if (state == NULL)
+        return DCGM_ST_MEMORY;
+    uint64_t counted = reason == SIM_CLOCKS_EVENT_HW_THERMAL ? state->hw_thermal_slowdown_ns
+                                                             : state->hw_power_brake_slowdown_ns;
+    *ns = (int64_t)counted;
+    return DCGM_ST_OK;
 }
 
 /* ---- settings made while the node runs ------------------------------------ */

@@ -173,6 +173,8 @@ typedef struct sim_state {
     double temp_fast_c, temp_slow_c, mem_fast_c, mem_slow_c; /* a fitted model's parts above base */
     double energy_mj;
     uint64_t power_violation_ns, thermal_violation_ns, low_util_violation_ns;
+    /* NVML's per-reason slowdown times, which no DCGM field carries */
+    uint64_t hw_thermal_slowdown_ns, hw_power_brake_slowdown_ns;
     uint32_t ecc_sbe;
     uint32_t pcie_replays;
     uint32_t nvlink_errors[4][SIM_MAX_NVLINKS]; /* flit crc, data crc, replay, recovery */

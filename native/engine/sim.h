@@ -114,6 +114,14 @@ unsigned int sim_node_gpu_mig_instances(const sim_node *node, unsigned int gpu);
  */
 int sim_node_set_power_limit(sim_node *node, unsigned int gpu, int64_t from_us, double watts);
 
+/*
+ * Time in ns up to t that the GPU's clocks were held down for one hardware
+ * reason, SIM_CLOCKS_EVENT_HW_THERMAL or SIM_CLOCKS_EVENT_HW_POWER_BRAKE (the
+ * bits of field 112): NVML counts these per reason, DCGM has no field for
+ * them.  DCGM_ST_BADPARAM for any other reason or no such GPU.
+ */
+int sim_node_slowdown_ns(sim_node *node, unsigned int gpu, int64_t t_rel_us, uint64_t reason, int64_t *ns);
+
 /* NvLink links the GPU's model has (0 on PCIe parts). */
 unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu);
 

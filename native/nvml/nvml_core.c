@@ -90,6 +90,7 @@ static const struct {
     {"nvmlDeviceGetPowerManagementLimitConstraints", NVML_FN_POWER_MANAGEMENT_LIMIT_CONSTRAINTS},
     {"nvmlDeviceGetEnforcedPowerLimit", NVML_FN_ENFORCED_POWER_LIMIT},
     {"nvmlDeviceGetPowerManagementMode", NVML_FN_POWER_MANAGEMENT_MODE},
+    {"nvmlDeviceSetPowerManagementLimit", NVML_FN_SET_POWER_MANAGEMENT_LIMIT},
     {"nvmlDeviceGetTotalEnergyConsumption", NVML_FN_TOTAL_ENERGY_CONSUMPTION},
     {"nvmlDeviceGetClockInfo", NVML_FN_CLOCK_INFO},
     {"nvmlDeviceGetMaxClockInfo", NVML_FN_MAX_CLOCK_INFO},
@@ -189,6 +190,19 @@ static void costs_set_defaults(void)
     lib.field_costs[NVML_FI_DEV_PCIE_COUNT_TX_BYTES] = 125.0;
     lib.field_costs[NVML_FI_DEV_PCIE_COUNT_RX_BYTES] = 125.0;
     lib.field_costs[NVML_FI_DEV_PCIE_REPLAY_COUNTER] = 135.0;
+    /* Not in the cost probe; the card's own latencyUsec of one all-fields read
+     * (reference/hardware/h200-2026-11-30/fields.json) puts the other PCIe link
+     * registers with the replay counter, the MIG capability and atomics queries
+     * near them, and the hardware slowdown timers with nvmlDeviceGetViolationStatus. */
+    for (unsigned int id = NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS; id <= NVML_FI_DEV_PCIE_COUNT_LANE_ERROR; id++)
+        lib.field_costs[id] = 135.0;
+    lib.field_costs[NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER] = 135.0;
+    lib.field_costs[NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER] = 135.0;
+    lib.field_costs[NVML_FI_DEV_IS_RESETLESS_MIG_SUPPORTED] = 160.0;
+    lib.field_costs[NVML_FI_DEV_IS_MIG_MODE_INDEPENDENT_MIG_QUERY_CAPABLE] = 160.0;
+    lib.field_costs[NVML_FI_DEV_PCIE_OUTBOUND_ATOMICS_MASK] = 150.0;
+    lib.field_costs[NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN] = 700.0;
+    lib.field_costs[NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN] = 630.0;
 }
 
 static void costs_set_all(double spin_us, double sleep_us)
@@ -472,6 +486,22 @@ bool nvml_sample_at(unsigned int gpu, int64_t t_us, unsigned short dcgm_field, s
 bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, sim_value *out)
 {
     return nvml_sample_at(call->gpu, call->t_us, dcgm_field, out);
+}
+
+bool nvml_set_power_limit(const nvml_call *call, double watts)
+{
+    pthread_mutex_lock(&node_lock);
+    int rc = sim_node_set_power_limit(lib.node, call->gpu, call->t_us, watts);
+    pthread_mutex_unlock(&node_lock);
+    return rc == DCGM_ST_OK;
+}
+
+bool nvml_slowdown_ns(const nvml_call *call, uint64_t reason, int64_t *ns)
+{
+    pthread_mutex_lock(&node_lock);
+    int rc = sim_node_slowdown_ns(lib.node, call->gpu, call->t_us, reason, ns);
+    pthread_mutex_unlock(&node_lock);
+    return rc == DCGM_ST_OK;
 }
 
 int64_t nvml_sample_int(const nvml_call *call, unsigned short dcgm_field)

@@ -367,6 +367,26 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice
     return nvml_end(rc);
 }
 
+/*
+ * A new power limit from now on, in mW within the board's constraints.  Real
+ * NVML lets only root do this; here every client may, unless
+ * DCGM_SIM_NVML_NO_PERMISSION names this call.  The node caps the draw at it
+ * and its requested and enforced limits (DCGM 160, 164) read it.
+ */
+NVML_EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit)
+{
+    BEGIN_DEVICE(NVML_FN_SET_POWER_MANAGEMENT_LIMIT, device);
+    unsigned int low = 0, high = 0;
+    nvmlReturn_t rc = read_milliwatts(&call, F_POWER_MIN, &low);
+    if (rc == NVML_SUCCESS)
+        rc = read_milliwatts(&call, F_POWER_MAX, &high);
+    if (rc != NVML_SUCCESS)
+        return nvml_end(rc);
+    if (limit < low || limit > high)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    return nvml_end(nvml_set_power_limit(&call, limit / 1000.0) ? NVML_SUCCESS : NVML_ERROR_UNKNOWN);
+}
+
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementMode(nvmlDevice_t device, nvmlEnableState_t *mode)
 {
     BEGIN_DEVICE(NVML_FN_POWER_MANAGEMENT_MODE, device);

@@ -19,6 +19,10 @@
 
 #define STEP_US 100000LL        /* the node's physics step */
 
+/* nvmlDeviceGpuRecoveryAction_t: nothing to do, or reset the GPU. */
+#define RECOVERY_ACTION_NONE 0u
+#define RECOVERY_ACTION_GPU_RESET 1u
+
 /* DCGM rate fields (bytes/s) the counters integrate. */
 enum {
     RATE_PCIE_TX = 1009, RATE_PCIE_RX = 1010, RATE_NVLINK_TX = 1011, RATE_NVLINK_RX = 1012,
@@ -120,6 +124,50 @@ static nvmlReturn_t put_milliwatts(const nvml_call *call, nvmlFieldValue_t *fv, 
 }
 
 /*
+ * A temperature threshold on the T.Limit scale: degrees below the reference
+ * limit at which it acts (negative: past the limit).  The GPU's thresholds
+ * count from its max operating temperature, the memory's from its own max,
+ * so the recorded H200 (shutdown 95, slowdown 89, GPU max 87 C) read -8, -2,
+ * 0 and 0 whatever its temperature.  What moves with heat is the current
+ * margin to that limit (nvmlDeviceGetMarginTemperature), not these.
+ */
+static nvmlReturn_t put_tlimit(const nvml_call *call, nvmlFieldValue_t *fv, unsigned short reference_field,
+                               unsigned short threshold_field)
+{
+    sim_value reference, threshold;
+    if (!nvml_sample(call, reference_field, &reference))
+        return reference.kind == SIM_VALUE_NOT_SUPPORTED ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_UNKNOWN;
+    if (!nvml_sample(call, threshold_field, &threshold))
+        return threshold.kind == SIM_VALUE_NOT_SUPPORTED ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_UNKNOWN;
+    fv->valueType = NVML_VALUE_TYPE_SIGNED_INT;
+    fv->value.ullVal = 0;
+    fv->value.siVal = (int)(reference.i64 - threshold.i64);
+    return NVML_SUCCESS;
+}
+
+/* Slowdown time (ns) for a hardware clock-event reason the node counts apart. */
+static nvmlReturn_t put_slowdown_ns(const nvml_call *call, nvmlFieldValue_t *fv, uint64_t reason)
+{
+    int64_t ns = 0;
+    if (!nvml_slowdown_ns(call, reason, &ns))
+        return NVML_ERROR_UNKNOWN;
+    put_ull(fv, ns < 0 ? 0 : (unsigned long long)ns);
+    return NVML_SUCCESS;
+}
+
+/*
+ * Whether the GPU needs a reset before it is whole again: a row remap (or,
+ * before Ampere, a page retirement) waits for one, as the driver reports it.
+ */
+static bool reset_pending(const nvml_call *call)
+{
+    sim_value v;
+    if (nvml_sample(call, 396, &v))
+        return v.i64 != 0;
+    return nvml_sample(call, 392, &v) && v.i64 != 0;
+}
+
+/*
  * NVLink data counters in KiB, per link (scopeId) or summed (UINT_MAX).
  * RAW adds the protocol overhead: a 16-byte header per 256-byte packet.
  */
@@ -147,8 +195,8 @@ static nvmlReturn_t field_value(const nvml_call *call, nvmlFieldValue_t *fv)
     unsigned int id = fv->fieldId;
     bool mig = call->sim->mig_instances > 0;
     switch (id) {
-    case NVML_FI_DEV_ECC_CURRENT: return put_field(call, fv, 300, false);
-    case NVML_FI_DEV_ECC_PENDING: return put_field(call, fv, 301, false);
+    case NVML_FI_DEV_ECC_CURRENT: return put_field(call, fv, 300, true);
+    case NVML_FI_DEV_ECC_PENDING: return put_field(call, fv, 301, true);
     case NVML_FI_DEV_ECC_SBE_VOL_TOTAL: return put_field(call, fv, 310, true);
     case NVML_FI_DEV_ECC_DBE_VOL_TOTAL: return put_field(call, fv, 311, true);
     case NVML_FI_DEV_ECC_SBE_AGG_TOTAL: return put_field(call, fv, 312, true);
@@ -182,16 +230,81 @@ static nvmlReturn_t field_value(const nvml_call *call, nvmlFieldValue_t *fv)
         if (mig)
             return NVML_ERROR_NOT_SUPPORTED;
         static const unsigned short dcgm[] = {394, 393, 396, 395};
-        return put_field(call, fv, dcgm[id - NVML_FI_DEV_REMAPPED_COR], false);
+        return put_field(call, fv, dcgm[id - NVML_FI_DEV_REMAPPED_COR], true);
     }
     case NVML_FI_DEV_POWER_AVERAGE: return put_milliwatts(call, fv, 155);
     case NVML_FI_DEV_POWER_INSTANT: return put_milliwatts(call, fv, 157);
     case NVML_FI_DEV_PCIE_COUNT_TX_BYTES: case NVML_FI_DEV_PCIE_COUNT_RX_BYTES: {
+        /* 32 bits wide on the card, so the count wraps every 4 GiB: readers take deltas modulo 2^32 */
         unsigned short rate = id == NVML_FI_DEV_PCIE_COUNT_TX_BYTES ? RATE_PCIE_TX : RATE_PCIE_RX;
-        put_ull(fv, (unsigned long long)nvml_counter_bytes(call->gpu, rate, call->t_us));
+        put_uint(fv, (unsigned long long)nvml_counter_bytes(call->gpu, rate, call->t_us));
+        return NVML_SUCCESS;
+    }
+    /* DCGM's total app / base clock violation fields are these counters, in ns */
+    case NVML_FI_DEV_PERF_POLICY_TOTAL_APP_CLOCKS: return put_field(call, fv, 246, true);
+    case NVML_FI_DEV_PERF_POLICY_TOTAL_BASE_CLOCKS: return put_field(call, fv, 247, true);
+    case NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT: {
+        int links = call->sim->model->nvlinks;
+        if (links == 0) {
+            /* a card without NvLink answers success and leaves the entry as it was set
+             * up, a double 0 (the recorded H200 did) */
+            fv->valueType = NVML_VALUE_TYPE_DOUBLE;
+            fv->value.dVal = 0.0;
+            return NVML_SUCCESS;
+        }
+        put_uint(fv, (unsigned long long)links); /* an HGX board wires every link to an NvSwitch */
+        return NVML_SUCCESS;
+    }
+    case NVML_FI_DEV_IS_RESETLESS_MIG_SUPPORTED:
+        /* Hopper (the GPM parts) switches MIG mode without a GPU reset; A100 needs one */
+        put_uint(fv, call->sim->model->mig_capable && call->sim->model->gpm);
+        return NVML_SUCCESS;
+    case NVML_FI_DEV_IS_MIG_MODE_INDEPENDENT_MIG_QUERY_CAPABLE:
+        put_uint(fv, call->sim->model->mig_capable);
+        return NVML_SUCCESS;
+    case NVML_FI_DEV_POWER_MIN_LIMIT: return put_milliwatts(call, fv, 161);
+    case NVML_FI_DEV_POWER_MAX_LIMIT: return put_milliwatts(call, fv, 162);
+    case NVML_FI_DEV_POWER_DEFAULT_LIMIT: return put_milliwatts(call, fv, 163);
+    case NVML_FI_DEV_POWER_CURRENT_LIMIT: return put_milliwatts(call, fv, 164);
+    case NVML_FI_DEV_POWER_REQUESTED_LIMIT: return put_milliwatts(call, fv, 160);
+    case NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT: return put_tlimit(call, fv, 152, 159);
+    case NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT: return put_tlimit(call, fv, 152, 158);
+    case NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT: return put_tlimit(call, fv, 151, 151);
+    case NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT: return put_tlimit(call, fv, 152, 152);
+    case NVML_FI_DEV_RESET_STATUS:
+        put_uint(fv, reset_pending(call));
+        return NVML_SUCCESS;
+    case NVML_FI_DEV_DRAIN_AND_RESET_STATUS:
+        put_uint(fv, 0); /* the node has no degraded mode that asks for a drain first */
+        return NVML_SUCCESS;
+    case NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
+        put_uint(fv, reset_pending(call) ? RECOVERY_ACTION_GPU_RESET : RECOVERY_ACTION_NONE);
+        return NVML_SUCCESS;
+    case NVML_FI_DEV_PCIE_OUTBOUND_ATOMICS_MASK: case NVML_FI_DEV_PCIE_INBOUND_ATOMICS_MASK:
+        put_uint(fv, 0); /* no PCIe atomics enabled, as on the recorded card */
+        return NVML_SUCCESS;
+    /* NVML's thermal policy counter is the SW thermal slowdown time */
+    case NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN: return put_field(call, fv, 241, true);
+    case NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN:
+        return put_slowdown_ns(call, fv, SIM_CLOCKS_EVENT_HW_THERMAL);
+    case NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN:
+        return put_slowdown_ns(call, fv, SIM_CLOCKS_EVENT_HW_POWER_BRAKE);
+    case NVML_FI_DEV_REMAPPED_ROWS_COR_INACTIVE: case NVML_FI_DEV_REMAPPED_ROWS_UNC_INACTIVE: {
+        /* where rows are remapped at all: the node never deactivates a remapping */
+        sim_value v;
+        if (mig || !nvml_sample(call, 394, &v))
+            return NVML_ERROR_NOT_SUPPORTED;
+        put_ull(fv, 0);
         return NVML_SUCCESS;
     }
     default:
+        if (nvml_is_pcie_link_counter(id)) {
+            unsigned int count = 0;
+            nvmlReturn_t rc = nvml_pcie_link_counter(call, id, &count);
+            if (rc == NVML_SUCCESS)
+                put_uint(fv, count);
+            return rc;
+        }
         return (id > 0 && id < NVML_FI_MAX) ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
     }
 }

@@ -5,6 +5,7 @@
  *                   per-call costs, NO_PERMISSION, errors, system, handles
  *   nvml_device.c   per-device getters
  *   nvml_fields.c   nvmlDeviceGetFieldValues and the cumulative counters
+ *   nvml_pcie_link.c  the PCIe link-layer counters among the field values
  *   nvml_events.c   event sets (XIDs from the scenario) and GPM samples
  *
  * Values come from the engine's node (native/engine/node.c and friends,
@@ -66,6 +67,7 @@ typedef enum nvml_fn {
     NVML_FN_POWER_MANAGEMENT_LIMIT_CONSTRAINTS,
     NVML_FN_ENFORCED_POWER_LIMIT,
     NVML_FN_POWER_MANAGEMENT_MODE,
+    NVML_FN_SET_POWER_MANAGEMENT_LIMIT,
     NVML_FN_TOTAL_ENERGY_CONSUMPTION,
     NVML_FN_CLOCK_INFO,
     NVML_FN_MAX_CLOCK_INFO,
@@ -133,6 +135,10 @@ NVML_HIDDEN nvmlReturn_t nvml_end(nvmlReturn_t rc);
 /* The node's value of a DCGM field for the call's GPU and time. */
 NVML_HIDDEN bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, sim_value *out);
 NVML_HIDDEN bool nvml_sample_at(unsigned int gpu, int64_t t_us, unsigned short dcgm_field, sim_value *out);
+/* Time (ns) the call's GPU was slowed for one hardware clock-event reason (sim_node_slowdown_ns). */
+NVML_HIDDEN bool nvml_slowdown_ns(const nvml_call *call, uint64_t reason, int64_t *ns);
+/* Sets the call's GPU's power limit from the call's time on (sim_node_set_power_limit). */
+NVML_HIDDEN bool nvml_set_power_limit(const nvml_call *call, double watts);
 NVML_HIDDEN int64_t nvml_sample_int(const nvml_call *call, unsigned short dcgm_field);
 NVML_HIDDEN double nvml_sample_double(const nvml_call *call, unsigned short dcgm_field);
 
@@ -157,5 +163,10 @@ NVML_HIDDEN nvmlReturn_t nvml_copy_string(char *buf, unsigned int length, const 
 /* Cumulative counters integrated from the node's rates (nvml_fields.c). */
 NVML_HIDDEN void nvml_counters_reset(void);
 NVML_HIDDEN double nvml_counter_bytes(unsigned int gpu, unsigned short rate_field, int64_t t_us);
+
+/* PCIe link-layer field ids (replay rollovers, recoveries, error counts; nvml_pcie_link.c). */
+NVML_HIDDEN bool nvml_is_pcie_link_counter(unsigned int nvml_field_id);
+NVML_HIDDEN nvmlReturn_t nvml_pcie_link_counter(const nvml_call *call, unsigned int nvml_field_id,
+                                                unsigned int *count);
 
 #endif /* DCGM_SIM_NVML_INTERNAL_H */

@@ -599,6 +599,17 @@ static void test_thermal_runaway(void)
     int64_t clock_start = sample_i(node, g, 100, 1.0), clock_end = sample_i(node, g, 100, 400.0);
     CHECK(clock_end < clock_start * 6 / 10, "SM clock %lld -> %lld", (long long)clock_start, (long long)clock_end);
     CHECK(sample_i(node, g, 241, 400.0) > 0, "thermal violation time did not grow");
+    /* the hardware share of it, counted apart for NVML: it starts later, at the slowdown threshold */
+    int64_t hw_ns = -1, brake_ns = -1, none = 0;
+    CHECK(sim_node_slowdown_ns(node, g, 400000000, SIM_CLOCKS_EVENT_HW_THERMAL, &hw_ns) == DCGM_ST_OK, "HW thermal");
+    CHECK(hw_ns > 0 && hw_ns < sample_i(node, g, 241, 400.0), "HW thermal %lld ns of %lld", (long long)hw_ns,
+          (long long)sample_i(node, g, 241, 400.0));
+    CHECK(hw_ns <= (int64_t)((400.0 - first_hw) * 1e9) + 100000000, "HW thermal only after %.1f s", first_hw);
+    CHECK(sim_node_slowdown_ns(node, g, 400000000, SIM_CLOCKS_EVENT_HW_POWER_BRAKE, &brake_ns) == DCGM_ST_OK &&
+          brake_ns == 0, "no power brake asserted: %lld ns", (long long)brake_ns);
+    CHECK(sim_node_slowdown_ns(node, g, 400000000, SIM_CLOCKS_EVENT_SW_THERMAL, &none) == DCGM_ST_BADPARAM,
+          "SW thermal is field 241, not a slowdown counter of its own");
+    CHECK(sim_node_slowdown_ns(node, 99, 0, SIM_CLOCKS_EVENT_HW_THERMAL, &none) == DCGM_ST_BADPARAM, "no GPU 99");
     printf("  runaway H100: max %lld C (slowdown %lld), HW slowdown from %.1f s, SM clock %lld -> %lld MHz, reasons 0x%llx\n",
           (long long)max_temp, (long long)slowdown, first_hw, (long long)clock_start, (long long)clock_end,
           (unsigned long long)seen);
@@ -607,6 +618,8 @@ static void test_thermal_runaway(void)
     for (double t = 0; t <= 30.0; t += 0.5)
         healthy |= (uint64_t)sample_i(node, 1, 112, t);
     CHECK(!(healthy & 0x68), "healthy GPU has thermal reasons 0x%llx", (unsigned long long)healthy);
+    CHECK(sim_node_slowdown_ns(node, 1, 30000000, SIM_CLOCKS_EVENT_HW_THERMAL, &hw_ns) == DCGM_ST_OK && hw_ns == 0,
+          "healthy GPU HW thermal %lld ns", (long long)hw_ns);
     CHECK(sample_i(node, 1, 100, 10.0) > 1500, "healthy SM clock %lld", (long long)sample_i(node, 1, 100, 10.0));
     sim_node_free(node);
 }

@@ -51,6 +51,7 @@
     X(nvmlReturn_t, nvmlDeviceGetTemperature, (nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *)) \
     X(nvmlReturn_t, nvmlDeviceGetPowerUsage, (nvmlDevice_t, unsigned int *))                           \
     X(nvmlReturn_t, nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t, unsigned int *))                   \
+    X(nvmlReturn_t, nvmlDeviceSetPowerManagementLimit, (nvmlDevice_t, unsigned int))                   \
     X(nvmlReturn_t, nvmlDeviceGetTotalEnergyConsumption, (nvmlDevice_t, unsigned long long *))         \
     X(nvmlReturn_t, nvmlDeviceGetClockInfo, (nvmlDevice_t, nvmlClockType_t, unsigned int *))           \
     X(nvmlReturn_t, nvmlDeviceGetCurrentClocksEventReasons, (nvmlDevice_t, unsigned long long *))      \
@@ -227,7 +228,8 @@ static void test_values_match_the_node(const char *scenario)
         else
             CHECK(fv[0].nvmlReturn == NVML_ERROR_NOT_SUPPORTED, "mem temp on a board without: %d", fv[0].nvmlReturn);
         CHECK(fv[1].nvmlReturn == NVML_SUCCESS && fv[1].value.ullVal == energy, "energy field");
-        CHECK(fv[2].nvmlReturn == NVML_SUCCESS && fv[2].value.ullVal > 0, "PCIe bytes counted");
+        CHECK(fv[2].nvmlReturn == NVML_SUCCESS && fv[2].valueType == NVML_VALUE_TYPE_UNSIGNED_INT &&
+              fv[2].value.uiVal > 0, "PCIe bytes counted, 32 bits wide");
         CHECK(fv[3].nvmlReturn == NVML_ERROR_INVALID_ARGUMENT, "field id 0: %d", fv[3].nvmlReturn);
         CHECK(fv[1].timestamp > 1600000000000000LL, "timestamps are us since 1970");
 
@@ -307,6 +309,173 @@ static void test_values_match_the_node(const char *scenario)
     CHECK_RC(p_nvmlShutdown(), NVML_SUCCESS);
     CHECK_RC(p_nvmlDeviceGetCount_v2(&count), NVML_ERROR_UNINITIALIZED);
     unsetenv("DCGM_SIM_NVML_TIME_US");
+}
+
+/* ---- limits, slowdowns and PCIe link counters among the field values ---------------------- */
+
+/* One H200 at rest for a second, then bf16 products: it heats from about 38 C towards 60 C. */
+static const char *const HEATING_H200 =
+    "seed = 3\n[[gpu]]\nmodel = \"H200\"\nworkload = \"idle\"\n"
+    "[[event]]\nat = 1.0\ngpu = 0\nkind = \"workload\"\nworkload = \"tensor\"\n";
+
+/* Eight H100s training for hours: enough for some boards' PCIe replays to pile up. */
+static const char *const LONG_TRAINING = "seed = 11\n[[gpu]]\nmodel = \"H100\"\ncount = 8\nworkload = \"training\"\n";
+
+static nvmlFieldValue_t read_field(nvmlDevice_t d, unsigned int id)
+{
+    nvmlFieldValue_t fv = {.fieldId = id};
+    CHECK_RC(p_nvmlDeviceGetFieldValues(d, 1, &fv), NVML_SUCCESS);
+    CHECK(fv.nvmlReturn == NVML_SUCCESS, "field %u: %d", id, fv.nvmlReturn);
+    return fv;
+}
+
+/* Starts the library on a scenario with its clock frozen at t_us. */
+static void init_frozen(const char *scenario, const char *t_us)
+{
+    setenv("DCGM_SIM_SCENARIO", scenario, 1);
+    setenv("DCGM_SIM_NVML_TIME_US", t_us, 1);
+    CHECK_RC(p_nvmlInit_v2(), NVML_SUCCESS);
+}
+
+static void end_frozen(const char *scenario)
+{
+    CHECK_RC(p_nvmlShutdown(), NVML_SUCCESS);
+    unsetenv("DCGM_SIM_NVML_TIME_US");
+    setenv("DCGM_SIM_SCENARIO", scenario, 1);
+}
+
+/* 193-196 are thresholds on the T.Limit scale, so they do not move as the GPU heats. */
+static void test_temperature_limits_hold_as_the_gpu_heats(const char *heating, const char *restore)
+{
+    static const char *const times[2] = {"500000", "30000000"};
+    /* the recorded H200: shutdown 95, slowdown 89 C, counted from its 87 C max operating */
+    static const int recorded[4] = {-8, -2, 0, 0};
+    unsigned int temp[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        init_frozen(heating, times[k]);
+        nvmlDevice_t d = handle(0);
+        CHECK_RC(p_nvmlDeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &temp[k]), NVML_SUCCESS);
+        for (unsigned int j = 0; j < 4; j++) {
+            nvmlFieldValue_t fv = read_field(d, NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT + j);
+            CHECK(fv.valueType == NVML_VALUE_TYPE_SIGNED_INT, "T.Limit %u type %d", j, fv.valueType);
+            CHECK(fv.value.siVal == recorded[j], "T.Limit %u at %u C: %d, want %d", j, temp[k], fv.value.siVal,
+                  recorded[j]);
+        }
+        end_frozen(restore);
+    }
+    CHECK(temp[1] >= temp[0] + 10, "the load heats the GPU: %u -> %u C", temp[0], temp[1]);
+}
+
+/* 187-192 read the node's limits in mW; a limit set while it runs moves the enforced and requested ones. */
+static void test_power_limit_fields_follow_a_limit_set_at_run_time(const char *heating, const char *restore)
+{
+    static const unsigned int ids[5] = {NVML_FI_DEV_POWER_MIN_LIMIT, NVML_FI_DEV_POWER_MAX_LIMIT,
+                                        NVML_FI_DEV_POWER_DEFAULT_LIMIT, NVML_FI_DEV_POWER_CURRENT_LIMIT,
+                                        NVML_FI_DEV_POWER_REQUESTED_LIMIT};
+    static const unsigned int before[5] = {200000, 700000, 700000, 700000, 700000};
+    static const unsigned int after[5] = {200000, 700000, 700000, 450000, 450000};
+    init_frozen(heating, "30000000");
+    nvmlDevice_t d = handle(0);
+    for (int j = 0; j < 5; j++) {
+        nvmlFieldValue_t fv = read_field(d, ids[j]);
+        CHECK(fv.valueType == NVML_VALUE_TYPE_UNSIGNED_INT && fv.value.uiVal == before[j],
+              "limit field %u: %u mW, want %u", ids[j], fv.value.uiVal, before[j]);
+    }
+    CHECK_RC(p_nvmlDeviceSetPowerManagementLimit(d, 100000), NVML_ERROR_INVALID_ARGUMENT);
+    CHECK_RC(p_nvmlDeviceSetPowerManagementLimit(d, 450000), NVML_SUCCESS);
+    for (int j = 0; j < 5; j++) {
+        nvmlFieldValue_t fv = read_field(d, ids[j]);
+        CHECK(fv.value.uiVal == after[j], "limit field %u after the set: %u mW, want %u", ids[j], fv.value.uiVal,
+              after[j]);
+    }
+    unsigned int enforced = 0;
+    CHECK_RC(p_nvmlDeviceGetEnforcedPowerLimit(d, &enforced), NVML_SUCCESS);
+    CHECK(enforced == 450000, "enforced limit %u mW", enforced);
+
+    /* the capped load: power-cap time is app-clock time, the thermal policy is the SW thermal slowdown */
+    unsigned long long power = read_field(d, NVML_FI_DEV_PERF_POLICY_POWER).value.ullVal;
+    unsigned long long thermal = read_field(d, NVML_FI_DEV_PERF_POLICY_THERMAL).value.ullVal;
+    nvmlFieldValue_t app = read_field(d, NVML_FI_DEV_PERF_POLICY_TOTAL_APP_CLOCKS);
+    CHECK(power > 0 && app.valueType == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG && app.value.ullVal == power + thermal,
+          "app clocks %llu ns vs power %llu + thermal %llu", app.value.ullVal, power, thermal);
+    CHECK(read_field(d, NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN).value.ullVal == thermal, "SW thermal");
+    CHECK(read_field(d, NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN).value.ullVal == 0, "below slowdown");
+    end_frozen(restore);
+}
+
+/* An H100 heating past its slowdown threshold: the slowdown times are the node's counters. */
+static const char *const RUNAWAY_H100 =
+    "seed = 3\n[[gpu]]\nmodel = \"H100\"\nworkload = \"thermal_runaway\"\nheat_rate = 0.5\n";
+
+static void test_slowdown_times_are_the_nodes(const char *runaway, const char *restore)
+{
+    const int64_t t_us = 400000000;
+    sim_node *node = NULL;
+    char err[256];
+    CHECK_RC(sim_node_load(runaway, &node, err, sizeof err), DCGM_ST_OK);
+    if (node == NULL)
+        return;
+    init_frozen(runaway, "400000000");
+    nvmlDevice_t d = handle(0);
+    sim_value v;
+    static const struct { unsigned int nvml; unsigned short dcgm; } same[] = {
+        {NVML_FI_DEV_PERF_POLICY_TOTAL_APP_CLOCKS, 246}, {NVML_FI_DEV_PERF_POLICY_TOTAL_BASE_CLOCKS, 247},
+        {NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN, 241},
+    };
+    for (size_t j = 0; j < sizeof same / sizeof same[0]; j++) {
+        sim_node_sample(node, 0, same[j].dcgm, t_us, &v);
+        unsigned long long got = read_field(d, same[j].nvml).value.ullVal;
+        CHECK(got == (unsigned long long)v.i64 && got > 0, "field %u: %llu ns vs DCGM %u: %lld", same[j].nvml, got,
+              same[j].dcgm, (long long)v.i64);
+    }
+    int64_t hw_ns = 0;
+    sim_node_slowdown_ns(node, 0, t_us, SIM_CLOCKS_EVENT_HW_THERMAL, &hw_ns);
+    unsigned long long hw = read_field(d, NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN).value.ullVal;
+    CHECK(hw == (unsigned long long)hw_ns && hw > 0, "HW thermal slowdown %llu ns vs node %lld", hw, (long long)hw_ns);
+    CHECK(read_field(d, NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN).value.ullVal == 0, "no power brake");
+    end_frozen(restore);
+    sim_node_free(node);
+}
+
+/* An H100 with a double-bit ECC error (XID 48) at 1 s: the row remap it causes waits for a reset. */
+static const char *const DBE_H100 =
+    "seed = 5\n[[gpu]]\nmodel = \"H100\"\nworkload = \"training\"\n"
+    "[[event]]\nat = 1.0\ngpu = 0\nkind = \"xid\"\nxid = 48\n";
+
+static void test_recovery_action_follows_a_pending_remap(const char *dbe, const char *restore)
+{
+    static const char *const times[2] = {"500000", "2000000"};
+    for (unsigned int k = 0; k < 2; k++) {
+        init_frozen(dbe, times[k]);
+        nvmlDevice_t d = handle(0);
+        unsigned long long pending = read_field(d, NVML_FI_DEV_REMAPPED_PENDING).value.ullVal;
+        CHECK(pending == k, "remap pending %llu at %s us", pending, times[k]);
+        CHECK(read_field(d, NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).value.uiVal == k, "recovery action (1 = reset)");
+        CHECK(read_field(d, NVML_FI_DEV_RESET_STATUS).value.uiVal == k, "reset status");
+        CHECK(read_field(d, NVML_FI_DEV_DRAIN_AND_RESET_STATUS).value.uiVal == 0, "no drain");
+        end_frozen(restore);
+    }
+}
+
+/* The link-layer counters follow the replays: a NAK per replay, a rollover (and retrain) per 16. */
+static void test_pcie_link_counters_follow_the_replays(const char *training, const char *restore)
+{
+    init_frozen(training, "14400000000");
+    unsigned int most = 0;
+    for (unsigned int i = 0; i < 8; i++) {
+        nvmlDevice_t d = handle(i);
+        unsigned int replays = read_field(d, NVML_FI_DEV_PCIE_REPLAY_COUNTER).value.uiVal;
+        unsigned int rollovers = read_field(d, NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER).value.uiVal;
+        CHECK(rollovers == replays / 16, "GPU %u: %u rollovers for %u replays", i, rollovers, replays);
+        CHECK(read_field(d, NVML_FI_DEV_PCIE_COUNT_NAKS_RECEIVED).value.uiVal == replays, "GPU %u NAKs", i);
+        CHECK(read_field(d, NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS).value.uiVal == rollovers, "GPU %u AER", i);
+        CHECK(read_field(d, NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER).value.uiVal == 957 + rollovers,
+              "GPU %u retrains", i);
+        if (replays > most)
+            most = replays;
+    }
+    CHECK(most >= 16, "some board rolls its replay number over in 4 h (most replays %u)", most);
+    end_frozen(restore);
 }
 
 /* ---- XID events on a running clock ----------------------------------------------------- */
@@ -394,10 +563,24 @@ int main(int argc, char **argv)
 
     test_uninitialized();
     test_values_match_the_node(scenario_path);
+    char heating[512], training[512], runaway[512], dbe[512];
+    snprintf(heating, sizeof heating, "%s", write_file("heating.toml", HEATING_H200));
+    snprintf(training, sizeof training, "%s", write_file("training.toml", LONG_TRAINING));
+    snprintf(runaway, sizeof runaway, "%s", write_file("runaway.toml", RUNAWAY_H100));
+    snprintf(dbe, sizeof dbe, "%s", write_file("dbe.toml", DBE_H100));
+    test_temperature_limits_hold_as_the_gpu_heats(heating, scenario_path);
+    test_power_limit_fields_follow_a_limit_set_at_run_time(heating, scenario_path);
+    test_pcie_link_counters_follow_the_replays(training, scenario_path);
+    test_slowdown_times_are_the_nodes(runaway, scenario_path);
+    test_recovery_action_follows_a_pending_remap(dbe, scenario_path);
     test_xid_events();
     test_permission_and_costs();
 
     dlclose(library);
+    unlink(heating);
+    unlink(training);
+    unlink(runaway);
+    unlink(dbe);
     unlink(scenario_path);
     rmdir(tmpdir);
     printf("test_nvml: %d checks, %d failures\n", checks, failures);
