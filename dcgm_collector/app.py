@@ -222,6 +222,8 @@ class Collector:
             raise StartupError(str(error)) from None
         except OSError as error:
             raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
+        for warning in counters.warnings:
+            log.warning("%s", warning)
         for counter in counters.counters_served_as_gauges():
             log.warning("%s:%d: %s is typed counter, but DCGM's value is %s and can go down: served as a gauge, "
                         "so that rate() and increase() do not read its dips as resets", counter.path, counter.line,

@@ -59,6 +59,8 @@ def check_counters(argv: Sequence[str]) -> int:
         print(f"{PROG}: error: {args.file}: cannot read counters file: {error.strerror or error}", file=sys.stderr)
         return EXIT_ERROR
     print(_counters_table(counters))
+    for warning in counters.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 
