@@ -204,7 +204,7 @@ class Collector:
             from dcgm_collector.attribution.podresources import PodMapper
 
             self.pods = PodMapper(config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type,
-                                  config.nvidia_resource_names)
+                                  config.nvidia_resource_names, old_names=config.use_old_namespace)
             self.pods.start()
             log.info("pod labels from the kubelet at %s (GPU ids: %s), refreshed every %g s",
                      config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type, self.pods.refresh_s)
@@ -299,6 +299,7 @@ class Collector:
         options = ExpositionOptions(
             window_s=config.window_s, aggregations=config.aggregations, hostname=hostname,
             replace_blanks_in_model_name=config.replace_blanks_in_model_name,
+            use_old_namespace=config.use_old_namespace,
             xid_count_window_ms=config.xid_count_window_ms,
             clock_events_count_window_ms=config.clock_events_count_window_ms,
             attribution=self.attribution,

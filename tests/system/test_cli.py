@@ -575,3 +575,15 @@ def test_a_rate_typed_counter_is_served_as_a_gauge_with_one_warning(tmp_path):
     assert "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL gauge\n" in text
     assert log.count(f"{counters}:2: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is typed counter, but DCGM's value is a rate "
                      "(MB/s) and can go down: served as a gauge") == 1
+
+
+def test_use_old_namespace_writes_uuid_from_flag_or_environment(tmp_path):
+    counters = tmp_path / "1x.csv"
+    counters.write_text("dcgm_gpu_temp, gauge, GPU temperature (in C).\n"
+                        "DCGM_EXP_XID_ERRORS_COUNT, gauge, Count of XID errors within the window.\n")
+    for args, env in ((("-o",), clean_env()), ((), clean_env(DCGM_EXPORTER_USE_OLD_NAMESPACE="true"))):
+        with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "-f", str(counters), *args, env=env) as c:
+            text = metrics_after_ticks(c, 2)
+        series = [(name, labels) for name, labels, _ in samples(text) if "gpu" in labels]
+        assert {name for name, _ in series} == {"dcgm_gpu_temp", "DCGM_EXP_XID_ERRORS_COUNT"}
+        assert all(list(labels)[:2] == ["gpu", "uuid"] and "UUID" not in labels for _, labels in series)
