@@ -15,6 +15,9 @@ cursor makes a skipped tick cost latency, never data).
 When the counters ask for DCGM_EXP_GPU_HEALTH_STATUS, the sampler also runs
 DCGM's health checks (on a group of its own that keeps lost GPUs, so their
 failure stays visible) every HEALTH_CHECK_S; readers use :attr:`Sampler.health`.
+When they ask for DCGM_EXP_P2P_STATUS, it reads DCGM's NvLink P2P status
+matrix with the labels (at start, then every LABEL_REFRESH_S: it changes
+only when the topology does); readers use :attr:`Sampler.p2p`.
 
 Failures are counted by DCGM status code and the thread carries on.  When a
 read fails, the GPUs DCGM reports as lost are taken out of the sampler's
@@ -80,6 +83,7 @@ LABEL_REFRESH_S = 10.0
 HEALTH_CHECK_S = 5.0
 HEALTH_HOLD_S = 60.0
 HEALTH_COUNTER = "DCGM_EXP_GPU_HEALTH_STATUS"
+P2P_COUNTER = "DCGM_EXP_P2P_STATUS"
 # Once a second the sampler reads the engine's per-field costs (enough for a 15 s scrape) and,
 # when more cells came back blank than usual, asks DCGM for the status of each GPU (one call
 # per GPU, which on a remote hostengine is one round trip each: not worth making every second).
@@ -187,6 +191,9 @@ class Sampler:
         self.events = EventRing(self.plan.event_capacity)
         self.labels: Mapping[tuple[int, int], Mapping[str, str]] = MappingProxyType({})
         self.health: HealthState | None = None  # only when the counters ask for health status
+        # GPU -> {peer GPU: DCGM's P2P status}, only when the counters ask for P2P status
+        self.p2p: Mapping[int, Mapping[int, int]] = MappingProxyType({})
+        self._wants_p2p = any(c.exporter == P2P_COUNTER for c in counters.exporter_counters())
         self.health_interval_s = HEALTH_CHECK_S
         self._health_group: EntityGroup | None = None
         self._next_health = 0.0
@@ -285,6 +292,7 @@ class Sampler:
             self.events = previous.events
             self.labels = previous.labels
             self.health = previous.health
+            self.p2p = previous.p2p
         old_rings = previous.rings if previous is not None else {}
         cursors = {d.watch: d.cursor for d in previous._drains} if previous is not None else {}
         rings: dict[WatchGroup, RingBuffer] = {}
@@ -315,6 +323,8 @@ class Sampler:
         self._label_names = _label_names(self.counters)
         if self._label_groups:
             self._refresh_labels()
+        if self._wants_p2p:
+            self._refresh_p2p()
         if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
             self._start_health(gpus)
 
@@ -436,6 +446,8 @@ class Sampler:
         lost = self.connection_lost is not None
         if self._label_groups and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
             good = self._refresh_labels() and good
+        if self._wants_p2p and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
+            good = self._refresh_p2p() and good
         if self._health_group is not None and time.monotonic() >= self._next_health and not lost:
             self._check_health()  # a failed check is counted, but samples still flow
         if started >= self._next_costs and not lost:
@@ -582,6 +594,15 @@ class Sampler:
             for name in self._label_names.get(v.field_id, ()):
                 entity[name] = str(v.value)
         self.labels = MappingProxyType({key: MappingProxyType(names) for key, names in labels.items()})
+        return True
+
+    def _refresh_p2p(self) -> bool:
+        try:
+            matrix = self.handle.nvlink_p2p_status()
+        except DcgmError as error:
+            self._count(error.code)
+            return False   # the last matrix read stays
+        self.p2p = MappingProxyType({gpu: MappingProxyType(peers) for gpu, peers in matrix.items()})
         return True
 
     # -- health
