@@ -44,6 +44,7 @@ from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.collect.counters import CountersError, CounterSet, load_counters
 from dcgm_collector.collect.discovery import id_ranges
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.servable import unservable_rows
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
 from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_label
 from dcgm_collector.dcgm import DcgmError, Handle, Library
@@ -224,6 +225,8 @@ class Collector:
             raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
         for warning in counters.warnings:
             log.warning("%s", warning)
+        for row in unservable_rows(counters):
+            log.warning("%s", row.warning)
         for counter in counters.counters_served_as_gauges():
             log.warning("%s:%d: %s is typed counter, but DCGM's value is %s and can go down: served as a gauge, "
                         "so that rate() and increase() do not read its dips as resets", counter.path, counter.line,

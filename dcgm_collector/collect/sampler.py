@@ -48,6 +48,7 @@ from dcgm_collector.collect.counters import CounterSet
 from dcgm_collector.collect.fields import field_table
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.ring import EventRing, RingBuffer, SeriesKey
+from dcgm_collector.collect.servable import SAMPLED_LEVELS
 from dcgm_collector.collect.watches import WatchGroup, WatchPlan, plan_watches
 from dcgm_collector.dcgm import (
     DcgmError,
@@ -298,8 +299,11 @@ class Sampler:
         rings: dict[WatchGroup, RingBuffer] = {}
         field_groups: dict[WatchGroup, FieldGroup] = {}
         for watch in self.plan.groups:
-            if watch.entity_level not in ("GPU", "NONE"):
-                self._drop(watch, f"entity level {watch.entity_level} is not sampled yet")
+            if watch.entity_level not in SAMPLED_LEVELS:
+                # each of its rows was warned about, with its file and line, when the counters were read
+                self.stats.dropped_groups += 1
+                log.debug("not sampling %s fields %s (%s level): the level is not sampled yet", watch.kind,
+                          _ids(watch.field_ids), watch.entity_level)
                 continue
             # Global fields are read through the GPUs, as dcgm-exporter does: DCGM
             # keeps one copy and answers it for every GPU, so each GPU's series show it.

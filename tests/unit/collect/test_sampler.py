@@ -344,10 +344,15 @@ def test_bad_arguments_are_refused_before_anything_is_created(handle):
     sampler.stop()
 
 
-def test_fields_of_entities_other_than_gpus_are_skipped_with_a_warning(handle, caplog):
+def test_fields_of_entities_other_than_gpus_are_skipped(handle, caplog):
+    # each such row is warned about with its file and line when the counters are read (collect.servable),
+    # once, not again by every sampler a reconnect or a second hostengine starts
     counters = parse_counters(ONE_GROUP + "DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT, gauge, switch voltage\n"
                                           "DCGM_FI_DEV_CPU_TEMP_CELSIUS, gauge, CPU temperature\n")
+    caplog.set_level("DEBUG")
     with Sampler(handle, counters, SamplingOptions(collect_interval_ms=100)) as sampler:
         assert [(w.kind, w.entity_level) for w in sampler.rings] == [("values", "GPU")]
     assert sampler.stats.dropped_groups == 2
+    skipped = [r for r in caplog.records if "not sampling" in r.getMessage()]
+    assert [r.levelname for r in skipped] == ["DEBUG", "DEBUG"]
     assert "SWITCH" in caplog.text and "CPU" in caplog.text
