@@ -165,6 +165,11 @@ class Collector:
             if unsupported:
                 lines.append(f"{where}: not served, NOT_SUPPORTED on every GPU ({len(unsupported)}): "
                              f"{', '.join(unsupported)}")
+                rows = {c.name: c for c in counters}
+                for name in unsupported:   # a row that cannot be served is a warning naming its file and line
+                    row = rows[name]
+                    log.warning("%s:%d: not serving %s: %s answers NOT_SUPPORTED for it on every GPU",
+                                row.path, row.line, name, where)
             rings = generation.sampler.rings.values()
             series += sum(ring.n_series for ring in rings)
             ring_bytes += sum(ring.nbytes for ring in rings) + generation.sampler.events.nbytes
