@@ -363,9 +363,15 @@ class Sampler:
         return fg
 
     def _drop(self, watch: WatchGroup, why: str) -> None:
+        """A field group not watched: a warning for each row of the counters it leaves unserved."""
         self.stats.dropped_groups += 1
-        log.warning("not sampling %s fields %s (%s level): %s", watch.kind, _ids(watch.field_ids),
-                    watch.entity_level, why)
+        rows = [c for c in self.counters if c.field is not None and c.field.id in watch.field_ids]
+        for row in rows:
+            log.warning("%s:%d: not serving %s (field %d): %s", row.path, row.line, row.name,
+                        row.field.id, why)   # type: ignore[union-attr]
+        if not rows:   # fields a DCGM_EXP_* row needs
+            log.warning("not sampling %s fields %s (%s level): %s", watch.kind, _ids(watch.field_ids),
+                        watch.entity_level, why)
 
     def _teardown(self) -> None:
         if self._torn_down:

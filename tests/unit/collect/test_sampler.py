@@ -327,6 +327,12 @@ def test_a_refused_profiling_watch_is_dropped_and_the_rest_go_on(open_node, monk
     assert sampler.stats.dropped_groups == 1
     assert sampler.stats.errors_by_code == {int(lib.DCGM_ST_PROFILING_NOT_SUPPORTED): 1}
     assert "profiling" in caplog.text and str(SM_ACTIVE) in caplog.text
+    # one warning per row left unserved, naming where the row is
+    refused = [r.getMessage() for r in caplog.records if "DCGM refused the profiling watch" in r.getMessage()]
+    profiling_rows = [c for c in parse_counters(BASIC) if c.field is not None and c.field.is_profiling]
+    assert len(refused) == len(profiling_rows) > 0
+    assert all(m.startswith(f"<string>:{c.line}: not serving {c.name} (field {c.field.id}): ")
+               for m, c in zip(refused, profiling_rows))
 
 
 def test_bad_arguments_are_refused_before_anything_is_created(handle):
