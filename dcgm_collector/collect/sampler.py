@@ -622,7 +622,9 @@ class Sampler:
             self.handle.health_set(self._health_group, lib.DCGM_HEALTH_WATCH_ALL)
         except DcgmError as error:
             self._count(error.code)
-            log.warning("GPU health status is not available: %s", error)
+            for row in (c for c in self.counters.exporter_counters() if c.exporter == HEALTH_COUNTER):
+                log.warning("%s:%d: not serving %s: DCGM's health checks are not available: %s", row.path, row.line,
+                            row.name, error)
             if self._health_group is not None:
                 _quietly(self._health_group.destroy)
                 self._health_group = None

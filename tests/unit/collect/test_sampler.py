@@ -362,3 +362,20 @@ def test_fields_of_entities_other_than_gpus_are_skipped(handle, caplog):
     skipped = [r for r in caplog.records if "not sampling" in r.getMessage()]
     assert [r.levelname for r in skipped] == ["DEBUG", "DEBUG"]
     assert "SWITCH" in caplog.text and "CPU" in caplog.text
+
+
+def test_health_checks_dcgm_refuses_name_the_row_they_leave_unserved(open_node, monkeypatch, caplog):
+    handle = open_node("2")
+
+    def health_set(group, systems=0):
+        raise DcgmError(lib.DCGM_ST_NOT_SUPPORTED, where="dcgmHealthSet")
+
+    monkeypatch.setattr(handle, "health_set", health_set)
+    counters = parse_counters(ONE_GROUP + "DCGM_EXP_GPU_HEALTH_STATUS, gauge, health\n", "h.csv")
+    row = counters.exporter_counters()[0]
+    with Sampler(handle, counters, SamplingOptions(collect_interval_ms=100)) as sampler:
+        assert sampler.health is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"h.csv:{row.line}: not serving DCGM_EXP_GPU_HEALTH_STATUS: DCGM's health checks "
+                                  "are not available: ")
