@@ -328,7 +328,7 @@ class Sampler:
         if self._label_groups:
             self._refresh_labels()
         if self._wants_p2p:
-            self._refresh_p2p()
+            self._start_p2p()
         if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
             self._start_health(gpus)
 
@@ -606,14 +606,31 @@ class Sampler:
         self.labels = MappingProxyType({key: MappingProxyType(names) for key, names in labels.items()})
         return True
 
+    def _start_p2p(self) -> None:
+        """The first read of the P2P matrix; a row that will show nothing is said so, with its file and line."""
+        why = None
+        try:
+            self._read_p2p()
+            if not self.p2p:
+                why = "DCGM answers NOT_SUPPORTED for the NvLink P2P status"
+        except DcgmError as error:
+            self._count(error.code)
+            why = f"reading DCGM's NvLink P2P status failed ({error}); retried every {LABEL_REFRESH_S:g} s"
+        if why is not None:
+            for row in (c for c in self.counters.exporter_counters() if c.exporter == P2P_COUNTER):
+                log.warning("%s:%d: not serving %s: %s", row.path, row.line, row.name, why)
+
     def _refresh_p2p(self) -> bool:
         try:
-            matrix = self.handle.nvlink_p2p_status()
+            self._read_p2p()
         except DcgmError as error:
             self._count(error.code)
             return False   # the last matrix read stays
-        self.p2p = MappingProxyType({gpu: MappingProxyType(peers) for gpu, peers in matrix.items()})
         return True
+
+    def _read_p2p(self) -> None:
+        matrix = self.handle.nvlink_p2p_status()
+        self.p2p = MappingProxyType({gpu: MappingProxyType(peers) for gpu, peers in matrix.items()})
 
     # -- health
     def _start_health(self, gpus: Sequence[int]) -> None:

@@ -379,3 +379,25 @@ def test_health_checks_dcgm_refuses_name_the_row_they_leave_unserved(open_node, 
     assert len(warnings) == 1
     assert warnings[0].startswith(f"h.csv:{row.line}: not serving DCGM_EXP_GPU_HEALTH_STATUS: DCGM's health checks "
                                   "are not available: ")
+
+
+@pytest.mark.parametrize("status, why", [
+    (lib.DCGM_ST_NOT_SUPPORTED, "DCGM answers NOT_SUPPORTED for the NvLink P2P status"),
+    (lib.DCGM_ST_GENERIC_ERROR, "reading DCGM's NvLink P2P status failed ("),
+], ids=["not-supported", "failed"])
+def test_a_p2p_status_dcgm_does_not_give_names_the_row(open_node, monkeypatch, caplog, status, why):
+    handle = open_node("2")
+
+    def nvlink_p2p_status():
+        if status == lib.DCGM_ST_NOT_SUPPORTED:
+            return {}   # what the binding makes of NOT_SUPPORTED
+        raise DcgmError(status, where="dcgmGetNvLinkP2PStatus")
+
+    monkeypatch.setattr(handle, "nvlink_p2p_status", nvlink_p2p_status)
+    counters = parse_counters(ONE_GROUP + "DCGM_EXP_P2P_STATUS, gauge, p2p\n", "p.csv")
+    row = counters.exporter_counters()[0]
+    with Sampler(handle, counters, SamplingOptions(collect_interval_ms=100)) as sampler:
+        assert dict(sampler.p2p) == {}
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"p.csv:{row.line}: not serving DCGM_EXP_P2P_STATUS: {why}")
