@@ -12,6 +12,7 @@ import pytest
 from dcgm_collector.collect.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.servable import SERVED_EXPORTER_COUNTERS
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.p2p_status import link_status_name
 
@@ -81,3 +82,19 @@ def test_a_gpu_not_sampled_gets_no_row_but_stays_a_peer(open_node, tmp_path):
                                               (5, "NotSupported"), (6, "Unknown"), (7, "Unknown")])
 def test_link_status_names(status, name):
     assert link_status_name(status) == name
+
+
+def test_every_exporter_counter_the_start_up_check_calls_served_gets_series(open_node, tmp_path):
+    # collect.servable warns about DCGM_EXP_* rows outside SERVED_EXPORTER_COUNTERS; the rest must be served
+    node = tmp_path / "node.toml"
+    node.write_text(NODE)
+    handle = open_node(str(node), mode="manual")
+    counters = parse_counters("".join(f"{name}, gauge, {name}\n" for name in sorted(SERVED_EXPORTER_COUNTERS)))
+    sampler = Sampler(handle, counters, SamplingOptions(collect_interval_ms=1000))
+    sampler.start(thread=False)
+    try:
+        sampler.tick_once()
+        text = _families(sampler, handle.gpus())
+    finally:
+        sampler.stop()
+    assert {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")} == SERVED_EXPORTER_COUNTERS
