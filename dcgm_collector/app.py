@@ -44,6 +44,7 @@ from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.collect.counters import CountersError, CounterSet, load_counters
 from dcgm_collector.collect.discovery import id_ranges
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.servable import unservable_rows
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
 from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_label
 from dcgm_collector.dcgm import DcgmError, Handle, Library
@@ -164,6 +165,11 @@ class Collector:
             if unsupported:
                 lines.append(f"{where}: not served, NOT_SUPPORTED on every GPU ({len(unsupported)}): "
                              f"{', '.join(unsupported)}")
+                rows = {c.name: c for c in counters}
+                for name in unsupported:   # a row that cannot be served is a warning naming its file and line
+                    row = rows[name]
+                    log.warning("%s:%d: not serving %s: %s answers NOT_SUPPORTED for it on every GPU",
+                                row.path, row.line, name, where)
             rings = generation.sampler.rings.values()
             series += sum(ring.n_series for ring in rings)
             ring_bytes += sum(ring.nbytes for ring in rings) + generation.sampler.events.nbytes
@@ -204,7 +210,7 @@ class Collector:
             from dcgm_collector.attribution.podresources import PodMapper
 
             self.pods = PodMapper(config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type,
-                                  config.nvidia_resource_names)
+                                  config.nvidia_resource_names, old_names=config.use_old_namespace)
             self.pods.start()
             log.info("pod labels from the kubelet at %s (GPU ids: %s), refreshed every %g s",
                      config.pod_resources_kubelet_socket, config.kubernetes_gpu_id_type, self.pods.refresh_s)
@@ -222,6 +228,10 @@ class Collector:
             raise StartupError(str(error)) from None
         except OSError as error:
             raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
+        for warning in counters.warnings:
+            log.warning("%s", warning)
+        for row in unservable_rows(counters):
+            log.warning("%s", row.warning)
         for counter in counters.counters_served_as_gauges():
             log.warning("%s:%d: %s is typed counter, but DCGM's value is %s and can go down: served as a gauge, "
                         "so that rate() and increase() do not read its dips as resets", counter.path, counter.line,
@@ -297,6 +307,7 @@ class Collector:
         options = ExpositionOptions(
             window_s=config.window_s, aggregations=config.aggregations, hostname=hostname,
             replace_blanks_in_model_name=config.replace_blanks_in_model_name,
+            use_old_namespace=config.use_old_namespace,
             xid_count_window_ms=config.xid_count_window_ms,
             clock_events_count_window_ms=config.clock_events_count_window_ms,
             attribution=self.attribution,

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from dcgm_collector.collect.counters import Counter, CountersError, CounterSet, load_counters
+from dcgm_collector.collect.servable import unservable_rows
 from dcgm_collector.config import (
     CHECK_COMMAND,
     DASHBOARD_COMMAND,
@@ -59,6 +60,8 @@ def check_counters(argv: Sequence[str]) -> int:
         print(f"{PROG}: error: {args.file}: cannot read counters file: {error.strerror or error}", file=sys.stderr)
         return EXIT_ERROR
     print(_counters_table(counters))
+    for warning in (*counters.warnings, *(row.warning for row in unservable_rows(counters))):
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 

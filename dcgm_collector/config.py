@@ -239,6 +239,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("replace_blanks_in_model_name", ("-rbmn", "--replace-blanks-in-model-name"),
            "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", False, parse_bool,
            "write modelName with '-' for blanks (NVIDIA-H100-80GB-HBM3)", "collection", "BOOL", True),
+    Option("use_old_namespace", ("-o", "--use-old-namespace"), "DCGM_EXPORTER_USE_OLD_NAMESPACE", False, parse_bool,
+           "dcgm-exporter 1.x label names: uuid for UUID, pod_name, pod_namespace and container_name for the pod "
+           "labels (metric names stay the counters file's; use a 1.x counters file for dcgm_* names)",
+           "collection", "BOOL", True),
     Option("remote", ("-r", "--remote-hostengine-info"), "DCGM_REMOTE_HOSTENGINE_INFO", None, _text,
            f"connect to an nv-hostengine (HOST:PORT, [IPv6]:PORT, /path/to.sock or unix:///path) instead of "
            f"running DCGM embedded; used only when given.  Give it several times (or a comma-separated list) "
@@ -335,8 +339,6 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                 "debug dumps are not written"),
     Unsupported(("--web-systemd-socket",), "DCGM_EXPORTER_SYSTEMD_SOCKET", True, None,
                 "systemd socket activation is not supported yet; use -a", refuse=True),
-    Unsupported(("-o", "--use-old-namespace"), "DCGM_EXPORTER_USE_OLD_NAMESPACE", True, None,
-                "the old label names (uuid, pod_name, ...) are not written yet", refuse=True),
     Unsupported(("-m", "--configmap-data"), "DCGM_EXPORTER_CONFIGMAP_DATA", False, "none",
                 "counters are not read from a ConfigMap yet; mount it as a file and use -f", refuse=True),
 )
@@ -506,6 +508,7 @@ class Config:
     nvidia_resource_names: tuple[str, ...] = ()
     hpc_job_mapping_dir: str | None = None
     web_config_file: str | None = None
+    use_old_namespace: bool = False
 
     @property
     def sampling(self) -> SamplingOptions:

@@ -30,8 +30,11 @@ Differences, all on purpose:
   (e.g. ``DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C)., max|avg``).
   Go fixes the field count with the first record; here every record may
   have 3 or 4 fields independently, and any other count is an error.
-* Rejected here, accepted by dcgm-exporter: two rows for one field id (DCGM
-  would refuse the field group anyway), a string field with a type other
+* Two rows for one field (or one DCGM_EXP_* counter), as in NVIDIA's
+  1.x-compatibility file: the first row is used and the later one is
+  skipped with a warning naming both lines (dcgm-exporter would watch the
+  field twice and serve two families).
+* Rejected here, accepted by dcgm-exporter: a string field with a type other
   than ``label`` (its samples would not be numbers), any binary field (no
   value a sample or label could show), and ``DCGM_FI_UNKNOWN`` (DCGM's
   "no field" placeholder, id 0: nothing to collect).
@@ -145,6 +148,7 @@ class Counter:
 class CounterSet:
     path: str
     counters: tuple[Counter, ...]
+    warnings: tuple[str, ...] = ()   # ``path:line: ...`` lines about rows the file names but the set leaves out
 
     def __len__(self) -> int:
         return len(self.counters)
@@ -191,7 +195,7 @@ class CounterSet:
                      "profiling metric not supported by the GPUs")
             else:
                 kept.append(counter)
-        return CounterSet(self.path, tuple(kept))
+        return CounterSet(self.path, tuple(kept), self.warnings)
 
 
 def quoted(text: str) -> str:
@@ -305,6 +309,7 @@ class _CounterBuilder:
         self.table = table
         self.counters: list[Counter] = []
         self.seen: dict[int | str, Counter] = {}  # field id or DCGM_EXP_* name -> first row
+        self.warnings: list[str] = []
 
     def error(self, line: int, message: str) -> CountersError:
         return CountersError(self.path, line, message)
@@ -320,7 +325,8 @@ class _CounterBuilder:
             self.check_field_type(line, name, field, prom_type)
         aggregations = self.aggregations(line, name, field, prom_type, fields[3]) if len(fields) == 4 else ()
         key: int | str = field.id if field is not None else name
-        self.check_duplicate(line, name, key)
+        if self.is_duplicate(line, name, key):
+            return
         counter = Counter(name=name, field=field, exporter=exporter, prom_type=prom_type, help=help_text,
                           aggregations=aggregations, path=self.path, line=line)
         self.seen[key] = counter
@@ -380,14 +386,16 @@ class _CounterBuilder:
             chosen.append(aggregation)
         return tuple(a for a in AGGREGATIONS if a in chosen)
 
-    def check_duplicate(self, line: int, name: str, key: int | str) -> None:
+    def is_duplicate(self, line: int, name: str, key: int | str) -> bool:
+        """Whether an earlier row has this field (or DCGM_EXP_* counter); if so, warn that this row is skipped."""
         first = self.seen.get(key)
         if first is None:
-            return
-        if isinstance(key, int):
-            also = "" if first.name == name else f" as {first.name}"
-            raise self.error(line, f"{name} is field {key}, already listed at line {first.line}{also}")
-        raise self.error(line, f"{name} already listed at line {first.line}")
+            return False
+        what = f"field {key}" if isinstance(key, int) else name
+        also = "" if first.name == name else f" as {first.name}"
+        self.warnings.append(f"{self.path}:{line}: {name} is {what}, already listed at line {first.line}{also}: "
+                             f"using line {first.line}, skipping line {line}")
+        return True
 
 
 def parse_counters(text: str, path: str = "<string>", table: FieldTable | None = None) -> CounterSet:
@@ -400,7 +408,7 @@ def parse_counters(text: str, path: str = "<string>", table: FieldTable | None =
     if not builder.counters:
         what = "the file is empty" if text.strip(" \t\r\n") == "" else "the file holds only comments and blank lines"
         raise CountersError(path, 1, f"no counters defined: {what}")
-    return CounterSet(path, tuple(builder.counters))
+    return CounterSet(path, tuple(builder.counters), tuple(builder.warnings))
 
 
 def load_counters(path: str | os.PathLike[str], table: FieldTable | None = None) -> CounterSet:

@@ -15,6 +15,9 @@ cursor makes a skipped tick cost latency, never data).
 When the counters ask for DCGM_EXP_GPU_HEALTH_STATUS, the sampler also runs
 DCGM's health checks (on a group of its own that keeps lost GPUs, so their
 failure stays visible) every HEALTH_CHECK_S; readers use :attr:`Sampler.health`.
+When they ask for DCGM_EXP_P2P_STATUS, it reads DCGM's NvLink P2P status
+matrix with the labels (at start, then every LABEL_REFRESH_S: it changes
+only when the topology does); readers use :attr:`Sampler.p2p`.
 
 Failures are counted by DCGM status code and the thread carries on.  When a
 read fails, the GPUs DCGM reports as lost are taken out of the sampler's
@@ -45,6 +48,7 @@ from dcgm_collector.collect.counters import CounterSet
 from dcgm_collector.collect.fields import field_table
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.ring import EventRing, RingBuffer, SeriesKey
+from dcgm_collector.collect.servable import SAMPLED_LEVELS
 from dcgm_collector.collect.watches import WatchGroup, WatchPlan, plan_watches
 from dcgm_collector.dcgm import (
     DcgmError,
@@ -80,6 +84,7 @@ LABEL_REFRESH_S = 10.0
 HEALTH_CHECK_S = 5.0
 HEALTH_HOLD_S = 60.0
 HEALTH_COUNTER = "DCGM_EXP_GPU_HEALTH_STATUS"
+P2P_COUNTER = "DCGM_EXP_P2P_STATUS"
 # Once a second the sampler reads the engine's per-field costs (enough for a 15 s scrape) and,
 # when more cells came back blank than usual, asks DCGM for the status of each GPU (one call
 # per GPU, which on a remote hostengine is one round trip each: not worth making every second).
@@ -187,6 +192,9 @@ class Sampler:
         self.events = EventRing(self.plan.event_capacity)
         self.labels: Mapping[tuple[int, int], Mapping[str, str]] = MappingProxyType({})
         self.health: HealthState | None = None  # only when the counters ask for health status
+        # GPU -> {peer GPU: DCGM's P2P status}, only when the counters ask for P2P status
+        self.p2p: Mapping[int, Mapping[int, int]] = MappingProxyType({})
+        self._wants_p2p = any(c.exporter == P2P_COUNTER for c in counters.exporter_counters())
         self.health_interval_s = HEALTH_CHECK_S
         self._health_group: EntityGroup | None = None
         self._next_health = 0.0
@@ -285,13 +293,17 @@ class Sampler:
             self.events = previous.events
             self.labels = previous.labels
             self.health = previous.health
+            self.p2p = previous.p2p
         old_rings = previous.rings if previous is not None else {}
         cursors = {d.watch: d.cursor for d in previous._drains} if previous is not None else {}
         rings: dict[WatchGroup, RingBuffer] = {}
         field_groups: dict[WatchGroup, FieldGroup] = {}
         for watch in self.plan.groups:
-            if watch.entity_level not in ("GPU", "NONE"):
-                self._drop(watch, f"entity level {watch.entity_level} is not sampled yet")
+            if watch.entity_level not in SAMPLED_LEVELS:
+                # each of its rows was warned about, with its file and line, when the counters were read
+                self.stats.dropped_groups += 1
+                log.debug("not sampling %s fields %s (%s level): the level is not sampled yet", watch.kind,
+                          _ids(watch.field_ids), watch.entity_level)
                 continue
             # Global fields are read through the GPUs, as dcgm-exporter does: DCGM
             # keeps one copy and answers it for every GPU, so each GPU's series show it.
@@ -315,6 +327,8 @@ class Sampler:
         self._label_names = _label_names(self.counters)
         if self._label_groups:
             self._refresh_labels()
+        if self._wants_p2p:
+            self._start_p2p()
         if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
             self._start_health(gpus)
 
@@ -349,9 +363,15 @@ class Sampler:
         return fg
 
     def _drop(self, watch: WatchGroup, why: str) -> None:
+        """A field group not watched: a warning for each row of the counters it leaves unserved."""
         self.stats.dropped_groups += 1
-        log.warning("not sampling %s fields %s (%s level): %s", watch.kind, _ids(watch.field_ids),
-                    watch.entity_level, why)
+        rows = [c for c in self.counters if c.field is not None and c.field.id in watch.field_ids]
+        for row in rows:
+            log.warning("%s:%d: not serving %s (field %d): %s", row.path, row.line, row.name,
+                        row.field.id, why)   # type: ignore[union-attr]
+        if not rows:   # fields a DCGM_EXP_* row needs
+            log.warning("not sampling %s fields %s (%s level): %s", watch.kind, _ids(watch.field_ids),
+                        watch.entity_level, why)
 
     def _teardown(self) -> None:
         if self._torn_down:
@@ -436,6 +456,8 @@ class Sampler:
         lost = self.connection_lost is not None
         if self._label_groups and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
             good = self._refresh_labels() and good
+        if self._wants_p2p and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
+            good = self._refresh_p2p() and good
         if self._health_group is not None and time.monotonic() >= self._next_health and not lost:
             self._check_health()  # a failed check is counted, but samples still flow
         if started >= self._next_costs and not lost:
@@ -584,6 +606,32 @@ class Sampler:
         self.labels = MappingProxyType({key: MappingProxyType(names) for key, names in labels.items()})
         return True
 
+    def _start_p2p(self) -> None:
+        """The first read of the P2P matrix; a row that will show nothing is said so, with its file and line."""
+        why = None
+        try:
+            self._read_p2p()
+            if not self.p2p:
+                why = "DCGM answers NOT_SUPPORTED for the NvLink P2P status"
+        except DcgmError as error:
+            self._count(error.code)
+            why = f"reading DCGM's NvLink P2P status failed ({error}); retried every {LABEL_REFRESH_S:g} s"
+        if why is not None:
+            for row in (c for c in self.counters.exporter_counters() if c.exporter == P2P_COUNTER):
+                log.warning("%s:%d: not serving %s: %s", row.path, row.line, row.name, why)
+
+    def _refresh_p2p(self) -> bool:
+        try:
+            self._read_p2p()
+        except DcgmError as error:
+            self._count(error.code)
+            return False   # the last matrix read stays
+        return True
+
+    def _read_p2p(self) -> None:
+        matrix = self.handle.nvlink_p2p_status()
+        self.p2p = MappingProxyType({gpu: MappingProxyType(peers) for gpu, peers in matrix.items()})
+
     # -- health
     def _start_health(self, gpus: Sequence[int]) -> None:
         try:
@@ -591,7 +639,9 @@ class Sampler:
             self.handle.health_set(self._health_group, lib.DCGM_HEALTH_WATCH_ALL)
         except DcgmError as error:
             self._count(error.code)
-            log.warning("GPU health status is not available: %s", error)
+            for row in (c for c in self.counters.exporter_counters() if c.exporter == HEALTH_COUNTER):
+                log.warning("%s:%d: not serving %s: DCGM's health checks are not available: %s", row.path, row.line,
+                            row.name, error)
             if self._health_group is not None:
                 _quietly(self._health_group.destroy)
                 self._health_group = None

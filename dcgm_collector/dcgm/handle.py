@@ -695,6 +695,26 @@ class Handle:
             ids.update(int(group.fieldIds[j]) for j in range(min(group.numFieldIds, len(group.fieldIds))))
         return frozenset(ids)
 
+    def nvlink_p2p_status(self) -> dict[int, dict[int, int]]:
+        """Every GPU's NvLink P2P status with every other GPU (``dcgmGetNvLinkP2PStatus``).
+
+        GPU id -> {peer GPU id: dcgmNvLinkGpuP2PStatus_t value (0 OK .. 6 Unknown)}, the pairs of
+        the square matrix DCGM fills for its numGpus GPUs, a GPU with itself left out.  Empty when
+        DCGM answers NOT_SUPPORTED, as go-dcgm reads it.
+        """
+        status = ffi.new("dcgmNvLinkP2PStatus_v1 *", {"version": lib.dcgmNvLinkP2PStatus_version1, "numGpus": 0})
+        rc = lib.dcgmGetNvLinkP2PStatus(self._h(), status)
+        if rc == lib.DCGM_ST_NOT_SUPPORTED:
+            return {}
+        check(rc, "dcgmGetNvLinkP2PStatus")
+        count = min(int(status.numGpus), lib.DCGM_MAX_NUM_DEVICES)
+        matrix: dict[int, dict[int, int]] = {}
+        for i in range(count):
+            row = status.gpus[i]
+            gpu = int(row.entityId)
+            matrix[gpu] = {peer: int(row.linkStatus[peer]) for peer in range(count) if peer != gpu}
+        return matrix
+
     # -- entity groups
     def all_gpus(self) -> EntityGroup:
         """DCGM's built-in group of all GPUs (never destroyed)."""

@@ -31,7 +31,8 @@ Differences, on purpose:
 * Extra families: ``<name>_min``, ``_max``, ``_avg`` (gauges) over the
   trailing window for rows that ask (4th column or --aggregations), and the
   collector's own ``dcgm_collector_*`` metrics.
-* DCGM_EXP_P2P_STATUS is not served yet.
+* DCGM_EXP_P2P_STATUS covers the sampled GPUs (with -d, the selected ones),
+  each against every GPU DCGM reports; dcgm-exporter serves every GPU's row.
 
 Several targets (one collector, several hostengines): :class:`MultiExposition`
 writes each family's HELP and TYPE once, then the series of every target, in
@@ -57,6 +58,7 @@ from dcgm_collector.expose.families import EventFamily, Family, FieldFamily
 from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
 from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
+from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.text import Header, family_types, label_text
@@ -254,6 +256,8 @@ class Exposition:
             return ClockEventsFamily(name, header, self._clock, self.options.clock_events_count_window_ms, entities)
         if counter.exporter == HEALTH_STATUS:
             return HealthFamily(name, header, self.sampler, entities)
+        if counter.exporter == P2P_STATUS:
+            return P2PStatusFamily(name, header, self.sampler, entities)
         return None
 
     # -- per scrape

@@ -58,13 +58,15 @@ class Labeller(Protocol):
 
 
 class GpuLabeller:
-    """GPUs: ``gpu, UUID, pci_bus_id, device, modelName, hostname`` (hostname left out with -n)."""
+    """GPUs: ``gpu, UUID, pci_bus_id, device, modelName, hostname`` (hostname left out with -n;
+    ``uuid`` for ``UUID`` with -o, dcgm-exporter 1.x's name)."""
 
     level = EntityType.GPU
 
     def identity(self, info: GpuInfo, options: ExpositionOptions) -> list[tuple[str, str]]:
         model = info.name.replace(" ", "-") if options.replace_blanks_in_model_name else info.name
-        identity = [("gpu", str(info.gpu_id)), ("UUID", info.uuid), ("pci_bus_id", info.pci_bus_id),
+        uuid = "uuid" if options.use_old_namespace else "UUID"
+        identity = [("gpu", str(info.gpu_id)), (uuid, info.uuid), ("pci_bus_id", info.pci_bus_id),
                     ("device", f"nvidia{info.gpu_id}"), ("modelName", model)]
         if options.hostname:
             identity.append(("hostname", options.hostname))

@@ -29,6 +29,7 @@ class ExpositionOptions:
     aggregations: tuple[str, ...] = ()           # --aggregations: added to every numeric row
     hostname: str | None = field(default_factory=socket.gethostname)  # None or "": no hostname label (-n)
     replace_blanks_in_model_name: bool = False   # -rbmn
+    use_old_namespace: bool = False              # -o: the 1.x label names (uuid; the pod labels' are the mapper's)
     xid_count_window_ms: int = DEFAULT_COUNT_WINDOW_MS         # -x
     clock_events_count_window_ms: int = DEFAULT_COUNT_WINDOW_MS  # --clock-events-count-window-size
     # samples older than this are stale (health, dcgm_collector_up, last values);

@@ -305,7 +305,10 @@ static bool model_supports_profiling_field(const sim_model *model, unsigned shor
  *   120 autoboost, 191 fan speed (all five boards are passively cooled),
  *   81 power inforom version, 130 supported clocks (a binary blob that
  *   sim_value cannot carry), 170-175 fabric manager, 285-287 C2C,
- *   334-346 SHM/CBU/SRAM ECC, 571-577 platform info, vGPU fields (bare metal).
+ *   334-346 SHM/CBU/SRAM ECC, 571-577 platform info, vGPU fields (bare metal),
+ *   except 526 vGPU licence status: DCGM asks NVML for the GPU's licensable
+ *   features, and a bare-metal GPU answers that it has no GRID licence, which
+ *   DCGM stores as 0 (DcgmCacheManager.cpp, DCGM_FI_DEV_VGPU_LICENSE_STATUS).
  */
 static bool model_supports_common_field(unsigned short id)
 {
@@ -325,7 +328,7 @@ static bool model_supports_common_field(unsigned short id)
     case 310: case 311: case 312: case 313:
     case 314: case 315: case 316: case 317: case 318: case 319: case 320: case 321:
     case 324: case 325: case 326: case 327: case 328: case 329: case 330: case 331:
-    case 500:
+    case 500: case 526:
         return true;
     default:
         return false;

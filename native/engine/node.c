@@ -775,7 +775,7 @@ static bool node_sample_identity(const sim_node *node, unsigned int index, unsig
      * says 32, the code and DcgmCoreProxy::GetCudaComputeCapabilityMajorVersion use 16) */
     case 63: sim_put_int(out, ((int64_t)m->cc_major << 16) | m->cc_minor); return true;
     case 64: sim_put_int(out, node_nvlink_p2p_mask(node, index)); return true;
-    case 65: case 74: case 500: sim_put_int(out, 0); return true;
+    case 65: case 74: case 500: case 526: sim_put_int(out, 0); return true;
     case 66: case 84: case 300: case 301: sim_put_int(out, 1); return true;
     case 67: sim_put_int(out, g->mig_instances > 0); return true;
     case 69: sim_put_int(out, 7); return true;
@@ -1139,10 +1139,14 @@ static bool node_field_is_global(const dcgm_field_meta_t *meta)
     return meta->scope == DCGM_FS_GLOBAL || meta->entityLevel == DCGM_FE_NONE;
 }
 
+/* DCGM files the vGPU licence status (526) under vGPU entities, but its cache manager reads it
+ * from the GPU's own NVML device (the GPU's licensable features), so a GPU answers it too */
+#define NODE_VGPU_LICENSE_STATUS 526
+
 static bool node_level_is_gpu(const dcgm_field_meta_t *meta)
 {
     return meta->entityLevel == DCGM_FE_GPU || meta->entityLevel == DCGM_FE_GPU_I ||
-           meta->entityLevel == DCGM_FE_GPU_CI;
+           meta->entityLevel == DCGM_FE_GPU_CI || meta->fieldId == NODE_VGPU_LICENSE_STATUS;
 }
 
 int sim_node_field_supported(const sim_node *node, unsigned int gpu, unsigned short fieldId)

@@ -441,7 +441,8 @@ static void test_support_and_types(void)
     for (size_t i = 0; i < sizeof attributes / sizeof attributes[0]; i++)
         CHECK(sim_node_field_supported(node, 0, attributes[i]), "H100 lacks attribute field %u", attributes[i]);
     CHECK(!sim_node_field_supported(node, 0, 130), "130 is documented as not supported");
-    CHECK(!sim_node_field_supported(node, 0, 526), "vGPU license status on bare metal");
+    CHECK(sim_node_field_supported(node, 0, 526) && sample_i(node, 0, 526, 1.0) == 0,
+          "vGPU license status on bare metal: 0, no licence");
     CHECK(!sim_node_field_supported(node, 0, 390), "H100 retires no pages (row remapping)");
     CHECK(sim_node_field_supported(node, 4, 390) && !sim_node_field_supported(node, 4, 393), "T4 retires pages");
     CHECK(!sim_node_field_supported(node, 4, 140), "T4 has no memory temperature");

@@ -289,11 +289,11 @@ def test_clients_that_send_nothing_do_not_hold_up_the_others(collector):
 @pytest.mark.parametrize("broken, expected", [
     (COUNTERS.replace("DCGM_FI_DEV_POWER_USAGE, gauge", "DCGM_FI_DEV_POWER_USAGE, gaug"),
      r"{path}:2: "),
-    ("DCGM_FI_DEV_GPU_TEMP, gauge, temperature\nDCGM_FI_DEV_GPU_TEMP, gauge, again\n", r"{path}:2: "),
+    ("DCGM_FI_DEV_GPU_TEMP, gauge, temperature\nDCGM_FI_DEV_GPU_TEMP, gaug, again\n", r"{path}:2: "),
     ("DCGM_FI_DEV_GPU_TEMP, gauge\n", r"{path}:1: "),
     (b"\xff\xfe\x00garbage\n", r"{path}"),
     (None, r"{path}: cannot read counters file: No such file or directory"),
-], ids=["bad-type", "duplicate", "two-columns", "binary", "deleted"])
+], ids=["bad-type", "bad-type-in-a-repeated-row", "two-columns", "binary", "deleted"])
 def test_a_counters_file_reloaded_broken_keeps_the_old_metrics(collector, broken, expected):
     path = collector.counters
     try:

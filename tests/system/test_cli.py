@@ -575,3 +575,63 @@ def test_a_rate_typed_counter_is_served_as_a_gauge_with_one_warning(tmp_path):
     assert "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL gauge\n" in text
     assert log.count(f"{counters}:2: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is typed counter, but DCGM's value is a rate "
                      "(MB/s) and can go down: served as a gauge") == 1
+
+
+def test_use_old_namespace_writes_uuid_from_flag_or_environment(tmp_path):
+    counters = tmp_path / "1x.csv"
+    counters.write_text("dcgm_gpu_temp, gauge, GPU temperature (in C).\n"
+                        "DCGM_EXP_XID_ERRORS_COUNT, gauge, Count of XID errors within the window.\n")
+    for args, env in ((("-o",), clean_env()), ((), clean_env(DCGM_EXPORTER_USE_OLD_NAMESPACE="true"))):
+        with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "-f", str(counters), *args, env=env) as c:
+            text = metrics_after_ticks(c, 2)
+        series = [(name, labels) for name, labels, _ in samples(text) if "gpu" in labels]
+        assert {name for name, _ in series} == {"dcgm_gpu_temp", "DCGM_EXP_XID_ERRORS_COUNT"}
+        assert all(list(labels)[:2] == ["gpu", "uuid"] and "UUID" not in labels for _, labels in series)
+
+
+# a 1.x-style file with a repeated row, rows at levels not sampled, and P2P status
+MIXED_ROWS = """\
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT, gauge, NvSwitch voltage.
+dcgm_gpu_temp, gauge, GPU temperature again.
+DCGM_FI_DEV_CPU_MODEL, label, CPU model.
+DCGM_EXP_P2P_STATUS, gauge, P2P NvLink status.
+"""
+
+
+def mixed_rows_warnings(path: Path) -> list[str]:
+    return [
+        f"{path}:3: dcgm_gpu_temp is field 150, already listed at line 1 as DCGM_FI_DEV_GPU_TEMP: "
+        "using line 1, skipping line 3",
+        f"{path}:2: not serving DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT: DCGM keeps DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT "
+        "(field 701) per NvSwitch, and NvSwitch entities are not sampled yet (the row is left out)",
+        f"{path}:4: not serving DCGM_FI_DEV_CPU_MODEL: DCGM keeps DCGM_FI_DEV_CPU_MODEL (field 1141) per CPU, "
+        "and CPU entities are not sampled yet (the label row is left out)",
+    ]
+
+
+def test_rows_that_cannot_be_served_warn_once_each_and_p2p_is_served(tmp_path):
+    counters = tmp_path / "mixed.csv"
+    counters.write_text(MIXED_ROWS)
+    with collector(tmp_path, "--sim", "3", "-a", "127.0.0.1:0", "-f", str(counters), "-n") as c:
+        text = metrics_after_ticks(c, 2)
+        log = c.log()
+    for warning in mixed_rows_warnings(counters):
+        assert log.count(warning) == 1, log
+    assert log.count("level=WARN") == 3, log
+    p2p = [(labels["gpu"], labels["peer_gpu"], labels["link_status"], value)
+           for name, labels, value in samples(text) if name == "DCGM_EXP_P2P_STATUS"]
+    # three H100s, each with NvLinks: every ordered pair is OK
+    assert p2p == [(gpu, peer, "OK", 0.0) for gpu in "012" for peer in "012" if peer != gpu]
+    assert {name for name, _, _ in samples(text) if not name.startswith("dcgm_collector_")} == {
+        "DCGM_FI_DEV_GPU_TEMP", "DCGM_EXP_P2P_STATUS"}
+
+
+def test_check_counters_shows_the_same_warnings(tmp_path, capsys):
+    counters = tmp_path / "mixed.csv"
+    counters.write_text(MIXED_ROWS)
+    assert cli.main(["check-counters", str(counters)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [f"dcgm-collector: warning: {w}" for w in mixed_rows_warnings(counters)]
+    assert captured.out.splitlines()[-1] == (f"{counters}: 4 rows: 2 metrics (0 with window aggregates), "
+                                             "1 label rows, 1 DCGM_EXP_* counters")

@@ -318,8 +318,7 @@ def test_module_runs_as_a_command():
 
 # every panel of the shipped default file, plus the rows that are off by
 # default but have panels of their own (throttling, XID counts, health, ECC)
-# and one field with no special panel.  The vGPU licence row is left out:
-# the simulated node is bare metal, so DCGM answers NOT_SUPPORTED for it.
+# and one field with no special panel.
 E2E_COUNTERS_EXTRA = """\
 DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, gauge, Clock throttle reasons.
 DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constraints (in ns).
@@ -331,7 +330,6 @@ DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC 
 DCGM_FI_PROF_SM_ACTIVE, gauge, The ratio of cycles an SM has at least 1 warp assigned., max
 DCGM_FI_DEV_PSTATE, gauge, Performance state.
 """
-NOT_ON_THE_SIMULATOR = ("DCGM_FI_DEV_VGPU_LICENSE_STATUS",)
 
 # Two H100s capped at 200 W, so power capping (clock event, violation time)
 # is on from the start; XIDs early on, one of them a double-bit ECC error.
@@ -362,9 +360,7 @@ MACROS = {"$__rate_interval": "5s", "$__interval": "5s", "$__range": "30s"}
 
 
 def _default_rows() -> str:
-    text = Path(default_counters_path()).read_text()
-    return "".join(line for line in text.splitlines(keepends=True)
-                   if not line.startswith(NOT_ON_THE_SIMULATOR))
+    return Path(default_counters_path()).read_text()
 
 
 def _substitute(expr: str) -> str:
@@ -394,7 +390,7 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
     # the shipped dashboard's queries are all among those tested here
     shipped = {e for p in _panels(json.loads(DEPLOYED.read_text())) for e in _exprs(p)}
     tested = {e for p in _panels(dashboard) for e in _exprs(p)}
-    assert {e for e in shipped - tested if not any(n in e for n in NOT_ON_THE_SIMULATOR)} == set()
+    assert shipped - tested == set()
 
     scenario = tmp_path / "scenario.toml"
     scenario.write_text(E2E_SCENARIO)

@@ -124,6 +124,15 @@ def test_eight_gpus_read_over_tcp_carry_the_models_values(hostengine, library, o
         assert not {(v.entity_id, v.field_id, v.ts) for v in again if v.status == OK} & set(series)
 
 
+def test_nvlink_p2p_status_over_tcp_is_the_embedded_engines(hostengine, library, open_node):
+    he = hostengine("--port", "0")
+    with _connect(he.address, library) as h:
+        remote = h.nvlink_p2p_status()
+    # eight H100s, each with NvLinks: every ordered pair is OK (0)
+    assert remote == {gpu: {peer: 0 for peer in range(8) if peer != gpu} for gpu in range(8)}
+    assert open_node("").nvlink_p2p_status() == remote
+
+
 def test_unix_socket_serves_and_the_socket_file_goes_on_sigterm(hostengine, library, tmp_path):
     path = tmp_path / "he.sock"
     he = hostengine("--unix", str(path), "--scenario", "3")

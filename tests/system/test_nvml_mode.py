@@ -155,6 +155,10 @@ def test_nvml_mode_serves_the_nvml_readings_with_the_sim_labels(tmp_path):
         # page retirement is pre-Ampere: NVML answers NOT_SUPPORTED on an H100, as on the real H200
         assert not by_gpu(text, "DCGM_FI_DEV_RETIRED_SBE")
         assert "embedded DCGM: not served, NOT_SUPPORTED on every GPU (1): DCGM_FI_DEV_RETIRED_SBE" in log
+        retired_line = next(n for n, row in enumerate(COUNTERS.splitlines(), 1)
+                            if row.startswith("DCGM_FI_DEV_RETIRED_SBE,"))
+        assert log.count(f"counters.csv:{retired_line}: not serving DCGM_FI_DEV_RETIRED_SBE: embedded DCGM answers "
+                         "NOT_SUPPORTED for it on every GPU") == 1
         assert fresh(text) and value(text, "dcgm_collector_up") == 1
         nvml_labels = {gpu: {k: labels[k] for k in LABELS}
                        for gpu, (labels, _) in by_gpu(text, "DCGM_FI_DEV_GPU_TEMP").items()}

@@ -107,6 +107,7 @@ FLAG_ENV_CASES = [
      DeviceSelection("g", (1,))),
     (["-n=false"], "DCGM_EXPORTER_NO_HOSTNAME", "true", "no_hostname", True, False),
     (["-rbmn=0"], "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", "T", "replace_blanks_in_model_name", True, False),
+    (["-o=false"], "DCGM_EXPORTER_USE_OLD_NAMESPACE", "1", "use_old_namespace", True, False),
     (["-x", "100"], "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", "200", "xid_count_window_ms", 200, 100),
     (["--clock-events-count-window-size", "300"], "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", "400",
      "clock_events_count_window_ms", 400, 300),
@@ -209,11 +210,20 @@ def test_unsupported_options_warn_or_refuse():
     assert "--dump-enabled is not supported yet" in text
     assert "DCGM_EXPORTER_ENABLE_PPROF=true" in text
     assert "switch-devices" not in text and "DUMP_DIRECTORY" not in text   # dcgm-exporter's defaults: nothing to warn
-    refused = ((["-o"], {}), (["-m", "ns:cm"], {}), ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}))
+    refused = ((["-m", "ns:cm"], {}), ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}))
     for argv, env in refused:
         with pytest.raises(ConfigError, match="is not supported yet"):
             parse_config(argv, env)
     assert parse_config(["-o=false", "-m", "none"], {}).warnings == ()
+
+
+def test_use_old_namespace_from_flag_or_environment():
+    assert parse_config([], {}).use_old_namespace is False
+    assert parse_config(["-o"], {}).use_old_namespace is True
+    assert parse_config(["--use-old-namespace"], {}).use_old_namespace is True
+    assert parse_config([], {"DCGM_EXPORTER_USE_OLD_NAMESPACE": "true"}).use_old_namespace is True
+    assert parse_config(["-o=false"], {"DCGM_EXPORTER_USE_OLD_NAMESPACE": "true"}).use_old_namespace is False
+    assert parse_config(["-o"], {}).warnings == ()
 
 
 def test_hostname_label():

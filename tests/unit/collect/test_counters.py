@@ -185,14 +185,6 @@ REJECTED = [
                  "can only be a label, not a counter", id="string-field-as-counter"),
     pytest.param("DCGM_FI_DEV_GRAPHICS_PIDS, label, p\n", "f.csv:1: DCGM_FI_DEV_GRAPHICS_PIDS is a binary field: it "
                  "has no value a metric or label can show", id="binary-field"),
-    pytest.param(f"{TEMP}, gauge, t\n\n{TEMP}, gauge, t\n", "f.csv:3: DCGM_FI_DEV_GPU_TEMP is field 150, already "
-                 "listed at line 1", id="duplicate-row"),
-    pytest.param(f"{TEMP}, gauge, t\ndcgm_gpu_temp, gauge, t\n", "f.csv:2: dcgm_gpu_temp is field 150, already "
-                 "listed at line 1 as DCGM_FI_DEV_GPU_TEMP", id="duplicate-through-legacy-name"),
-    pytest.param(f"{TEMP}, label, t\n{TEMP}, gauge, t\n", "f.csv:2: DCGM_FI_DEV_GPU_TEMP is field 150, already "
-                 "listed at line 1", id="duplicate-label-and-value"),
-    pytest.param("DCGM_EXP_P2P_STATUS, gauge, p\nDCGM_EXP_P2P_STATUS, gauge, p\n", "f.csv:2: DCGM_EXP_P2P_STATUS "
-                 "already listed at line 1", id="duplicate-exporter-row"),
     pytest.param(f"{UTIL}, gauge, u, mean\n", 'f.csv:1: unknown aggregation "mean"; expected min, max, avg '
                  "separated by '|'", id="bad-aggregation"),
     pytest.param(f"{UTIL}, gauge, u, MAX\n", 'f.csv:1: unknown aggregation "MAX"; expected min, max, avg '
@@ -225,6 +217,46 @@ def test_rejected(text: str, message: str) -> None:
     assert caught.value.path == PATH
     assert message == f"{PATH}:{caught.value.line}: {caught.value.message}"
     assert isinstance(caught.value, ValueError)
+
+
+DUPLICATES = [
+    pytest.param(f"{TEMP}, gauge, t\n\n{TEMP}, gauge, again\n", "f.csv:3: DCGM_FI_DEV_GPU_TEMP is field 150, already "
+                 "listed at line 1: using line 1, skipping line 3", id="duplicate-row"),
+    pytest.param(f"{TEMP}, gauge, t\ndcgm_gpu_temp, gauge, again\n", "f.csv:2: dcgm_gpu_temp is field 150, already "
+                 "listed at line 1 as DCGM_FI_DEV_GPU_TEMP: using line 1, skipping line 2",
+                 id="duplicate-through-legacy-name"),
+    pytest.param(f"{TEMP}, label, t\n{TEMP}, gauge, again\n", "f.csv:2: DCGM_FI_DEV_GPU_TEMP is field 150, already "
+                 "listed at line 1: using line 1, skipping line 2", id="duplicate-label-and-value"),
+    pytest.param("DCGM_EXP_P2P_STATUS, gauge, t\nDCGM_EXP_P2P_STATUS, gauge, again\n", "f.csv:2: DCGM_EXP_P2P_STATUS "
+                 "is DCGM_EXP_P2P_STATUS, already listed at line 1: using line 1, skipping line 2",
+                 id="duplicate-exporter-row"),
+]
+
+
+@pytest.mark.parametrize(("text", "warning"), DUPLICATES)
+def test_a_field_named_twice_keeps_the_first_row_and_warns_once(text: str, warning: str) -> None:
+    counters = parse_counters(text, PATH)
+    assert counters.warnings == (warning,)
+    assert len(counters) == 1
+    (first,) = counters
+    assert (first.line, first.help) == (1, "t")
+
+
+def test_a_row_named_twice_is_still_checked() -> None:
+    with pytest.raises(CountersError) as caught:
+        parse_counters(f"{TEMP}, gauge, t\n{TEMP}, gaugee, t\n", PATH)
+    assert str(caught.value).startswith("f.csv:2: unknown metric type")
+
+
+def test_nvidia_1x_file_pcie_row_twice_in_lower_case() -> None:
+    # the 1.x compatibility file lists its PCIe transmit row twice, in lower case
+    text = ("dcgm_fi_prof_pcie_tx_bytes, counter, The number of bytes of active pcie tx data.\n"
+            "dcgm_fi_prof_pcie_rx_bytes, counter, The number of bytes of active pcie rx data.\n"
+            "dcgm_fi_prof_pcie_tx_bytes, counter, The number of bytes of active pcie tx data.\n")
+    counters = parse_counters(text, PATH)
+    assert [c.name for c in counters] == ["dcgm_fi_prof_pcie_tx_bytes", "dcgm_fi_prof_pcie_rx_bytes"]
+    assert counters.warnings == ("f.csv:3: dcgm_fi_prof_pcie_tx_bytes is field 1009, already listed at line 1: "
+                                 "using line 1, skipping line 3",)
 
 
 def test_split_lines_follows_go() -> None:

@@ -327,6 +327,12 @@ def test_a_refused_profiling_watch_is_dropped_and_the_rest_go_on(open_node, monk
     assert sampler.stats.dropped_groups == 1
     assert sampler.stats.errors_by_code == {int(lib.DCGM_ST_PROFILING_NOT_SUPPORTED): 1}
     assert "profiling" in caplog.text and str(SM_ACTIVE) in caplog.text
+    # one warning per row left unserved, naming where the row is
+    refused = [r.getMessage() for r in caplog.records if "DCGM refused the profiling watch" in r.getMessage()]
+    profiling_rows = [c for c in parse_counters(BASIC) if c.field is not None and c.field.is_profiling]
+    assert len(refused) == len(profiling_rows) > 0
+    assert all(m.startswith(f"<string>:{c.line}: not serving {c.name} (field {c.field.id}): ")
+               for m, c in zip(refused, profiling_rows))
 
 
 def test_bad_arguments_are_refused_before_anything_is_created(handle):
@@ -344,10 +350,54 @@ def test_bad_arguments_are_refused_before_anything_is_created(handle):
     sampler.stop()
 
 
-def test_fields_of_entities_other_than_gpus_are_skipped_with_a_warning(handle, caplog):
+def test_fields_of_entities_other_than_gpus_are_skipped(handle, caplog):
+    # each such row is warned about with its file and line when the counters are read (collect.servable),
+    # once, not again by every sampler a reconnect or a second hostengine starts
     counters = parse_counters(ONE_GROUP + "DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT, gauge, switch voltage\n"
                                           "DCGM_FI_DEV_CPU_TEMP_CELSIUS, gauge, CPU temperature\n")
+    caplog.set_level("DEBUG")
     with Sampler(handle, counters, SamplingOptions(collect_interval_ms=100)) as sampler:
         assert [(w.kind, w.entity_level) for w in sampler.rings] == [("values", "GPU")]
     assert sampler.stats.dropped_groups == 2
+    skipped = [r for r in caplog.records if "not sampling" in r.getMessage()]
+    assert [r.levelname for r in skipped] == ["DEBUG", "DEBUG"]
     assert "SWITCH" in caplog.text and "CPU" in caplog.text
+
+
+def test_health_checks_dcgm_refuses_name_the_row_they_leave_unserved(open_node, monkeypatch, caplog):
+    handle = open_node("2")
+
+    def health_set(group, systems=0):
+        raise DcgmError(lib.DCGM_ST_NOT_SUPPORTED, where="dcgmHealthSet")
+
+    monkeypatch.setattr(handle, "health_set", health_set)
+    counters = parse_counters(ONE_GROUP + "DCGM_EXP_GPU_HEALTH_STATUS, gauge, health\n", "h.csv")
+    row = counters.exporter_counters()[0]
+    with Sampler(handle, counters, SamplingOptions(collect_interval_ms=100)) as sampler:
+        assert sampler.health is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"h.csv:{row.line}: not serving DCGM_EXP_GPU_HEALTH_STATUS: DCGM's health checks "
+                                  "are not available: ")
+
+
+@pytest.mark.parametrize("status, why", [
+    (lib.DCGM_ST_NOT_SUPPORTED, "DCGM answers NOT_SUPPORTED for the NvLink P2P status"),
+    (lib.DCGM_ST_GENERIC_ERROR, "reading DCGM's NvLink P2P status failed ("),
+], ids=["not-supported", "failed"])
+def test_a_p2p_status_dcgm_does_not_give_names_the_row(open_node, monkeypatch, caplog, status, why):
+    handle = open_node("2")
+
+    def nvlink_p2p_status():
+        if status == lib.DCGM_ST_NOT_SUPPORTED:
+            return {}   # what the binding makes of NOT_SUPPORTED
+        raise DcgmError(status, where="dcgmGetNvLinkP2PStatus")
+
+    monkeypatch.setattr(handle, "nvlink_p2p_status", nvlink_p2p_status)
+    counters = parse_counters(ONE_GROUP + "DCGM_EXP_P2P_STATUS, gauge, p2p\n", "p.csv")
+    row = counters.exporter_counters()[0]
+    with Sampler(handle, counters, SamplingOptions(collect_interval_ms=100)) as sampler:
+        assert dict(sampler.p2p) == {}
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"p.csv:{row.line}: not serving DCGM_EXP_P2P_STATUS: {why}")
