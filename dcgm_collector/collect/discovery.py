@@ -25,6 +25,7 @@ log = logging.getLogger("dcgm_collector")
 
 NO_COMPUTE_INSTANCE = 0xFFFFFFFF   # a hierarchy row's compute-instance id on GPU-instance rows
 FIELD_NAME = 50                    # DCGM_FI_DEV_NAME: a GPU instance's profile name
+FIELD_UUID = 54                    # DCGM_FI_DEV_UUID: a GPU instance's MIG device UUID
 
 
 class DiscoveryError(Exception):
@@ -69,7 +70,7 @@ def discover(handle: Handle, counters: CounterSet, devices: DeviceSelection) -> 
 
 
 def mig_instances(handle: Handle) -> list[MigInstance]:
-    """The node's GPU instances in GPU order, each with its profile name as DCGM reads it live."""
+    """The node's GPU instances in GPU order, each with its profile name and MIG UUID as DCGM reads them live."""
     try:
         rows = handle.mig_hierarchy()
     except DcgmError as error:
@@ -82,18 +83,21 @@ def mig_instances(handle: Handle) -> list[MigInstance]:
         if row.entity_group != EntityType.GPU_I or row.nvml_compute_instance_id != NO_COMPUTE_INSTANCE:
             continue
         found.append(MigInstance(row.entity_id, row.parent_id, row.nvml_instance_id,
-                                 _profile_name(handle, row.entity_id)))
+                                 *_name_and_uuid(handle, row.entity_id)))
     return sorted(found, key=lambda instance: (instance.gpu_id, instance.entity_id))
 
 
-def _profile_name(handle: Handle, entity_id: int) -> str:
+def _name_and_uuid(handle: Handle, entity_id: int) -> tuple[str, str]:
     try:
-        value = handle.live_values([(int(EntityType.GPU_I), entity_id)], [FIELD_NAME])[0].value
+        values = handle.live_values([(int(EntityType.GPU_I), entity_id)], [FIELD_NAME, FIELD_UUID])
     except DcgmError as error:
         if error.code in CONNECTION_CODES:
             raise
-        return ""
-    return value if isinstance(value, str) else ""
+        return "", ""
+    name, uuid = (v.value for v in values)
+    # a DCGM that answers an instance's UUID with its GPU's gives no MIG device UUID
+    return (name if isinstance(name, str) else "",
+            uuid if isinstance(uuid, str) and uuid.startswith("MIG-") else "")
 
 
 def _select_instances(instances: list[MigInstance], selection: DeviceSelection) -> list[MigInstance]:

@@ -212,8 +212,8 @@ class Exposition:
                 entities = [
                     EntityLabels.of(entity, LABELLERS[EntityType(entity[0])].identity(info, self.options, instance),
                                     values.get(entity, {}),
-                                    NO_COPIES if attribution is None else attribution.copies(
-                                        info.gpu_id, info.uuid, None if instance is None else instance.instance_id))
+                                    NO_COPIES if attribution is None else attribution.copies(info.gpu_id, info.uuid,
+                                                                                             instance))
                     for entity, info, instance in self._owners]
                 self._families = self._build_families(entities)
                 self._label_values = values

@@ -3,18 +3,23 @@
  * from the GPU that holds it.
  *
  * Its name is its profile (1g.10gb ... on an H100; DCGM answers an instance's
- * DCGM_FI_DEV_NAME with it), its framebuffer is the profile's share of the
+ * DCGM_FI_DEV_NAME with it), its UUID is the MIG device's own ("MIG-...", what
+ * the device plugin hands pods), its framebuffer is the profile's share of the
  * GPU's (DCGM answers the framebuffer fields per instance), and the
  * whole-GPU utilisation counters are not supported on it (DCGM and NVML only
  * count them per GPU; MIG users read the profiling fields instead).  Other
  * fields read as the GPU's.
  */
+#include <stdint.h>
+#include <stdio.h>
+
 #include "engine_internal.h"
 #include "mig_profiles.h"
 #include "source.h"
 
 enum {
     F_NAME = 50,
+    F_UUID = 54,
     F_GPU_UTIL = 203,
     F_MEM_COPY_UTIL = 204,
     F_FB_TOTAL = 250,
@@ -52,6 +57,27 @@ const char *engine_instance_profile(const sim_engine *e, const engine_entity *en
     }
 }
 
+/* A MIG device UUID, the same on every run: the GPU's UUID and the instance index, hashed */
+static void mig_uuid(sim_engine *e, const engine_entity *ent, int64_t t_rel, sim_value *out)
+{
+    sim_value gpu;
+    if (vs_sample(e->src, ent->gpu, F_UUID, t_rel, &gpu) != DCGM_ST_OK || gpu.kind != SIM_VALUE_OK) {
+        out->kind = SIM_VALUE_BLANK;
+        return;
+    }
+    uint64_t h[2] = { 1469598103934665603ULL, 1099511628211ULL * 31 };
+    for (int k = 0; k < 2; k++) {
+        for (const char *c = gpu.str; *c; c++)
+            h[k] = (h[k] ^ (unsigned char)*c) * 1099511628211ULL;
+        h[k] = (h[k] ^ (ent->index + 1)) * 1099511628211ULL;
+    }
+    char text[64];
+    snprintf(text, sizeof text, "MIG-%08x-%04x-%04x-%04x-%012llx", (unsigned int)(h[0] >> 32),
+             (unsigned int)(h[0] >> 16) & 0xffffu, (unsigned int)h[0] & 0xffffu, (unsigned int)(h[1] >> 48),
+             (unsigned long long)(h[1] & 0xffffffffffffULL));
+    sim_put_str(out, text);
+}
+
 static int64_t gpu_int(sim_engine *e, unsigned int gpu, unsigned short field_id, int64_t t_rel, int *ok)
 {
     sim_value v;
@@ -69,6 +95,10 @@ int engine_instance_sample_locked(sim_engine *e, const engine_entity *ent, unsig
         return 0;
     if (field_id == F_NAME) {
         sim_put_str(out, engine_instance_profile(e, ent));
+        return 1;
+    }
+    if (field_id == F_UUID && !ent->fake && ent->gpu != ENGINE_NO_GPU) {
+        mig_uuid(e, ent, t_rel, out);
         return 1;
     }
     if (field_id == F_GPU_UTIL || field_id == F_MEM_COPY_UTIL) {

@@ -1055,12 +1055,20 @@ static void test_mig_profiles(void)
               gi->info.nvmlProfileSlices);
     }
     free(h);
-    unsigned short fields[] = { 50, 250, 203 };   /* name, FB total, GPU utilisation */
+    unsigned short fields[] = { 50, 250, 203, 54 };   /* name, FB total, GPU utilisation, UUID */
+    char uuids[5][64] = { "" };
     for (unsigned i = 0; i < 5; i++) {
         dcgmGroupEntityPair_t gpu = { DCGM_FE_GPU, want[i].gpu }, gi = { DCGM_FE_GPU_I, want[i].entity };
-        dcgmFieldValue_v2 whole[3], inst[3];
-        CHECK_RC(p_dcgmEntitiesGetLatestValues(EMB, &gpu, 1, fields, 3, DCGM_FV_FLAG_LIVE_DATA, whole), DCGM_ST_OK);
-        CHECK_RC(p_dcgmEntitiesGetLatestValues(EMB, &gi, 1, fields, 3, DCGM_FV_FLAG_LIVE_DATA, inst), DCGM_ST_OK);
+        dcgmFieldValue_v2 whole[4], inst[4];
+        CHECK_RC(p_dcgmEntitiesGetLatestValues(EMB, &gpu, 1, fields, 4, DCGM_FV_FLAG_LIVE_DATA, whole), DCGM_ST_OK);
+        CHECK_RC(p_dcgmEntitiesGetLatestValues(EMB, &gi, 1, fields, 4, DCGM_FV_FLAG_LIVE_DATA, inst), DCGM_ST_OK);
+        /* the MIG device's own UUID, not the GPU's, one per instance */
+        CHECK(inst[3].status == DCGM_ST_OK && strncmp(inst[3].value.str, "MIG-", 4) == 0 &&
+                  strlen(inst[3].value.str) == 40 && strncmp(whole[3].value.str, "GPU-", 4) == 0,
+              "instance %u UUID '%s' (GPU '%s')", want[i].entity, inst[3].value.str, whole[3].value.str);
+        snprintf(uuids[i], sizeof uuids[i], "%s", inst[3].value.str);
+        for (unsigned k = 0; k < i; k++)
+            CHECK(strcmp(uuids[k], uuids[i]) != 0, "instances %u and %u share UUID %s", k, i, uuids[i]);
         CHECK(inst[0].status == DCGM_ST_OK && strcmp(inst[0].value.str, want[i].name) == 0, "instance %u name '%s'",
               want[i].entity, inst[0].value.str);
         CHECK(inst[1].status == DCGM_ST_OK && whole[1].status == DCGM_ST_OK &&

@@ -1,8 +1,9 @@
 """MIG end to end: the collector on a simulated node with GPU instances, scraped over HTTP.
 
 The node (``--sim`` with a scenario) has an H200 split into three GPU
-instances by profile and a whole H100; a kubelet stand-in gives one GPU
-instance (GKE's ``nvidia0/gi1`` device id) and the whole GPU to pods.  Flex
+instances by profile and a whole H100; a kubelet stand-in gives two GPU
+instances (one by GKE's ``nvidia0/gi1`` device id, one by its ``MIG-<uuid>``
+as NVIDIA's device plugin lists it) and the whole GPU to pods.  Flex
 mode serves the H200 through its instances only, each series labelled with the
 H200's GPU labels, its profile and its GPU-instance id, as dcgm-exporter does.
 """
@@ -14,6 +15,8 @@ import subprocess
 
 from kubelet_standin import Container, KubeletStandIn, Pod
 from support import COLLECTOR, SERVING, http_get, launch, samples, stop_process, wait_for
+
+from dcgm_collector.collect.discovery import mig_instances
 
 NODE = """\
 seed = 5
@@ -38,11 +41,17 @@ def _label_order(line: str) -> list[str]:
     return [part.split("=", 1)[0] for part in inner.split('",') if "=" in part]
 
 
-def test_mig_instances_served_with_their_labels_and_pods(tmp_path):
+def test_mig_instances_served_with_their_labels_and_pods(tmp_path, open_node):
     (tmp_path / "mig.toml").write_text(NODE)
     (tmp_path / "counters.csv").write_text(COUNTERS)
+    # the MIG device UUID of GPU instance 2, as the device plugin would list it (the node is seeded)
+    handle = open_node(str(tmp_path / "mig.toml"))
+    mig_uuid = mig_instances(handle)[2].uuid
+    handle.close()
+    assert mig_uuid.startswith("MIG-")
     kubelet = KubeletStandIn(tmp_path / "kubelet.sock", pods=[
         Pod("infer-0", "serving", [Container("model", {"nvidia.com/mig-2g.35gb": ["nvidia0/gi1"]})]),
+        Pod("infer-1", "serving", [Container("model", {"nvidia.com/mig-1g.18gb": [mig_uuid]})]),
         Pod("train-0", "ml", [Container("main", {"nvidia.com/gpu": ["nvidia1"]})]),
     ]).start()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DCGM_", "NODE_NAME"))}
@@ -59,7 +68,8 @@ def test_mig_instances_served_with_their_labels_and_pods(tmp_path):
         def attributed() -> str | None:
             status, body = http_get(f"http://127.0.0.1:{port}/metrics", timeout=5)
             text = body.decode()
-            return text if status == 200 and 'pod="infer-0"' in text and 'pod="train-0"' in text else None
+            pods = ('pod="infer-0"', 'pod="infer-1"', 'pod="train-0"')
+            return text if status == 200 and all(pod in text for pod in pods) else None
 
         text = wait_for(attributed, timeout=30, what="pod labels on the MIG series", log=log.read_text)
     finally:
@@ -95,6 +105,6 @@ def test_mig_instances_served_with_their_labels_and_pods(tmp_path):
                if name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE" and "GPU_I_ID" in labels) == 3
     assert [labels["gpu"] for name, labels, _ in parsed if name == "DCGM_FI_DEV_GPU_UTIL"] == ["1"]
 
-    # pods: the instance the kubelet lists, and the whole GPU; the other instances have none
+    # pods: the instances the kubelet lists, and the whole GPU; the other instance has none
     pods = {(labels["gpu"], labels.get("GPU_I_ID")): labels.get("pod") for labels, _ in fb_used}
-    assert pods == {("0", "0"): None, ("0", "1"): "infer-0", ("0", "2"): None, ("1", None): "train-0"}
+    assert pods == {("0", "0"): None, ("0", "1"): "infer-0", ("0", "2"): "infer-1", ("1", None): "train-0"}

@@ -19,7 +19,6 @@ from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.dcgm import EntityType
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
-from dcgm_collector.model import MigInstance
 
 FE_GPU, FE_GPU_I = int(EntityType.GPU), int(EntityType.GPU_I)
 FB_USED, GR_ACTIVE = 252, 1001
@@ -99,8 +98,10 @@ def _body(exposition: Exposition, now: int) -> str:
 
 def test_instances_of_the_node(mig_exposition):
     handle, sampler, _ = mig_exposition
-    assert sampler.instances == (MigInstance(0, 0, 0, "3g.40gb"), MigInstance(1, 0, 1, "2g.20gb"),
-                                 MigInstance(2, 0, 2, "1g.10gb"))
+    assert [(i.entity_id, i.gpu_id, i.instance_id, i.profile) for i in sampler.instances] == [
+        (0, 0, 0, "3g.40gb"), (1, 0, 1, "2g.20gb"), (2, 0, 2, "1g.10gb")]
+    uuids = [i.uuid for i in sampler.instances]
+    assert all(uuid.startswith("MIG-") for uuid in uuids) and len(set(uuids)) == 3
 
 
 def test_golden_mig_text_as_dcgm_exporter_writes_it(mig_exposition):
@@ -125,7 +126,7 @@ class _Pods:
     def labels_for(self, gpu_index: int, uuid: str) -> dict[str, str]:
         return {"pod": "whole", "namespace": "ml", "container": "main"} if gpu_index == 1 else {}
 
-    def labels_for_instance(self, gpu_index: int, instance_id: int) -> dict[str, str]:
+    def labels_for_instance(self, gpu_index: int, instance_id: int, mig_uuid: str = "") -> dict[str, str]:
         if (gpu_index, instance_id) == (0, 1):
             return {"pod": "slice", "namespace": "ml", "container": "infer"}
         return {}
