@@ -324,8 +324,9 @@ class Sampler:
         self._label_names = _label_names(self.counters)
         if self._label_groups:
             self._refresh_labels()
-        if gpus and any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
-            self._start_health(gpus)
+        if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
+            # DCGM checks whole GPUs: those sampled whole and those that hold the instances
+            self._start_health(list(dict.fromkeys([*gpus, *(i.gpu_id for i in self.instances)])))
 
     def _adoptable(self, previous: Sampler | None) -> Sampler | None:
         """``previous`` if its rings fit this sampler (same GPUs, same plan) and nobody writes them any more."""

@@ -272,7 +272,8 @@ class Exposition:
         if counter.exporter == CLOCK_EVENTS_COUNT and self._clock is not None:
             return ClockEventsFamily(name, header, self._clock, self.options.clock_events_count_window_ms, entities)
         if counter.exporter == HEALTH_STATUS:
-            return HealthFamily(name, header, self.sampler, entities)
+            checked_as = {(int(EntityType.GPU_I), i.entity_id): (int(EntityType.GPU), i.gpu_id) for i in self.instances}
+            return HealthFamily(name, header, self.sampler, entities, checked_as)
         return None
 
     # -- per scrape

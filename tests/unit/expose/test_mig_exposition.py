@@ -146,3 +146,25 @@ def test_pods_are_attributed_per_instance(mig_exposition):
         f'DCGM_FI_DEV_FB_USED{{{GPU0},GPU_I_PROFILE="1g.10gb",GPU_I_ID="2",{TAIL}}} 4000',
         f'DCGM_FI_DEV_FB_USED{{{GPU1},{TAIL},container="main",namespace="ml",pod="whole"}} 50000',
     ]
+
+
+def test_an_instance_shows_the_health_of_its_gpu(mig_exposition):
+    """DCGM checks whole GPUs: GPU 0's memory incident shows on each of its instances, not on GPU 1."""
+    from types import SimpleNamespace
+
+    from dcgm_collector.collect.sampler import HealthState
+    from dcgm_collector.expose.health_status import HealthFamily
+    from dcgm_collector.expose.labels import EntityLabels
+    from dcgm_collector.expose.scrape import Scrape
+    from dcgm_collector.expose.text import Header
+    from dcgm_collector.model import HealthIncident, HealthReport
+
+    incident = HealthIncident(0x10, "FAIL", "double-bit ECC", 20, FE_GPU, 0)
+    state = HealthState(HealthReport("FAIL", (incident,)), 0.0, ((0.0, incident),))
+    entities = [EntityLabels.of(entity, [("e", f"{entity[0]}.{entity[1]}")], {})
+                for entity in [(FE_GPU_I, 0), (FE_GPU_I, 1), (FE_GPU, 1)]]
+    family = HealthFamily("H", Header.of("H", "health", "gauge", "gauge"), SimpleNamespace(health=state), entities,
+                          {(FE_GPU_I, 0): (FE_GPU, 0), (FE_GPU_I, 1): (FE_GPU, 0)})
+    mem = [line for line in family.lines(Scrape(0, 0, 0, lambda: None)) if 'health_watch="MEM"' in line]
+    assert [line.split(",")[0] + " " + line.split()[-1] for line in mem] == ['H{e="4.0" 20', 'H{e="4.1" 20',
+                                                                           'H{e="1.1" 0']
