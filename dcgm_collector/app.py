@@ -167,7 +167,8 @@ class Collector:
                              + ")")
             unsupported = generation.sampler.unsupported_counters()
             if unsupported:
-                lines.append(f"{where}: not served, NOT_SUPPORTED on every GPU ({len(unsupported)}): "
+                every = "GPU and MIG instance" if generation.sampler.instances else "GPU"
+                lines.append(f"{where}: not served, NOT_SUPPORTED on every {every} ({len(unsupported)}): "
                              f"{', '.join(unsupported)}")
             rings = generation.sampler.rings.values()
             series += sum(ring.n_series for ring in rings)

@@ -464,7 +464,7 @@ class Sampler:
         stats.last_tick_duration_s = time.monotonic() - started
 
     def unsupported_counters(self) -> tuple[str, ...]:
-        """The counters DCGM answers NOT_SUPPORTED for on every GPU sampled, in counters order.
+        """The counters DCGM answers NOT_SUPPORTED for on every GPU and MIG instance sampled, in counters order.
 
         Read from DCGM's latest values (a new watch is sampled at once), so call it after
         :meth:`start`; a GPU that lacks a field only for now (lost, no profiling) does not
@@ -480,7 +480,7 @@ class Sampler:
             return ()
         kinds: dict[int, set[str | None]] = {}
         for v in values:
-            if v.entity_group == FE_GPU:
+            if v.entity_group in (FE_GPU, FE_GPU_I):
                 kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
