@@ -159,11 +159,17 @@ class Collector:
                 lines.append(f"{where}: {target.reason}")
                 continue
             models = Tally(gpu.name for gpu in generation.topology.gpus)
-            lines.append(f"{where}: GPUs {id_ranges(generation.sampler.gpu_ids)} "
+            lines.append(f"{where}: GPUs {id_ranges(generation.sampler.gpu_ids) or 'none whole'} "
                          f"({', '.join(f'{n} x {model}' for model, n in models.items()) or 'none'})")
+            instances = generation.sampler.instances
+            if instances:
+                lines.append(f"{where}: MIG GPU instances {id_ranges([i.entity_id for i in instances])} ("
+                             + ", ".join(f"GPU {i.gpu_id} GI {i.instance_id} {i.profile or '?'}" for i in instances)
+                             + ")")
             unsupported = generation.sampler.unsupported_counters()
             if unsupported:
-                lines.append(f"{where}: not served, NOT_SUPPORTED on every GPU ({len(unsupported)}): "
+                every = "GPU and MIG instance" if generation.sampler.instances else "GPU"
+                lines.append(f"{where}: not served, NOT_SUPPORTED on every {every} ({len(unsupported)}): "
                              f"{', '.join(unsupported)}")
                 rows = {c.name: c for c in counters}
                 for name in unsupported:   # a row that cannot be served is a warning naming its file and line

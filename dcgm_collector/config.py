@@ -253,8 +253,9 @@ OPTIONS: tuple[Option, ...] = (
            "libdcgm.so.4 to load (a file or its directory) [default: the dynamic linker's search, then "
            "DCGM's install directories]", "connection", "PATH"),
     Option("devices", ("-d", "--devices"), "DCGM_EXPORTER_DEVICES_STR", DeviceSelection("f"), parse_devices,
-           "GPUs to sample: f (all), g (all GPUs), g:0,1 or g:0-3 (those GPUs), i or i:0,2-4 (the GPUs holding "
-           "those MIG instances; per-instance series come later); ids 0-1023 [default: f]", "devices", "SPEC"),
+           "GPUs to sample: f (every GPU, a MIG GPU through its GPU instances), g (all GPUs, whole), g:0,1 or "
+           "g:0-3 (those GPUs), i or i:0,2-4 (those MIG GPU instances, by entity id); ids 0-1023 [default: f]",
+           "devices", "SPEC"),
     Option("window_s", ("--window",), "DCGM_COLLECTOR_WINDOW", DEFAULT_WINDOW_S, _positive_float("seconds"),
            "length of the trailing window of the _min/_max/_avg families, in s [default: %(default)g]",
            "window", "S"),
@@ -388,7 +389,6 @@ differences from dcgm-exporter:
   -f defaults to the counters file shipped with this package, not
      {EXPORTER_COUNTERS_PATH}; pass -f to use that one.
   -n works (dcgm-exporter 4.8 parses it but still writes the label).
-  -d i selects the GPUs that hold the listed MIG instances.
   -r may be given several times (or as a comma-separated list): one collector
      for several hostengines, each target's series labelled hostname=its host
      (its address where two targets share a host), dcgm_collector_* series too.

@@ -20,6 +20,7 @@ __all__ = [
     "GpuInfo",
     "HealthIncident",
     "HealthReport",
+    "MigInstance",
 ]
 
 
@@ -70,6 +71,24 @@ class GpuInfo:
     driver_version: str
     brand: str
     status: str          # DcgmEntityStatus name: "Ok", "Lost", "Fake", ...
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """One MIG GPU instance sampled on its own, as dcgm-exporter labels it.
+
+    ``entity_id`` is DCGM's GPU_I entity id (what ``-d i:N`` names),
+    ``instance_id`` the NVML GPU-instance id (the ``GPU_I_ID`` label), and
+    ``profile`` the instance's profile name (``GPU_I_PROFILE``, e.g. ``3g.40gb``),
+    ``uuid`` the MIG device's own UUID (``MIG-...``, how the device plugin names
+    it to pods; "" when DCGM does not say).
+    """
+
+    entity_id: int
+    gpu_id: int          # the GPU that holds it: its gpu, UUID, pci_bus_id, device and modelName labels
+    instance_id: int
+    profile: str
+    uuid: str = ""
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,10 @@ its series; a GPU listed in the HPC job mapping directory gets one copy of
 each series per job, with ``hpc_job`` (and the pod labels, if any, on every
 copy).  A GPU with neither keeps its plain series.
 
+A MIG GPU instance is looked up as its own device: as ``"<gpu>-<GPU_I_ID>"``
+(how dcgm-exporter keys MIG series), or by its MIG device UUID, the id the
+device plugin hands the kubelet.
+
 ``copies(gpu_id, uuid)`` gives the attribute sets (one per copy, each a
 sorted tuple of pairs; ``((),)`` when nothing is known), and
 ``generation`` changes whenever any answer may have, so the exposition
@@ -16,6 +20,8 @@ rebuilds its label text only then, not on every scrape.
 from __future__ import annotations
 
 from typing import Protocol
+
+from dcgm_collector.model import MigInstance
 
 __all__ = ["AttributeCopies", "GpuAttribution", "NO_COPIES"]
 
@@ -28,6 +34,8 @@ class _Pods(Protocol):
     def generation(self) -> int: ...
 
     def labels_for(self, gpu_index: int, uuid: str) -> dict[str, str]: ...
+
+    def labels_for_instance(self, gpu_index: int, instance_id: int, mig_uuid: str = "") -> dict[str, str]: ...
 
 
 class _Jobs(Protocol):
@@ -49,9 +57,16 @@ class GpuAttribution:
         return (self.pods.generation if self.pods is not None else 0,
                 self.jobs.generation if self.jobs is not None else 0)
 
-    def copies(self, gpu_id: int, uuid: str) -> AttributeCopies:
-        pod = self.pods.labels_for(gpu_id, uuid) if self.pods is not None else {}
-        jobs = self.jobs.jobs_for(gpu_id) if self.jobs is not None else []
+    def copies(self, gpu_id: int, uuid: str, instance: MigInstance | None = None) -> AttributeCopies:
+        """The attribute sets of a GPU's series, or of one of its MIG GPU instances' series."""
+        if self.pods is None:
+            pod: dict[str, str] = {}
+        elif instance is None:
+            pod = self.pods.labels_for(gpu_id, uuid)
+        else:
+            pod = self.pods.labels_for_instance(gpu_id, instance.instance_id, instance.uuid)
+        instance_id = None if instance is None else instance.instance_id
+        jobs = self.jobs.jobs_for(gpu_id, instance_id) if self.jobs is not None else []
         if not jobs:
             return (tuple(sorted(pod.items())),)
         return tuple(tuple(sorted({**pod, "hpc_job": job}.items())) for job in jobs)

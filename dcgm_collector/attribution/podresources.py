@@ -21,7 +21,8 @@ Device ids are matched as dcgm-exporter matches them (reference ops.md 1.6):
 * replicas of a shared GPU, ``GPU-<uuid>::<n>`` (time-slicing, MPS) and
   ``nvidia<N>/vgpu<n>`` (GKE), count for the GPU they are a share of;
 * MIG devices, ``MIG-<uuid>`` (mapped to a GPU instance by an optional
-  ``mig_resolver``) and GKE's ``nvidia<N>/gi<M>``, label the GPU instance
+  ``mig_resolver``, or matched by the instance's MIG UUID as DCGM reports it)
+  and GKE's ``nvidia<N>/gi<M>``, label the GPU instance
   (:meth:`PodMapper.labels_for_instance`), never the whole GPU;
 * when several containers hold the same device, the last one listed wins,
   as in dcgm-exporter's default (non-sharing) mode.
@@ -203,9 +204,12 @@ class PodMapper:
         holder = self._mapping.get(gpu_key(self.gpu_id_type, gpu_index, uuid))
         return holder.labels(self.old_names) if holder is not None else {}
 
-    def labels_for_instance(self, gpu_index: int, instance_id: int) -> dict[str, str]:
-        """Labels of the container holding a MIG GPU instance; empty when none does."""
+    def labels_for_instance(self, gpu_index: int, instance_id: int, mig_uuid: str = "") -> dict[str, str]:
+        """Labels of the container holding a MIG GPU instance (by ``"<gpu>-<gi>"``, else by its
+        ``MIG-...`` UUID, as the device plugin lists it); empty when none does."""
         holder = self._mapping.get(instance_key(gpu_index, instance_id))
+        if holder is None and mig_uuid:
+            holder = self._mapping.get(mig_uuid.removeprefix("MIG-"))   # filed bare, replicas (::N) too
         return holder.labels(self.old_names) if holder is not None else {}
 
     @property

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["ENTITY_LEVELS", "FIELD_TYPES", "Field", "FieldTable", "field_table", "load_field_table"]
+__all__ = ["ENTITY_LEVELS", "FIELD_TYPES", "Field", "FieldTable", "field_table", "load_field_table", "watch_level"]
 
 FIELD_TYPES = ("i", "d", "s", "b", "t")
 ENTITY_LEVELS = ("NONE", "GPU", "VGPU", "SWITCH", "GPU_I", "GPU_CI", "LINK", "CPU", "CPU_CORE", "CONNECTX")
@@ -231,3 +231,16 @@ def field_table() -> FieldTable:
     """The table shipped with the package (loaded once)."""
     text = resources.files("dcgm_collector").joinpath("data").joinpath("fields.json").read_text(encoding="utf-8")
     return load_field_table(text)
+
+
+# Levels read through another entity, as dcgm-exporter watches them: MIG
+# instance and vGPU fields on the GPU, CPU core fields on the CPU.  (The level
+# in the field table is the finest one a field exists at.)
+_WATCHED_ON = {"GPU_I": "GPU", "GPU_CI": "GPU", "VGPU": "GPU", "CPU_CORE": "CPU"}
+
+
+def watch_level(field: Field) -> str:
+    """The entity level a field is watched on."""
+    if field.scope == "global" or field.entity_level == "NONE":
+        return "NONE"
+    return _WATCHED_ON.get(field.entity_level, field.entity_level)

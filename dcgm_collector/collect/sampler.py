@@ -61,7 +61,7 @@ from dcgm_collector.dcgm import (
     status_name,
 )
 from dcgm_collector.dcgm._native import lib
-from dcgm_collector.model import FieldCost
+from dcgm_collector.model import FieldCost, MigInstance
 
 __all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 
@@ -69,6 +69,7 @@ log = logging.getLogger(__name__)
 
 THREAD_NAME = "dcgm-sampler"
 FE_GPU = int(EntityType.GPU)
+FE_GPU_I = int(EntityType.GPU_I)
 ST_NOT_WATCHED: int = lib.DCGM_ST_NOT_WATCHED
 # Statuses that say the hostengine itself is gone or stuck: asking it about
 # each GPU would only fail the same way.
@@ -148,7 +149,11 @@ class _Drain:
 
 
 class Sampler:
-    """Watches the counters' fields on a set of GPUs and drains them into rings.
+    """Watches the counters' fields on a set of GPUs and MIG GPU instances and drains them into rings.
+
+    ``instances`` are GPU instances sampled on their own (dcgm-exporter's flex
+    mode samples a MIG GPU through its instances only): the GPU-level fields are
+    watched on them as on the GPUs, and their series are keyed by their GPU_I entity.
 
     ``rings`` (one per value / profiling field group), ``events`` and
     ``labels`` are what readers use; they are created by :meth:`start` and
@@ -170,6 +175,7 @@ class Sampler:
         options: SamplingOptions | None = None,
         *,
         gpu_ids: Sequence[int] | None = None,
+        instances: Sequence[MigInstance] = (),
         stats: SamplerStats | None = None,
         resume: Sampler | None = None,
         on_connection_lost: Callable[[int], None] | None = None,
@@ -186,6 +192,7 @@ class Sampler:
         self.interval_s = self.plan.collect_interval_us / 1e6
         self.stats = stats if stats is not None else SamplerStats()
         self.gpu_ids: tuple[int, ...] = ()
+        self.instances: tuple[MigInstance, ...] = tuple(instances)
         self.group: EntityGroup | None = None
         self.rings: Mapping[WatchGroup, RingBuffer] = MappingProxyType({})
         self.field_groups: Mapping[WatchGroup, FieldGroup] = MappingProxyType({})
@@ -281,13 +288,14 @@ class Sampler:
     def _setup(self) -> None:
         h = self.handle
         gpus = self._requested_gpus if self._requested_gpus is not None else h.gpu_ids(supported_only=True)
-        if not gpus:
+        if not gpus and not self.instances:
             raise RuntimeError("DCGM reports no supported GPU to sample")
         self.gpu_ids = tuple(gpus)
+        entities = [(FE_GPU, gpu) for gpu in gpus] + [(FE_GPU_I, i.entity_id) for i in self.instances]
         previous = self._adoptable(self._resume)
         self._resume = None   # keep no reference: an old sampler must be free to go
         self.stats.lost_gpus = ()
-        self.group = self.handle.create_group(f"dcgm-collector-gpus-{id(self):x}", gpus)
+        self.group = self.handle.create_group(f"dcgm-collector-gpus-{id(self):x}", entities)
         self._live_gpus = set(gpus)
         if previous is not None:
             self.events = previous.events
@@ -318,7 +326,8 @@ class Sampler:
             else:
                 ring = old_rings.get(watch)
                 if ring is None:
-                    series = [SeriesKey(FE_GPU, gpu, field_id) for gpu in gpus for field_id in watch.field_ids]
+                    series = [SeriesKey(group, entity, field_id) for group, entity in entities
+                              for field_id in watch.field_ids]
                     ring = RingBuffer(series, self.plan.ring_capacity)
                 rings[watch] = ring
                 self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0)))
@@ -330,7 +339,8 @@ class Sampler:
         if self._wants_p2p:
             self._start_p2p()
         if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
-            self._start_health(gpus)
+            # DCGM checks whole GPUs: those sampled whole and those that hold the instances
+            self._start_health(list(dict.fromkeys([*gpus, *(i.gpu_id for i in self.instances)])))
 
     def _adoptable(self, previous: Sampler | None) -> Sampler | None:
         """``previous`` if its rings fit this sampler (same GPUs, same plan) and nobody writes them any more."""
@@ -338,7 +348,7 @@ class Sampler:
             return None
         if previous.running:
             raise RuntimeError("a sampler resumes a stopped one only (a ring has one writer)")
-        if previous.gpu_ids != self.gpu_ids or previous.plan != self.plan:
+        if previous.gpu_ids != self.gpu_ids or previous.instances != self.instances or previous.plan != self.plan:
             return None
         return previous
 
@@ -433,7 +443,7 @@ class Sampler:
         stats = self.stats
         good = True
         newest = 0
-        drains = self._drains if self._live_gpus else ()  # every GPU lost: nothing to read
+        drains = self._drains if self._live_gpus or self.instances else ()  # every GPU lost: nothing to read
         for d in drains:
             result = self._drain(d, raw)
             if result is None:
@@ -476,7 +486,7 @@ class Sampler:
         stats.last_tick_duration_s = time.monotonic() - started
 
     def unsupported_counters(self) -> tuple[str, ...]:
-        """The counters DCGM answers NOT_SUPPORTED for on every GPU sampled, in counters order.
+        """The counters DCGM answers NOT_SUPPORTED for on every GPU and MIG instance sampled, in counters order.
 
         Read from DCGM's latest values (a new watch is sampled at once), so call it after
         :meth:`start`; a GPU that lacks a field only for now (lost, no profiling) does not
@@ -492,7 +502,7 @@ class Sampler:
             return ()
         kinds: dict[int, set[str | None]] = {}
         for v in values:
-            if v.entity_group == FE_GPU:
+            if v.entity_group in (FE_GPU, FE_GPU_I):
                 kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dcgm_collector.collect.counters import EXPORTER_COUNTERS, Counter, CounterSet
-from dcgm_collector.collect.watches import watch_level
+from dcgm_collector.collect.fields import watch_level
 
 __all__ = ["SAMPLED_LEVELS", "SERVED_EXPORTER_COUNTERS", "UnservableRow", "unservable_rows"]
 

@@ -289,7 +289,8 @@ class Target:
         elif previous is not None:
             log.warning("%sthe GPUs changed (%s -> %s): new series for the new GPUs", self._prefix(),
                         _describe(previous.topology), _describe(topology))
-        sampler = Sampler(handle, topology.counters, self.sampling, gpu_ids=topology.gpu_ids, stats=self.stats,
+        sampler = Sampler(handle, topology.counters, self.sampling, gpu_ids=topology.gpu_ids,
+                          instances=topology.instances, stats=self.stats,
                           resume=resume, on_connection_lost=self._lost if self.remote else None)
         if stop_first is not None:
             stop_first.stop()
@@ -427,4 +428,5 @@ class Target:
 
 
 def _describe(topology: Topology) -> str:
-    return f"{len(topology.gpus)} GPUs" if topology.gpus else "no GPU"
+    gpus = f"{len(topology.gpus)} GPUs" if topology.gpus else "no GPU"
+    return f"{gpus}, {len(topology.instances)} MIG GPU instances" if topology.instances else gpus

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dcgm_collector.collect.counters import CounterSet
-from dcgm_collector.collect.fields import Field, field_table
+from dcgm_collector.collect.fields import Field, field_table, watch_level
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.dcgm import MAX_FIELDS_PER_FIELD_GROUP
 
@@ -70,11 +70,6 @@ _EXPORTER_NEEDS: dict[str, tuple[int, ...]] = {
     "DCGM_EXP_XID_ERRORS_COUNT": (XID_FIELD,),
     "DCGM_EXP_CLOCK_EVENTS_COUNT": (CLOCK_EVENT_REASONS,),
 }
-
-# Levels read through another entity, as dcgm-exporter watches them: MIG
-# instance and vGPU fields on the GPU, CPU core fields on the CPU.  (The level
-# in the field table is the finest one a field exists at.)
-_WATCHED_ON = {"GPU_I": "GPU", "GPU_CI": "GPU", "VGPU": "GPU", "CPU_CORE": "CPU"}
 
 
 @dataclass(frozen=True)
@@ -124,13 +119,6 @@ class WatchPlan:
     def ring_capacity(self) -> int:
         """Rows per value ring: the retention at the watch interval, plus slack."""
         return ring_capacity(self.retention_s, self.update_freq_us)
-
-
-def watch_level(field: Field) -> str:
-    """The entity level a field is watched on."""
-    if field.scope == "global" or field.entity_level == "NONE":
-        return "NONE"
-    return _WATCHED_ON.get(field.entity_level, field.entity_level)
 
 
 def plan_watches(counters: CounterSet, options: SamplingOptions | None = None) -> WatchPlan:

@@ -919,6 +919,23 @@ class Handle:
         return values
 
     # -- test entry points
+    def live_values(self, entities: Iterable[Any], field_ids: Iterable[int]) -> list[FieldValue]:
+        """Values read from the hardware now, not the cache (``dcgmEntitiesGetLatestValues`` with
+        ``DCGM_FV_FLAG_LIVE_DATA``): what dcgm-exporter reads a GPU instance's profile name with."""
+        members = [_entity(e) for e in entities]
+        ids = _field_ids(field_ids)
+        if not members or not ids:
+            return []
+        pairs = ffi.new("dcgmGroupEntityPair_t[]", len(members))
+        for pair, (entity_group, entity_id) in zip(pairs, members):
+            pair.entityGroupId, pair.entityId = entity_group, entity_id
+        records = ffi.new("dcgmFieldValue_v2[]", len(members) * len(ids))
+        check(lib.dcgmEntitiesGetLatestValues(self._h(), pairs, len(members), ffi.new("unsigned short[]", ids),
+                                              len(ids), lib.DCGM_FV_FLAG_LIVE_DATA, records),
+              "dcgmEntitiesGetLatestValues")
+        return [_decode_value(r.entityGroupId, r.entityId, r.fieldId, r.fieldType, r.status, r.ts,
+                              r.value.i64, r.value.dbl, r.value.str) for r in records]
+
     def inject(
         self, entity_group: int, entity_id: int, field_id: int, value: float | str, ts_us: int | None = None
     ) -> None:

@@ -34,6 +34,12 @@ Differences, on purpose:
 * DCGM_EXP_P2P_STATUS covers the sampled GPUs (with -d, the selected ones),
   each against every GPU DCGM reports; dcgm-exporter serves every GPU's row.
 
+MIG: a GPU instance the sampler samples on its own (flex mode samples a GPU
+with instances through them only) has its own series, labelled with the labels
+of the GPU that holds it followed by ``GPU_I_PROFILE`` and ``GPU_I_ID`` (before
+``hostname``); series come in GPU order, a GPU's instances in its place.  A field DCGM
+does not answer for an instance (``DCGM_FI_DEV_GPU_UTIL``) has no series there.
+
 Several targets (one collector, several hostengines): :class:`MultiExposition`
 writes each family's HELP and TYPE once, then the series of every target, in
 target order and GPU order within a target (each target's series carry its
@@ -63,7 +69,7 @@ from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.text import Header, family_types, label_text
 from dcgm_collector.expose.xid_count import XID_COUNT, XidCountFamily
-from dcgm_collector.model import EntityType, GpuInfo
+from dcgm_collector.model import EntityType, GpuInfo, MigInstance
 
 __all__ = ["Exposition", "ExpositionOptions"]
 
@@ -85,9 +91,21 @@ class Exposition:
         self.version = version
         self.library_version = library_version
         by_id = {g.gpu_id: g for g in gpus}
-        self.gpus = tuple(by_id.get(i) or GpuInfo(i, "", "", "", "", "", "", "Unknown") for i in sampler.gpu_ids)
-        # the entities whose series this exposition serves, in series order
-        self.entities: tuple[EntityKey, ...] = tuple((int(EntityType.GPU), g.gpu_id) for g in self.gpus)
+
+        def info(gpu: int) -> GpuInfo:
+            return by_id.get(gpu) or GpuInfo(gpu, "", "", "", "", "", "", "Unknown")
+
+        self.gpus = tuple(info(i) for i in sampler.gpu_ids)
+        self.instances: tuple[MigInstance, ...] = tuple(sampler.instances)
+        # the entities whose series this exposition serves, in series order, with the GPU
+        # each is or belongs to and the instance it is (None for a whole GPU)
+        owners = ([((int(EntityType.GPU), g.gpu_id), g, None) for g in self.gpus]
+                  + [((int(EntityType.GPU_I), i.entity_id), info(i.gpu_id), i) for i in self.instances])
+        # GPU order, as dcgm-exporter lists them: a MIG GPU's instances where the GPU would be
+        if self.instances:
+            owners.sort(key=lambda owner: owner[1].gpu_id)
+        self._owners: tuple[tuple[EntityKey, GpuInfo, MigInstance | None], ...] = tuple(owners)
+        self.entities: tuple[EntityKey, ...] = tuple(owner[0] for owner in self._owners)
         self.window_us = round(options.window_s * 1e6)
         stale = options.stale_after_s
         if stale is None:
@@ -193,11 +211,12 @@ class Exposition:
         values = {key: dict(names) for key, names in labels.items()}
         with self._lock:
             if values != self._label_values or generation != self._attribution_seen:
-                labeller = LABELLERS[EntityType.GPU]
-                entities = [EntityLabels.of(entity, labeller.identity(info, self.options), values.get(entity, {}),
-                                            attribution.copies(info.gpu_id, info.uuid) if attribution is not None
-                                            else NO_COPIES)
-                            for entity, info in zip(self.entities, self.gpus)]
+                entities = [
+                    EntityLabels.of(entity, LABELLERS[EntityType(entity[0])].identity(info, self.options, instance),
+                                    values.get(entity, {}),
+                                    NO_COPIES if attribution is None else attribution.copies(info.gpu_id, info.uuid,
+                                                                                             instance))
+                    for entity, info, instance in self._owners]
                 self._families = self._build_families(entities)
                 self._label_values = values
             self._labels_seen = labels
@@ -255,7 +274,8 @@ class Exposition:
         if counter.exporter == CLOCK_EVENTS_COUNT and self._clock is not None:
             return ClockEventsFamily(name, header, self._clock, self.options.clock_events_count_window_ms, entities)
         if counter.exporter == HEALTH_STATUS:
-            return HealthFamily(name, header, self.sampler, entities)
+            checked_as = {(int(EntityType.GPU_I), i.entity_id): (int(EntityType.GPU), i.gpu_id) for i in self.instances}
+            return HealthFamily(name, header, self.sampler, entities, checked_as)
         if counter.exporter == P2P_STATUS:
             return P2PStatusFamily(name, header, self.sampler, entities)
         return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.expose.families import Family
@@ -53,10 +53,14 @@ class HealthFamily(Family):
     "Recent" is what the sampler holds (incidents of the last HEALTH_HOLD_S),
     since DCGM reports a counter's incident only while it moves.  ALL shows the incidents
     DCGM files under ALL, as dcgm-exporter does, not a summary of the others.
+    DCGM checks the health of whole GPUs: a MIG GPU instance shows its GPU's
+    incidents (``checked_as`` maps an entity to the one DCGM checks).
     """
 
-    def __init__(self, name: str, header: Header, sampler: Sampler, entities: Sequence[EntityLabels]) -> None:
+    def __init__(self, name: str, header: Header, sampler: Sampler, entities: Sequence[EntityLabels],
+                 checked_as: Mapping[EntityKey, EntityKey] | None = None) -> None:
         self.name, self.header, self.sampler, self.entities = name, header, sampler, list(entities)
+        self.checked_as = dict(checked_as or {})
         self._prefixes = {}
 
     def prefix(self, entity: EntityLabels, system: str, code_name: str) -> tuple[str, ...]:
@@ -77,6 +81,6 @@ class HealthFamily(Family):
         out = []
         for entity in self.entities:
             for system, bit in HEALTH_SYSTEMS:
-                result, code = worst.get((entity.entity, bit), (0, 0))
+                result, code = worst.get((self.checked_as.get(entity.entity, entity.entity), bit), (0, 0))
                 out.extend(f"{prefix}{result}\n" for prefix in self.prefix(entity, system, health_error_name(code)))
         return out

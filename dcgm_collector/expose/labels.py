@@ -14,9 +14,9 @@ from typing import Protocol
 from dcgm_collector.attribution.copies import NO_COPIES, AttributeCopies
 from dcgm_collector.expose.options import ExpositionOptions
 from dcgm_collector.expose.text import label_text
-from dcgm_collector.model import EntityType, GpuInfo
+from dcgm_collector.model import EntityType, GpuInfo, MigInstance
 
-__all__ = ["LABELLERS", "EntityKey", "EntityLabels", "GpuLabeller", "Labeller"]
+__all__ = ["LABELLERS", "EntityKey", "EntityLabels", "GpuLabeller", "Labeller", "MigLabeller"]
 
 EntityKey = tuple[int, int]     # (DCGM entity group, entity id)
 
@@ -50,11 +50,16 @@ class EntityLabels:
 
 
 class Labeller(Protocol):
-    """The identity labels of one entity level, in dcgm-exporter's order."""
+    """The identity labels of one entity level, in dcgm-exporter's order.
+
+    ``info`` is the GPU the entity is or belongs to; ``instance`` the MIG GPU
+    instance for the GPU_I level (None on other levels).
+    """
 
     level: EntityType
 
-    def identity(self, info: GpuInfo, options: ExpositionOptions) -> list[tuple[str, str]]: ...
+    def identity(self, info: GpuInfo, options: ExpositionOptions,
+                 instance: MigInstance | None = None) -> list[tuple[str, str]]: ...
 
 
 class GpuLabeller:
@@ -63,14 +68,37 @@ class GpuLabeller:
 
     level = EntityType.GPU
 
-    def identity(self, info: GpuInfo, options: ExpositionOptions) -> list[tuple[str, str]]:
-        model = info.name.replace(" ", "-") if options.replace_blanks_in_model_name else info.name
-        uuid = "uuid" if options.use_old_namespace else "UUID"
-        identity = [("gpu", str(info.gpu_id)), (uuid, info.uuid), ("pci_bus_id", info.pci_bus_id),
-                    ("device", f"nvidia{info.gpu_id}"), ("modelName", model)]
+    def identity(self, info: GpuInfo, options: ExpositionOptions,
+                 instance: MigInstance | None = None) -> list[tuple[str, str]]:
+        identity = _gpu_identity(info, options)
         if options.hostname:
             identity.append(("hostname", options.hostname))
         return identity
 
 
-LABELLERS: Mapping[EntityType, Labeller] = {EntityType.GPU: GpuLabeller()}
+class MigLabeller:
+    """MIG GPU instances: the GPU labels of the GPU that holds the instance, then
+    ``GPU_I_PROFILE, GPU_I_ID`` (profile name, NVML GPU-instance id) before ``hostname``,
+    as dcgm-exporter labels an instance's series."""
+
+    level = EntityType.GPU_I
+
+    def identity(self, info: GpuInfo, options: ExpositionOptions,
+                 instance: MigInstance | None = None) -> list[tuple[str, str]]:
+        if instance is None:
+            raise ValueError("a GPU instance's labels need its MigInstance")
+        identity = _gpu_identity(info, options)
+        identity += [("GPU_I_PROFILE", instance.profile), ("GPU_I_ID", str(instance.instance_id))]
+        if options.hostname:
+            identity.append(("hostname", options.hostname))
+        return identity
+
+
+def _gpu_identity(info: GpuInfo, options: ExpositionOptions) -> list[tuple[str, str]]:
+    model = info.name.replace(" ", "-") if options.replace_blanks_in_model_name else info.name
+    uuid = "uuid" if options.use_old_namespace else "UUID"     # dcgm-exporter 1.x's name (-o)
+    return [("gpu", str(info.gpu_id)), (uuid, info.uuid), ("pci_bus_id", info.pci_bus_id),
+            ("device", f"nvidia{info.gpu_id}"), ("modelName", model)]
+
+
+LABELLERS: Mapping[EntityType, Labeller] = {EntityType.GPU: GpuLabeller(), EntityType.GPU_I: MigLabeller()}

@@ -11,6 +11,7 @@
 
 #include "engine_internal.h"
 #include "engine_imex.h"
+#include "mig_profiles.h"
 
 int64_t engine_wall_us(void)
 {
@@ -105,19 +106,6 @@ static unsigned int count_group(const sim_engine *e, dcgm_field_entity_group_t g
     for (size_t i = 0; i < e->n_entities; i++)
         n += e->entities[i].group == group;
     return n;
-}
-
-const char *engine_instance_profile(const sim_engine *e, const engine_entity *ent)
-{
-    if (ent->fake)
-        return ent->group == DCGM_FE_GPU_CI ? "1fc.1g.4gb" : "1fg.4gb";
-    /* an 80 GB H100 split evenly: the profile follows from the instance count */
-    switch (vs_mig_instances(e->src, ent->gpu)) {
-    case 1: return "7g.80gb";
-    case 2: return "3g.40gb";
-    case 3: return "2g.20gb";
-    default: return "1g.10gb";
-    }
 }
 
 static int build_entities(sim_engine *e)
@@ -580,9 +568,10 @@ static void hierarchy_row(sim_engine *e, const engine_entity *ent, dcgmMigHierar
     row->info.nvmlGpuIndex = gpu_id;
     row->info.nvmlInstanceId = gpu ? gpu->index : 0;
     row->info.nvmlComputeInstanceId = ent->group == DCGM_FE_GPU_I ? 0xffffffffu : 0;
+    const sim_mig_profile *profile = engine_instance_mig_profile(e, ent);
     unsigned int n = ent->fake ? 1 : vs_mig_instances(e->src, ent->gpu);
-    unsigned int slices = n >= 1 && n <= 7 ? 7 / n : 1;
-    row->info.nvmlMigProfileId = slices;
+    unsigned int slices = profile ? profile->compute_slices : n >= 1 && n <= 7 ? 7 / n : 1;
+    row->info.nvmlMigProfileId = profile ? profile->dcgm_profile : slices;
     row->info.nvmlProfileSlices = slices;
     if (ent->gpu != ENGINE_NO_GPU) {
         sim_value v;

@@ -227,7 +227,13 @@ const engine_entity *engine_find_entity_locked(const sim_engine *e,
 int engine_gpu_lost_locked(const sim_engine *e, unsigned int gpu, int64_t t_rel);
 DcgmEntityStatus_t engine_entity_status_locked(const sim_engine *e, const engine_entity *ent,
                                                int64_t t_rel);
+/* MIG instances (engine_mig.c): the profile, its name, and what an instance reads where it
+ * differs from its GPU (1 when *out is filled, 0 to read the GPU's value) */
+struct sim_mig_profile;
+const struct sim_mig_profile *engine_instance_mig_profile(const sim_engine *e, const engine_entity *ent);
 const char *engine_instance_profile(const sim_engine *e, const engine_entity *ent);
+int engine_instance_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                                  int64_t t_rel, sim_value *out);
 void engine_kick_locked(sim_engine *e);
 unsigned int engine_id32(uintptr_t id);
 

@@ -114,10 +114,9 @@ void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
     memset(out, 0, sizeof *out);
     const dcgm_field_meta_t *meta = sim_field_meta(field_id);
     out->type = meta ? meta->fieldType : DCGM_FT_INT64;
-    /* the node models whole GPUs; instance names are the engine's business */
-    if (field_id == 50 && (ent->group == DCGM_FE_GPU_I || ent->group == DCGM_FE_GPU_CI)) {
-        snprintf(out->str, sizeof out->str, "%s", engine_instance_profile(e, ent));
-        out->kind = SIM_VALUE_OK;
+    /* the node models whole GPUs; what a MIG instance reads otherwise is the engine's business */
+    if (engine_instance_sample_locked(e, ent, field_id, t_rel, out)) {
+        out->type = meta ? meta->fieldType : out->type;
         return;
     }
     if (engine_link_sample_locked(e, ent, field_id, t_rel, out)) {

@@ -643,6 +643,18 @@ unsigned int sim_node_gpu_mig_instances(const sim_node *node, unsigned int gpu)
     return node->gpus[gpu].mig_instances;
 }
 
+const sim_mig_profile *sim_node_gpu_mig_profile(const sim_node *node, unsigned int gpu,
+                                                unsigned int index)
+{
+    if (node == NULL || gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count)
+        return NULL;
+    const sim_gpu *g = &node->gpus[gpu];
+    if (index >= g->mig_instances || index >= SIM_MAX_MIG_INSTANCES)
+        return NULL;
+    return g->mig_profiles[index] ? g->mig_profiles[index]
+                                  : sim_mig_profile_even(g->model->key, g->mig_instances);
+}
+
 unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu)
 {
     if (node == NULL || gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mig_profiles.h"
 #include "sim.h"
 
 #define NODE_HIDDEN __attribute__((visibility("hidden")))
@@ -205,6 +206,7 @@ typedef struct sim_limit_change {
 typedef struct sim_gpu {
     const sim_model *model;
     unsigned int mig_instances;
+    const sim_mig_profile *mig_profiles[SIM_MAX_MIG_INSTANCES]; /* NULL: an even split */
     double power_limit_w;       /* from the start */
     sim_limit_change *limit_changes; /* ascending from_us; later ones win */
     size_t limit_change_count, limit_change_cap;

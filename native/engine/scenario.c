@@ -36,10 +36,12 @@ typedef struct scn_value {
     int64_t i;
     double d;                   /* also set for SCN_INT */
     bool b;
-    int count;                  /* SCN_ARRAY: numbers in d_items/i_items */
+    int count;                  /* SCN_ARRAY: numbers in d_items/i_items, or strings in s_items */
     bool all_int;
+    bool all_str;               /* SCN_ARRAY of strings (MIG profile names) */
     double d_items[SCN_ARRAY_MAX];
     int64_t i_items[SCN_ARRAY_MAX];
+    char s_items[SCN_ARRAY_MAX][16];
 } scn_value;
 
 /* ---- parsed tables ------------------------------------------------------- */
@@ -71,6 +73,9 @@ typedef struct scn_gpu_table {
     int power_limit_line;
     int mig_instances;
     int mig_line;
+    int mig_profile_count;      /* mig_profiles, checked against the model once it is known */
+    char mig_profiles[SIM_MAX_MIG_INSTANCES][16];
+    int mig_profiles_line;
 } scn_gpu_table;
 
 typedef enum scn_event_kind { SCN_EV_NONE, SCN_EV_XID, SCN_EV_LOST, SCN_EV_WORKLOAD } scn_event_kind;
@@ -259,15 +264,30 @@ static int scn_parse_array(scn_parser *p, const char **cursor, scn_value *v)
         if (v->count == SCN_ARRAY_MAX)
             return scn_fail(p, "array longer than %d items", SCN_ARRAY_MAX);
         scn_value item;
-        if (!(isdigit((unsigned char)*s) || *s == '+' || *s == '-' || *s == '.'))
-            return scn_fail(p, "arrays may hold only numbers");
-        int rc = scn_parse_number(p, &s, &item);
-        if (rc != DCGM_ST_OK)
-            return rc;
-        v->d_items[v->count] = item.d;
-        v->i_items[v->count] = item.i;
-        v->all_int = v->all_int && item.type == SCN_INT;
-        v->count++;
+        int rc;
+        if (*s == '"') {
+            /* strings: short names only (MIG profiles), never mixed with numbers */
+            if ((rc = scn_parse_string(p, &s, &item)) != DCGM_ST_OK)
+                return rc;
+            if (strlen(item.str) >= sizeof v->s_items[0])
+                return scn_fail(p, "\"%s\" is too long for an array item", item.str);
+            if (v->count > 0 && !v->all_str)
+                return scn_fail(p, "arrays hold numbers or strings, not both");
+            v->all_str = true;
+            v->all_int = false;
+            snprintf(v->s_items[v->count++], sizeof v->s_items[0], "%s", item.str);
+        } else {
+            if (!(isdigit((unsigned char)*s) || *s == '+' || *s == '-' || *s == '.'))
+                return scn_fail(p, "arrays may hold only numbers or strings");
+            if (v->all_str)
+                return scn_fail(p, "arrays hold numbers or strings, not both");
+            if ((rc = scn_parse_number(p, &s, &item)) != DCGM_ST_OK)
+                return rc;
+            v->d_items[v->count] = item.d;
+            v->i_items[v->count] = item.i;
+            v->all_int = v->all_int && item.type == SCN_INT;
+            v->count++;
+        }
         s = scn_skip_space(s);
         if (*s == ',')
             s = scn_skip_space(s + 1);
@@ -427,6 +447,19 @@ static int scn_top_key(scn_parser *p, const char *key, const scn_value *v)
     return scn_fail(p, "unknown key '%s' at top level (known: seed, name, description)", key);
 }
 
+static int scn_mig_profiles_key(scn_parser *p, const char *key, const scn_value *v, scn_gpu_table *g)
+{
+    if (v->type != SCN_ARRAY || (v->count > 0 && !v->all_str))
+        return scn_fail(p, "'%s' must be an array of profile names, e.g. [\"3g.40gb\", \"1g.10gb\"]", key);
+    if (v->count > SIM_MAX_MIG_INSTANCES)
+        return scn_fail(p, "'%s' lists %d GPU instances (at most %d)", key, v->count, SIM_MAX_MIG_INSTANCES);
+    g->mig_profile_count = v->count;
+    for (int i = 0; i < v->count; i++)
+        snprintf(g->mig_profiles[i], sizeof g->mig_profiles[i], "%s", v->s_items[i]);
+    g->mig_profiles_line = p->line;
+    return DCGM_ST_OK;
+}
+
 static int scn_gpu_key(scn_parser *p, const char *key, const scn_value *v)
 {
     scn_gpu_table *g = &p->gpus[p->gpu_tables - 1];
@@ -451,6 +484,8 @@ static int scn_gpu_key(scn_parser *p, const char *key, const scn_value *v)
         g->mig_line = p->line;
         return rc;
     }
+    if (strcmp(key, "mig_profiles") == 0)
+        return scn_mig_profiles_key(p, key, v, g);
     if (strcmp(key, "power_limit") == 0) {
         g->has_power_limit = true;
         g->power_limit_line = p->line;
@@ -463,7 +498,7 @@ static int scn_gpu_key(scn_parser *p, const char *key, const scn_value *v)
         rc = scn_replay_param(p, key, v, &g->wl);
     if (rc != 0)
         return rc < 0 ? rc : DCGM_ST_OK;
-    return scn_fail(p, "unknown key '%s' in [[gpu]] (known: model, count, mig_instances, "
+    return scn_fail(p, "unknown key '%s' in [[gpu]] (known: model, count, mig_instances, mig_profiles, "
                        "power_limit, " SCN_WORKLOAD_KEYS ")", key);
 }
 
@@ -667,6 +702,35 @@ static int scn_read_file(scn_parser *p, FILE *f)
 
 /* ---- checks across tables ------------------------------------------------- */
 
+/* mig_profiles: names the model has, slices that fit one GPU, as many as mig_instances says */
+static int scn_check_mig_profiles(scn_parser *p, const scn_gpu_table *g)
+{
+    const sim_model *m = g->model;
+    if (g->mig_profile_count == 0)
+        return DCGM_ST_OK;
+    p->line = g->mig_profiles_line;
+    if (!m->mig_capable)
+        return scn_fail(p, "model %s does not support MIG (mig_profiles must be left out)", m->key);
+    if (g->mig_instances > 0 && g->mig_instances != g->mig_profile_count)
+        return scn_fail(p, "mig_profiles lists %d GPU instances but mig_instances = %d", g->mig_profile_count,
+                        g->mig_instances);
+    unsigned int compute = 0, memory = 0;
+    for (int i = 0; i < g->mig_profile_count; i++) {
+        const sim_mig_profile *profile = sim_mig_profile_find(m->key, g->mig_profiles[i]);
+        if (!profile) {
+            char known[128];
+            return scn_fail(p, "%s has no MIG profile \"%s\" (known: %s)", m->key, g->mig_profiles[i],
+                            sim_mig_profile_names(m->key, known, sizeof known));
+        }
+        compute += profile->compute_slices;
+        memory += profile->memory_slices;
+    }
+    if (compute > SIM_MIG_COMPUTE_SLICES || memory > SIM_MIG_MEMORY_SLICES)
+        return scn_fail(p, "mig_profiles do not fit one GPU: %u of %d compute slices, %u of %d memory slices",
+                        compute, SIM_MIG_COMPUTE_SLICES, memory, SIM_MIG_MEMORY_SLICES);
+    return DCGM_ST_OK;
+}
+
 static int scn_check_gpu_table(scn_parser *p, const scn_gpu_table *g)
 {
     const sim_model *m = g->model;
@@ -674,6 +738,9 @@ static int scn_check_gpu_table(scn_parser *p, const scn_gpu_table *g)
         p->line = g->mig_line;
         return scn_fail(p, "model %s does not support MIG (mig_instances must be 0)", m->key);
     }
+    int rc = scn_check_mig_profiles(p, g);
+    if (rc != DCGM_ST_OK)
+        return rc;
     if (g->has_power_limit && (g->power_limit < m->power_min_w || g->power_limit > m->power_max_w)) {
         p->line = g->power_limit_line;
         return scn_fail(p, "power_limit %g W is outside %s's range (%g to %g W)", g->power_limit,
@@ -849,6 +916,10 @@ static int scn_add_gpus(scn_parser *p, sim_node *node)
             sim_gpu *g = &node->gpus[n];
             g->model = t->model;
             g->mig_instances = (unsigned int)t->mig_instances;
+            if (t->mig_profile_count > 0)
+                g->mig_instances = (unsigned int)t->mig_profile_count;
+            for (int i = 0; i < t->mig_profile_count; i++)
+                g->mig_profiles[i] = sim_mig_profile_find(t->model->key, t->mig_profiles[i]);
             g->power_limit_w = t->has_power_limit ? t->power_limit : t->model->power_default_w;
             g->lost_at_us = -1;
             if (scn_push_segment(g, 0, &w) != DCGM_ST_OK)

@@ -106,6 +106,11 @@ int64_t sim_node_gpu_lost_at(const sim_node *node, unsigned int gpu);
 /* Number of MIG GPU instances (each with one compute instance); 0 = MIG off. */
 unsigned int sim_node_gpu_mig_instances(const sim_node *node, unsigned int gpu);
 
+/* The profile of GPU instance `index` of a GPU (mig_profiles.h); NULL when there is none. */
+struct sim_mig_profile;
+const struct sim_mig_profile *sim_node_gpu_mig_profile(const sim_node *node, unsigned int gpu,
+                                                       unsigned int index);
+
 /*
  * A power limit set on a GPU from from_us on (earlier times keep what they
  * had): the physics caps the GPU's draw at it and fields 160 and 164 read it.

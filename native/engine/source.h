@@ -51,6 +51,8 @@ typedef struct value_source_ops {
     /* when the GPU was lost (us after start), -1 while it is not */
     int64_t (*gpu_lost_at)(void *impl, unsigned int gpu);
     unsigned int (*mig_instances)(void *impl, unsigned int gpu);
+    /* the profile of one GPU instance (mig_profiles.h); NULL when the source cannot say */
+    const struct sim_mig_profile *(*mig_profile)(void *impl, unsigned int gpu, unsigned int index);
     /* one NvLink link of a GPU: VS_LINK_UP, VS_LINK_DOWN or VS_LINK_NONE (no such
      * link, or the hardware would not say) */
     int (*nvlink_state)(void *impl, unsigned int gpu, unsigned int link);
@@ -110,6 +112,11 @@ static inline int64_t vs_gpu_lost_at(value_source *s, unsigned int gpu)
 static inline unsigned int vs_mig_instances(value_source *s, unsigned int gpu)
 {
     return s->ops->mig_instances(s->impl, gpu);
+}
+static inline const struct sim_mig_profile *vs_mig_profile(value_source *s, unsigned int gpu,
+                                                           unsigned int index)
+{
+    return s->ops->mig_profile ? s->ops->mig_profile(s->impl, gpu, index) : NULL;
 }
 
 static inline int vs_nvlink_state(value_source *s, unsigned int gpu, unsigned int link)

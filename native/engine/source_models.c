@@ -42,6 +42,11 @@ static unsigned int models_mig_instances(void *impl, unsigned int gpu)
     return sim_node_gpu_mig_instances(impl, gpu);
 }
 
+static const struct sim_mig_profile *models_mig_profile(void *impl, unsigned int gpu, unsigned int index)
+{
+    return sim_node_gpu_mig_profile(impl, gpu, index);
+}
+
 /* every link the model has is up */
 static int models_nvlink_state(void *impl, unsigned int gpu, unsigned int link)
 {
@@ -84,6 +89,7 @@ static const value_source_ops models_ops = {
     .events = models_events,
     .gpu_lost_at = models_gpu_lost_at,
     .mig_instances = models_mig_instances,
+    .mig_profile = models_mig_profile,
     .nvlink_state = models_nvlink_state,
     .describe = models_describe,
     .field_stats = models_field_stats,

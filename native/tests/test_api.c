@@ -1026,6 +1026,64 @@ static void test_mig(void)
     unlink(path);
 }
 
+/* mig_profiles: each instance reads its profile's name, slices and framebuffer share */
+static const char mig_profiles_scenario[] =
+    "[[gpu]]\nmodel = \"H200\"\nmig_profiles = [\"3g.71gb\", \"2g.35gb\", \"1g.18gb\"]\n"
+    "[[gpu]]\nmodel = \"H100\"\nmig_profiles = [\"4g.40gb\", \"3g.40gb\"]\n";
+
+static void test_mig_profiles(void)
+{
+    char *path = write_scenario("mig-profiles", mig_profiles_scenario);
+    start_engine(path, DCGM_OPERATION_MODE_AUTO);
+    static const struct {
+        dcgm_field_eid_t entity;
+        const char *name;
+        unsigned int slices, eighths, gpu;
+    } want[] = {
+        { 0, "3g.71gb", 3, 4, 0 }, { 1, "2g.35gb", 2, 2, 0 }, { 2, "1g.18gb", 1, 1, 0 },
+        { DCGM_MAX_INSTANCES_PER_GPU, "4g.40gb", 4, 4, 1 }, { DCGM_MAX_INSTANCES_PER_GPU + 1, "3g.40gb", 3, 4, 1 },
+    };
+    dcgmMigHierarchy_v2 *h = calloc(1, sizeof *h);
+    h->version = dcgmMigHierarchy_version2;
+    CHECK_RC(p_dcgmGetGpuInstanceHierarchy(EMB, h), DCGM_ST_OK);
+    CHECK(h->count == 10, "hierarchy rows %u", h->count);
+    for (unsigned i = 0; i < 5 && 2 * i < h->count; i++) {
+        const dcgmMigHierarchyInfo_v2 *gi = &h->entityList[2 * i];
+        CHECK(gi->entity.entityId == want[i].entity && gi->parent.entityId == want[i].gpu &&
+                  gi->info.nvmlProfileSlices == want[i].slices,
+              "GPU_I row %u: entity %u parent %u slices %u", i, gi->entity.entityId, gi->parent.entityId,
+              gi->info.nvmlProfileSlices);
+    }
+    free(h);
+    unsigned short fields[] = { 50, 250, 203, 54 };   /* name, FB total, GPU utilisation, UUID */
+    char uuids[5][64] = { "" };
+    for (unsigned i = 0; i < 5; i++) {
+        dcgmGroupEntityPair_t gpu = { DCGM_FE_GPU, want[i].gpu }, gi = { DCGM_FE_GPU_I, want[i].entity };
+        dcgmFieldValue_v2 whole[4], inst[4];
+        CHECK_RC(p_dcgmEntitiesGetLatestValues(EMB, &gpu, 1, fields, 4, DCGM_FV_FLAG_LIVE_DATA, whole), DCGM_ST_OK);
+        CHECK_RC(p_dcgmEntitiesGetLatestValues(EMB, &gi, 1, fields, 4, DCGM_FV_FLAG_LIVE_DATA, inst), DCGM_ST_OK);
+        /* the MIG device's own UUID, not the GPU's, one per instance */
+        CHECK(inst[3].status == DCGM_ST_OK && strncmp(inst[3].value.str, "MIG-", 4) == 0 &&
+                  strlen(inst[3].value.str) == 40 && strncmp(whole[3].value.str, "GPU-", 4) == 0,
+              "instance %u UUID '%s' (GPU '%s')", want[i].entity, inst[3].value.str, whole[3].value.str);
+        snprintf(uuids[i], sizeof uuids[i], "%s", inst[3].value.str);
+        for (unsigned k = 0; k < i; k++)
+            CHECK(strcmp(uuids[k], uuids[i]) != 0, "instances %u and %u share UUID %s", k, i, uuids[i]);
+        CHECK(inst[0].status == DCGM_ST_OK && strcmp(inst[0].value.str, want[i].name) == 0, "instance %u name '%s'",
+              want[i].entity, inst[0].value.str);
+        CHECK(inst[1].status == DCGM_ST_OK && whole[1].status == DCGM_ST_OK &&
+                  inst[1].value.i64 == whole[1].value.i64 * want[i].eighths / 8,
+              "instance %u FB total %lld of the GPU's %lld", want[i].entity, (long long)inst[1].value.i64,
+              (long long)whole[1].value.i64);
+        CHECK(whole[2].status == DCGM_ST_OK && whole[2].value.i64 < DCGM_INT64_BLANK &&
+                  (inst[2].status != DCGM_ST_OK || inst[2].value.i64 >= DCGM_INT64_BLANK),
+              "GPU utilisation: GPU %lld, instance %u %lld (not supported there)", (long long)whole[2].value.i64,
+              want[i].entity, (long long)inst[2].value.i64);
+    }
+    stop_engine();
+    unlink(path);
+}
+
 /* ---- concurrency ----------------------------------------------------------- */
 
 typedef struct reader_arg {
@@ -1217,7 +1275,7 @@ int main(int argc, char **argv)
         { "groups", test_groups }, { "status", test_status },       { "auto_sampling", test_auto_sampling },
         { "cache", test_cache },         { "manual", test_manual },
         { "xid_and_health", test_xid_and_health }, { "lost_gpu", test_lost_gpu },
-        { "mig", test_mig },             { "concurrency", test_concurrency },
+        { "mig", test_mig }, { "mig_profiles", test_mig_profiles },             { "concurrency", test_concurrency },
         { "remote", test_remote },
     };
     const char *only = getenv("TEST_API_ONLY");

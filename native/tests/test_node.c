@@ -798,6 +798,39 @@ static void expect_error(const char *name, const char *text, int line, const cha
     printf("  %-22s -> %s\n", name, err + strlen(tmpdir) + 1);
 }
 
+/* MIG layouts: profile names per instance as listed, or an even split from mig_instances */
+static void test_mig_profiles(void)
+{
+    printf("MIG: profiles as the scenario lists them, per model\n");
+    sim_node *node = load_or_die(write_file("mig-layouts.toml",
+        "[[gpu]]\nmodel = \"H200\"\nmig_profiles = [\"1g.18gb\", \"1g.35gb\", \"2g.35gb\", \"1g.18gb\"]\n"
+        "[[gpu]]\nmodel = \"H100\"\nmig_profiles = [\"7g.80gb\"]\n"
+        "[[gpu]]\nmodel = \"H100\"\nmig_instances = 2\n"
+        "[[gpu]]\nmodel = \"A100\"\nmig_instances = 7\n"
+        "[[gpu]]\nmodel = \"H200\"\n"));
+    static const struct {
+        unsigned int gpu, instances;
+        const char *names[7];
+    } want[] = {
+        { 0, 4, { "1g.18gb", "1g.35gb", "2g.35gb", "1g.18gb" } },
+        { 1, 1, { "7g.80gb" } },
+        { 2, 2, { "3g.40gb", "3g.40gb" } },
+        { 3, 7, { "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb" } },
+        { 4, 0, { NULL } },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        unsigned int n = sim_node_gpu_mig_instances(node, want[i].gpu);
+        CHECK(n == want[i].instances, "GPU %u: %u instances, want %u", want[i].gpu, n, want[i].instances);
+        for (unsigned int k = 0; k < n && k < 7; k++) {
+            const sim_mig_profile *p = sim_node_gpu_mig_profile(node, want[i].gpu, k);
+            CHECK(p && strcmp(p->name, want[i].names[k]) == 0, "GPU %u instance %u: %s, want %s", want[i].gpu, k,
+                  p ? p->name : "(none)", want[i].names[k]);
+        }
+        CHECK(sim_node_gpu_mig_profile(node, want[i].gpu, n) == NULL, "GPU %u: no instance %u", want[i].gpu, n);
+    }
+    sim_node_free(node);
+}
+
 static void test_parse_errors(void)
 {
     printf("scenarios: errors name file:line and the problem\n");
@@ -824,6 +857,19 @@ static void test_parse_errors(void)
                  DCGM_ST_BADPARAM);
     expect_error("power-limit.toml", "[[gpu]]\nmodel = \"T4\"\npower_limit = 300\n", 3, "60 to 70 W", DCGM_ST_BADPARAM);
     expect_error("bad-escape.toml", "name = \"a\\qb\"\n", 1, "escape", DCGM_ST_BADPARAM);
+    expect_error("mig-profile.toml", "[[gpu]]\nmodel = \"H100\"\nmig_profiles = [\"3g.71gb\"]\n", 3,
+                 "H100 has no MIG profile \"3g.71gb\" (known: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)",
+                 DCGM_ST_BADPARAM);
+    expect_error("mig-overfull.toml", "[[gpu]]\nmodel = \"H200\"\n\nmig_profiles = [\"4g.71gb\", \"4g.71gb\"]\n", 4,
+                 "do not fit one GPU: 8 of 7 compute slices", DCGM_ST_BADPARAM);
+    expect_error("mig-profiles-l4.toml", "[[gpu]]\nmodel = \"L4\"\nmig_profiles = [\"1g.10gb\"]\n", 3, "MIG",
+                 DCGM_ST_BADPARAM);
+    expect_error("mig-count.toml",
+                 "[[gpu]]\nmodel = \"H100\"\nmig_instances = 3\nmig_profiles = [\"3g.40gb\", \"1g.10gb\"]\n", 4,
+                 "lists 2 GPU instances but mig_instances = 3", DCGM_ST_BADPARAM);
+    expect_error("mig-numbers.toml", "[[gpu]]\nmodel = \"H100\"\nmig_profiles = [3, 1]\n", 3,
+                 "array of profile names", DCGM_ST_BADPARAM);
+    expect_error("mixed-array.toml", "[[gpu]]\nmig_profiles = [\"1g.10gb\", 2]\n", 2, "not both", DCGM_ST_BADPARAM);
 
     sim_node *node = (sim_node *)0x1;
     char err[512];
@@ -908,7 +954,7 @@ static void test_shipped_scenarios(const char *argv0)
     static const char *names[] = {
         "default.toml", "mixed.toml", "spikes.toml", "thermal-runaway.toml",
         "memory-leak.toml", "xid-burst.toml", "gpu-lost.toml", "h200-recorded-load.toml",
-        "h200-recorded-replay.toml",
+        "h200-recorded-replay.toml", "mig.toml",
     };
     static const char *roots[] = {"../dcgm_collector/engine/scenarios", "dcgm_collector/engine/scenarios",
                                   "../../dcgm_collector/engine/scenarios"};
@@ -1004,6 +1050,7 @@ int main(int argc, char **argv)
     test_spikes();
     test_xid_events();
     test_lost_gpu();
+    test_mig_profiles();
     test_parse_errors();
     test_replay();
     test_shipped_scenarios(argv[0]);

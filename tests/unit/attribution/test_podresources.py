@@ -157,6 +157,15 @@ def test_mig_devices_label_instances_not_the_gpu(kubelet):
     assert mapper.labels_for_instance(0, 1) == {}
 
 
+def test_mig_devices_match_the_instance_uuid_dcgm_reports(kubelet):
+    """No resolver: the instance's own MIG UUID (read from DCGM) finds the pod, replicas included."""
+    kubelet.pods = [gpu_pod("mig-a", "ml", [f"{MIG}::1"], resource="nvidia.com/mig-3g.40gb")]
+    mapper = PodMapper(str(kubelet.socket_path))
+    assert mapper.refresh()
+    assert mapper.labels_for_instance(0, 3, MIG)["pod"] == "mig-a"
+    assert mapper.labels_for_instance(0, 3) == {} and mapper.labels_for_instance(0, 4, "MIG-other") == {}
+
+
 def test_multiple_containers_and_other_resources(kubelet):
     kubelet.pods = [Pod("multi", "ml", [
         Container("sidecar", {"example.com/nic": ["eth0"]}, cpu_ids=[2, 3]),
