@@ -440,6 +440,22 @@ static int other_pages(sim_engine *e, unsigned int gpu, unsigned short field, un
     return 1;
 }
 
+/* The policy condition a field's values are judged for; 0 for every other field. */
+static unsigned int condition_of_field(unsigned short field_id)
+{
+    switch (field_id) {
+    case F_ECC_DBE_DEV: return DCGM_POLICY_COND_DBE;
+    case F_PCIE_REPLAY: return DCGM_POLICY_COND_PCI;
+    case F_NVLINK_CRC_FLIT: case F_NVLINK_CRC_DATA: case F_NVLINK_REPLAY: case F_NVLINK_RECOVERY:
+        return DCGM_POLICY_COND_NVLINK;
+    case F_RETIRED_SBE: case F_RETIRED_DBE: return DCGM_POLICY_COND_MAX_PAGES_RETIRED;
+    case F_GPU_TEMP: return DCGM_POLICY_COND_THERMAL;
+    case F_BOARD_POWER: return DCGM_POLICY_COND_POWER;
+    case F_XID: return DCGM_POLICY_COND_XID;
+    default: return 0;
+    }
+}
+
 void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_t ts)
 {
     engine_policy_state *p = e->policy;
@@ -449,6 +465,9 @@ void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_
     unsigned int gpu = s->entity;
     const dcgmPolicy_v1 *policy = &p->current[gpu];
     unsigned int enabled = (unsigned int)policy->condition;
+    /* every stored value comes through here: leave before the ring search unless it is judged */
+    if (!(enabled & condition_of_field(s->field_id)))
+        return;
     size_t at = engine_ring_lower_bound(&s->ring, ts);
     if (at >= s->ring.count || engine_ring_at(&s->ring, at)->ts != ts)
         return;
