@@ -531,3 +531,60 @@ def test_the_collector_cli_prints_the_dashboard(capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["panels"]
     assert any(v["name"] == "gpu" for v in printed["templating"]["list"])
+
+
+# An H100 split 3g + 1g (served through its instances) beside a whole H100.
+MIG_SCENARIO = """\
+seed = 5
+[[gpu]]
+model = "H100"
+mig_profiles = ["3g.40gb", "1g.10gb"]
+workload = "training"
+[[gpu]]
+model = "H100"
+workload = "training"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+def test_mig_panel_queries_return_instance_series_from_prometheus(tmp_path):
+    counters = tmp_path / "counters.csv"
+    counters.write_text(MIG_COUNTERS)
+    dashboard = build_dashboard(load_counters(counters), mig=True)
+    _check_classic_model(dashboard)
+    scenario = tmp_path / "mig.toml"
+    scenario.write_text(MIG_SCENARIO)
+    collector_port, prometheus_port = free_port(), free_port()
+    config = write_scrape_config(tmp_path / "prometheus.yml", f"127.0.0.1:{collector_port}")
+    logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("collector", "prometheus")}  # noqa: SIM115
+    collector = launch(COLLECTOR, "--sim", str(scenario), "-f", str(counters), "-a", f"127.0.0.1:{collector_port}",
+                       "-c", "1000", "--watch-interval", "100", cwd=tmp_path, stdout=logs["collector"],
+                       stderr=subprocess.STDOUT)
+    prometheus = start_prometheus(config, tmp_path, prometheus_port, logs["prometheus"])
+    url = f"http://127.0.0.1:{prometheus_port}"
+    queries = [(p["title"], t) for p in _panels(dashboard) for t in p["targets"]]
+    try:
+        wait_until("collector", lambda: is_ready(f"http://127.0.0.1:{collector_port}/health", timeout=1), collector)
+        wait_until("prometheus", lambda: is_ready(f"{url}/-/ready", timeout=1), prometheus)
+        deadline = time.monotonic() + 30
+        while True:
+            results = {t["expr"]: prometheus_query(url, _substitute(t["expr"])) for _, t in queries}
+            empty = [f"{title}: {t['expr']}" for title, t in queries if not results[t["expr"]]]
+            if not empty or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert empty == [], "queries without data:\n" + "\n".join(empty)
+        for title, target in queries:
+            if "{{GPU_I_ID}}" in target["legendFormat"]:
+                # the two instances of GPU 0, never the whole GPU 1
+                found = sorted((s["metric"]["gpu"], s["metric"]["GPU_I_PROFILE"], s["metric"]["GPU_I_ID"])
+                               for s in results[target["expr"]])
+                assert found == [("0", "1g.10gb", "1"), ("0", "3g.40gb", "0")], (title, found)
+        variables = {v["name"]: v["query"] for v in dashboard["templating"]["list"]}
+        assert _label_values(url, variables["gpu_instance"]) == ["0", "1"]
+        assert _label_values(url, variables["gpu"]) == ["0", "1"]
+    finally:
+        stop_process(prometheus)
+        stop_process(collector)
+        close_and_print_logs(tmp_path, logs)
