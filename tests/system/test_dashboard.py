@@ -307,6 +307,15 @@ DCGM_FI_DEV_CPU_UTIL_TOTAL, gauge, CPU core utilisation.
 """
 
 
+def test_cli_mig_option(tmp_path):
+    counters = tmp_path / "c.csv"
+    counters.write_text(MIG_COUNTERS)
+    code, out, _ = _run_main(["-f", str(counters), "--mig"])
+    assert code == 0
+    assert json.loads(out) == build_dashboard(load_counters(counters), mig=True)
+    assert "MIG instances" in _rows(json.loads(out))
+
+
 def test_link_switch_and_cpu_rows_get_their_level_panels():
     dashboard = _dashboard_of(LEVEL_COUNTERS)
     _check_classic_model(dashboard)
