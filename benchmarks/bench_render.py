@@ -16,6 +16,13 @@ Cases:
   over 1,000 series on 8 GPUs.  Run on 1, 8 and 32 GPUs for the scaling figure.
 - ``workload``: the benchmark workload (default counters + profiling set)
   with the window families the shipped file asks for, on 8 GPUs.
+- ``full-mig``: the ``full`` set on 8 H100s each split into seven 1g.10gb
+  MIG instances, sampled as the collector samples them in flex mode (every
+  series per GPU instance; the rows DCGM serves per GPU only, GPU and
+  memory-copy utilisation, have no series).  Its figure is a ratio to the
+  ``full`` 8-GPU render of the same run.  Links: ``LINKS_PER_GPU`` is 0
+  until the collector serves NvLink link entities; the issue's figure wants
+  18 per GPU (H100 / H200), set there once link series exist.
 
 Baseline, same run: ``prometheus_client.generate_latest`` on a registry of
 labelled Gauges holding exactly the series of the 8-GPU ``full`` render
@@ -37,25 +44,39 @@ from prometheus_client import generate_latest
 
 from dcgm_collector import dcgm, engine
 from dcgm_collector.collect.counters import load_counters
+from dcgm_collector.collect.discovery import discover
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
+from dcgm_collector.model import DeviceSelection
 
 WINDOW_ROWS = 150          # 15 s at 100 ms
 STEP_US = 100_000
 ALL_AGGREGATIONS = ("min", "max", "avg")
-CASES = [("full", 1), ("full", 8), ("full", 32), ("workload", 8)]
+CASES = [("full", 1), ("full", 8), ("full", 32), ("workload", 8), ("full-mig", 8)]
+MIG_INSTANCES_PER_GPU = 7
+# TODO(issue 15): 18 once the collector samples NvLink link entities (the
+# simulated H100 has 18 links); the scenario below then needs no change, the
+# counters need the per-link rows (DCGM_FI_DEV_NVLINK_*_PER_LINK*).
+LINKS_PER_GPU = 0
+
+
+def mig_scenario(gpus: int) -> str:
+    """``gpus`` H100s in training, each split into MIG_INSTANCES_PER_GPU 1g.10gb instances."""
+    return (f'seed = 7\n[[gpu]]\nmodel = "H100"\ncount = {gpus}\nworkload = "training"\n'
+            f"mig_instances = {MIG_INSTANCES_PER_GPU}\n")
 
 _results: dict[str, dict] = {}
 
 
 class RenderNode:
     def __init__(self, handle: dcgm.Handle, counters_path: str, aggregations: tuple[str, ...]) -> None:
-        counters = load_counters(counters_path)
-        gpu = handle.gpu_ids()[0]
-        counters = counters.without_unsupported_profiling(handle.supported_profiling_fields(gpu), lambda _: None)
-        self.sampler = Sampler(handle, counters,
-                               SamplingOptions(collect_interval_ms=100, watch_interval_ms=100, retention_s=900))
+        # as the collector does in flex mode: GPUs split into MIG instances are sampled through them
+        topology = discover(handle, load_counters(counters_path), DeviceSelection("f"))
+        self.instances = len(topology.instances)
+        self.sampler = Sampler(handle, topology.counters,
+                               SamplingOptions(collect_interval_ms=100, watch_interval_ms=100, retention_s=900),
+                               gpu_ids=topology.gpu_ids, instances=topology.instances)
         self.sampler.start(thread=False)
         handle.update_all_fields()
         self.sampler.tick_once()
@@ -68,7 +89,7 @@ class RenderNode:
                         np.repeat(rows.status[-1:], WINDOW_ROWS, axis=0))
             newest = max(newest, int(ts[-1]))
         self.now_us = newest
-        self.exposition = Exposition(self.sampler, handle.gpus(), ExpositionOptions(aggregations=aggregations),
+        self.exposition = Exposition(self.sampler, topology.gpus, ExpositionOptions(aggregations=aggregations),
                                      version="bench")
         self.ring_bytes = sum(ring.nbytes for ring in self.sampler.rings.values())
 
@@ -86,7 +107,12 @@ def counters_dir():
 
 def _open(counters_dir: str, kind: str, gpus: int):
     previous = os.environ.get(engine.SCENARIO_ENV)
-    os.environ[engine.SCENARIO_ENV] = str(gpus)
+    spec = str(gpus)
+    if kind == "full-mig":
+        spec = os.path.join(counters_dir, f"mig-{gpus}.toml")
+        with open(spec, "w", encoding="utf-8") as handle:
+            handle.write(mig_scenario(gpus))
+    os.environ[engine.SCENARIO_ENV] = spec
     try:
         handle = dcgm.Handle.embedded("manual", library=engine.library_path())
     finally:
@@ -94,8 +120,9 @@ def _open(counters_dir: str, kind: str, gpus: int):
             os.environ.pop(engine.SCENARIO_ENV, None)
         else:
             os.environ[engine.SCENARIO_ENV] = previous
-    path = os.path.join(counters_dir, "workload-full.csv" if kind == "full" else "workload.csv")
-    return handle, RenderNode(handle, path, ALL_AGGREGATIONS if kind == "full" else ())
+    full = kind.startswith("full")
+    path = os.path.join(counters_dir, "workload-full.csv" if full else "workload.csv")
+    return handle, RenderNode(handle, path, ALL_AGGREGATIONS if full else ())
 
 
 def _series(body: bytes) -> int:
@@ -112,12 +139,20 @@ def test_render(benchmark, counters_dir, kind, gpus):
         benchmark(node.render)
         median = benchmark.stats.stats.median
         info = {"series": series, "bytes": len(body), "median_ms": median * 1e3,
-                "ring_mib": node.ring_bytes / w.MIB, "body": body}
+                "ring_mib": node.ring_bytes / w.MIB, "mig_instances": node.instances, "links": LINKS_PER_GPU * gpus,
+                "body": body}
         _results[f"{kind}-{gpus}"] = info
         benchmark.extra_info.update({k: v for k, v in info.items() if k != "body"})
-        print(f"\nrender {kind} counters, {gpus} GPUs: {series} series, {len(body)} bytes, median "
+        entities = f"{gpus} GPUs" + (f" / {node.instances} MIG instances" if node.instances else "")
+        print(f"\nrender {kind} counters, {entities}: {series} series, {len(body)} bytes, median "
               f"{median * 1e3:.3f} ms ({median / series * 1e6:.2f} us per series); value rings "
               f"{node.ring_bytes / w.MIB:.1f} MiB (15 min at 100 ms)")
+        plain = _results.get(f"full-{gpus}")
+        if kind == "full-mig" and plain is not None:
+            print(f"MIG / plain {gpus} GPUs, same run: time {median * 1e3 / plain['median_ms']:.2f}x, series "
+                  f"{series / plain['series']:.2f}x, bytes {len(body) / plain['bytes']:.2f}x, per series "
+                  f"{(median * 1e3 / series) / (plain['median_ms'] / plain['series']):.2f}x; "
+                  f"links per GPU: {LINKS_PER_GPU} (TODO: 18 once link entities are sampled)")
     finally:
         node.sampler.stop()
         handle.close()

@@ -35,7 +35,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dcgm_collector.collect.counters import (
     AGGREGATIONS,
@@ -53,11 +53,16 @@ from dcgm_collector.dashboard.panels import (
     FRAMEBUFFER,
     FRAMEBUFFER_USED_PERCENT,
     HEALTH_RESULTS,
+    LEVELS,
+    MIG,
+    MIG_FIELDS,
+    MIG_INSTANCES,
     OTHER,
     OVERVIEW,
     SECTIONS,
     STYLES,
     TEMPERATURE_ALERT_C,
+    Level,
     Style,
     grafana_unit,
 )
@@ -73,6 +78,8 @@ DATASOURCE_VARIABLE = "${datasource}"
 LEGEND = "{{hostname}} GPU {{gpu}}"
 GPU_SELECTOR = '{instance=~"$instance", gpu=~"$gpu"}'
 INSTANCE_SELECTOR = '{instance=~"$instance"}'
+# whole GPUs (and, on a node with MIG, every series a GPU's instances serve)
+GPU = Level("", 'gpu=~"$gpu"', LEGEND)
 # Grafana's rate window: at least four scrapes, so a rate always has two samples
 RATE_WINDOW = "$__rate_interval"
 
@@ -239,6 +246,15 @@ class _Row:
     style: Style
     aggregations: tuple[str, ...]
     rank: int             # place within its section: the catalogue's order, then the file's
+    level: Level = GPU    # which entities its series belong to: their selector and legend
+
+    @property
+    def selector(self) -> str:
+        return _selector(self.level)
+
+
+def _selector(level: Level) -> str:
+    return f'{{instance=~"$instance", {level.selector}}}' if level.selector else INSTANCE_SELECTOR
 
 
 def _catalogue(table: FieldTable) -> dict[int | str, tuple[int, Style]]:
@@ -264,11 +280,15 @@ def _series_rows(counters: CounterSet, aggregations: Iterable[str], table: Field
         if field_ is None or counter.is_label or not field_.is_numeric:
             continue
         rank, style = catalogue.get(field_.id) or (len(catalogue) + position, _generic_style(counter))
+        # links, switches and CPUs: the level's own section, selector and legend
+        level = LEVELS.get(field_.entity_level, GPU)
+        if level is not GPU:
+            style = replace(style, section=level.section)
         # as the exposition does: event fields (XID) have no window families, and --aggregations
         # gives them to gauges only, never to counters
         everywhere = wanted_everywhere if counter.served_type != "counter" else set()
         wanted = set() if field_.is_event else set(counter.aggregations) | everywhere
-        rows.append(_Row(counter, style, tuple(a for a in AGGREGATIONS if a in wanted), rank))
+        rows.append(_Row(counter, style, tuple(a for a in AGGREGATIONS if a in wanted), rank, level))
     return sorted(rows, key=lambda row: row.rank)
 
 
@@ -286,13 +306,13 @@ def _unit(row: _Row) -> tuple[str, float]:
 
 
 def _value_panel(row: _Row) -> Panel:
-    name, style = row.counter.name, row.style
+    name, style, selector, legend = row.counter.name, row.style, row.selector, row.level.legend
     unit, factor = _unit(row)
-    targets = [Target(_scaled(name + GPU_SELECTOR, factor), LEGEND)]
+    targets = [Target(_scaled(name + selector, factor), legend)]
     for aggregate, over_time in (("max", "max_over_time"), ("min", "min_over_time")):
         if aggregate in row.aggregations and (aggregate == "max" or style.dips):
-            expr = f"{over_time}({name}_{aggregate}{GPU_SELECTOR}[{RATE_WINDOW}])"
-            targets.append(Target(_scaled(expr, factor), f"{LEGEND} {aggregate}"))
+            expr = f"{over_time}({name}_{aggregate}{selector}[{RATE_WINDOW}])"
+            targets.append(Target(_scaled(expr, factor), f"{legend} {aggregate}"))
     return _graph(row, targets, unit)
 
 
@@ -310,20 +330,20 @@ def _description(row: _Row) -> str:
 
 
 def _field_panel(row: _Row) -> Panel:
-    name, view = row.counter.name, row.style.view
-    selected = name + GPU_SELECTOR
+    name, view, legend = row.counter.name, row.style.view, row.level.legend
+    selected = name + row.selector
     if view == "value":
         return _value_panel(row)
     if view == "total":
-        return _graph(row, [Target(selected, LEGEND)], _unit(row)[0], stepped=True)
+        return _graph(row, [Target(selected, legend)], _unit(row)[0], stepped=True)
     if view == "time_share":
         expr = f"rate({selected}[{RATE_WINDOW}]) / 1000000000"
-        return _graph(row, [Target(expr, LEGEND)], "percentunit")
+        return _graph(row, [Target(expr, legend)], "percentunit")
     if view == "power":
         # mJ per second is mW
-        return _graph(row, [Target(f"rate({selected}[{RATE_WINDOW}]) / 1000", LEGEND)], "watt")
+        return _graph(row, [Target(f"rate({selected}[{RATE_WINDOW}]) / 1000", legend)], "watt")
     if view == "reasons":
-        targets = [Target(f"floor({selected} / {bit}) % 2", f"{LEGEND} {reason}")
+        targets = [Target(f"floor({selected} / {bit}) % 2", f"{legend} {reason}")
                    for reason, bit in CLOCK_EVENT_REASONS]
         mappings = [{"type": "value", "options": {
             "0": {"text": "no", "color": "transparent", "index": 0},
@@ -351,22 +371,53 @@ def _exporter_panel(row: _Row) -> Panel:
     return _graph(row, [Target(f"{selected} > 0", LEGEND + extra)], "short", stepped=True)
 
 
-def _framebuffer_percent(rows: Sequence[_Row], table: FieldTable) -> Panel | None:
+def _framebuffer_percent(rows: Sequence[_Row], table: FieldTable, level: Level = GPU,
+                         title: str = "Framebuffer used (% of usable)") -> Panel | None:
     """FB used as a share of usable memory (used + free), as the alert rules see it."""
     by_id = {r.counter.field.id: r for r in rows if r.counter.field is not None}
     used, free = (by_id.get(table.lookup(n).id) for n in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"))
     if used is None or free is None:
         return None
-    used_name, free_name = used.counter.name, free.counter.name
-    usable = f"({used_name}{GPU_SELECTOR} + {free_name}{GPU_SELECTOR})"
-    targets = [Target(f"100 * {used_name}{GPU_SELECTOR} / {usable}", LEGEND)]
+    used_name, free_name, selector, legend = used.counter.name, free.counter.name, _selector(level), level.legend
+    usable = f"({used_name}{selector} + {free_name}{selector})"
+    targets = [Target(f"100 * {used_name}{selector} / {usable}", legend)]
     if "max" in used.aggregations:
-        targets.append(Target(f"100 * max_over_time({used_name}_max{GPU_SELECTOR}[{RATE_WINDOW}]) / {usable}",
-                              f"{LEGEND} max"))
-    return Panel("timeseries", "Framebuffer used (% of usable)", targets, unit="percent", min=0, max=100,
+        targets.append(Target(f"100 * max_over_time({used_name}_max{selector}[{RATE_WINDOW}]) / {usable}",
+                              f"{legend} max"))
+    return Panel("timeseries", title, targets, unit="percent", min=0, max=100,
                  thresholds=((FRAMEBUFFER_USED_PERCENT, "orange"),), threshold_line=True,
                  description=f"{used_name} / ({used_name} + {free_name}); the alert rules page above "
                              f"{FRAMEBUFFER_USED_PERCENT} %.")
+
+
+def _mig_rows(rows: Sequence[_Row], table: FieldTable) -> list[_Row]:
+    """The GPU rows a MIG instance serves of its own: its framebuffer share and the profiling fields."""
+    own = {table.lookup(name).id for name in MIG_FIELDS}  # type: ignore[union-attr]
+    return [replace(row, level=MIG, style=replace(row.style, section=MIG_INSTANCES,
+                                                  title=f"{row.style.title} per instance"))
+            for row in rows
+            if row.level is GPU and row.counter.exporter is None and row.counter.field is not None
+            and (row.counter.field.id in own or row.counter.field.is_profiling)]
+
+
+def _mig_panels(rows: Sequence[_Row], table: FieldTable) -> list[Panel]:
+    """Per-instance panels: framebuffer used, free and its share, and the profiling fields."""
+    mig_rows = _mig_rows(rows, table)
+    panels = [_field_panel(row) for row in mig_rows]
+    percent = _framebuffer_percent(mig_rows, table, MIG, "Framebuffer used per instance (% of usable)")
+    if percent is not None:
+        panels.insert(0, percent)
+    return panels
+
+
+def _mig_family(rows: Sequence[_Row], table: FieldTable) -> str | None:
+    """The family the gpu_instance variable reads GPU_I_ID from: FB used, else the first instance row."""
+    mig_rows = _mig_rows(rows, table)
+    fb_used = table.lookup("DCGM_FI_DEV_FB_USED").id  # type: ignore[union-attr]
+    for row in mig_rows:
+        if row.counter.field.id == fb_used:  # type: ignore[union-attr]
+            return row.counter.name
+    return mig_rows[0].counter.name if mig_rows else None
 
 
 def _overview(rows: Sequence[_Row], gpu_family: str | None, table: FieldTable) -> list[Panel]:
@@ -438,7 +489,8 @@ def _query_variable(name: str, label: str, query: str, datasource: dict, sort: i
     }
 
 
-def _variables(gpu_family: str | None, datasource: dict, fixed_datasource: bool) -> list[dict]:
+def _variables(gpu_family: str | None, datasource: dict, fixed_datasource: bool,
+               mig_family: str | None = None) -> list[dict]:
     variables = []
     if not fixed_datasource:
         variables.append({"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
@@ -448,17 +500,26 @@ def _variables(gpu_family: str | None, datasource: dict, fixed_datasource: bool)
     if gpu_family is not None:
         variables.append(_query_variable("gpu", "GPU", f'label_values({gpu_family}{{instance=~"$instance"}}, gpu)',
                                          datasource, sort=3))
+    if mig_family is not None:
+        selector = '{instance=~"$instance", gpu=~"$gpu", GPU_I_ID!=""}'
+        variables.append(_query_variable("gpu_instance", "GPU instance",
+                                         f"label_values({mig_family}{selector}, GPU_I_ID)", datasource, sort=3))
     return variables
 
 
 def build_dashboard(counters: CounterSet, *, title: str = DEFAULT_TITLE, uid: str = DEFAULT_UID,
                     datasource_uid: str | None = None, aggregations: Iterable[str] = (),
-                    table: FieldTable | None = None) -> dict:
+                    mig: bool = False, table: FieldTable | None = None) -> dict:
     """The classic Grafana dashboard model for what ``counters`` makes the collector export.
 
     ``aggregations`` is the collector's --aggregations (window families on
-    every numeric row).  With ``datasource_uid`` the panels use that
-    Prometheus data source; without, a ``datasource`` variable chooses one.
+    every numeric row).  ``mig`` adds the "MIG instances" row (per-instance
+    framebuffer and profiling panels) and a ``gpu_instance`` variable: a
+    counters file cannot tell whether the GPUs are split, and on a node
+    without instances those panels would only say "No data".  Rows of link,
+    switch and CPU fields get their level's row whenever the file has them.
+    With ``datasource_uid`` the panels use that Prometheus data source;
+    without, a ``datasource`` variable chooses one.
     """
     aggregations = tuple(aggregations)
     unknown = [a for a in aggregations if a not in AGGREGATIONS]
@@ -477,18 +538,22 @@ def build_dashboard(counters: CounterSet, *, title: str = DEFAULT_TITLE, uid: st
     percent = _framebuffer_percent(rows, table)
     if percent is not None:
         sections[FRAMEBUFFER].insert(0, percent)
+    mig_family = _mig_family(rows, table) if mig else None
+    if mig_family is not None:
+        sections[MIG_INSTANCES] = _mig_panels(rows, table)
     sections[COLLECTOR] = _collector_panels()
     source = os.path.basename(counters.path)
     description = f"Generated by {PROG} from {source}"
-    if aggregations:
-        description += f" with --aggregations {','.join(aggregations)}"
+    options = ([f"--aggregations {','.join(aggregations)}"] if aggregations else []) + (["--mig"] if mig else [])
+    if options:
+        description += " with " + " ".join(options)
     return {
         "id": None, "uid": uid, "title": title, "description": description + ".",
         "tags": ["gpu", "dcgm", "dcgm-collector"], "timezone": "browser", "editable": True,
         "graphTooltip": 1, "time": {"from": "now-1h", "to": "now"}, "refresh": "30s",
         "schemaVersion": SCHEMA_VERSION, "version": 1, "links": [],
         "annotations": {"list": []},
-        "templating": {"list": _variables(gpu_family, datasource, fixed)},
+        "templating": {"list": _variables(gpu_family, datasource, fixed, mig_family)},
         "panels": _layout(list(sections.items()), datasource),
     }
 
@@ -506,6 +571,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="counters file, as given to the collector (default: the shipped default-counters.csv)")
     parser.add_argument("--aggregations", type=aggregations_argument, default=(), metavar="LIST",
                         help="the collector's --aggregations (min,max,avg), if it runs with any")
+    parser.add_argument("--mig", action="store_true",
+                        help="add per-instance panels for GPUs split into MIG instances, and a GPU instance variable")
     parser.add_argument("--title", default=DEFAULT_TITLE, help=f"dashboard title (default: {DEFAULT_TITLE})")
     parser.add_argument("--uid", default=DEFAULT_UID, help=f"dashboard uid (default: {DEFAULT_UID})")
     parser.add_argument("--datasource-uid", metavar="UID",
@@ -528,7 +595,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {path}: cannot read counters file: {error.strerror or error}", file=sys.stderr)
         return EXIT_ERROR
     text = dashboard_json(build_dashboard(counters, title=args.title, uid=args.uid,
-                                          datasource_uid=args.datasource_uid, aggregations=args.aggregations))
+                                          datasource_uid=args.datasource_uid, aggregations=args.aggregations,
+                                          mig=args.mig))
     if args.check is not None:
         return _check(args.check, text)
     if args.output is None:

@@ -21,10 +21,14 @@ __all__ = [
     "ERRORS",
     "FRAMEBUFFER_USED_PERCENT",
     "HEALTH_RESULTS",
+    "LEVELS",
+    "MIG_FIELDS",
+    "MIG_INSTANCES",
     "OTHER",
     "SECTIONS",
     "STYLES",
     "TEMPERATURE_ALERT_C",
+    "Level",
     "Style",
     "UNITS",
     "grafana_unit",
@@ -38,9 +42,14 @@ POWER = "Power"
 CLOCKS = "Clocks and throttling"
 ERRORS = "XID errors and health"
 INTERCONNECT = "PCIe and NVLink"
+MIG_INSTANCES = "MIG instances"
+NVLINK_LINKS = "NvLink links"
+NVSWITCHES = "NvSwitches"
+CPUS = "CPUs"
 OTHER = "Other metrics"
 COLLECTOR = "Collector"
-SECTIONS = (OVERVIEW, UTILISATION, FRAMEBUFFER, TEMPERATURE, POWER, CLOCKS, ERRORS, INTERCONNECT, OTHER, COLLECTOR)
+SECTIONS = (OVERVIEW, UTILISATION, FRAMEBUFFER, MIG_INSTANCES, TEMPERATURE, POWER, CLOCKS, ERRORS, INTERCONNECT,
+            NVLINK_LINKS, NVSWITCHES, CPUS, OTHER, COLLECTOR)
 
 # The alert rules page at this temperature (issue 7: above 85 C for 2 m), so
 # the panel draws its threshold line at the same place.
@@ -96,6 +105,40 @@ class Style:
     description: str = ""
     unit: str | None = None      # overrides the field table's unit where DCGM's metadata is off
     dips: bool = False           # also draw the _min window series: a short dip matters here
+
+
+@dataclass(frozen=True)
+class Level:
+    """How the series of one kind of entity are selected and named on the dashboard.
+
+    ``selector`` holds the label matchers after ``instance``; ``legend`` names
+    one series.  The label names are those dcgm-exporter gives that level
+    (link series carry ``nvlink``, switch series ``nvswitch``, CPU series
+    ``cpu`` and ``cpucore``).
+    """
+    section: str
+    selector: str
+    legend: str
+
+
+# MIG GPU instances: the series of a GPU split into instances, told apart by
+# GPU_I_ID (absent on whole GPUs, hence GPU_I_ID!="").
+MIG = Level(MIG_INSTANCES, 'gpu=~"$gpu", GPU_I_ID!="", GPU_I_ID=~"$gpu_instance"',
+            "{{hostname}} GPU {{gpu}}/{{GPU_I_PROFILE}}/{{GPU_I_ID}}")
+
+# Keyed by the entity level the field table gives a field: a row of such a
+# field gets its panel in the level's section, with the level's selector and
+# legend.  GPU-level rows keep the sections of STYLES.
+LEVELS: dict[str, Level] = {
+    "LINK": Level(NVLINK_LINKS, 'gpu=~"$gpu"', "{{hostname}} GPU {{gpu}} link {{nvlink}}"),
+    "SWITCH": Level(NVSWITCHES, "", "{{hostname}} NvSwitch {{nvswitch}}"),
+    "CPU": Level(CPUS, "", "{{hostname}} CPU {{cpu}}"),
+    "CPU_CORE": Level(CPUS, "", "{{hostname}} CPU {{cpu}} core {{cpucore}}"),
+}
+
+# The rows a MIG instance serves of its own (its share of the framebuffer);
+# profiling rows are per instance too.
+MIG_FIELDS = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")
 
 
 def _pct(section: str, title: str, **kw) -> Style:
@@ -192,6 +235,30 @@ STYLES: dict[str, Style] = {
     "DCGM_FI_PROF_NVLINK_RX_BYTES": Style(INTERCONNECT, "NVLink receive", min=0, unit="B/s"),
     # DCGM 4 gives this field a MB/s unit: it is a throughput, whatever type the row declares
     "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": Style(INTERCONNECT, "NVLink throughput (all links)", min=0),
+    # NvLink, per link (the nvlink label)
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL": Style(NVLINK_LINKS, "Flit CRC errors per link",
+                                                             view="total"),
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_PER_LINK_TOTAL": Style(NVLINK_LINKS, "Data CRC errors per link",
+                                                             view="total"),
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL": Style(NVLINK_LINKS, "Replays per link", view="total"),
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_PER_LINK_TOTAL": Style(NVLINK_LINKS, "Recoveries per link", view="total"),
+    "DCGM_FI_DEV_NVLINK_THROUGHPUT_PER_LINK": Style(NVLINK_LINKS, "Throughput per link", min=0),
+    "DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_PER_LINK": Style(NVLINK_LINKS, "Transmit per link", min=0),
+    "DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_PER_LINK": Style(NVLINK_LINKS, "Receive per link", min=0),
+    "DCGM_FI_PROF_NVLINK_TX_BYTES_PER_LINK": Style(NVLINK_LINKS, "Transmit per link (profiling)", min=0,
+                                                   unit="B/s"),
+    "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK": Style(NVLINK_LINKS, "Receive per link (profiling)", min=0,
+                                                   unit="B/s"),
+    # NvSwitches and CPUs
+    "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS": Style(NVSWITCHES, "NvSwitch temperature", unit="C"),
+    "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX": Style(NVSWITCHES, "NvSwitch transmit", min=0),
+    "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX": Style(NVSWITCHES, "NvSwitch receive", min=0),
+    "DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS": Style(NVSWITCHES, "NvSwitch fatal link errors", view="total"),
+    "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS": Style(NVSWITCHES, "NvSwitch non-fatal link errors", view="total"),
+    "DCGM_FI_DEV_CPU_TEMP_CELSIUS": Style(CPUS, "CPU temperature", unit="C"),
+    "DCGM_FI_DEV_CPU_POWER_WATTS": Style(CPUS, "CPU power", min=0, unit="W"),
+    "DCGM_FI_DEV_CPU_UTIL_TOTAL": Style(CPUS, "CPU core utilisation", min=0),
+    "DCGM_FI_DEV_CPU_CLOCK_CURRENT": Style(CPUS, "CPU core clock", min=0),
 }
 
 # The clock-event reasons that mean the GPU is held back (DCGM's

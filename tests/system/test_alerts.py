@@ -4,7 +4,8 @@ promtool checks the file and runs its unit tests (gpu-alerts.test.yml); the
 structure checks keep every alert routable and readable; and an end-to-end
 run sends a simulated thermal runaway through the real collector, a real
 Prometheus evaluating the shipped temperature expression, and a real
-Alertmanager, to a webhook in this test.
+Alertmanager, to a webhook in this test; a second one does the same with a
+MIG GPU instance whose framebuffer fills up.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def test_the_alerts_the_issue_asks_for_are_there():
     assert set(_alerts()) == {
         "GpuTemperatureHigh", "GpuFramebufferFull", "GpuIdle", "GpuUtilizationHigh", "GpuXidError",
         "GpuLost", "GpuThermalThrottling", "GpuPowerThrottling", "DcgmCollectorDown", "DcgmCollectorStale",
+        "GpuMigInstanceFramebufferFull", "GpuNvlinkErrors",
     }
 
 
@@ -99,7 +101,10 @@ def test_spiky_readings_use_the_window_families_with_a_fallback():
     # keeps the rule working with a dcgm-exporter counters file
     alerts = _alerts()
     assert "DCGM_FI_DEV_GPU_TEMP_max or DCGM_FI_DEV_GPU_TEMP" in alerts["GpuTemperatureHigh"]["expr"]
-    assert "DCGM_FI_DEV_FB_USED_max or DCGM_FI_DEV_FB_USED" in alerts["GpuFramebufferFull"]["expr"]
+    assert ('DCGM_FI_DEV_FB_USED_max{GPU_I_ID=""} or DCGM_FI_DEV_FB_USED{GPU_I_ID=""}'
+            in alerts["GpuFramebufferFull"]["expr"])
+    assert ('DCGM_FI_DEV_FB_USED_max{GPU_I_ID!=""} or DCGM_FI_DEV_FB_USED{GPU_I_ID!=""}'
+            in alerts["GpuMigInstanceFramebufferFull"]["expr"])
     assert "DCGM_FI_DEV_GPU_UTIL_max or DCGM_FI_DEV_GPU_UTIL" in alerts["GpuIdle"]["expr"]
 
 
@@ -148,22 +153,19 @@ def webhook():
 
 def _temperature_rule_for_e2e(path: Path) -> str:
     """The shipped GpuTemperatureHigh rule, expression and all, with a `for` short enough for a test."""
-    rule = dict(_alerts()["GpuTemperatureHigh"])
+    return _rule_for_e2e(path, "GpuTemperatureHigh")
+
+
+def _rule_for_e2e(path: Path, alertname: str) -> str:
+    """The shipped rule, expression and all, with a `for` short enough for a test."""
+    rule = dict(_alerts()[alertname])
     rule["for"] = E2E_FOR
     path.write_text(yaml.safe_dump({"groups": [{"name": "e2e", "rules": [rule]}]}, sort_keys=False))
     return rule["expr"]
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
-@pytest.mark.skipif(ALERTMANAGER is None,
-                    reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
-def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
-    hook_url, notices = webhook
-    collector_port, prometheus_port, alertmanager_port = free_port(), free_port(), free_port()
-    (tmp_path / "runaway.toml").write_text(RUNAWAY)
-    expr = _temperature_rule_for_e2e(tmp_path / "rules.yml")
-    assert "_max" in expr
+def _write_alerting_configs(tmp_path: Path, hook_url: str, collector_port: int, alertmanager_port: int) -> None:
+    """Alertmanager to the webhook at once, Prometheus scraping the collector every second with rules.yml."""
     (tmp_path / "alertmanager.yml").write_text(
         "route:\n  receiver: hook\n  group_by: [alertname, hostname, gpu]\n"
         "  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n"
@@ -176,28 +178,25 @@ def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
         "scrape_configs:\n  - job_name: dcgm-collector\n"
         f"    static_configs:\n      - targets: ['127.0.0.1:{collector_port}']\n"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+@pytest.mark.skipif(ALERTMANAGER is None,
+                    reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
+def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
+    hook_url, notices = webhook
+    collector_port, prometheus_port, alertmanager_port = free_port(), free_port(), free_port()
+    (tmp_path / "runaway.toml").write_text(RUNAWAY)
+    expr = _temperature_rule_for_e2e(tmp_path / "rules.yml")
+    assert "_max" in expr
+    _write_alerting_configs(tmp_path, hook_url, collector_port, alertmanager_port)
     logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("alertmanager", "collector", "prometheus")}  # noqa: SIM115
     processes: list[subprocess.Popen] = []
     started = time.monotonic()
     try:
-        # Alertmanager first: an alert that fires before Prometheus knows its
-        # Alertmanager is only re-sent after the resend delay
-        alertmanager = subprocess.Popen(
-            [ALERTMANAGER, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'am'}",
-             f"--web.listen-address=127.0.0.1:{alertmanager_port}", "--cluster.listen-address=", "--log.level=warn"],
-            cwd=tmp_path, stdout=logs["alertmanager"], stderr=subprocess.STDOUT)
-        processes.append(alertmanager)
-        wait_until("alertmanager ready", lambda: is_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready"),
-                   alertmanager, 30)
-        # cwd=tmp_path: `python -m` puts the cwd on sys.path, and the checkout
-        # may lack the compiled extension the installed package has
-        collector = launch(COLLECTOR, "--sim", str(tmp_path / "runaway.toml"), "-a", f"127.0.0.1:{collector_port}",
-                           "-c", "500", cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
-        processes.append(collector)
-        prometheus = start_prometheus(tmp_path / "prometheus.yml", tmp_path, prometheus_port, logs["prometheus"],
-                                      "--rules.alert.resend-delay=1s")
-        processes.append(prometheus)
-
+        _start_alerting(tmp_path, "runaway.toml", (collector_port, prometheus_port, alertmanager_port), logs,
+                        processes)
         alert = _first_firing(notices, "GpuTemperatureHigh", started + ALERT_DEADLINE_S, processes)
         labels = alert["labels"]
         assert labels["gpu"] == "1", alert
@@ -213,6 +212,92 @@ def test_thermal_runaway_reaches_the_webhook(tmp_path, webhook):
             except queue.Empty:
                 break
             assert all(a["labels"].get("gpu") != "0" for a in notice["alerts"]), notice
+    finally:
+        for process in reversed(processes):
+            stop_process(process)
+        close_and_print_logs(tmp_path, logs)
+
+
+def _start_alerting(tmp_path: Path, scenario: str, ports: tuple[int, int, int], logs: dict,
+                    processes: list[subprocess.Popen], *collector_args: str) -> None:
+    """Alertmanager, the collector on ``scenario`` and Prometheus, each appended to ``processes`` once started."""
+    collector_port, prometheus_port, alertmanager_port = ports
+    # Alertmanager first: an alert that fires before Prometheus knows its
+    # Alertmanager is only re-sent after the resend delay
+    alertmanager = subprocess.Popen(
+        [ALERTMANAGER, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'am'}",
+         f"--web.listen-address=127.0.0.1:{alertmanager_port}", "--cluster.listen-address=", "--log.level=warn"],
+        cwd=tmp_path, stdout=logs["alertmanager"], stderr=subprocess.STDOUT)
+    processes.append(alertmanager)
+    wait_until("alertmanager ready", lambda: is_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready"),
+               alertmanager, 30)
+    # cwd=tmp_path: `python -m` puts the cwd on sys.path, and the checkout
+    # may lack the compiled extension the installed package has
+    collector = launch(COLLECTOR, "--sim", str(tmp_path / scenario), "-a", f"127.0.0.1:{collector_port}",
+                       "-c", "500", *collector_args, cwd=tmp_path, stdout=logs["collector"], stderr=subprocess.STDOUT)
+    processes.append(collector)
+    prometheus = start_prometheus(tmp_path / "prometheus.yml", tmp_path, prometheus_port, logs["prometheus"],
+                                  "--rules.alert.resend-delay=1s")
+    processes.append(prometheus)
+
+
+# An H100 split 3g + 1g whose memory leaks from 80 % at 1 GiB/s: each
+# instance holds its share of the GPU's memory, so both pass 90 % of what
+# they can use within about ten seconds.  GPU 1 is whole and steady.
+MIG_LEAK = """seed = 3
+[[gpu]]
+model = "H100"
+mig_profiles = ["3g.40gb", "1g.10gb"]
+workload = "memory_leak"
+fb_used = 0.80
+leak_rate = 1024.0
+
+[[gpu]]
+model = "H100"
+workload = "training"
+"""
+MIG_COUNTERS = """\
+DCGM_FI_DEV_FB_FREE, gauge, Framebuffer memory free (in MiB).
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB)., max
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+@pytest.mark.skipif(ALERTMANAGER is None,
+                    reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
+def test_a_filling_mig_instance_reaches_the_webhook(tmp_path, webhook):
+    hook_url, notices = webhook
+    ports = free_port(), free_port(), free_port()
+    (tmp_path / "mig-leak.toml").write_text(MIG_LEAK)
+    (tmp_path / "counters.csv").write_text(MIG_COUNTERS)
+    _rule_for_e2e(tmp_path / "rules.yml", "GpuMigInstanceFramebufferFull")
+    _write_alerting_configs(tmp_path, hook_url, ports[0], ports[2])
+    logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("alertmanager", "collector", "prometheus")}  # noqa: SIM115
+    processes: list[subprocess.Popen] = []
+    deadline = time.monotonic() + ALERT_DEADLINE_S
+    try:
+        _start_alerting(tmp_path, "mig-leak.toml", ports, logs, processes, "-f", str(tmp_path / "counters.csv"))
+        firing: dict[str, dict] = {}
+        while len(firing) < 2:
+            assert time.monotonic() < deadline, f"only {sorted(firing)} of the two instances fired"
+            for process in processes:
+                assert process.poll() is None, f"{process.args[0]} exited with {process.returncode}"
+            try:
+                notice = notices.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            for alert in notice["alerts"]:
+                labels = alert["labels"]
+                assert labels["alertname"] == "GpuMigInstanceFramebufferFull" and labels["gpu"] == "0", alert
+                if alert["status"] == "firing":
+                    firing[labels["GPU_I_ID"]] = alert
+        assert {i: a["labels"]["GPU_I_PROFILE"] for i, a in firing.items()} == {"0": "3g.40gb", "1": "1g.10gb"}
+        alert = firing["1"]
+        labels = alert["labels"]
+        assert labels["severity"] == "warning" and labels["modelName"] == "NVIDIA H100 80GB HBM3"
+        assert labels["UUID"].startswith("GPU-") and labels["hostname"]
+        assert alert["annotations"]["summary"].startswith(f"MIG instance 1 (1g.10gb) of GPU 0 on {labels['hostname']} ")
     finally:
         for process in reversed(processes):
             stop_process(process)

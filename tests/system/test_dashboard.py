@@ -241,6 +241,109 @@ def test_legends_name_host_and_gpu():
                 assert target["legendFormat"].startswith("{{hostname}} GPU {{gpu}}"), (panel["title"], target)
 
 
+# ---- entity levels: MIG instances, NvLink links, NvSwitches, CPUs ------------------------------
+
+MIG_COUNTERS = """\
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).
+DCGM_FI_DEV_FB_FREE, gauge, Framebuffer memory free (in MiB).
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB)., max
+DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active.
+DCGM_FI_DRIVER_VERSION, label, Driver Version
+"""
+MIG_SELECTOR = '{instance=~"$instance", gpu=~"$gpu", GPU_I_ID!="", GPU_I_ID=~"$gpu_instance"}'
+MIG_LEGEND = "{{hostname}} GPU {{gpu}}/{{GPU_I_PROFILE}}/{{GPU_I_ID}}"
+
+
+def test_mig_instances_get_their_own_panels_and_variable():
+    dashboard = _dashboard_of(MIG_COUNTERS, mig=True)
+    _check_classic_model(dashboard)
+    assert _rows(dashboard) == ["Overview", "Utilisation", "Framebuffer", "MIG instances", "Temperature",
+                                "Collector"]
+    in_mig = []
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            section = panel["title"]
+        elif section == "MIG instances":
+            in_mig.append(panel["title"])
+    # framebuffer and profiling rows per instance; GPU utilisation has no instance series
+    assert in_mig == ["Framebuffer used per instance (% of usable)", "Graphics engine active per instance",
+                      "Framebuffer used per instance", "Framebuffer free per instance"]
+    panels = _by_title(dashboard)
+    assert [(t["expr"], t["legendFormat"]) for t in panels["Framebuffer used per instance"]["targets"]] == [
+        (f"DCGM_FI_DEV_FB_USED{MIG_SELECTOR}", MIG_LEGEND),
+        (f"max_over_time(DCGM_FI_DEV_FB_USED_max{MIG_SELECTOR}[$__rate_interval])", f"{MIG_LEGEND} max")]
+    assert _exprs(panels["Framebuffer used per instance (% of usable)"])[0] == (
+        f"100 * DCGM_FI_DEV_FB_USED{MIG_SELECTOR} / (DCGM_FI_DEV_FB_USED{MIG_SELECTOR} + "
+        f"DCGM_FI_DEV_FB_FREE{MIG_SELECTOR})")
+    assert panels["Framebuffer free per instance"]["fieldConfig"]["defaults"]["unit"] == "mbytes"
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["gpu_instance"]["query"] == (
+        'label_values(DCGM_FI_DEV_FB_USED{instance=~"$instance", gpu=~"$gpu", GPU_I_ID!=""}, GPU_I_ID)')
+    assert variables["gpu_instance"]["multi"] and variables["gpu_instance"]["allValue"] == ".*"
+    assert dashboard["description"].endswith("with --mig.")
+    # the whole-GPU panels stay as they were
+    assert _by_title(dashboard)["Framebuffer used"] == _by_title(_dashboard_of(MIG_COUNTERS))["Framebuffer used"]
+
+
+def test_mig_panels_only_when_asked_for_and_when_a_row_has_instance_series():
+    plain = _dashboard_of(MIG_COUNTERS)
+    assert "MIG instances" not in _rows(plain)
+    assert "gpu_instance" not in {v["name"] for v in plain["templating"]["list"]}
+    # no framebuffer or profiling row: nothing to show per instance
+    only_gpu = _dashboard_of("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n", mig=True)
+    assert "MIG instances" not in _rows(only_gpu)
+    assert "gpu_instance" not in {v["name"] for v in only_gpu["templating"]["list"]}
+
+
+LEVEL_COUNTERS = """\
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL, counter, NVLink flit CRC errors per link.
+DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_PER_LINK, gauge, NVLink transmit per link (in MB/s).
+DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS, gauge, NvSwitch temperature (in C)., max
+DCGM_FI_DEV_NVSWITCH_POWER_VDD_WATTS, gauge, NvSwitch VDD power.
+DCGM_FI_DEV_CPU_POWER_WATTS, gauge, CPU power (in W).
+DCGM_FI_DEV_CPU_UTIL_TOTAL, gauge, CPU core utilisation.
+"""
+
+
+def test_cli_mig_option(tmp_path):
+    counters = tmp_path / "c.csv"
+    counters.write_text(MIG_COUNTERS)
+    code, out, _ = _run_main(["-f", str(counters), "--mig"])
+    assert code == 0
+    assert json.loads(out) == build_dashboard(load_counters(counters), mig=True)
+    assert "MIG instances" in _rows(json.loads(out))
+
+
+def test_link_switch_and_cpu_rows_get_their_level_panels():
+    dashboard = _dashboard_of(LEVEL_COUNTERS)
+    _check_classic_model(dashboard)
+    assert _rows(dashboard) == ["Overview", "Temperature", "NvLink links", "NvSwitches", "CPUs", "Collector"]
+    targets = {p["title"]: [(t["expr"], t["legendFormat"]) for t in p["targets"]] for p in _panels(dashboard)}
+    assert targets["Flit CRC errors per link"] == [
+        ('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL{instance=~"$instance", gpu=~"$gpu"}',
+         "{{hostname}} GPU {{gpu}} link {{nvlink}}")]
+    assert targets["Transmit per link"] == [
+        ('DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_PER_LINK{instance=~"$instance", gpu=~"$gpu"}',
+         "{{hostname}} GPU {{gpu}} link {{nvlink}}")]
+    assert targets["NvSwitch temperature"] == [
+        ('DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS{instance=~"$instance"}', "{{hostname}} NvSwitch {{nvswitch}}"),
+        ('max_over_time(DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS_max{instance=~"$instance"}[$__rate_interval])',
+         "{{hostname}} NvSwitch {{nvswitch}} max")]
+    # a field with no special panel still lands in its level's row
+    assert targets["NvSwitch VDD power"] == [
+        ('DCGM_FI_DEV_NVSWITCH_POWER_VDD_WATTS{instance=~"$instance"}', "{{hostname}} NvSwitch {{nvswitch}}")]
+    assert targets["CPU power"] == [('DCGM_FI_DEV_CPU_POWER_WATTS{instance=~"$instance"}', "{{hostname}} CPU {{cpu}}")]
+    assert targets["CPU core utilisation"] == [
+        ('DCGM_FI_DEV_CPU_UTIL_TOTAL{instance=~"$instance"}', "{{hostname}} CPU {{cpu}} core {{cpucore}}")]
+    units = {p["title"]: p["fieldConfig"]["defaults"]["unit"] for p in _panels(dashboard)}
+    assert (units["Transmit per link"], units["NvSwitch temperature"], units["CPU power"]) == (
+        "MBs", "celsius", "watt")
+    # none of it without such rows
+    assert not {"NvLink links", "NvSwitches", "CPUs"} & set(_rows(_default_dashboard()))
+
+
 def test_a_fixed_datasource_replaces_the_variable():
     dashboard = _default_dashboard(datasource_uid="prom-main", title="Cluster GPUs", uid="gpus")
     assert (dashboard["title"], dashboard["uid"]) == ("Cluster GPUs", "gpus")
@@ -364,7 +467,7 @@ def _default_rows() -> str:
 
 
 def _substitute(expr: str) -> str:
-    expr = expr.replace('"$instance"', '".*"').replace('"$gpu"', '".*"')
+    expr = expr.replace('"$instance"', '".*"').replace('"$gpu"', '".*"').replace('"$gpu_instance"', '".*"')
     for macro, value in MACROS.items():
         expr = expr.replace(macro, value)
     assert "$" not in expr, expr
@@ -437,3 +540,60 @@ def test_the_collector_cli_prints_the_dashboard(capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["panels"]
     assert any(v["name"] == "gpu" for v in printed["templating"]["list"])
+
+
+# An H100 split 3g + 1g (served through its instances) beside a whole H100.
+MIG_SCENARIO = """\
+seed = 5
+[[gpu]]
+model = "H100"
+mig_profiles = ["3g.40gb", "1g.10gb"]
+workload = "training"
+[[gpu]]
+model = "H100"
+workload = "training"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+def test_mig_panel_queries_return_instance_series_from_prometheus(tmp_path):
+    counters = tmp_path / "counters.csv"
+    counters.write_text(MIG_COUNTERS)
+    dashboard = build_dashboard(load_counters(counters), mig=True)
+    _check_classic_model(dashboard)
+    scenario = tmp_path / "mig.toml"
+    scenario.write_text(MIG_SCENARIO)
+    collector_port, prometheus_port = free_port(), free_port()
+    config = write_scrape_config(tmp_path / "prometheus.yml", f"127.0.0.1:{collector_port}")
+    logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("collector", "prometheus")}  # noqa: SIM115
+    collector = launch(COLLECTOR, "--sim", str(scenario), "-f", str(counters), "-a", f"127.0.0.1:{collector_port}",
+                       "-c", "1000", "--watch-interval", "100", cwd=tmp_path, stdout=logs["collector"],
+                       stderr=subprocess.STDOUT)
+    prometheus = start_prometheus(config, tmp_path, prometheus_port, logs["prometheus"])
+    url = f"http://127.0.0.1:{prometheus_port}"
+    queries = [(p["title"], t) for p in _panels(dashboard) for t in p["targets"]]
+    try:
+        wait_until("collector", lambda: is_ready(f"http://127.0.0.1:{collector_port}/health", timeout=1), collector)
+        wait_until("prometheus", lambda: is_ready(f"{url}/-/ready", timeout=1), prometheus)
+        deadline = time.monotonic() + 30
+        while True:
+            results = {t["expr"]: prometheus_query(url, _substitute(t["expr"])) for _, t in queries}
+            empty = [f"{title}: {t['expr']}" for title, t in queries if not results[t["expr"]]]
+            if not empty or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert empty == [], "queries without data:\n" + "\n".join(empty)
+        for title, target in queries:
+            if "{{GPU_I_ID}}" in target["legendFormat"]:
+                # the two instances of GPU 0, never the whole GPU 1
+                found = sorted((s["metric"]["gpu"], s["metric"]["GPU_I_PROFILE"], s["metric"]["GPU_I_ID"])
+                               for s in results[target["expr"]])
+                assert found == [("0", "1g.10gb", "1"), ("0", "3g.40gb", "0")], (title, found)
+        variables = {v["name"]: v["query"] for v in dashboard["templating"]["list"]}
+        assert _label_values(url, variables["gpu_instance"]) == ["0", "1"]
+        assert _label_values(url, variables["gpu"]) == ["0", "1"]
+    finally:
+        stop_process(prometheus)
+        stop_process(collector)
+        close_and_print_logs(tmp_path, logs)

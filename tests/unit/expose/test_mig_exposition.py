@@ -168,3 +168,28 @@ def test_an_instance_shows_the_health_of_its_gpu(mig_exposition):
     mem = [line for line in family.lines(Scrape(0, 0, 0, lambda: None)) if 'health_watch="MEM"' in line]
     assert [line.split(",")[0] + " " + line.split()[-1] for line in mem] == ['H{e="4.0" 20', 'H{e="4.1" 20',
                                                                            'H{e="1.1" 0']
+
+
+def test_window_families_per_instance(mig_exposition):
+    """--aggregations gives every instance series its own _min/_max/_avg, over that instance's samples only."""
+    handle, sampler, now = mig_exposition
+    options = ExpositionOptions(hostname="mig-host", aggregations=("min", "max", "avg"))
+    text = _body(Exposition(sampler, handle.gpus(), options, version="test"), now)
+    instance_1 = f'{{{GPU0},GPU_I_PROFILE="2g.20gb",GPU_I_ID="1",{TAIL}}}'
+    lines = [line for line in text.splitlines() if instance_1 in line]
+    # the rows were 9000, 9002, 9000 (FB used) and 0.25 three times (graphics engine active)
+    assert lines == [
+        f"DCGM_FI_DEV_FB_USED{instance_1} 9000",
+        f"DCGM_FI_DEV_FB_USED_min{instance_1} 9000",
+        f"DCGM_FI_DEV_FB_USED_max{instance_1} 9002",
+        f"DCGM_FI_DEV_FB_USED_avg{instance_1} 9000.666667",
+        f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{instance_1} 0.250000",
+        f"DCGM_FI_PROF_GR_ENGINE_ACTIVE_min{instance_1} 0.250000",
+        f"DCGM_FI_PROF_GR_ENGINE_ACTIVE_max{instance_1} 0.250000",
+        f"DCGM_FI_PROF_GR_ENGINE_ACTIVE_avg{instance_1} 0.250000",
+    ]
+    # every family has one series per instance and one for the whole GPU 1, in that order
+    for family in ("DCGM_FI_DEV_FB_USED_min", "DCGM_FI_PROF_GR_ENGINE_ACTIVE_avg"):
+        ids = [line.split("GPU_I_ID=")[1][1] if "GPU_I_ID" in line else "whole"
+               for line in text.splitlines() if line.startswith(family + "{")]
+        assert ids == ["0", "1", "2", "whole"], family
