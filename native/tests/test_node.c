@@ -824,6 +824,10 @@ static void test_parse_errors(void)
                  DCGM_ST_BADPARAM);
     expect_error("power-limit.toml", "[[gpu]]\nmodel = \"T4\"\npower_limit = 300\n", 3, "60 to 70 W", DCGM_ST_BADPARAM);
     expect_error("bad-escape.toml", "name = \"a\\qb\"\n", 1, "escape", DCGM_ST_BADPARAM);
+    expect_error("switches.toml", "nvswitches = 13\n[[gpu]]\n", 1, "out of range (0 to 12)", DCGM_ST_BADPARAM);
+    expect_error("cpus-type.toml", "grace_cpus = \"one\"\n[[gpu]]\n", 1, "must be an integer", DCGM_ST_BADPARAM);
+    expect_error("cores.toml", "seed = 1\ngrace_cpus = 8\ncpu_cores = 200\n[[gpu]]\n", 3, "1600 cores (at most 1024)",
+                 DCGM_ST_BADPARAM);
 
     sim_node *node = (sim_node *)0x1;
     char err[512];
