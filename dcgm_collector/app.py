@@ -274,6 +274,7 @@ class Collector:
         def make(name: str, address: str | None, connect) -> Target:
             hostname = None if config.no_hostname else name
             return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,
+                          switch_devices=config.switch_devices, cpu_devices=config.cpu_devices,
                           expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname), address=address)
 
         if not config.remotes:

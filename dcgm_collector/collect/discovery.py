@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.collect.levels import ALL, LevelSelectionError, discover_levels
 from dcgm_collector.collect.sampler import CONNECTION_CODES
 from dcgm_collector.dcgm import DcgmError, Handle
-from dcgm_collector.model import DeviceSelection, GpuInfo
+from dcgm_collector.model import DeviceSelection, GpuInfo, LevelEntity
 
 __all__ = ["DiscoveryError", "Topology", "discover", "drop_unsupported_profiling", "id_ranges", "select_gpus"]
 
@@ -32,6 +33,7 @@ class Topology:
     gpu_ids: tuple[int, ...]
     gpus: tuple[GpuInfo, ...]          # GpuInfo of gpu_ids, in that order
     counters: CounterSet
+    levels: tuple[LevelEntity, ...] = ()   # NvLinks, NvSwitches, CPUs, cores (collect.levels)
 
     @property
     def identity(self) -> tuple[tuple[int, str], ...]:
@@ -39,13 +41,19 @@ class Topology:
         return tuple((gpu.gpu_id, gpu.uuid) for gpu in self.gpus)
 
 
-def discover(handle: Handle, counters: CounterSet, devices: DeviceSelection) -> Topology:
-    """The GPUs ``devices`` selects on this handle's node, and the counters they support."""
+def discover(handle: Handle, counters: CounterSet, devices: DeviceSelection,
+             switches: DeviceSelection = ALL, cpus: DeviceSelection = ALL) -> Topology:
+    """The GPUs ``devices`` selects on this handle's node, the links, switches and CPUs ``switches``
+    and ``cpus`` select (-s, -p), and the counters they support."""
     gpu_ids = select_gpus(handle, devices)
     counters = drop_unsupported_profiling(handle, counters, gpu_ids)
     ids = gpu_ids if gpu_ids is not None else handle.gpu_ids(supported_only=True)
     by_id = {gpu.gpu_id: gpu for gpu in handle.gpus()}
-    return Topology(tuple(ids), tuple(by_id[gpu] for gpu in ids if gpu in by_id), counters)
+    try:
+        levels = discover_levels(handle, counters, ids, switches, cpus)
+    except LevelSelectionError as error:
+        raise DiscoveryError(str(error)) from None
+    return Topology(tuple(ids), tuple(by_id[gpu] for gpu in ids if gpu in by_id), counters, levels)
 
 
 def select_gpus(handle: Handle, selection: DeviceSelection) -> list[int] | None:

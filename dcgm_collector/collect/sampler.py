@@ -46,6 +46,7 @@ from types import MappingProxyType
 from dcgm_collector.collect import drain
 from dcgm_collector.collect.counters import CounterSet
 from dcgm_collector.collect.fields import field_table
+from dcgm_collector.collect.levels import MEMBERS
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.ring import EventRing, RingBuffer, SeriesKey
 from dcgm_collector.collect.servable import SAMPLED_LEVELS
@@ -61,7 +62,7 @@ from dcgm_collector.dcgm import (
     status_name,
 )
 from dcgm_collector.dcgm._native import lib
-from dcgm_collector.model import FieldCost
+from dcgm_collector.model import FieldCost, LevelEntity
 
 __all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 
@@ -145,6 +146,7 @@ class _Drain:
     target: RingBuffer | EventRing
     is_events: bool
     cursor: int = 0
+    group: EntityGroup | None = None   # the entities it is watched on; None: the sampler's GPU group
 
 
 class Sampler:
@@ -170,6 +172,7 @@ class Sampler:
         options: SamplingOptions | None = None,
         *,
         gpu_ids: Sequence[int] | None = None,
+        levels: Sequence[LevelEntity] = (),
         stats: SamplerStats | None = None,
         resume: Sampler | None = None,
         on_connection_lost: Callable[[int], None] | None = None,
@@ -183,6 +186,9 @@ class Sampler:
         self.options = options if options is not None else SamplingOptions()
         self.plan: WatchPlan = plan_watches(counters, self.options)
         self._requested_gpus = None if gpu_ids is None else _gpu_list(gpu_ids)
+        # NvLinks, NvSwitches, CPUs and cores whose fields the counters ask for (collect.levels)
+        self.levels: tuple[LevelEntity, ...] = tuple(levels)
+        self._level_groups: dict[str, EntityGroup] = {}
         self.interval_s = self.plan.collect_interval_us / 1e6
         self.stats = stats if stats is not None else SamplerStats()
         self.gpu_ids: tuple[int, ...] = ()
@@ -305,6 +311,9 @@ class Sampler:
                 log.debug("not sampling %s fields %s (%s level): the level is not sampled yet", watch.kind,
                           _ids(watch.field_ids), watch.entity_level)
                 continue
+            if watch.entity_level in MEMBERS:
+                self._setup_level(watch, old_rings, cursors, rings, field_groups)
+                continue
             # Global fields are read through the GPUs, as dcgm-exporter does: DCGM
             # keeps one copy and answers it for every GPU, so each GPU's series show it.
             fg = self._watch(watch)
@@ -332,18 +341,46 @@ class Sampler:
         if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
             self._start_health(gpus)
 
+    def _setup_level(self, watch: WatchGroup, old_rings: Mapping[WatchGroup, RingBuffer],
+                     cursors: Mapping[WatchGroup, int], rings: dict[WatchGroup, RingBuffer],
+                     field_groups: dict[WatchGroup, FieldGroup]) -> None:
+        """Watch one field group on the links, switches, CPUs or cores of its level, into a ring of its own."""
+        members = [e for e in self.levels if e.level in MEMBERS[watch.entity_level]]
+        if watch.kind not in ("values", "profiling") or not members:
+            # label and event rows at these levels were warned about with the counters;
+            # a level the node has no entities of simply has no series
+            self.stats.dropped_groups += 1
+            log.debug("not sampling %s fields %s: no %s entity to watch them on", watch.kind,
+                      _ids(watch.field_ids), watch.entity_level)
+            return
+        group = self._level_groups.get(watch.entity_level)
+        if group is None:
+            group = self.handle.create_group(f"dcgm-collector-{watch.entity_level.lower()}-{id(self):x}",
+                                             [e.key for e in members])
+            self._level_groups[watch.entity_level] = group
+        fg = self._watch(watch, group)
+        if fg is None:
+            return
+        field_groups[watch] = fg
+        ring = old_rings.get(watch)
+        if ring is None:
+            series = [SeriesKey(int(e.level), e.entity_id, field_id) for e in members for field_id in watch.field_ids]
+            ring = RingBuffer(series, self.plan.ring_capacity)
+        rings[watch] = ring
+        self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0), group))
+
     def _adoptable(self, previous: Sampler | None) -> Sampler | None:
         """``previous`` if its rings fit this sampler (same GPUs, same plan) and nobody writes them any more."""
         if previous is None:
             return None
         if previous.running:
             raise RuntimeError("a sampler resumes a stopped one only (a ring has one writer)")
-        if previous.gpu_ids != self.gpu_ids or previous.plan != self.plan:
+        if previous.gpu_ids != self.gpu_ids or previous.plan != self.plan or previous.levels != self.levels:
             return None
         return previous
 
-    def _watch(self, watch: WatchGroup) -> FieldGroup | None:
-        """Create and watch one field group; None if a profiling watch was refused."""
+    def _watch(self, watch: WatchGroup, group: EntityGroup | None = None) -> FieldGroup | None:
+        """Create and watch one field group (on ``group``, else the GPUs); None if a profiling watch was refused."""
         name = f"dcgm-collector-{watch.kind}-{id(self):x}-{len(self._made_field_groups)}"
         fgs = self.handle.create_field_groups(watch.field_ids, name)
         fg = fgs[0]
@@ -351,7 +388,7 @@ class Sampler:
         # labels need no more than the collect interval, whatever the watch interval
         freq = self.plan.collect_interval_us if watch.kind == "labels" else self.plan.update_freq_us
         try:
-            self.handle.watch(self.group, fg, freq, self.plan.max_keep_age_s)
+            self.handle.watch(group if group is not None else self.group, fg, freq, self.plan.max_keep_age_s)
         except DcgmError as error:
             self._made_field_groups.remove(fg)
             fgs.destroy()
@@ -383,6 +420,8 @@ class Sampler:
             _quietly(fg.destroy)  # the handle unwatches a field group before destroying it
         if self._health_group is not None:
             _quietly(self._health_group.destroy)
+        for group in self._level_groups.values():
+            _quietly(group.destroy)
         if self.group is not None:
             _quietly(self.group.destroy)
 
@@ -484,7 +523,7 @@ class Sampler:
         """
         if self.group is None:
             return ()
-        groups = [d.field_group for d in self._drains if not d.is_events]
+        groups = [d.field_group for d in self._drains if not d.is_events and d.group is None]
         try:
             values = self.handle.latest_values(self.group, groups) if groups else []
         except DcgmError as error:
@@ -537,7 +576,7 @@ class Sampler:
         return None
 
     def _drain_call(self, d: _Drain, raw: int) -> drain.DrainResult:
-        group_id = self.group.id  # type: ignore[union-attr]  # set by start()
+        group_id = (d.group or self.group).id  # type: ignore[union-attr]  # set by start()
         if d.is_events:
             return drain.drain_events_into(d.target, raw, group_id, d.field_group.id, d.cursor)
         return drain.drain_into(d.target, raw, group_id, d.field_group.id, d.cursor)
@@ -581,7 +620,7 @@ class Sampler:
     def _rewatch(self, d: _Drain) -> bool:
         freq = self.plan.update_freq_us
         try:
-            self.handle.watch(self.group, d.field_group, freq, self.plan.max_keep_age_s)
+            self.handle.watch(d.group or self.group, d.field_group, freq, self.plan.max_keep_age_s)
         except DcgmError as error:
             self._count(error.code)
             return False

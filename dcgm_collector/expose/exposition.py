@@ -52,11 +52,11 @@ from dcgm_collector.attribution.copies import NO_COPIES
 from dcgm_collector.collect.counters import AGGREGATIONS, Counter
 from dcgm_collector.collect.ring import EventRows, RingBuffer
 from dcgm_collector.collect.sampler import Sampler
-from dcgm_collector.collect.watches import CLOCK_EVENT_REASONS
+from dcgm_collector.collect.watches import CLOCK_EVENT_REASONS, watch_level
 from dcgm_collector.expose.clock_events import CLOCK_EVENTS_COUNT, ClockEventCounter, ClockEventsFamily
 from dcgm_collector.expose.families import EventFamily, Family, FieldFamily
 from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
-from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels
+from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, Labeller, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
 from dcgm_collector.expose.scrape import Scrape
@@ -88,6 +88,11 @@ class Exposition:
         self.gpus = tuple(by_id.get(i) or GpuInfo(i, "", "", "", "", "", "", "Unknown") for i in sampler.gpu_ids)
         # the entities whose series this exposition serves, in series order
         self.entities: tuple[EntityKey, ...] = tuple((int(EntityType.GPU), g.gpu_id) for g in self.gpus)
+        # the NvLinks, NvSwitches, CPUs and cores sampled, in series order; they carry the node-wide
+        # label rows (DCGM_FI_DRIVER_VERSION, ...) as dcgm-exporter's collectors of those levels do
+        self.levels = sampler.levels
+        self._node_label_names = frozenset(c.name for c in sampler.counters.label_counters()
+                                           if watch_level(c.field) == "NONE")
         self.window_us = round(options.window_s * 1e6)
         stale = options.stale_after_s
         if stale is None:
@@ -95,6 +100,7 @@ class Exposition:
         self.stale_after_s = float(stale)
         self.lookback_us = max(self.window_us, round(self.stale_after_s * 1e6))
         self._columns = self._index_columns()
+        self._level_columns = self._index_level_columns()
         self._clock = self._clock_counter()
         self._lock = threading.Lock()
         self._labels_seen: object = None
@@ -175,6 +181,34 @@ class Exposition:
                 columns[field_id] = (cells[0][0], [c[1] for c in cells])  # type: ignore[index]
         return columns
 
+    def _index_level_columns(self) -> dict[int, tuple[RingBuffer, list[int], list[EntityKey]]]:
+        """Field id -> (ring, columns, entity of each column) for the fields of links, switches, CPUs and cores."""
+        wanted = {e.key for e in self.levels}
+        columns: dict[int, tuple[RingBuffer, list[int], list[EntityKey]]] = {}
+        for ring in self.sampler.rings.values():
+            for column, key in enumerate(ring.series):
+                entity = (key.entity_group, key.entity_id)
+                if entity in wanted:
+                    found = columns.setdefault(key.field_id, (ring, [], []))
+                    if found[0] is ring:
+                        found[1].append(column)
+                        found[2].append(entity)
+        return columns
+
+    def _level_labels(self, values: dict[tuple[int, int], dict[str, str]]) -> dict[EntityKey, EntityLabels]:
+        """Label text of every link, switch, CPU and core sampled."""
+        gpus = {g.gpu_id: g for g in self.gpus}
+        node_labels = {}
+        for entity in self.entities[:1]:   # node-wide label rows are read through the GPUs: any one has them
+            node_labels = {k: v for k, v in values.get(entity, {}).items() if k in self._node_label_names}
+        labels = {}
+        for entity in self.levels:
+            labeller: LevelLabeller = LABELLERS[entity.level]   # type: ignore[assignment]
+            gpu = gpus.get(entity.parent) if entity.parent_level == EntityType.GPU else None
+            labels[entity.key] = EntityLabels.of(entity.key, labeller.identity(entity, gpu, self.options),
+                                                 node_labels)
+        return labels
+
     def _clock_counter(self) -> ClockEventCounter | None:
         if not any(c.exporter == CLOCK_EVENTS_COUNT for c in self.sampler.counters):
             return None
@@ -193,17 +227,18 @@ class Exposition:
         values = {key: dict(names) for key, names in labels.items()}
         with self._lock:
             if values != self._label_values or generation != self._attribution_seen:
-                labeller = LABELLERS[EntityType.GPU]
+                labeller: Labeller = LABELLERS[EntityType.GPU]   # type: ignore[assignment]
                 entities = [EntityLabels.of(entity, labeller.identity(info, self.options), values.get(entity, {}),
                                             attribution.copies(info.gpu_id, info.uuid) if attribution is not None
                                             else NO_COPIES)
                             for entity, info in zip(self.entities, self.gpus)]
-                self._families = self._build_families(entities)
+                self._families = self._build_families(entities, self._level_labels(values))
                 self._label_values = values
             self._labels_seen = labels
             self._attribution_seen = generation
 
-    def _build_families(self, entities: list[EntityLabels]) -> tuple[Family, ...]:
+    def _build_families(self, entities: list[EntityLabels],
+                        level_labels: dict[EntityKey, EntityLabels] | None = None) -> tuple[Family, ...]:
         families: list[Family] = []
         names: set[str] = set()
 
@@ -216,11 +251,12 @@ class Exposition:
             if counter.exporter is not None:
                 add(self._exporter_family(counter, entities))
             elif counter.field is not None and counter.prom_type != "label" and counter.field.is_numeric:
-                for family in self._field_families(counter, entities):
+                for family in self._field_families(counter, entities, level_labels or {}):
                     add(family)
         return tuple(families)
 
-    def _field_families(self, counter: Counter, entities: list[EntityLabels]) -> list[Family]:
+    def _field_families(self, counter: Counter, entities: list[EntityLabels],
+                        level_labels: dict[EntityKey, EntityLabels] | None = None) -> list[Family]:
         field = counter.field
         assert field is not None
         name = counter.name
@@ -228,6 +264,11 @@ class Exposition:
         if field.is_event:
             return [EventFamily(name, header, field.id, entities)]
         found = self._columns.get(field.id)
+        at_level = self._level_columns.get(field.id) if found is None else None
+        if at_level is not None:   # a field of links, switches, CPUs or cores: their series, not the GPUs'
+            ring, columns, keys = at_level
+            entities = [(level_labels or {})[key] for key in keys]
+            found = (ring, columns)
         if found is None:
             return []  # not sampled (a refused profiling watch, an entity level not sampled)
         ring, columns = found
