@@ -19,8 +19,10 @@ difference: dcgm-exporter's ``i:`` selection matches no switch or CPU at all
 (it filters the major entities by an empty list), so it serves nothing; here
 ``i:`` keeps the ports or cores listed, on every switch or CPU.
 
-A level DCGM cannot enumerate (no switches, no CPU module) is left out with
-one warning, as dcgm-exporter logs "Not collecting ... metrics".
+A level the node has no entities of (no switches, no CPU that DCGM
+monitors) has no series: each of its rows is then a warning naming its file
+and line, so that no enabled row vanishes quietly (dcgm-exporter logs one
+"Not collecting ... metrics" line).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.collect.counters import Counter, CounterSet
 from dcgm_collector.collect.watches import watch_level
 from dcgm_collector.dcgm import DcgmError, Handle
+from dcgm_collector.dcgm._native import lib
 from dcgm_collector.model import DeviceSelection, EntityType, LevelEntity
 
 __all__ = ["LEVELS", "LINK_UP", "MEMBERS", "LevelSelectionError", "discover_levels", "levels_wanted", "link_entity_id"]
@@ -41,6 +44,7 @@ log = logging.getLogger("dcgm_collector")
 LEVELS: dict[str, EntityType] = {"LINK": EntityType.LINK, "SWITCH": EntityType.SWITCH,
                                  "CPU": EntityType.CPU, "CPU_CORE": EntityType.CPU_CORE}
 LINK_UP = 3   # DcgmNvLinkLinkStateUp
+MODULE_NOT_LOADED: int = lib.DCGM_ST_MODULE_NOT_LOADED
 # The entities a watch level's fields are watched on: a CPU core field also on the CPUs (DCGM
 # answers the mean of their cores there), as dcgm-exporter's CPU collector watches it.
 MEMBERS: dict[str, tuple[EntityType, ...]] = {"LINK": (EntityType.LINK,), "SWITCH": (EntityType.SWITCH,),
@@ -61,10 +65,23 @@ def link_entity_id(owner_level: EntityType, owner: int, port: int) -> int:
     return int(owner_level) | port << 8 | owner << 24
 
 
+def _level_rows(counters: CounterSet) -> list[tuple[str, Counter]]:
+    """(level, row) of each numeric field row of a level beyond the GPUs (the rows that become series there;
+    label and event rows of these levels are warned about with the counters, collect.servable)."""
+    rows = []
+    for counter in counters.field_counters():
+        field = counter.field
+        if field is None or counter.is_label or field.is_event or field.type in ("s", "b"):
+            continue
+        level = watch_level(field)
+        if level in LEVELS:
+            rows.append((level, counter))
+    return rows
+
+
 def levels_wanted(counters: CounterSet) -> frozenset[str]:
     """The levels beyond the GPUs the counters have field rows for ('LINK', 'SWITCH', 'CPU', 'CPU_CORE')."""
-    levels = {watch_level(c.field) for c in counters if c.field is not None and c.exporter is None}
-    return frozenset(levels & LEVELS.keys())
+    return frozenset(level for level, _ in _level_rows(counters))
 
 
 def discover_levels(handle: Handle, counters: CounterSet, gpu_ids: Sequence[int],
@@ -72,20 +89,35 @@ def discover_levels(handle: Handle, counters: CounterSet, gpu_ids: Sequence[int]
     """The link, switch, CPU and core entities to sample on this handle's node, in series order."""
     wanted = levels_wanted(counters)
     found: list[LevelEntity] = []
+    why: dict[str, str] = {}    # why a level has no entity, when DCGM could not list them
     if "LINK" in wanted or "SWITCH" in wanted:
-        found += _switch_and_link_entities(handle, wanted, gpu_ids, switches)
+        found += _switch_and_link_entities(handle, wanted, gpu_ids, switches, why)
     if "CPU" in wanted or "CPU_CORE" in wanted:
-        found += _cpu_entities(handle, wanted, cpus)
+        found += _cpu_entities(handle, wanted, cpus, why)
+    present = {e.level for e in found}
+    for level, row in _level_rows(counters):
+        if not present & set(MEMBERS[level]):
+            where = "is selected" if _selective(level, switches, cpus) else "on this node"
+            reason = why.get(level) or f"no {_NAMES[level]} {where}"
+            log.warning("%s:%d: not serving %s: %s", row.path, row.line, row.name, reason)
     return tuple(found)
 
 
+_NAMES = {"LINK": "NvLink", "SWITCH": "NvSwitch", "CPU": "CPU", "CPU_CORE": "CPU or CPU core"}
+
+
+def _selective(level: str, switches: DeviceSelection, cpus: DeviceSelection) -> bool:
+    selection = switches if level in ("LINK", "SWITCH") else cpus
+    return selection.ids is not None
+
+
 def _switch_and_link_entities(handle: Handle, wanted: frozenset[str], gpu_ids: Sequence[int],
-                              selection: DeviceSelection) -> list[LevelEntity]:
+                              selection: DeviceSelection, why: dict[str, str]) -> list[LevelEntity]:
     try:
         gpu_ports, switch_ports = handle.nvlink_link_states()
         switch_ids = handle.entities(int(EntityType.SWITCH))
     except DcgmError as error:
-        log.warning("not collecting NvLink or NvSwitch metrics: DCGM cannot list them (%s)", error)
+        why["LINK"] = why["SWITCH"] = f"DCGM cannot list the NvLinks and NvSwitches ({error})"
         return []
     switch_ids = _selected("-s", selection, "switch", switch_ids, "g")
     found: list[LevelEntity] = []
@@ -106,11 +138,13 @@ def _switch_and_link_entities(handle: Handle, wanted: frozenset[str], gpu_ids: S
     return found
 
 
-def _cpu_entities(handle: Handle, wanted: frozenset[str], selection: DeviceSelection) -> list[LevelEntity]:
+def _cpu_entities(handle: Handle, wanted: frozenset[str], selection: DeviceSelection,
+                  why: dict[str, str]) -> list[LevelEntity]:
     try:
         hierarchy = handle.cpu_hierarchy()
     except DcgmError as error:
-        log.warning("not collecting CPU metrics: DCGM has no CPU hierarchy (%s)", error)
+        if error.code != MODULE_NOT_LOADED:   # DCGM's answer when it monitors no CPU
+            why["CPU"] = why["CPU_CORE"] = f"DCGM cannot list the CPUs ({error})"
         return []
     cpu_ids = _selected("-p", selection, "CPU", sorted(hierarchy), "g")
     cores = _selected("-p", selection, "CPU core", sorted(c for cpu in cpu_ids for c in hierarchy[cpu]), "i")
