@@ -170,6 +170,11 @@ class Collector:
                     row = rows[name]
                     log.warning("%s:%d: not serving %s: %s answers NOT_SUPPORTED for it on every GPU",
                                 row.path, row.line, name, where)
+            rows_by_name = {c.name: c for c in counters}
+            for name in generation.sampler.unsupported_level_counters():
+                row = rows_by_name[name]
+                log.warning("%s:%d: not serving %s: %s answers NOT_SUPPORTED for it on every NvLink, NvSwitch, "
+                            "CPU or core it is kept for", row.path, row.line, name, where)
             rings = generation.sampler.rings.values()
             series += sum(ring.n_series for ring in rings)
             ring_bytes += sum(ring.nbytes for ring in rings) + generation.sampler.events.nbytes

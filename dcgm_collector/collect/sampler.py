@@ -536,6 +536,23 @@ class Sampler:
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
 
+    def unsupported_level_counters(self) -> tuple[str, ...]:
+        """The counters of link, switch and CPU fields DCGM answers NOT_SUPPORTED for on every entity
+        they are watched on, in counters order (as :meth:`unsupported_counters`, after :meth:`start`)."""
+        kinds: dict[int, set[str | None]] = {}
+        for d in self._drains:
+            if d.group is None or d.is_events:
+                continue
+            try:
+                values = self.handle.latest_values(d.group, [d.field_group])
+            except DcgmError as error:
+                self._count(error.code)
+                return ()
+            for v in values:
+                kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
+        never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
+        return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
+
     def _blanker_than_usual(self) -> bool:
         """Whether the cells drained since the last call had more blanks than the best interval had."""
         cells, blanks = self._cells, self._blank_cells
