@@ -912,7 +912,7 @@ static void test_shipped_scenarios(const char *argv0)
     static const char *names[] = {
         "default.toml", "mixed.toml", "spikes.toml", "thermal-runaway.toml",
         "memory-leak.toml", "xid-burst.toml", "gpu-lost.toml", "h200-recorded-load.toml",
-        "h200-recorded-replay.toml",
+        "h200-recorded-replay.toml", "nvswitch-grace.toml",
     };
     static const char *roots[] = {"../dcgm_collector/engine/scenarios", "dcgm_collector/engine/scenarios",
                                   "../../dcgm_collector/engine/scenarios"};
