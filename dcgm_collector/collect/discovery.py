@@ -50,7 +50,9 @@ def discover(handle: Handle, counters: CounterSet, devices: DeviceSelection,
     ids = gpu_ids if gpu_ids is not None else handle.gpu_ids(supported_only=True)
     by_id = {gpu.gpu_id: gpu for gpu in handle.gpus()}
     try:
-        levels = discover_levels(handle, counters, ids, switches, cpus)
+        # dcgm-exporter enumerates the links of the GPUs -d names (all with f); -d i names none
+        link_gpus = () if devices.kind == "i" else ids
+        levels = discover_levels(handle, counters, link_gpus, switches, cpus)
     except LevelSelectionError as error:
         raise DiscoveryError(str(error)) from None
     return Topology(tuple(ids), tuple(by_id[gpu] for gpu in ids if gpu in by_id), counters, levels)

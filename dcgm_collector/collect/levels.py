@@ -4,8 +4,9 @@ dcgm-exporter builds one collector per entity level the counters have fields
 for, and enumerates that level's entities once, at start:
 
 * NvLinks (``DCGM_FE_LINK``): every link of each GPU ``-d`` selects that
-  DCGM reports Up, labelled ``nvlink`` with its position among the GPU's
-  ports counted from 1 (dcgm-exporter renumbers a GPU's links 1, 2, ...),
+  DCGM reports Up (none with ``-d i:...``, which names MIG instances),
+  labelled ``nvlink`` with its position among the GPU's ports counted
+  from 1 (dcgm-exporter renumbers a GPU's links 1, 2, ...),
   then every Up port of each switch ``-s`` selects, labelled with DCGM's
   port index;
 * NvSwitches (``DCGM_FE_SWITCH``): the switches ``-s`` selects;
