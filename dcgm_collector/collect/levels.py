@@ -149,9 +149,8 @@ def _cpu_entities(handle: Handle, wanted: frozenset[str], selection: DeviceSelec
         return []
     cpu_ids = _selected("-p", selection, "CPU", sorted(hierarchy), "g")
     cores = _selected("-p", selection, "CPU core", sorted(c for cpu in cpu_ids for c in hierarchy[cpu]), "i")
-    found: list[LevelEntity] = []
-    if "CPU" in wanted:
-        found += [LevelEntity(EntityType.CPU, cpu, cpu) for cpu in cpu_ids]
+    # the CPUs serve their own fields and, as the mean of their cores, the cores' fields
+    found = [LevelEntity(EntityType.CPU, cpu, cpu) for cpu in cpu_ids]
     if "CPU_CORE" in wanted:
         found += [LevelEntity(EntityType.CPU_CORE, core, core, EntityType.CPU, cpu)
                   for cpu in cpu_ids for core in hierarchy[cpu] if core in cores]

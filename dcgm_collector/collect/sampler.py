@@ -189,6 +189,7 @@ class Sampler:
         # NvLinks, NvSwitches, CPUs and cores whose fields the counters ask for (collect.levels)
         self.levels: tuple[LevelEntity, ...] = tuple(levels)
         self._level_groups: dict[str, EntityGroup] = {}
+        self._level_label_groups: list[tuple[EntityGroup, FieldGroup]] = []   # label rows of those levels
         self.interval_s = self.plan.collect_interval_us / 1e6
         self.stats = stats if stats is not None else SamplerStats()
         self.gpu_ids: tuple[int, ...] = ()
@@ -334,7 +335,7 @@ class Sampler:
         self.rings = MappingProxyType(rings)
         self.field_groups = MappingProxyType(field_groups)
         self._label_names = _label_names(self.counters)
-        if self._label_groups:
+        if self._label_groups or self._level_label_groups:
             self._refresh_labels()
         if self._wants_p2p:
             self._start_p2p()
@@ -346,9 +347,9 @@ class Sampler:
                      field_groups: dict[WatchGroup, FieldGroup]) -> None:
         """Watch one field group on the links, switches, CPUs or cores of its level, into a ring of its own."""
         members = [e for e in self.levels if e.level in MEMBERS[watch.entity_level]]
-        if watch.kind not in ("values", "profiling") or not members:
-            # label and event rows at these levels were warned about with the counters;
-            # a level the node has no entities of simply has no series
+        if watch.kind == "events" or not members:
+            # event rows at these levels were warned about with the counters, and so was
+            # each row of a level the node has no entities of (collect.levels)
             self.stats.dropped_groups += 1
             log.debug("not sampling %s fields %s: no %s entity to watch them on", watch.kind,
                       _ids(watch.field_ids), watch.entity_level)
@@ -362,6 +363,9 @@ class Sampler:
         if fg is None:
             return
         field_groups[watch] = fg
+        if watch.kind == "labels":
+            self._level_label_groups.append((group, fg))
+            return
         ring = old_rings.get(watch)
         if ring is None:
             series = [SeriesKey(int(e.level), e.entity_id, field_id) for e in members for field_id in watch.field_ids]
@@ -493,7 +497,8 @@ class Sampler:
                 if result.rows:
                     newest = max(newest, d.target.newest_ts or 0)
         lost = self.connection_lost is not None
-        if self._label_groups and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
+        if ((self._label_groups or self._level_label_groups) and stats.ticks % self._label_every == 0
+                and stats.ticks and not lost):
             good = self._refresh_labels() and good
         if self._wants_p2p and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
             good = self._refresh_p2p() and good
@@ -648,7 +653,9 @@ class Sampler:
     def _refresh_labels(self) -> bool:
         assert self.group is not None
         try:
-            values = self.handle.latest_values(self.group, self._label_groups)
+            values = self.handle.latest_values(self.group, self._label_groups) if self._label_groups else []
+            for group, fg in self._level_label_groups:
+                values += self.handle.latest_values(group, [fg])
         except DcgmError as error:
             self._count(error.code)
             return False

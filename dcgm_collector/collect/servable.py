@@ -8,8 +8,8 @@ the reload and ``check-counters`` cannot disagree:
 
 * a field row (value, profiling, event or label) whose field DCGM keeps at
   an entity level the sampler does not sample (see :data:`SAMPLED_LEVELS`),
-  or a label, string or event row of a level whose numbers only are served
-  (:data:`NUMBERS_ONLY_LEVELS`: NvLink, NvSwitch, CPU, CPU core);
+  or an event row of a level whose events are not served
+  (:data:`NO_EVENTS_LEVELS`: NvLink, NvSwitch, CPU, CPU core);
 * a DCGM_EXP_* row the exposition has no family for
   (:data:`SERVED_EXPORTER_COUNTERS`).
 
@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from dcgm_collector.collect.counters import EXPORTER_COUNTERS, Counter, CounterSet
 from dcgm_collector.collect.watches import watch_level
 
-__all__ = ["NUMBERS_ONLY_LEVELS", "SAMPLED_LEVELS", "SERVED_EXPORTER_COUNTERS", "UnservableRow", "unservable_rows"]
+__all__ = ["NO_EVENTS_LEVELS", "SAMPLED_LEVELS", "SERVED_EXPORTER_COUNTERS", "UnservableRow", "unservable_rows"]
 
 # The entity levels the sampler watches fields on: GPUs, node-wide fields read through them,
 # NvLinks, NvSwitches, CPUs and CPU cores.
 SAMPLED_LEVELS = frozenset({"GPU", "NONE", "LINK", "SWITCH", "CPU", "CPU_CORE"})
-# Levels whose numeric fields are served, but not their labels or events yet.
-NUMBERS_ONLY_LEVELS = frozenset({"LINK", "SWITCH", "CPU", "CPU_CORE"})
+# Levels whose values and labels are served, but not their events yet.
+NO_EVENTS_LEVELS = frozenset({"LINK", "SWITCH", "CPU", "CPU_CORE"})
 # The DCGM_EXP_* counters the exposition serves.
 SERVED_EXPORTER_COUNTERS = frozenset(EXPORTER_COUNTERS)
 
@@ -62,10 +62,9 @@ def _unservable(counters: CounterSet) -> Iterator[UnservableRow]:
         if field is None:
             continue
         level = watch_level(field)
-        if level in NUMBERS_ONLY_LEVELS and (counter.is_label or field.is_event or field.type in ("s", "b")):
-            kind = "label row" if counter.is_label else "row"
-            yield UnservableRow(counter, f"{field.name} (field {field.id}) is kept per {_level_name(level)}, where "
-                                         f"only numeric fields are served yet (the {kind} is left out)")
+        if level in NO_EVENTS_LEVELS and field.is_event:
+            yield UnservableRow(counter, f"{field.name} (field {field.id}) is an event kept per {_level_name(level)}, "
+                                         "where events are not served yet (the row is left out)")
             continue
         if level not in SAMPLED_LEVELS:
             kind = "label row" if counter.is_label else "row"

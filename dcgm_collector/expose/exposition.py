@@ -205,8 +205,9 @@ class Exposition:
         for entity in self.levels:
             labeller: LevelLabeller = LABELLERS[entity.level]   # type: ignore[assignment]
             gpu = gpus.get(entity.parent) if entity.parent_level == EntityType.GPU else None
+            own = values.get(entity.key, {})   # the level's own label rows (a CPU's model, ...)
             labels[entity.key] = EntityLabels.of(entity.key, labeller.identity(entity, gpu, self.options),
-                                                 node_labels)
+                                                 {**node_labels, **own})
         return labels
 
     def _clock_counter(self) -> ClockEventCounter | None:

@@ -603,8 +603,6 @@ def mixed_rows_warnings(path: Path) -> list[str]:
     return [
         f"{path}:3: dcgm_gpu_temp is field 150, already listed at line 1 as DCGM_FI_DEV_GPU_TEMP: "
         "using line 1, skipping line 3",
-        f"{path}:4: not serving DCGM_FI_DEV_CPU_MODEL: DCGM_FI_DEV_CPU_MODEL (field 1141) is kept per CPU, "
-        "where only numeric fields are served yet (the label row is left out)",
     ]
 
 
@@ -621,7 +619,7 @@ def test_rows_that_cannot_be_served_warn_once_each_and_p2p_is_served(tmp_path):
         log = c.log()
     for warning in [*mixed_rows_warnings(counters), no_switch_warning(counters)]:
         assert log.count(warning) == 1, log
-    assert log.count("level=WARN") == 3, log
+    assert log.count("level=WARN") == 2, log
     p2p = [(labels["gpu"], labels["peer_gpu"], labels["link_status"], value)
            for name, labels, value in samples(text) if name == "DCGM_EXP_P2P_STATUS"]
     # three H100s, each with NvLinks: every ordered pair is OK

@@ -28,6 +28,7 @@ DCGM_FI_DEV_CPU_POWER_WATTS, gauge, CPU power (in W).
 DCGM_FI_DEV_CPU_CLOCK_CURRENT, gauge, CPU core clock (in kHz).
 DCGM_FI_DEV_CPU_UTIL_TOTAL, gauge, CPU utilization (ratio).
 DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ, gauge, NvSwitch IDDQ current (the simulated switch has no reading).
+DCGM_FI_DEV_CPU_MODEL, label, CPU model.
 """
 
 
@@ -75,7 +76,8 @@ def test_every_level_arrives_with_its_labels(tmp_path):
         assert label_keys(text, name) == {("nvswitch", "hostname") + driver}
         assert [s["nvswitch"] for s in by_name[name]] == ["nvswitch0", "nvswitch1"]
     # the CPU, its cores; a core field is served on the CPU too (the mean of its cores)
-    assert label_keys(text, "DCGM_FI_DEV_CPU_POWER_WATTS") == {("cpu", "hostname") + driver}
+    assert label_keys(text, "DCGM_FI_DEV_CPU_POWER_WATTS") == {("cpu", "hostname", "DCGM_FI_DEV_CPU_MODEL") + driver}
+    assert {s["DCGM_FI_DEV_CPU_MODEL"] for s in by_name["DCGM_FI_DEV_CPU_POWER_WATTS"]} == {"Grace"}
     assert label_keys(text, "DCGM_FI_DEV_CPU_CLOCK_CURRENT") == {("cpucore", "cpu", "hostname") + driver}
     assert [(s.get("cpucore"), s["cpu"]) for s in by_name["DCGM_FI_DEV_CPU_UTIL_TOTAL"]] == [
         (None, "0"), ("0", "0"), ("1", "0"), ("2", "0"), ("3", "0")]

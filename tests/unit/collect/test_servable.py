@@ -21,15 +21,13 @@ def test_rows_at_levels_not_sampled_each_warn_with_file_and_line() -> None:
         "per ConnectX, and ConnectX entities are not sampled yet (the row is left out)")]
 
 
-def test_link_switch_and_cpu_numbers_are_served_their_labels_warn() -> None:
+def test_link_switch_and_cpu_rows_are_served() -> None:
     text = ("DCGM_FI_DEV_NVLINK_PPRM_OPER_RECOVERY, gauge, link\n"
             "DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT, gauge, switch\n"
             "DCGM_FI_DEV_CPU_TEMP_CELSIUS, gauge, cpu\n"
             "DCGM_FI_DEV_CPU_UTIL_TOTAL, gauge, core\n"
             "DCGM_FI_DEV_CPU_MODEL, label, cpu model\n")
-    assert warnings(text) == [
-        "f.csv:5: not serving DCGM_FI_DEV_CPU_MODEL: DCGM_FI_DEV_CPU_MODEL (field 1141) is kept per CPU, where "
-        "only numeric fields are served yet (the label row is left out)"]
+    assert warnings(text) == []
 
 
 def test_gpu_node_and_exporter_rows_are_all_served() -> None:

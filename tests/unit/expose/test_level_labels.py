@@ -13,7 +13,8 @@ from this exposition's output:
   ``hostname``, label rows.
 
 A node-wide label row (DCGM_FI_DRIVER_VERSION) is on every level's series,
-as dcgm-exporter's collectors of each level read it with their fields.
+as dcgm-exporter's collectors of each level read it with their fields; a
+level's own label row (DCGM_FI_DEV_CPU_MODEL) is on that level's series.
 Values are injected in MANUAL mode and rendered at a fixed time.
 """
 
@@ -42,6 +43,7 @@ DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS, gauge, NvSwitch temperature (in C)., max
 DCGM_FI_DEV_CPU_TEMP_CELSIUS, gauge, CPU temperature (in C).
 DCGM_FI_DEV_CPU_CLOCK_CURRENT, gauge, CPU core clock (in kHz).
 DCGM_FI_DRIVER_VERSION, label, Driver Version
+DCGM_FI_DEV_CPU_MODEL, label, CPU model
 """
 LINK_STATE, PORT_TX, SWITCH_TEMP, CPU_TEMP, CORE_CLOCK = 1508, 780, 858, 1110, 1120
 GPU, SWITCH, LINK, CPU, CORE = (int(t) for t in (EntityType.GPU, EntityType.SWITCH, EntityType.LINK,
@@ -122,6 +124,10 @@ def test_switch_and_cpu_selection(open_node, tmp_path):
     assert switch_links == {(1, port) for port in range(9)}
     assert [e.number for e in levels if e.level == EntityType.SWITCH] == [1]
     assert [(e.number, e.parent) for e in levels if e.level == EntityType.CPU_CORE] == [(1, 0)]
+    # a core row alone: the CPUs serve it too (the mean of their cores), as dcgm-exporter's CPU collector
+    cores_only = parse_counters("DCGM_FI_DEV_CPU_CLOCK_CURRENT, gauge, clock\n")
+    assert [(e.level, e.number) for e in discover_levels(handle, cores_only, [0])] == [
+        (EntityType.CPU, 0), (EntityType.CPU_CORE, 0), (EntityType.CPU_CORE, 1)]
     assert sum(1 for e in levels if e.level == EntityType.LINK and e.parent_level == EntityType.GPU) == 18
     with pytest.raises(LevelSelectionError, match=r"-s g:5: no switch 5 on this node \(it has 0, 1\)"):
         discover_levels(handle, counters, [0], parse_devices("g:5"), ALL)
