@@ -12,6 +12,11 @@ a late tick does not push the following ones back, and a tick that overran
 one or more deadlines skips them instead of running them back to back (the
 cursor makes a skipped tick cost latency, never data).
 
+NvLinks, NvSwitches, CPUs and CPU cores (``levels``, from collect.levels)
+are watched on groups of their own, one per watch level (a CPU-core field
+on the CPUs and the cores), and drained like the GPUs into rings of their
+own; their label rows are read with the GPUs'.
+
 When the counters ask for DCGM_EXP_GPU_HEALTH_STATUS, the sampler also runs
 DCGM's health checks (on a group of its own that keeps lost GPUs, so their
 failure stays visible) every HEALTH_CHECK_S; readers use :attr:`Sampler.health`.

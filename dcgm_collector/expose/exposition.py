@@ -12,6 +12,9 @@ Compatibility with dcgm-exporter 4.8 (reference §2.2-2.6):
   ``label`` rows keyed by the row's name together with the DCGM_EXP_*
   counters' own labels, sorted by key, then ``err_code, err_msg`` on
   DCGM_FI_DEV_XID_ERRORS.  Global (node-wide) fields are served on every GPU.
+* NvLink, NvSwitch, CPU and CPU-core fields are served on those entities,
+  labelled by their level's labeller (expose.labels), in the order
+  collect.levels enumerates them; node-wide label rows are on them too.
 * Integer fields print as ``%d``, doubles as ``%f``; blank and
   not-supported values are left out, and so is a family with no series.
 * The family of a field row carries the last value (within the trailing
