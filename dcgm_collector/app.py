@@ -50,7 +50,7 @@ from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_la
 from dcgm_collector.dcgm import DcgmError, Handle, Library
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
-from dcgm_collector.model import GpuInfo
+from dcgm_collector.model import EntityType, GpuInfo
 from dcgm_collector.serve.server import ListenError, MetricsServer, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 
@@ -60,6 +60,13 @@ if TYPE_CHECKING:   # optional features, imported when they are on (see _read_we
 __all__ = ["Collector", "Reloads", "STOP_GRACE_S", "StartupError", "library_version", "serve", "stop_within"]
 
 log = logging.getLogger("dcgm_collector")
+# how the start-up lines name the entities sampled beside the GPUs: one, several
+_LEVEL_NAMES = {EntityType.LINK: ("NvLink", "NvLinks"), EntityType.SWITCH: ("NvSwitch", "NvSwitches"),
+                EntityType.CPU: ("CPU", "CPUs"), EntityType.CPU_CORE: ("CPU core", "CPU cores")}
+
+
+def _entity_count(level: EntityType, n: int) -> str:
+    return f"{n} {_LEVEL_NAMES[level][n != 1]}"
 
 # How long SIGTERM waits for DCGM to stop cleanly before the process exits anyway: short enough
 # that the whole exit stays well within 2 s, long enough for a healthy DCGM to stop.
@@ -161,6 +168,9 @@ class Collector:
             models = Tally(gpu.name for gpu in generation.topology.gpus)
             lines.append(f"{where}: GPUs {id_ranges(generation.sampler.gpu_ids)} "
                          f"({', '.join(f'{n} x {model}' for model, n in models.items()) or 'none'})")
+            if generation.topology.levels:
+                kinds = Tally(entity.level for entity in generation.topology.levels)
+                lines.append(f"{where}: " + ", ".join(_entity_count(level, n) for level, n in kinds.items()))
             unsupported = generation.sampler.unsupported_counters()
             if unsupported:
                 lines.append(f"{where}: not served, NOT_SUPPORTED on every GPU ({len(unsupported)}): "
