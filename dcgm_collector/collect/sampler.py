@@ -81,6 +81,7 @@ ST_NOT_WATCHED: int = lib.DCGM_ST_NOT_WATCHED
 CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
 # Entity statuses of a GPU that can no longer be read.
 GONE_STATUSES = frozenset({"Lost", "Inaccessible", "Detached", "Disabled"})
+MAX_GROUP_ENTITIES: int = lib.DCGM_GROUP_MAX_ENTITIES_V2
 # Labels (UUID, names, driver version) hardly ever change; reading them every
 # tick would only make Python objects for nothing.
 LABEL_REFRESH_S = 10.0
@@ -359,6 +360,11 @@ class Sampler:
             log.debug("not sampling %s fields %s: no %s entity to watch them on", watch.kind,
                       _ids(watch.field_ids), watch.entity_level)
             return
+        if len(members) > MAX_GROUP_ENTITIES:
+            # one DCGM group holds at most this many; more CPU cores than that is beyond any node today
+            log.warning("%d %s entities: sampling the first %d (a DCGM group holds no more)", len(members),
+                        watch.entity_level, MAX_GROUP_ENTITIES)
+            members = members[:MAX_GROUP_ENTITIES]
         group = self._level_groups.get(watch.entity_level)
         if group is None:
             group = self.handle.create_group(f"dcgm-collector-{watch.entity_level.lower()}-{id(self):x}",
