@@ -16,9 +16,12 @@ for, and enumerates that level's entities once, at start:
 ``-s`` and ``-p`` take ``-d``'s grammar: ``f`` (all), ``g``/``g:0,2-3``
 (switches or CPUs), ``i``/``i:...`` (switch ports or CPU cores by id).  A
 listed id the node lacks stops the start, as in dcgm-exporter.  One
-difference: dcgm-exporter's ``i:`` selection matches no switch or CPU at all
-(it filters the major entities by an empty list), so it serves nothing; here
-``i:`` keeps the ports or cores listed, on every switch or CPU.
+difference: dcgm-exporter keeps a switch's ports (a CPU's cores) only when
+the minor range names them, and the major range the switch, so ``g:1`` gives
+switch 1 without its ports and ``i:...`` nothing at all (its newest releases
+take ``g:1+i:0-3`` for both); here ``g:...`` keeps the switches or CPUs named
+with all their ports or cores, and ``i:...`` the ports or cores named on
+every switch or CPU.
 
 A level the node has no entities of (no switches, no CPU that DCGM
 monitors) has no series: each of its rows is then a warning naming its file
