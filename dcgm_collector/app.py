@@ -50,7 +50,7 @@ from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_la
 from dcgm_collector.dcgm import DcgmError, Handle, Library
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
-from dcgm_collector.model import GpuInfo
+from dcgm_collector.model import EntityType, GpuInfo
 from dcgm_collector.serve.server import ListenError, MetricsServer, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 
@@ -60,6 +60,13 @@ if TYPE_CHECKING:   # optional features, imported when they are on (see _read_we
 __all__ = ["Collector", "Reloads", "STOP_GRACE_S", "StartupError", "library_version", "serve", "stop_within"]
 
 log = logging.getLogger("dcgm_collector")
+# how the start-up lines name the entities sampled beside the GPUs: one, several
+_LEVEL_NAMES = {EntityType.LINK: ("NvLink", "NvLinks"), EntityType.SWITCH: ("NvSwitch", "NvSwitches"),
+                EntityType.CPU: ("CPU", "CPUs"), EntityType.CPU_CORE: ("CPU core", "CPU cores")}
+
+
+def _entity_count(level: EntityType, n: int) -> str:
+    return f"{n} {_LEVEL_NAMES[level][n != 1]}"
 
 # How long SIGTERM waits for DCGM to stop cleanly before the process exits anyway: short enough
 # that the whole exit stays well within 2 s, long enough for a healthy DCGM to stop.
@@ -166,6 +173,9 @@ class Collector:
                 lines.append(f"{where}: MIG GPU instances {id_ranges([i.entity_id for i in instances])} ("
                              + ", ".join(f"GPU {i.gpu_id} GI {i.instance_id} {i.profile or '?'}" for i in instances)
                              + ")")
+            if generation.topology.levels:
+                kinds = Tally(entity.level for entity in generation.topology.levels)
+                lines.append(f"{where}: " + ", ".join(_entity_count(level, n) for level, n in kinds.items()))
             unsupported = generation.sampler.unsupported_counters()
             if unsupported:
                 every = "GPU and MIG instance" if generation.sampler.instances else "GPU"
@@ -176,6 +186,11 @@ class Collector:
                     row = rows[name]
                     log.warning("%s:%d: not serving %s: %s answers NOT_SUPPORTED for it on every GPU",
                                 row.path, row.line, name, where)
+            rows_by_name = {c.name: c for c in counters}
+            for name in generation.sampler.unsupported_level_counters():
+                row = rows_by_name[name]
+                log.warning("%s:%d: not serving %s: %s answers NOT_SUPPORTED for it on every NvLink, NvSwitch, "
+                            "CPU or core it is kept for", row.path, row.line, name, where)
             rings = generation.sampler.rings.values()
             series += sum(ring.n_series for ring in rings)
             ring_bytes += sum(ring.nbytes for ring in rings) + generation.sampler.events.nbytes
@@ -280,6 +295,7 @@ class Collector:
         def make(name: str, address: str | None, connect) -> Target:
             hostname = None if config.no_hostname else name
             return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,
+                          switch_devices=config.switch_devices, cpu_devices=config.cpu_devices,
                           expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname), address=address)
 
         if not config.remotes:

@@ -256,6 +256,13 @@ OPTIONS: tuple[Option, ...] = (
            "GPUs to sample: f (every GPU, a MIG GPU through its GPU instances), g (all GPUs, whole), g:0,1 or "
            "g:0-3 (those GPUs), i or i:0,2-4 (those MIG GPU instances, by entity id); ids 0-1023 [default: f]",
            "devices", "SPEC"),
+    Option("switch_devices", ("-s", "--switch-devices"), "DCGM_EXPORTER_OTHER_DEVICES_STR", DeviceSelection("f"),
+           parse_devices, "NvSwitches and their NvLinks to sample, in -d's grammar: f (all), g or g:0,2-3 (those "
+           "switches, all their Up ports), i or i:0-7 (those ports, on every switch); GPU NvLinks follow -d "
+           "[default: f]", "devices", "SPEC"),
+    Option("cpu_devices", ("-p", "--cpu-devices"), "DCGM_EXPORTER_CPU_DEVICES_STR", DeviceSelection("f"),
+           parse_devices, "CPUs and CPU cores to sample, in -d's grammar: f (all), g or g:0,1 (those CPUs, all "
+           "their cores), i or i:0-71 (those cores) [default: f]", "devices", "SPEC"),
     Option("window_s", ("--window",), "DCGM_COLLECTOR_WINDOW", DEFAULT_WINDOW_S, _positive_float("seconds"),
            "length of the trailing window of the _min/_max/_avg families, in s [default: %(default)g]",
            "window", "S"),
@@ -318,10 +325,6 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(("--kubernetes-virtual-gpus",), "KUBERNETES_VIRTUAL_GPUS", True, None,
                 "per-pod copies of shared GPUs are not made yet"),
     Unsupported(("--kubernetes-enable-dra",), "KUBERNETES_ENABLE_DRA", True, None, "DRA labels are not attached yet"),
-    Unsupported(("-s", "--switch-devices"), "DCGM_EXPORTER_OTHER_DEVICES_STR", False, "f",
-                "NvSwitch metrics are not collected yet"),
-    Unsupported(("-p", "--cpu-devices"), "DCGM_EXPORTER_CPU_DEVICES_STR", False, "f",
-                "CPU metrics are not collected yet"),
     Unsupported(("--fake-gpus",), "DCGM_EXPORTER_USE_FAKE_GPUS", True, None, "fake GPUs are not made"),
     Unsupported(("--enable-dcgm-log",), "DCGM_EXPORTER_ENABLE_DCGM_LOG", True, None, "DCGM's own log is not relayed"),
     Unsupported(("--dcgm-log-level",), "DCGM_EXPORTER_DCGM_LOG_LEVEL", False, "NONE", "DCGM's own log is not relayed"),
@@ -509,6 +512,8 @@ class Config:
     hpc_job_mapping_dir: str | None = None
     web_config_file: str | None = None
     use_old_namespace: bool = False
+    switch_devices: DeviceSelection = DeviceSelection("f")
+    cpu_devices: DeviceSelection = DeviceSelection("f")
 
     @property
     def sampling(self) -> SamplingOptions:

@@ -20,6 +20,7 @@ __all__ = [
     "GpuInfo",
     "HealthIncident",
     "HealthReport",
+    "LevelEntity",
     "MigInstance",
 ]
 
@@ -130,6 +131,27 @@ class HealthIncident:
 class HealthReport:
     overall: str         # "PASS", "WARN" or "FAIL"
     incidents: tuple[HealthIncident, ...]
+
+
+@dataclass(frozen=True)
+class LevelEntity:
+    """One sampled entity beyond the GPUs: an NvLink port, an NvSwitch, a CPU or a CPU core.
+
+    ``entity_id`` is DCGM's id of the entity (a link's packed dcgm_link_t); ``number`` the one its
+    series are labelled with (``nvlink``, ``nvswitch``, ``cpu``, ``cpucore``); ``parent`` the GPU
+    or switch a link belongs to, the CPU a core belongs to (``parent_level`` says which).
+    """
+
+    level: EntityType
+    entity_id: int
+    number: int
+    parent_level: EntityType = EntityType.NONE
+    parent: int = 0
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """(entity group, entity id), as families key their series."""
+        return int(self.level), self.entity_id
 
 
 @dataclass(frozen=True)

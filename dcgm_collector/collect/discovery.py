@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.collect.levels import ALL, LevelSelectionError, discover_levels
 from dcgm_collector.collect.sampler import CONNECTION_CODES
 from dcgm_collector.dcgm import DcgmError, Handle
-from dcgm_collector.model import DeviceSelection, EntityType, GpuInfo, MigInstance
+from dcgm_collector.model import DeviceSelection, EntityType, GpuInfo, LevelEntity, MigInstance
 
 __all__ = ["DiscoveryError", "Topology", "discover", "drop_unsupported_profiling", "id_ranges", "mig_instances",
            "select_gpus"]
@@ -40,6 +41,7 @@ class Topology:
     gpus: tuple[GpuInfo, ...]            # GpuInfo of gpu_ids, then of the GPUs that hold the instances
     counters: CounterSet
     instances: tuple[MigInstance, ...] = ()   # GPU instances sampled on their own
+    levels: tuple[LevelEntity, ...] = ()   # NvLinks, NvSwitches, CPUs, cores (collect.levels)
 
     @property
     def identity(self) -> tuple[tuple[int, str], ...]:
@@ -48,8 +50,10 @@ class Topology:
                 + tuple((instance.entity_id, instance.profile) for instance in self.instances))
 
 
-def discover(handle: Handle, counters: CounterSet, devices: DeviceSelection) -> Topology:
-    """The GPUs and GPU instances ``devices`` selects on this handle's node, and the counters they support."""
+def discover(handle: Handle, counters: CounterSet, devices: DeviceSelection,
+             switches: DeviceSelection = ALL, cpus: DeviceSelection = ALL) -> Topology:
+    """The GPUs and GPU instances ``devices`` selects on this handle's node, the links, switches and
+    CPUs ``switches`` and ``cpus`` select (-s, -p), and the counters they support."""
     instances: list[MigInstance] = []
     if devices.kind in ("f", "i"):
         instances = mig_instances(handle)
@@ -65,8 +69,15 @@ def discover(handle: Handle, counters: CounterSet, devices: DeviceSelection) -> 
     counters = drop_unsupported_profiling(handle, counters, (gpu_ids or []) + parents or None)
     ids = gpu_ids if gpu_ids is not None else handle.gpu_ids(supported_only=True)
     by_id = {gpu.gpu_id: gpu for gpu in handle.gpus()}
-    infos = [by_id[gpu] for gpu in list(dict.fromkeys(list(ids) + parents)) if gpu in by_id]
-    return Topology(tuple(ids), tuple(infos), counters, tuple(instances))
+    held_or_whole = list(dict.fromkeys(list(ids) + parents))
+    infos = [by_id[gpu] for gpu in held_or_whole if gpu in by_id]
+    try:
+        # dcgm-exporter enumerates the links of the GPUs -d names (all with f); -d i names none
+        link_gpus = () if devices.kind == "i" else held_or_whole
+        levels = discover_levels(handle, counters, link_gpus, switches, cpus)
+    except LevelSelectionError as error:
+        raise DiscoveryError(str(error)) from None
+    return Topology(tuple(ids), tuple(infos), counters, tuple(instances), levels)
 
 
 def mig_instances(handle: Handle) -> list[MigInstance]:

@@ -234,9 +234,10 @@ def field_table() -> FieldTable:
 
 
 # Levels read through another entity, as dcgm-exporter watches them: MIG
-# instance and vGPU fields on the GPU, CPU core fields on the CPU.  (The level
-# in the field table is the finest one a field exists at.)
-_WATCHED_ON = {"GPU_I": "GPU", "GPU_CI": "GPU", "VGPU": "GPU", "CPU_CORE": "CPU"}
+# instance and vGPU fields on the GPU.  (The level in the field table is the
+# finest one a field exists at.)  CPU core fields keep their level: the
+# sampler watches them on the CPUs and on the cores, as dcgm-exporter does.
+_WATCHED_ON = {"GPU_I": "GPU", "GPU_CI": "GPU", "VGPU": "GPU"}
 
 
 def watch_level(field: Field) -> str:

@@ -12,6 +12,11 @@ a late tick does not push the following ones back, and a tick that overran
 one or more deadlines skips them instead of running them back to back (the
 cursor makes a skipped tick cost latency, never data).
 
+NvLinks, NvSwitches, CPUs and CPU cores (``levels``, from collect.levels)
+are watched on groups of their own, one per watch level (a CPU-core field
+on the CPUs and the cores), and drained like the GPUs into rings of their
+own; their label rows are read with the GPUs'.
+
 When the counters ask for DCGM_EXP_GPU_HEALTH_STATUS, the sampler also runs
 DCGM's health checks (on a group of its own that keeps lost GPUs, so their
 failure stays visible) every HEALTH_CHECK_S; readers use :attr:`Sampler.health`.
@@ -46,6 +51,7 @@ from types import MappingProxyType
 from dcgm_collector.collect import drain
 from dcgm_collector.collect.counters import CounterSet
 from dcgm_collector.collect.fields import field_table
+from dcgm_collector.collect.levels import MEMBERS
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.ring import EventRing, RingBuffer, SeriesKey
 from dcgm_collector.collect.servable import SAMPLED_LEVELS
@@ -61,7 +67,7 @@ from dcgm_collector.dcgm import (
     status_name,
 )
 from dcgm_collector.dcgm._native import lib
-from dcgm_collector.model import FieldCost, MigInstance
+from dcgm_collector.model import FieldCost, LevelEntity, MigInstance
 
 __all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 
@@ -76,6 +82,7 @@ ST_NOT_WATCHED: int = lib.DCGM_ST_NOT_WATCHED
 CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
 # Entity statuses of a GPU that can no longer be read.
 GONE_STATUSES = frozenset({"Lost", "Inaccessible", "Detached", "Disabled"})
+MAX_GROUP_ENTITIES: int = lib.DCGM_GROUP_MAX_ENTITIES_V2
 # Labels (UUID, names, driver version) hardly ever change; reading them every
 # tick would only make Python objects for nothing.
 LABEL_REFRESH_S = 10.0
@@ -146,6 +153,7 @@ class _Drain:
     target: RingBuffer | EventRing
     is_events: bool
     cursor: int = 0
+    group: EntityGroup | None = None   # the entities it is watched on; None: the sampler's GPU group
 
 
 class Sampler:
@@ -176,6 +184,7 @@ class Sampler:
         *,
         gpu_ids: Sequence[int] | None = None,
         instances: Sequence[MigInstance] = (),
+        levels: Sequence[LevelEntity] = (),
         stats: SamplerStats | None = None,
         resume: Sampler | None = None,
         on_connection_lost: Callable[[int], None] | None = None,
@@ -189,6 +198,10 @@ class Sampler:
         self.options = options if options is not None else SamplingOptions()
         self.plan: WatchPlan = plan_watches(counters, self.options)
         self._requested_gpus = None if gpu_ids is None else _gpu_list(gpu_ids)
+        # NvLinks, NvSwitches, CPUs and cores whose fields the counters ask for (collect.levels)
+        self.levels: tuple[LevelEntity, ...] = tuple(levels)
+        self._level_groups: dict[str, EntityGroup] = {}
+        self._level_label_groups: list[tuple[EntityGroup, FieldGroup]] = []   # label rows of those levels
         self.interval_s = self.plan.collect_interval_us / 1e6
         self.stats = stats if stats is not None else SamplerStats()
         self.gpu_ids: tuple[int, ...] = ()
@@ -313,6 +326,9 @@ class Sampler:
                 log.debug("not sampling %s fields %s (%s level): the level is not sampled yet", watch.kind,
                           _ids(watch.field_ids), watch.entity_level)
                 continue
+            if watch.entity_level in MEMBERS:
+                self._setup_level(watch, old_rings, cursors, rings, field_groups)
+                continue
             # Global fields are read through the GPUs, as dcgm-exporter does: DCGM
             # keeps one copy and answers it for every GPU, so each GPU's series show it.
             fg = self._watch(watch)
@@ -334,7 +350,7 @@ class Sampler:
         self.rings = MappingProxyType(rings)
         self.field_groups = MappingProxyType(field_groups)
         self._label_names = _label_names(self.counters)
-        if self._label_groups:
+        if self._label_groups or self._level_label_groups:
             self._refresh_labels()
         if self._wants_p2p:
             self._start_p2p()
@@ -342,18 +358,55 @@ class Sampler:
             # DCGM checks whole GPUs: those sampled whole and those that hold the instances
             self._start_health(list(dict.fromkeys([*gpus, *(i.gpu_id for i in self.instances)])))
 
+    def _setup_level(self, watch: WatchGroup, old_rings: Mapping[WatchGroup, RingBuffer],
+                     cursors: Mapping[WatchGroup, int], rings: dict[WatchGroup, RingBuffer],
+                     field_groups: dict[WatchGroup, FieldGroup]) -> None:
+        """Watch one field group on the links, switches, CPUs or cores of its level, into a ring of its own."""
+        members = [e for e in self.levels if e.level in MEMBERS[watch.entity_level]]
+        if watch.kind == "events" or not members:
+            # event rows at these levels were warned about with the counters, and so was
+            # each row of a level the node has no entities of (collect.levels)
+            self.stats.dropped_groups += 1
+            log.debug("not sampling %s fields %s: no %s entity to watch them on", watch.kind,
+                      _ids(watch.field_ids), watch.entity_level)
+            return
+        if len(members) > MAX_GROUP_ENTITIES:
+            # one DCGM group holds at most this many; more CPU cores than that is beyond any node today
+            log.warning("%d %s entities: sampling the first %d (a DCGM group holds no more)", len(members),
+                        watch.entity_level, MAX_GROUP_ENTITIES)
+            members = members[:MAX_GROUP_ENTITIES]
+        group = self._level_groups.get(watch.entity_level)
+        if group is None:
+            group = self.handle.create_group(f"dcgm-collector-{watch.entity_level.lower()}-{id(self):x}",
+                                             [e.key for e in members])
+            self._level_groups[watch.entity_level] = group
+        fg = self._watch(watch, group)
+        if fg is None:
+            return
+        field_groups[watch] = fg
+        if watch.kind == "labels":
+            self._level_label_groups.append((group, fg))
+            return
+        ring = old_rings.get(watch)
+        if ring is None:
+            series = [SeriesKey(int(e.level), e.entity_id, field_id) for e in members for field_id in watch.field_ids]
+            ring = RingBuffer(series, self.plan.ring_capacity)
+        rings[watch] = ring
+        self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0), group))
+
     def _adoptable(self, previous: Sampler | None) -> Sampler | None:
         """``previous`` if its rings fit this sampler (same GPUs, same plan) and nobody writes them any more."""
         if previous is None:
             return None
         if previous.running:
             raise RuntimeError("a sampler resumes a stopped one only (a ring has one writer)")
-        if previous.gpu_ids != self.gpu_ids or previous.instances != self.instances or previous.plan != self.plan:
+        if (previous.gpu_ids != self.gpu_ids or previous.instances != self.instances or previous.plan != self.plan
+                or previous.levels != self.levels):
             return None
         return previous
 
-    def _watch(self, watch: WatchGroup) -> FieldGroup | None:
-        """Create and watch one field group; None if a profiling watch was refused."""
+    def _watch(self, watch: WatchGroup, group: EntityGroup | None = None) -> FieldGroup | None:
+        """Create and watch one field group (on ``group``, else the GPUs); None if a profiling watch was refused."""
         name = f"dcgm-collector-{watch.kind}-{id(self):x}-{len(self._made_field_groups)}"
         fgs = self.handle.create_field_groups(watch.field_ids, name)
         fg = fgs[0]
@@ -361,7 +414,7 @@ class Sampler:
         # labels need no more than the collect interval, whatever the watch interval
         freq = self.plan.collect_interval_us if watch.kind == "labels" else self.plan.update_freq_us
         try:
-            self.handle.watch(self.group, fg, freq, self.plan.max_keep_age_s)
+            self.handle.watch(group if group is not None else self.group, fg, freq, self.plan.max_keep_age_s)
         except DcgmError as error:
             self._made_field_groups.remove(fg)
             fgs.destroy()
@@ -393,6 +446,8 @@ class Sampler:
             _quietly(fg.destroy)  # the handle unwatches a field group before destroying it
         if self._health_group is not None:
             _quietly(self._health_group.destroy)
+        for group in self._level_groups.values():
+            _quietly(group.destroy)
         if self.group is not None:
             _quietly(self.group.destroy)
 
@@ -464,7 +519,8 @@ class Sampler:
                 if result.rows:
                     newest = max(newest, d.target.newest_ts or 0)
         lost = self.connection_lost is not None
-        if self._label_groups and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
+        if ((self._label_groups or self._level_label_groups) and stats.ticks % self._label_every == 0
+                and stats.ticks and not lost):
             good = self._refresh_labels() and good
         if self._wants_p2p and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
             good = self._refresh_p2p() and good
@@ -494,7 +550,7 @@ class Sampler:
         """
         if self.group is None:
             return ()
-        groups = [d.field_group for d in self._drains if not d.is_events]
+        groups = [d.field_group for d in self._drains if not d.is_events and d.group is None]
         try:
             values = self.handle.latest_values(self.group, groups) if groups else []
         except DcgmError as error:
@@ -503,6 +559,23 @@ class Sampler:
         kinds: dict[int, set[str | None]] = {}
         for v in values:
             if v.entity_group in (FE_GPU, FE_GPU_I):
+                kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
+        never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
+        return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
+
+    def unsupported_level_counters(self) -> tuple[str, ...]:
+        """The counters of link, switch and CPU fields DCGM answers NOT_SUPPORTED for on every entity
+        they are watched on, in counters order (as :meth:`unsupported_counters`, after :meth:`start`)."""
+        kinds: dict[int, set[str | None]] = {}
+        for d in self._drains:
+            if d.group is None or d.is_events:
+                continue
+            try:
+                values = self.handle.latest_values(d.group, [d.field_group])
+            except DcgmError as error:
+                self._count(error.code)
+                return ()
+            for v in values:
                 kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
@@ -547,7 +620,7 @@ class Sampler:
         return None
 
     def _drain_call(self, d: _Drain, raw: int) -> drain.DrainResult:
-        group_id = self.group.id  # type: ignore[union-attr]  # set by start()
+        group_id = (d.group or self.group).id  # type: ignore[union-attr]  # set by start()
         if d.is_events:
             return drain.drain_events_into(d.target, raw, group_id, d.field_group.id, d.cursor)
         return drain.drain_into(d.target, raw, group_id, d.field_group.id, d.cursor)
@@ -591,7 +664,7 @@ class Sampler:
     def _rewatch(self, d: _Drain) -> bool:
         freq = self.plan.update_freq_us
         try:
-            self.handle.watch(self.group, d.field_group, freq, self.plan.max_keep_age_s)
+            self.handle.watch(d.group or self.group, d.field_group, freq, self.plan.max_keep_age_s)
         except DcgmError as error:
             self._count(error.code)
             return False
@@ -602,7 +675,9 @@ class Sampler:
     def _refresh_labels(self) -> bool:
         assert self.group is not None
         try:
-            values = self.handle.latest_values(self.group, self._label_groups)
+            values = self.handle.latest_values(self.group, self._label_groups) if self._label_groups else []
+            for group, fg in self._level_label_groups:
+                values += self.handle.latest_values(group, [fg])
         except DcgmError as error:
             self._count(error.code)
             return False

@@ -7,7 +7,9 @@ This module is the one place that knows which rows those are, so the start,
 the reload and ``check-counters`` cannot disagree:
 
 * a field row (value, profiling, event or label) whose field DCGM keeps at
-  an entity level the sampler does not sample (see :data:`SAMPLED_LEVELS`);
+  an entity level the sampler does not sample (see :data:`SAMPLED_LEVELS`),
+  or an event row of a level whose events are not served
+  (:data:`NO_EVENTS_LEVELS`: NvLink, NvSwitch, CPU, CPU core);
 * a DCGM_EXP_* row the exposition has no family for
   (:data:`SERVED_EXPORTER_COUNTERS`).
 
@@ -23,10 +25,13 @@ from dataclasses import dataclass
 from dcgm_collector.collect.counters import EXPORTER_COUNTERS, Counter, CounterSet
 from dcgm_collector.collect.fields import watch_level
 
-__all__ = ["SAMPLED_LEVELS", "SERVED_EXPORTER_COUNTERS", "UnservableRow", "unservable_rows"]
+__all__ = ["NO_EVENTS_LEVELS", "SAMPLED_LEVELS", "SERVED_EXPORTER_COUNTERS", "UnservableRow", "unservable_rows"]
 
-# The entity levels the sampler watches fields on: GPUs, and node-wide fields read through them.
-SAMPLED_LEVELS = frozenset({"GPU", "NONE"})
+# The entity levels the sampler watches fields on: GPUs, node-wide fields read through them,
+# NvLinks, NvSwitches, CPUs and CPU cores.
+SAMPLED_LEVELS = frozenset({"GPU", "NONE", "LINK", "SWITCH", "CPU", "CPU_CORE"})
+# Levels whose values and labels are served, but not their events yet.
+NO_EVENTS_LEVELS = frozenset({"LINK", "SWITCH", "CPU", "CPU_CORE"})
 # The DCGM_EXP_* counters the exposition serves.
 SERVED_EXPORTER_COUNTERS = frozenset(EXPORTER_COUNTERS)
 
@@ -57,6 +62,10 @@ def _unservable(counters: CounterSet) -> Iterator[UnservableRow]:
         if field is None:
             continue
         level = watch_level(field)
+        if level in NO_EVENTS_LEVELS and field.is_event:
+            yield UnservableRow(counter, f"{field.name} (field {field.id}) is an event kept per {_level_name(level)}, "
+                                         "where events are not served yet (the row is left out)")
+            continue
         if level not in SAMPLED_LEVELS:
             kind = "label row" if counter.is_label else "row"
             yield UnservableRow(counter, f"DCGM keeps {field.name} (field {field.id}) per "

@@ -139,6 +139,7 @@ class Target:
     def __init__(self, name: str, counters: CounterSet, *, connect: Connect, expose: Expose,
                  devices: DeviceSelection = ALL_DEVICES, sampling: SamplingOptions | None = None,
                  address: str | None = None,
+                 switch_devices: DeviceSelection = ALL_DEVICES, cpu_devices: DeviceSelection = ALL_DEVICES,
                  backoff: Backoff | None = None) -> None:
         self.name = name
         self.address = address
@@ -146,6 +147,8 @@ class Target:
         self.counters = counters
         self._connect = connect
         self.devices = devices
+        self.switch_devices = switch_devices   # -s: the NvSwitches and their links
+        self.cpu_devices = cpu_devices         # -p: the CPUs and their cores
         self._expose = expose
         self.sampling = sampling if sampling is not None else SamplingOptions()
         self.backoff = backoff or Backoff()
@@ -281,16 +284,17 @@ class Target:
         ``stop_first`` (the running sampler of the same handle) is stopped before the new
         one watches: DCGM keys watches by connection, so its unwatch would remove the new ones.
         """
-        topology = discover(handle, counters, self.devices)
+        topology = discover(handle, counters, self.devices, self.switch_devices, self.cpu_devices)
         previous = self.generation
         resume = None
-        if previous is not None and previous.topology.identity == topology.identity:
+        if (previous is not None and previous.topology.identity == topology.identity
+                and previous.topology.levels == topology.levels):
             resume = previous.sampler
         elif previous is not None:
             log.warning("%sthe GPUs changed (%s -> %s): new series for the new GPUs", self._prefix(),
                         _describe(previous.topology), _describe(topology))
         sampler = Sampler(handle, topology.counters, self.sampling, gpu_ids=topology.gpu_ids,
-                          instances=topology.instances, stats=self.stats,
+                          instances=topology.instances, levels=topology.levels, stats=self.stats,
                           resume=resume, on_connection_lost=self._lost if self.remote else None)
         if stop_first is not None:
             stop_first.stop()

@@ -664,6 +664,32 @@ class Handle:
             ))
         return rows
 
+    def nvlink_link_states(self) -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
+        """Every GPU's and every NvSwitch's NvLink port states (``dcgmGetNvLinkLinkStatus``).
+
+        ``(gpus, switches)``: entity id -> the dcgmNvLinkLinkState_t of each port, in port order
+        (0 not supported, 1 disabled, 2 down, 3 up).
+        """
+        status = ffi.new("dcgmNvLinkStatus_v5 *", {"version": lib.dcgmNvLinkStatus_version5})
+        check(lib.dcgmGetNvLinkLinkStatus(self._h(), status), "dcgmGetNvLinkLinkStatus")
+        gpus = {int(status.gpus[i].entityId): tuple(int(s) for s in status.gpus[i].linkState)
+                for i in range(min(int(status.numGpus), lib.DCGM_MAX_NUM_DEVICES))}
+        switches = {int(status.nvSwitches[i].entityId): tuple(int(s) for s in status.nvSwitches[i].linkState)
+                    for i in range(min(int(status.numNvSwitches), lib.DCGM_MAX_NUM_SWITCHES))}
+        return gpus, switches
+
+    def cpu_hierarchy(self) -> dict[int, tuple[int, ...]]:
+        """The CPUs DCGM monitors, each with the ids of the cores it owns (``dcgmGetCpuHierarchy_v2``)."""
+        hierarchy = ffi.new("dcgmCpuHierarchy_v2 *", {"version": lib.dcgmCpuHierarchy_version2})
+        check(lib.dcgmGetCpuHierarchy_v2(self._h(), hierarchy), "dcgmGetCpuHierarchy_v2")
+        cpus: dict[int, tuple[int, ...]] = {}
+        for i in range(min(int(hierarchy.numCpus), lib.DCGM_MAX_NUM_CPUS)):
+            row = hierarchy.cpus[i]
+            words = row.ownedCores.bitmask
+            cpus[int(row.cpuId)] = tuple(core for core in range(lib.DCGM_MAX_NUM_CPU_CORES)
+                                         if int(words[core // 64]) >> (core % 64) & 1)
+        return cpus
+
     def version_info(self) -> dict[str, str]:
         """The hostengine's build info (``dcgmHostengineVersionInfo``)."""
         info = ffi.new("dcgmVersionInfo_t *", {"version": lib.dcgmVersionInfo_version})

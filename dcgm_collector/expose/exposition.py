@@ -12,6 +12,9 @@ Compatibility with dcgm-exporter 4.8 (reference §2.2-2.6):
   ``label`` rows keyed by the row's name together with the DCGM_EXP_*
   counters' own labels, sorted by key, then ``err_code, err_msg`` on
   DCGM_FI_DEV_XID_ERRORS.  Global (node-wide) fields are served on every GPU.
+* NvLink, NvSwitch, CPU and CPU-core fields are served on those entities,
+  labelled by their level's labeller (expose.labels), in the order
+  collect.levels enumerates them; node-wide label rows are on them too.
 * Integer fields print as ``%d``, doubles as ``%f``; blank and
   not-supported values are left out, and so is a family with no series.
 * The family of a field row carries the last value (within the trailing
@@ -58,11 +61,11 @@ from dcgm_collector.attribution.copies import NO_COPIES
 from dcgm_collector.collect.counters import AGGREGATIONS, Counter
 from dcgm_collector.collect.ring import EventRows, RingBuffer
 from dcgm_collector.collect.sampler import Sampler
-from dcgm_collector.collect.watches import CLOCK_EVENT_REASONS
+from dcgm_collector.collect.watches import CLOCK_EVENT_REASONS, watch_level
 from dcgm_collector.expose.clock_events import CLOCK_EVENTS_COUNT, ClockEventCounter, ClockEventsFamily
 from dcgm_collector.expose.families import EventFamily, Family, FieldFamily
 from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
-from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels
+from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
 from dcgm_collector.expose.scrape import Scrape
@@ -106,6 +109,12 @@ class Exposition:
             owners.sort(key=lambda owner: owner[1].gpu_id)
         self._owners: tuple[tuple[EntityKey, GpuInfo, MigInstance | None], ...] = tuple(owners)
         self.entities: tuple[EntityKey, ...] = tuple(owner[0] for owner in self._owners)
+        # the NvLinks, NvSwitches, CPUs and cores sampled, in series order; they carry the node-wide
+        # label rows (DCGM_FI_DRIVER_VERSION, ...) as dcgm-exporter's collectors of those levels do
+        self.levels = sampler.levels
+        self._node_label_names = frozenset(c.name for c in sampler.counters.label_counters()
+                                           if watch_level(c.field) == "NONE")
+        self._gpu_by_id = by_id
         self.window_us = round(options.window_s * 1e6)
         stale = options.stale_after_s
         if stale is None:
@@ -113,6 +122,7 @@ class Exposition:
         self.stale_after_s = float(stale)
         self.lookback_us = max(self.window_us, round(self.stale_after_s * 1e6))
         self._columns = self._index_columns()
+        self._level_columns = self._index_level_columns()
         self._clock = self._clock_counter()
         self._lock = threading.Lock()
         self._labels_seen: object = None
@@ -193,6 +203,37 @@ class Exposition:
                 columns[field_id] = (cells[0][0], [c[1] for c in cells])  # type: ignore[index]
         return columns
 
+    def _index_level_columns(self) -> dict[int, tuple[RingBuffer, list[int], list[EntityKey]]]:
+        """Field id -> (ring, columns, entity of each column) for the fields of links, switches, CPUs and cores."""
+        wanted = {e.key for e in self.levels}
+        columns: dict[int, tuple[RingBuffer, list[int], list[EntityKey]]] = {}
+        for ring in self.sampler.rings.values():
+            for column, key in enumerate(ring.series):
+                entity = (key.entity_group, key.entity_id)
+                if entity in wanted:
+                    found = columns.setdefault(key.field_id, (ring, [], []))
+                    if found[0] is ring:
+                        found[1].append(column)
+                        found[2].append(entity)
+        return columns
+
+    def _level_labels(self, values: dict[tuple[int, int], dict[str, str]]) -> dict[EntityKey, EntityLabels]:
+        """Label text of every link, switch, CPU and core sampled."""
+        gpus = self._gpu_by_id    # a link's GPU may be sampled whole or through its MIG instances
+        node_labels: dict[str, str] = {}
+        for entity in self.entities:   # node-wide label rows are read through the GPUs: any one has them
+            node_labels = {k: v for k, v in values.get(entity, {}).items() if k in self._node_label_names}
+            if node_labels:
+                break
+        labels = {}
+        for entity in self.levels:
+            labeller: LevelLabeller = LABELLERS[entity.level]   # type: ignore[assignment]
+            gpu = gpus.get(entity.parent) if entity.parent_level == EntityType.GPU else None
+            own = values.get(entity.key, {})   # the level's own label rows (a CPU's model, ...)
+            labels[entity.key] = EntityLabels.of(entity.key, labeller.identity(entity, gpu, self.options),
+                                                 {**node_labels, **own})
+        return labels
+
     def _clock_counter(self) -> ClockEventCounter | None:
         if not any(c.exporter == CLOCK_EVENTS_COUNT for c in self.sampler.counters):
             return None
@@ -217,12 +258,13 @@ class Exposition:
                                     NO_COPIES if attribution is None else attribution.copies(info.gpu_id, info.uuid,
                                                                                              instance))
                     for entity, info, instance in self._owners]
-                self._families = self._build_families(entities)
+                self._families = self._build_families(entities, self._level_labels(values))
                 self._label_values = values
             self._labels_seen = labels
             self._attribution_seen = generation
 
-    def _build_families(self, entities: list[EntityLabels]) -> tuple[Family, ...]:
+    def _build_families(self, entities: list[EntityLabels],
+                        level_labels: dict[EntityKey, EntityLabels] | None = None) -> tuple[Family, ...]:
         families: list[Family] = []
         names: set[str] = set()
 
@@ -235,11 +277,12 @@ class Exposition:
             if counter.exporter is not None:
                 add(self._exporter_family(counter, entities))
             elif counter.field is not None and counter.prom_type != "label" and counter.field.is_numeric:
-                for family in self._field_families(counter, entities):
+                for family in self._field_families(counter, entities, level_labels or {}):
                     add(family)
         return tuple(families)
 
-    def _field_families(self, counter: Counter, entities: list[EntityLabels]) -> list[Family]:
+    def _field_families(self, counter: Counter, entities: list[EntityLabels],
+                        level_labels: dict[EntityKey, EntityLabels] | None = None) -> list[Family]:
         field = counter.field
         assert field is not None
         name = counter.name
@@ -247,6 +290,11 @@ class Exposition:
         if field.is_event:
             return [EventFamily(name, header, field.id, entities)]
         found = self._columns.get(field.id)
+        at_level = self._level_columns.get(field.id) if found is None else None
+        if at_level is not None:   # a field of links, switches, CPUs or cores: their series, not the GPUs'
+            ring, columns, keys = at_level
+            entities = [(level_labels or {})[key] for key in keys]
+            found = (ring, columns)
         if found is None:
             return []  # not sampled (a refused profiling watch, an entity level not sampled)
         ring, columns = found

@@ -14,9 +14,10 @@ from typing import Protocol
 from dcgm_collector.attribution.copies import NO_COPIES, AttributeCopies
 from dcgm_collector.expose.options import ExpositionOptions
 from dcgm_collector.expose.text import label_text
-from dcgm_collector.model import EntityType, GpuInfo, MigInstance
+from dcgm_collector.model import EntityType, GpuInfo, LevelEntity, MigInstance
 
-__all__ = ["LABELLERS", "EntityKey", "EntityLabels", "GpuLabeller", "Labeller", "MigLabeller"]
+__all__ = ["LABELLERS", "CpuCoreLabeller", "CpuLabeller", "EntityKey", "EntityLabels", "GpuLabeller", "Labeller",
+           "LevelLabeller", "LinkLabeller", "MigLabeller", "SwitchLabeller"]
 
 EntityKey = tuple[int, int]     # (DCGM entity group, entity id)
 
@@ -101,4 +102,77 @@ def _gpu_identity(info: GpuInfo, options: ExpositionOptions) -> list[tuple[str, 
             ("device", f"nvidia{info.gpu_id}"), ("modelName", model)]
 
 
-LABELLERS: Mapping[EntityType, Labeller] = {EntityType.GPU: GpuLabeller(), EntityType.GPU_I: MigLabeller()}
+class LevelLabeller(Protocol):
+    """The identity labels of a link, switch, CPU or core, in dcgm-exporter's order; ``gpu`` is the
+    GPU a link belongs to (None for a switch's link and the other levels)."""
+
+    level: EntityType
+
+    def identity(self, entity: LevelEntity, gpu: GpuInfo | None,
+                 options: ExpositionOptions) -> list[tuple[str, str]]: ...
+
+
+def _with_hostname(identity: list[tuple[str, str]], options: ExpositionOptions) -> list[tuple[str, str]]:
+    if options.hostname:
+        identity.append(("hostname", options.hostname))
+    return identity
+
+
+class LinkLabeller:
+    """NvLinks: ``nvlink`` first, then ``nvswitch`` (``nvswitch<N>``) on a switch's port, or on a GPU's
+    link ``gpu, gpu_uuid, pci_bus_id, device, model_name`` (not GPU's ``UUID`` and ``modelName``:
+    dcgm-exporter's link template names them so), then ``hostname``.  Like dcgm-exporter, a label
+    with an empty value is left out, -o does not rename the UUID, and -rbmn leaves the model as is."""
+
+    level = EntityType.LINK
+
+    def identity(self, entity: LevelEntity, gpu: GpuInfo | None,
+                 options: ExpositionOptions) -> list[tuple[str, str]]:
+        identity = [("nvlink", str(entity.number))]
+        if entity.parent_level == EntityType.SWITCH:
+            identity.append(("nvswitch", f"nvswitch{entity.parent}"))
+        elif gpu is not None:
+            identity += [(name, value) for name, value in (
+                ("gpu", str(gpu.gpu_id)), ("gpu_uuid", gpu.uuid), ("pci_bus_id", gpu.pci_bus_id),
+                ("device", f"nvidia{gpu.gpu_id}"), ("model_name", gpu.name)) if value]
+        return _with_hostname(identity, options)
+
+
+class SwitchLabeller:
+    """NvSwitches: ``nvswitch`` (``nvswitch<N>``, its own id), ``hostname``."""
+
+    level = EntityType.SWITCH
+
+    def identity(self, entity: LevelEntity, gpu: GpuInfo | None,
+                 options: ExpositionOptions) -> list[tuple[str, str]]:
+        return _with_hostname([("nvswitch", f"nvswitch{entity.number}")], options)
+
+
+class CpuLabeller:
+    """CPUs: ``cpu`` (its id), ``hostname``."""
+
+    level = EntityType.CPU
+
+    def identity(self, entity: LevelEntity, gpu: GpuInfo | None,
+                 options: ExpositionOptions) -> list[tuple[str, str]]:
+        return _with_hostname([("cpu", str(entity.number))], options)
+
+
+class CpuCoreLabeller:
+    """CPU cores: ``cpucore`` (the core's id), ``cpu`` (its CPU's), ``hostname``."""
+
+    level = EntityType.CPU_CORE
+
+    def identity(self, entity: LevelEntity, gpu: GpuInfo | None,
+                 options: ExpositionOptions) -> list[tuple[str, str]]:
+        return _with_hostname([("cpucore", str(entity.number)), ("cpu", str(entity.parent))], options)
+
+
+LABELLERS: Mapping[EntityType, Labeller | LevelLabeller] = {
+    EntityType.GPU: GpuLabeller(),
+    EntityType.GPU_I: MigLabeller(),
+    EntityType.LINK: LinkLabeller(),
+    EntityType.SWITCH: SwitchLabeller(),
+    EntityType.CPU: CpuLabeller(),
+    EntityType.CPU_CORE: CpuCoreLabeller(),
+}

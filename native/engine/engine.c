@@ -131,6 +131,8 @@ static int build_entities(sim_engine *e)
         }
     }
     int rc = engine_cpu_init(e); /* the host's CPUs, when monitored */
+    if (rc == DCGM_ST_OK)
+        rc = engine_levels_init(e, gpus); /* the scenario's switches and CPUs */
     if (rc != DCGM_ST_OK)
         return rc;
     engine_entity global = { DCGM_FE_NONE, 0, DCGM_FE_NONE, 0, 0, gpus ? 0 : ENGINE_NO_GPU, 0 };

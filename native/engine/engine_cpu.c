@@ -166,6 +166,13 @@ int engine_cpu_init(sim_engine *e)
     e->cpu = calloc(1, sizeof *e->cpu);
     if (!e->cpu)
         return DCGM_ST_MEMORY;
+    if (engine_levels_has_cpus(e)) {
+        /* the scenario's Grace CPUs stand for the host's (engine_levels.c) */
+        e->cpu->monitoring = 1;
+        snprintf(e->cpu->vendor, sizeof e->cpu->vendor, "Nvidia");
+        snprintf(e->cpu->model, sizeof e->cpu->model, "Grace");
+        return DCGM_ST_OK;
+    }
     if (!cpus_monitored(e->cpu))
         return DCGM_ST_OK;
     e->cpu->monitoring = 1;

@@ -249,6 +249,13 @@ void engine_cpu_free(sim_engine *e);
 int engine_cpu_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
                              int64_t now_us, sim_value *out);
 
+/* engine_levels.c: the scenario's NvSwitches (and their ports) and Grace CPUs */
+int engine_levels_init(sim_engine *e, unsigned int gpus);
+int engine_levels_has_cpus(sim_engine *e);
+/* 1 with *out filled when ent is one of the scenario's switches, switch ports or CPUs, else 0 */
+int engine_levels_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                                int64_t t_rel, sim_value *out);
+
 /* engine_groups.c */
 int engine_groups_init(sim_engine *e);
 void engine_groups_free(sim_engine *e);

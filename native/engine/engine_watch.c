@@ -119,6 +119,8 @@ void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
         out->type = meta ? meta->fieldType : out->type;
         return;
     }
+    if (engine_levels_sample_locked(e, ent, field_id, t_rel, out))
+        return;
     if (engine_link_sample_locked(e, ent, field_id, t_rel, out)) {
         out->type = meta ? meta->fieldType : out->type;
         return;
@@ -193,7 +195,7 @@ static void sample_series(sim_engine *e, engine_series *s, int64_t now_us)
     }
     sim_value v;
     int64_t started = engine_wall_us();
-    if (ent->group == DCGM_FE_CPU || ent->group == DCGM_FE_CPU_CORE) {
+    if ((ent->group == DCGM_FE_CPU || ent->group == DCGM_FE_CPU_CORE) && !engine_levels_has_cpus(e)) {
         /* the host's CPUs: a utilization series stores nothing at first */
         if (!engine_cpu_sample_locked(e, ent, s->field_id, now_us, &v)) {
             s->exec_us += engine_wall_us() - started;

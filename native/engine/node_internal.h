@@ -237,6 +237,10 @@ struct sim_node {
     int cuda_driver_version;
     sim_trace **traces;         /* every trace a replay workload plays */
     size_t trace_count;
+    /* entities beyond the GPUs, when the scenario asks (node_levels.c) */
+    unsigned int nvswitches;    /* NvSwitches, ids 0.. */
+    unsigned int cpus;          /* Grace CPUs, ids 0.. */
+    unsigned int cpu_cores;     /* cores of each CPU, numbered on from CPU 0's */
 };
 
 /*

@@ -97,6 +97,9 @@ typedef struct scn_event_table {
 
 typedef enum scn_section { SCN_TOP, SCN_GPU, SCN_EVENT } scn_section;
 
+/* cores of a Grace CPU unless the scenario says (cpu_cores) */
+#define SCN_GRACE_CORES 72
+
 typedef struct scn_parser {
     const char *file;
     int line;
@@ -107,6 +110,8 @@ typedef struct scn_parser {
     int seen_count;
     bool has_seed;
     uint64_t seed;
+    int64_t nvswitches, cpus, cpu_cores;   /* top-level entity counts (node_levels.c) */
+    int cpus_line;                         /* where the later of grace_cpus, cpu_cores is */
     scn_gpu_table gpus[DCGM_MAX_NUM_DEVICES];
     int gpu_tables;
     int gpu_total;
@@ -444,7 +449,16 @@ static int scn_top_key(scn_parser *p, const char *key, const scn_value *v)
     }
     if (strcmp(key, "name") == 0 || strcmp(key, "description") == 0)
         return scn_want_string(p, key, v);
-    return scn_fail(p, "unknown key '%s' at top level (known: seed, name, description)", key);
+    if (strcmp(key, "nvswitches") == 0)
+        return scn_want_int(p, key, v, 0, DCGM_MAX_NUM_SWITCHES, &p->nvswitches);
+    if (strcmp(key, "grace_cpus") == 0 || strcmp(key, "cpu_cores") == 0)
+        p->cpus_line = p->line;
+    if (strcmp(key, "grace_cpus") == 0)
+        return scn_want_int(p, key, v, 0, DCGM_MAX_NUM_CPUS, &p->cpus);
+    if (strcmp(key, "cpu_cores") == 0)
+        return scn_want_int(p, key, v, 1, DCGM_MAX_NUM_CPU_CORES, &p->cpu_cores);
+    return scn_fail(p, "unknown key '%s' at top level (known: seed, name, description, nvswitches, "
+                       "grace_cpus, cpu_cores)", key);
 }
 
 static int scn_mig_profiles_key(scn_parser *p, const char *key, const scn_value *v, scn_gpu_table *g)
@@ -1000,6 +1014,17 @@ static void scn_finish_gpu(sim_gpu *g)
 static int scn_build(scn_parser *p, sim_node *node)
 {
     node->seed = p->has_seed ? p->seed : SIM_DEFAULT_SEED;
+    if (p->cpu_cores == 0)
+        p->cpu_cores = SCN_GRACE_CORES;
+    if (p->cpus * p->cpu_cores > DCGM_MAX_NUM_CPU_CORES) {
+        p->line = p->cpus_line;
+        return scn_fail(p, "grace_cpus = %lld with cpu_cores = %lld makes %lld cores (at most %d)",
+                        (long long)p->cpus, (long long)p->cpu_cores, (long long)(p->cpus * p->cpu_cores),
+                        DCGM_MAX_NUM_CPU_CORES);
+    }
+    node->nvswitches = (unsigned int)p->nvswitches;
+    node->cpus = (unsigned int)p->cpus;
+    node->cpu_cores = (unsigned int)p->cpu_cores;
     int rc = scn_add_gpus(p, node);
     if (rc != DCGM_ST_OK)
         return rc;

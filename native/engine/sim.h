@@ -130,4 +130,17 @@ int sim_node_slowdown_ns(sim_node *node, unsigned int gpu, int64_t t_rel_us, uin
 /* NvLink links the GPU's model has (0 on PCIe parts). */
 unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu);
 
+/*
+ * The node's other entities (node_levels.c): NvSwitches and Grace CPUs, as
+ * many as the scenario asks for (none by default), and their readings.
+ * group is a DCGM_FE_* value: SWITCH (id), LINK (a switch port: id = the
+ * switch, index = the port), CPU (id) or CPU_CORE (id, parent = its CPU).
+ * Returns DCGM_ST_OK with out->kind OK or NOT_SUPPORTED.
+ */
+unsigned int sim_node_nvswitch_count(const sim_node *node);
+unsigned int sim_node_cpu_count(const sim_node *node);
+unsigned int sim_node_cpu_core_count(const sim_node *node);   /* per CPU */
+int sim_node_level_sample(const sim_node *node, int group, unsigned int id, unsigned int parent,
+                          unsigned int index, unsigned short fieldId, int64_t t_rel_us, sim_value *out);
+
 #endif /* DCGM_SIM_SIM_H */

@@ -66,6 +66,13 @@ typedef struct value_source_ops {
      * GPUs take no settings (the config manager answers NOT_SUPPORTED) */
     int (*set_power_limit)(void *impl, unsigned int gpu, int64_t t_rel_us, double watts);
     void (*free)(void *impl);
+    /* entities beyond the GPUs (NULL: none): NvSwitches, Grace CPUs and the cores of
+     * each, and their readings (sim_node_level_sample) */
+    unsigned int (*nvswitch_count)(void *impl);
+    unsigned int (*cpu_count)(void *impl);
+    unsigned int (*cpu_core_count)(void *impl);
+    int (*level_sample)(void *impl, int group, unsigned int id, unsigned int parent, unsigned int index,
+                        unsigned short field_id, int64_t t_rel_us, sim_value *out);
 } value_source_ops;
 
 typedef struct value_source {
@@ -122,6 +129,27 @@ static inline const struct sim_mig_profile *vs_mig_profile(value_source *s, unsi
 static inline int vs_nvlink_state(value_source *s, unsigned int gpu, unsigned int link)
 {
     return s->ops->nvlink_state ? s->ops->nvlink_state(s->impl, gpu, link) : VS_LINK_NONE;
+}
+
+static inline unsigned int vs_nvswitch_count(value_source *s)
+{
+    return s->ops->nvswitch_count ? s->ops->nvswitch_count(s->impl) : 0;
+}
+static inline unsigned int vs_cpu_count(value_source *s)
+{
+    return s->ops->cpu_count ? s->ops->cpu_count(s->impl) : 0;
+}
+static inline unsigned int vs_cpu_core_count(value_source *s)
+{
+    return s->ops->cpu_core_count ? s->ops->cpu_core_count(s->impl) : 0;
+}
+/* DCGM_ST_OK with out->kind OK or NOT_SUPPORTED; NOT_SUPPORTED when the source has no such entities */
+static inline int vs_level_sample(value_source *s, int group, unsigned int id, unsigned int parent,
+                                  unsigned int index, unsigned short f, int64_t t, sim_value *out)
+{
+    if (!s->ops->level_sample)
+        return DCGM_ST_NOT_SUPPORTED;
+    return s->ops->level_sample(s->impl, group, id, parent, index, f, t, out);
 }
 
 #endif /* DCGM_SIM_SOURCE_H */

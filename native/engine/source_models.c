@@ -80,6 +80,16 @@ static int models_set_power_limit(void *impl, unsigned int gpu, int64_t t_rel_us
 
 static void models_free(void *impl) { sim_node_free(impl); }
 
+static unsigned int models_nvswitch_count(void *impl) { return sim_node_nvswitch_count(impl); }
+static unsigned int models_cpu_count(void *impl) { return sim_node_cpu_count(impl); }
+static unsigned int models_cpu_core_count(void *impl) { return sim_node_cpu_core_count(impl); }
+
+static int models_level_sample(void *impl, int group, unsigned int id, unsigned int parent,
+                               unsigned int index, unsigned short f, int64_t t, sim_value *out)
+{
+    return sim_node_level_sample(impl, group, id, parent, index, f, t, out);
+}
+
 static const value_source_ops models_ops = {
     .kind = "models",
     .gpu_count = models_gpu_count,
@@ -96,6 +106,10 @@ static const value_source_ops models_ops = {
     .notes = models_notes,
     .set_power_limit = models_set_power_limit,
     .free = models_free,
+    .nvswitch_count = models_nvswitch_count,
+    .cpu_count = models_cpu_count,
+    .cpu_core_count = models_cpu_core_count,
+    .level_sample = models_level_sample,
 };
 
 int value_source_models_open(const char *spec, value_source *src, char *err, size_t errlen)

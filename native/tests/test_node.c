@@ -870,6 +870,10 @@ static void test_parse_errors(void)
     expect_error("mig-numbers.toml", "[[gpu]]\nmodel = \"H100\"\nmig_profiles = [3, 1]\n", 3,
                  "array of profile names", DCGM_ST_BADPARAM);
     expect_error("mixed-array.toml", "[[gpu]]\nmig_profiles = [\"1g.10gb\", 2]\n", 2, "not both", DCGM_ST_BADPARAM);
+    expect_error("switches.toml", "nvswitches = 13\n[[gpu]]\n", 1, "out of range (0 to 12)", DCGM_ST_BADPARAM);
+    expect_error("cpus-type.toml", "grace_cpus = \"one\"\n[[gpu]]\n", 1, "must be an integer", DCGM_ST_BADPARAM);
+    expect_error("cores.toml", "seed = 1\ngrace_cpus = 8\ncpu_cores = 200\n[[gpu]]\n", 3, "1600 cores (at most 1024)",
+                 DCGM_ST_BADPARAM);
 
     sim_node *node = (sim_node *)0x1;
     char err[512];
@@ -954,7 +958,7 @@ static void test_shipped_scenarios(const char *argv0)
     static const char *names[] = {
         "default.toml", "mixed.toml", "spikes.toml", "thermal-runaway.toml",
         "memory-leak.toml", "xid-burst.toml", "gpu-lost.toml", "h200-recorded-load.toml",
-        "h200-recorded-replay.toml", "mig.toml",
+        "h200-recorded-replay.toml", "mig.toml", "nvswitch-grace.toml",
     };
     static const char *roots[] = {"../dcgm_collector/engine/scenarios", "dcgm_collector/engine/scenarios",
                                   "../../dcgm_collector/engine/scenarios"};

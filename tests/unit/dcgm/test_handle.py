@@ -94,6 +94,20 @@ def test_mig_hierarchy_lists_instances_under_their_gpus(open_node, tmp_path):
     assert h.entities(EntityType.GPU_I) == [0, 1, 8, 9]
 
 
+def test_link_states_and_cpu_hierarchy_of_a_switch_and_grace_node(open_node, tmp_path):
+    scenario = tmp_path / "levels.toml"
+    scenario.write_text('nvswitches = 3\ngrace_cpus = 2\ncpu_cores = 3\n[[gpu]]\nmodel = "H100"\ncount = 2\n')
+    h = open_node(str(scenario))
+    gpus, switches = h.nvlink_link_states()
+    up = 3   # DcgmNvLinkLinkStateUp
+    assert sorted(gpus) == [0, 1] and all(states.count(up) == 18 for states in gpus.values())
+    # 36 GPU links over 3 switches: the first 12 ports of each up, the rest disabled (1)
+    assert sorted(switches) == [0, 1, 2]
+    assert all(states[:12] == (up,) * 12 and set(states[12:]) == {1} for states in switches.values())
+    assert h.entities(EntityType.SWITCH) == [0, 1, 2]
+    assert h.cpu_hierarchy() == {0: (0, 1, 2), 1: (3, 4, 5)}
+
+
 def test_attributes_of_an_unknown_gpu_are_blank(handle):
     # DCGM reads the attributes as the GPU's latest field values: an id no GPU
     # has answers blanks rather than an error

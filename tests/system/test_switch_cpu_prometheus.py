@@ -1,0 +1,76 @@
+"""A real Prometheus scrapes a collector on an NvSwitch node with a Grace CPU: every level's series
+arrive in its database with dcgm-exporter's labels (the shipped ``nvswitch-grace`` scenario)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+from support import (
+    COLLECTOR,
+    PROMETHEUS,
+    close_and_print_logs,
+    free_port,
+    http_get,
+    launch,
+    prometheus_query,
+    start_prometheus,
+    stop_process,
+    wait_until,
+    write_scrape_config,
+)
+
+pytestmark = [
+    pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')"),
+    pytest.mark.slow,
+]
+
+COUNTERS = """\
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_NVLINK_GET_STATE, gauge, NvLink state (1 up).
+DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, counter, NvSwitch port transmit throughput (in KiB).
+DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS, gauge, NvSwitch temperature (in C).
+DCGM_FI_DEV_CPU_POWER_WATTS, gauge, CPU power (in W).
+DCGM_FI_DEV_CPU_UTIL_TOTAL, gauge, CPU utilization (ratio).
+"""
+
+
+def test_prometheus_stores_every_level_with_its_labels(tmp_path):
+    collector_port, prometheus_port = free_port(), free_port()
+    (tmp_path / "levels.csv").write_text(COUNTERS)
+    collector_log = open(tmp_path / "collector.log", "wb")  # noqa: SIM115 - closed below
+    collector = launch(COLLECTOR, "--sim", "nvswitch-grace", "-f", str(tmp_path / "levels.csv"),
+                       "-a", f"127.0.0.1:{collector_port}", "-c", "500", cwd=tmp_path, stdout=collector_log,
+                       stderr=subprocess.STDOUT)
+    config = write_scrape_config(tmp_path / "prometheus.yml", f"127.0.0.1:{collector_port}")
+    prometheus_log = open(tmp_path / "prometheus.log", "wb")  # noqa: SIM115 - closed below
+    prometheus = start_prometheus(config, tmp_path, prometheus_port, prometheus_log)
+    url = f"http://127.0.0.1:{prometheus_port}"
+    try:
+        wait_until("collector /health", lambda: http_get(f"http://127.0.0.1:{collector_port}/health")[0] == 200,
+                   collector, 30)
+        wait_until("prometheus ready", lambda: http_get(f"{url}/-/ready")[0] == 200, prometheus, 30)
+        wait_until("a scrape with the switches", lambda: len(prometheus_query(
+            url, "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS")) == 4, prometheus, 30)
+        time.sleep(1.5)   # a scrape or two more: every family is in
+        links = prometheus_query(url, 'DCGM_FI_DEV_NVLINK_GET_STATE == 1')
+        assert len(links) == 8 * 18
+        assert {(r["metric"]["gpu"], r["metric"]["device"]) for r in links} == {
+            (str(g), f"nvidia{g}") for g in range(8)}
+        assert all(r["metric"]["gpu_uuid"].startswith("GPU-") and r["metric"]["model_name"] for r in links)
+        ports = prometheus_query(url, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX")
+        assert sorted((r["metric"]["nvswitch"], int(r["metric"]["nvlink"])) for r in ports) == [
+            (f"nvswitch{s}", p) for s in range(4) for p in range(36)]
+        switches = prometheus_query(url, "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS")
+        assert sorted(r["metric"]["nvswitch"] for r in switches) == [f"nvswitch{s}" for s in range(4)]
+        power = prometheus_query(url, "DCGM_FI_DEV_CPU_POWER_WATTS")
+        assert [r["metric"]["cpu"] for r in power] == ["0"] and 100 < float(power[0]["value"][1]) < 300
+        cores = prometheus_query(url, 'DCGM_FI_DEV_CPU_UTIL_TOTAL{cpucore!=""}')
+        assert sorted(int(r["metric"]["cpucore"]) for r in cores) == list(range(72))
+        assert {r["metric"]["cpu"] for r in cores} == {"0"}
+        assert len(prometheus_query(url, 'DCGM_FI_DEV_CPU_UTIL_TOTAL{cpucore=""}')) == 1
+    finally:
+        stop_process(prometheus)
+        stop_process(collector)
+        close_and_print_logs(tmp_path, {"collector": collector_log, "prometheus": prometheus_log})
