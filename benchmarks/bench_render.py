@@ -20,9 +20,12 @@ Cases:
   MIG instances, sampled as the collector samples them in flex mode (every
   series per GPU instance; the rows DCGM serves per GPU only, GPU and
   memory-copy utilisation, have no series).  Its figure is a ratio to the
-  ``full`` 8-GPU render of the same run.  Links: ``LINKS_PER_GPU`` is 0
-  until the collector serves NvLink link entities; the issue's figure wants
-  18 per GPU (H100 / H200), set there once link series exist.
+  ``full`` 8-GPU render of the same run.  No links: a GPU in MIG mode has
+  none (DCGM reports its NvLinks off).
+- ``full-links``: the ``full`` set plus per-link rows (a GPU link's state, an
+  NvSwitch port's throughput and errors: LINK_ROWS) on 8 H100s of an HGX board (18 NvLinks each) with its four
+  NvSwitches (36 ports each): the link and switch-port series of a whole
+  board.  Also a ratio to the ``full`` 8-GPU render of the same run.
 
 Baseline, same run: ``prometheus_client.generate_latest`` on a registry of
 labelled Gauges holding exactly the series of the 8-GPU ``full`` render
@@ -53,18 +56,38 @@ from dcgm_collector.model import DeviceSelection
 WINDOW_ROWS = 150          # 15 s at 100 ms
 STEP_US = 100_000
 ALL_AGGREGATIONS = ("min", "max", "avg")
-CASES = [("full", 1), ("full", 8), ("full", 32), ("workload", 8), ("full-mig", 8)]
+CASES = [("full", 1), ("full", 8), ("full", 32), ("workload", 8), ("full-mig", 8), ("full-links", 8)]
 MIG_INSTANCES_PER_GPU = 7
-# TODO(issue 15): 18 once the collector samples NvLink link entities (the
-# simulated H100 has 18 links); the scenario below then needs no change, the
-# counters need the per-link rows (DCGM_FI_DEV_NVLINK_*_PER_LINK*).
-LINKS_PER_GPU = 0
+LINKS_PER_GPU = 18          # the simulated H100's
+NVSWITCHES = 4
 
 
 def mig_scenario(gpus: int) -> str:
     """``gpus`` H100s in training, each split into MIG_INSTANCES_PER_GPU 1g.10gb instances."""
     return (f'seed = 7\n[[gpu]]\nmodel = "H100"\ncount = {gpus}\nworkload = "training"\n'
             f"mig_instances = {MIG_INSTANCES_PER_GPU}\n")
+
+def links_scenario(gpus: int) -> str:
+    """``gpus`` H100s in training on an HGX board with NVSWITCHES NvSwitches."""
+    return f'seed = 7\nnvswitches = {NVSWITCHES}\n[[gpu]]\nmodel = "H100"\ncount = {gpus}\nworkload = "training"\n'
+
+
+# Per-link rows: a GPU link's state, and what an NvSwitch port reports (throughput and errors)
+LINK_ROWS = ("DCGM_FI_DEV_NVLINK_GET_STATE", "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX",
+             "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX", "DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS",
+             "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS", "DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERROR_TOTAL",
+             "DCGM_FI_DEV_NVSWITCH_LINK_RECOVERY_ERROR_TOTAL")
+
+
+def write_link_counters(directory: str) -> str:
+    """The ``full`` counters plus the per-link rows (LINK_ROWS)."""
+    full = os.path.join(directory, "workload-full.csv")
+    rows = [f"{name}, gauge, {name}" for name in LINK_ROWS]
+    path = os.path.join(directory, "workload-full-links.csv")
+    with open(full, encoding="utf-8") as src, open(path, "w", encoding="utf-8") as out:
+        out.write(src.read() + "\n".join(rows) + "\n")
+    return path
+
 
 _results: dict[str, dict] = {}
 
@@ -74,9 +97,10 @@ class RenderNode:
         # as the collector does in flex mode: GPUs split into MIG instances are sampled through them
         topology = discover(handle, load_counters(counters_path), DeviceSelection("f"))
         self.instances = len(topology.instances)
+        self.links = sum(1 for entity in topology.levels if entity.level == dcgm.EntityType.LINK)
         self.sampler = Sampler(handle, topology.counters,
                                SamplingOptions(collect_interval_ms=100, watch_interval_ms=100, retention_s=900),
-                               gpu_ids=topology.gpu_ids, instances=topology.instances)
+                               gpu_ids=topology.gpu_ids, instances=topology.instances, levels=topology.levels)
         self.sampler.start(thread=False)
         handle.update_all_fields()
         self.sampler.tick_once()
@@ -102,16 +126,17 @@ def counters_dir():
     with tempfile.TemporaryDirectory() as tmp:
         w.write_counters(tmp)
         w.write_counters(tmp, full=True)
+        write_link_counters(tmp)
         yield tmp
 
 
 def _open(counters_dir: str, kind: str, gpus: int):
     previous = os.environ.get(engine.SCENARIO_ENV)
     spec = str(gpus)
-    if kind == "full-mig":
-        spec = os.path.join(counters_dir, f"mig-{gpus}.toml")
+    if kind in ("full-mig", "full-links"):
+        spec = os.path.join(counters_dir, f"{kind}-{gpus}.toml")
         with open(spec, "w", encoding="utf-8") as handle:
-            handle.write(mig_scenario(gpus))
+            handle.write(mig_scenario(gpus) if kind == "full-mig" else links_scenario(gpus))
     os.environ[engine.SCENARIO_ENV] = spec
     try:
         handle = dcgm.Handle.embedded("manual", library=engine.library_path())
@@ -121,7 +146,8 @@ def _open(counters_dir: str, kind: str, gpus: int):
         else:
             os.environ[engine.SCENARIO_ENV] = previous
     full = kind.startswith("full")
-    path = os.path.join(counters_dir, "workload-full.csv" if full else "workload.csv")
+    path = os.path.join(counters_dir, "workload-full-links.csv" if kind == "full-links"
+                        else "workload-full.csv" if full else "workload.csv")
     return handle, RenderNode(handle, path, ALL_AGGREGATIONS if full else ())
 
 
@@ -139,20 +165,21 @@ def test_render(benchmark, counters_dir, kind, gpus):
         benchmark(node.render)
         median = benchmark.stats.stats.median
         info = {"series": series, "bytes": len(body), "median_ms": median * 1e3,
-                "ring_mib": node.ring_bytes / w.MIB, "mig_instances": node.instances, "links": LINKS_PER_GPU * gpus,
+                "ring_mib": node.ring_bytes / w.MIB, "mig_instances": node.instances, "links": node.links,
                 "body": body}
         _results[f"{kind}-{gpus}"] = info
         benchmark.extra_info.update({k: v for k, v in info.items() if k != "body"})
-        entities = f"{gpus} GPUs" + (f" / {node.instances} MIG instances" if node.instances else "")
+        entities = (f"{gpus} GPUs" + (f" / {node.instances} MIG instances" if node.instances else "")
+                    + (f" / {node.links} NvLinks and NvSwitch ports" if node.links else ""))
         print(f"\nrender {kind} counters, {entities}: {series} series, {len(body)} bytes, median "
               f"{median * 1e3:.3f} ms ({median / series * 1e6:.2f} us per series); value rings "
               f"{node.ring_bytes / w.MIB:.1f} MiB (15 min at 100 ms)")
         plain = _results.get(f"full-{gpus}")
-        if kind == "full-mig" and plain is not None:
-            print(f"MIG / plain {gpus} GPUs, same run: time {median * 1e3 / plain['median_ms']:.2f}x, series "
+        if kind in ("full-mig", "full-links") and plain is not None:
+            what = "MIG" if kind == "full-mig" else f"{LINKS_PER_GPU} links per GPU + {NVSWITCHES} NvSwitches"
+            print(f"{what} / plain {gpus} GPUs, same run: time {median * 1e3 / plain['median_ms']:.2f}x, series "
                   f"{series / plain['series']:.2f}x, bytes {len(body) / plain['bytes']:.2f}x, per series "
-                  f"{(median * 1e3 / series) / (plain['median_ms'] / plain['series']):.2f}x; "
-                  f"links per GPU: {LINKS_PER_GPU} (TODO: 18 once link entities are sampled)")
+                  f"{(median * 1e3 / series) / (plain['median_ms'] / plain['series']):.2f}x")
     finally:
         node.sampler.stop()
         handle.close()
