@@ -204,3 +204,21 @@ gpu = 1
 kind = "lost"
 xid = 79
 """
+
+
+def gpu_ring_series(sampler: Any, gpu: int, fields: tuple[int, ...]) -> dict[int, tuple[Any, Any]]:
+    """Each field's good samples on one GPU across a sampler's rings: {field: (timestamps us, values)}."""
+    from dcgm_collector.collect.ring import SAMPLE_OK
+    from dcgm_collector.dcgm import EntityType
+
+    out = {}
+    for ring in sampler.rings.values():
+        rows = ring.rows_since(0)
+        for field in fields:
+            try:
+                col = ring.index((int(EntityType.GPU), gpu, field))
+            except (KeyError, ValueError):
+                continue
+            ok = rows.status[:, col] == SAMPLE_OK
+            out[field] = (rows.ts[ok], rows.values[ok, col])
+    return out

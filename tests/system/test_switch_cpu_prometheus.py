@@ -3,8 +3,11 @@ arrive in its database with dcgm-exporter's labels (the shipped ``nvswitch-grace
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from support import (
@@ -36,11 +39,14 @@ DCGM_FI_DEV_CPU_UTIL_TOTAL, gauge, CPU utilization (ratio).
 """
 
 
-def test_prometheus_stores_every_level_with_its_labels(tmp_path):
+@contextlib.contextmanager
+def scraped_node(tmp_path: Path, sim: str, counters: str) -> Iterator[str]:
+    """A collector on the simulated node ``sim`` with ``counters``, scraped by a real Prometheus;
+    yields Prometheus' URL once the switches' series are in and a scrape or two more has landed."""
     collector_port, prometheus_port = free_port(), free_port()
-    (tmp_path / "levels.csv").write_text(COUNTERS)
+    (tmp_path / "levels.csv").write_text(counters)
     collector_log = open(tmp_path / "collector.log", "wb")  # noqa: SIM115 - closed below
-    collector = launch(COLLECTOR, "--sim", "nvswitch-grace", "-f", str(tmp_path / "levels.csv"),
+    collector = launch(COLLECTOR, "--sim", sim, "-f", str(tmp_path / "levels.csv"),
                        "-a", f"127.0.0.1:{collector_port}", "-c", "500", cwd=tmp_path, stdout=collector_log,
                        stderr=subprocess.STDOUT)
     config = write_scrape_config(tmp_path / "prometheus.yml", f"127.0.0.1:{collector_port}")
@@ -54,6 +60,15 @@ def test_prometheus_stores_every_level_with_its_labels(tmp_path):
         wait_until("a scrape with the switches", lambda: len(prometheus_query(
             url, "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS")) == 4, prometheus, 30)
         time.sleep(1.5)   # a scrape or two more: every family is in
+        yield url
+    finally:
+        stop_process(prometheus)
+        stop_process(collector)
+        close_and_print_logs(tmp_path, {"collector": collector_log, "prometheus": prometheus_log})
+
+
+def test_prometheus_stores_every_level_with_its_labels(tmp_path):
+    with scraped_node(tmp_path, "nvswitch-grace", COUNTERS) as url:
         links = prometheus_query(url, 'DCGM_FI_DEV_NVLINK_GET_STATE == 1')
         assert len(links) == 8 * 18
         assert {(r["metric"]["gpu"], r["metric"]["device"]) for r in links} == {
@@ -70,10 +85,6 @@ def test_prometheus_stores_every_level_with_its_labels(tmp_path):
         assert sorted(int(r["metric"]["cpucore"]) for r in cores) == list(range(72))
         assert {r["metric"]["cpu"] for r in cores} == {"0"}
         assert len(prometheus_query(url, 'DCGM_FI_DEV_CPU_UTIL_TOTAL{cpucore=""}')) == 1
-    finally:
-        stop_process(prometheus)
-        stop_process(collector)
-        close_and_print_logs(tmp_path, {"collector": collector_log, "prometheus": prometheus_log})
 
 
 # Every level at once: an HGX board whose first two H100s are split into MIG instances,
@@ -106,24 +117,8 @@ DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is activ
 
 
 def test_prometheus_stores_mig_instances_links_switches_and_cpus_from_one_node(tmp_path):
-    collector_port, prometheus_port = free_port(), free_port()
-    (tmp_path / "levels.csv").write_text(ALL_LEVELS_COUNTERS)
     (tmp_path / "all-levels.toml").write_text(ALL_LEVELS_SCENARIO)
-    collector_log = open(tmp_path / "collector.log", "wb")  # noqa: SIM115 - closed below
-    collector = launch(COLLECTOR, "--sim", str(tmp_path / "all-levels.toml"), "-f", str(tmp_path / "levels.csv"),
-                       "-a", f"127.0.0.1:{collector_port}", "-c", "500", cwd=tmp_path, stdout=collector_log,
-                       stderr=subprocess.STDOUT)
-    config = write_scrape_config(tmp_path / "prometheus.yml", f"127.0.0.1:{collector_port}")
-    prometheus_log = open(tmp_path / "prometheus.log", "wb")  # noqa: SIM115 - closed below
-    prometheus = start_prometheus(config, tmp_path, prometheus_port, prometheus_log)
-    url = f"http://127.0.0.1:{prometheus_port}"
-    try:
-        wait_until("collector /health", lambda: http_get(f"http://127.0.0.1:{collector_port}/health")[0] == 200,
-                   collector, 30)
-        wait_until("prometheus ready", lambda: http_get(f"{url}/-/ready")[0] == 200, prometheus, 30)
-        wait_until("a scrape with the switches", lambda: len(prometheus_query(
-            url, "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS")) == 4, prometheus, 30)
-        time.sleep(1.5)   # a scrape or two more: every family is in
+    with scraped_node(tmp_path, str(tmp_path / "all-levels.toml"), ALL_LEVELS_COUNTERS) as url:
         # MIG: GPUs 0 and 1 through their instances, with the parent GPU's labels and the instance's
         instances = prometheus_query(url, 'DCGM_FI_DEV_FB_USED{GPU_I_ID!=""}')
         assert sorted((r["metric"]["gpu"], r["metric"]["GPU_I_PROFILE"]) for r in instances) == sorted(
@@ -142,7 +137,3 @@ def test_prometheus_stores_mig_instances_links_switches_and_cpus_from_one_node(t
         assert [r["metric"]["cpu"] for r in prometheus_query(url, "DCGM_FI_DEV_CPU_POWER_WATTS")] == ["0"]
         cores = prometheus_query(url, 'DCGM_FI_DEV_CPU_UTIL_TOTAL{cpucore!=""}')
         assert sorted(int(r["metric"]["cpucore"]) for r in cores) == list(range(8))
-    finally:
-        stop_process(prometheus)
-        stop_process(collector)
-        close_and_print_logs(tmp_path, {"collector": collector_log, "prometheus": prometheus_log})

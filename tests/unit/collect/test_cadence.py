@@ -11,14 +11,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from support import gpu_ring_series
 
 from dcgm_collector.collect.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
-from dcgm_collector.collect.ring import SAMPLE_OK
 from dcgm_collector.collect.sampler import Sampler
-from dcgm_collector.dcgm import EntityType
 
-FE_GPU = int(EntityType.GPU)
 GPU_UTIL, SM_CLOCK, POWER_INSTANT, ENERGY = 203, 100, 157, 156
 
 # bursts of bf16-like load from an open context: every reading moves
@@ -58,16 +56,7 @@ def test_a_10ms_watch_sees_each_reading_repeated_until_the_card_would_change_it(
             if min(spans) >= 3_000_000:
                 break
             time.sleep(0.1)
-    series = {}
-    for ring in rings:
-        rows = ring.rows_since(0)
-        for field in (GPU_UTIL, SM_CLOCK, POWER_INSTANT, ENERGY):
-            try:
-                col = ring.index((FE_GPU, 0, field))
-            except (KeyError, ValueError):
-                continue
-            ok = rows.status[:, col] == SAMPLE_OK
-            series[field] = (rows.ts[ok], rows.values[ok, col])
+    series = gpu_ring_series(sampler, 0, (GPU_UTIL, SM_CLOCK, POWER_INSTANT, ENERGY))
     assert set(series) == {GPU_UTIL, SM_CLOCK, POWER_INSTANT, ENERGY}
 
     for field, (ts, values) in series.items():

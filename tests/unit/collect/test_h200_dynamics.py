@@ -12,14 +12,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from support import gpu_ring_series
 
 from dcgm_collector.collect.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
-from dcgm_collector.collect.ring import SAMPLE_OK
 from dcgm_collector.collect.sampler import Sampler
-from dcgm_collector.dcgm import EntityType
 
-FE_GPU = int(EntityType.GPU)
 GPU_TEMP, MEM_TEMP, POWER_INSTANT, ENERGY, REASONS = 150, 140, 157, 156, 112
 LOAD_AT_S = 1.0
 
@@ -45,17 +43,7 @@ DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, reasons
 
 
 def _series(sampler: Sampler) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    out = {}
-    for ring in sampler.rings.values():
-        rows = ring.rows_since(0)
-        for field in (GPU_TEMP, MEM_TEMP, POWER_INSTANT, ENERGY, REASONS):
-            try:
-                col = ring.index((FE_GPU, 0, field))
-            except (KeyError, ValueError):
-                continue
-            ok = rows.status[:, col] == SAMPLE_OK
-            out[field] = (rows.ts[ok], rows.values[ok, col])
-    return out
+    return gpu_ring_series(sampler, 0, (GPU_TEMP, MEM_TEMP, POWER_INSTANT, ENERGY, REASONS))
 
 
 def test_a_tensor_load_heats_the_gpu_fast_then_slow_and_the_energy_integrates_the_power(open_node, tmp_path):
