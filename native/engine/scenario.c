@@ -280,7 +280,7 @@ static int scn_parse_array(scn_parser *p, const char **cursor, scn_value *v)
                 return scn_fail(p, "arrays hold numbers or strings, not both");
             v->all_str = true;
             v->all_int = false;
-            snprintf(v->s_items[v->count++], sizeof v->s_items[0], "%s", item.str);
+            memcpy(v->s_items[v->count++], item.str, strlen(item.str) + 1);   /* fits: checked above */
         } else {
             if (!(isdigit((unsigned char)*s) || *s == '+' || *s == '-' || *s == '.'))
                 return scn_fail(p, "arrays may hold only numbers or strings");
