@@ -44,7 +44,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -61,6 +61,7 @@ from dcgm_collector.dcgm import (
     EntityGroup,
     EntityType,
     FieldGroup,
+    FieldValue,
     Handle,
     HealthIncident,
     HealthReport,
@@ -519,10 +520,11 @@ class Sampler:
                 if result.rows:
                     newest = max(newest, d.target.newest_ts or 0)
         lost = self.connection_lost is not None
-        if ((self._label_groups or self._level_label_groups) and stats.ticks % self._label_every == 0
-                and stats.ticks and not lost):
+        # labels and the P2P matrix change only with the topology: every LABEL_REFRESH_S
+        slow_refresh = bool(stats.ticks) and stats.ticks % self._label_every == 0 and not lost
+        if slow_refresh and (self._label_groups or self._level_label_groups):
             good = self._refresh_labels() and good
-        if self._wants_p2p and stats.ticks % self._label_every == 0 and stats.ticks and not lost:
+        if slow_refresh and self._wants_p2p:
             good = self._refresh_p2p() and good
         if self._health_group is not None and time.monotonic() >= self._next_health and not lost:
             self._check_health()  # a failed check is counted, but samples still flow
@@ -556,27 +558,27 @@ class Sampler:
         except DcgmError as error:
             self._count(error.code)
             return ()
-        kinds: dict[int, set[str | None]] = {}
-        for v in values:
-            if v.entity_group in (FE_GPU, FE_GPU_I):
-                kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
-        never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
-        return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
+        return self._never_supported(v for v in values if v.entity_group in (FE_GPU, FE_GPU_I))
 
     def unsupported_level_counters(self) -> tuple[str, ...]:
         """The counters of link, switch and CPU fields DCGM answers NOT_SUPPORTED for on every entity
         they are watched on, in counters order (as :meth:`unsupported_counters`, after :meth:`start`)."""
-        kinds: dict[int, set[str | None]] = {}
+        values = []
         for d in self._drains:
             if d.group is None or d.is_events:
                 continue
             try:
-                values = self.handle.latest_values(d.group, [d.field_group])
+                values += self.handle.latest_values(d.group, [d.field_group])
             except DcgmError as error:
                 self._count(error.code)
                 return ()
-            for v in values:
-                kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
+        return self._never_supported(values)
+
+    def _never_supported(self, values: Iterable[FieldValue]) -> tuple[str, ...]:
+        """The counters whose field every one of ``values`` answers NOT_SUPPORTED for, in counters order."""
+        kinds: dict[int, set[str | None]] = {}
+        for v in values:
+            kinds.setdefault(v.field_id, set()).add(v.blank_kind if v.is_blank else None)
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
 

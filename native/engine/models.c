@@ -16,6 +16,9 @@
 
 #include "node_internal.h"
 
+/* the driver the H200 was recorded on (reference/hardware/h200-2026-11-30/attrs.json) */
+static const sim_driver h200_recorded_driver = {"580.159.04", "13.580.159.04", 13000};
+
 static const sim_model model_table[] = {
     {
         .key = "H100",
@@ -86,10 +89,12 @@ static const sim_model model_table[] = {
         .idle_pstate = 0,
         .pcie_gen = 5, .pcie_width = 16, .pcie_bytes_per_s = 50e9,
         .nvlinks = 0, .nvlink_bytes_per_s = 0,
+        .board_nvlinks = 18, .board_nvlink_bytes_per_s = 25e9,   /* HGX, at the H100's per-link rate */
         .nvdec = 7, .nvjpg = 7, .nvofa = 1,
         .has_mem_temp = true, .mig_capable = true, .row_remap = true, .page_retire = false,
         .gpm = true,
         .power_averaged = true,
+        .recorded_driver = &h200_recorded_driver,
     },
     {
         .key = "A100",
@@ -199,26 +204,34 @@ const sim_model *sim_model_find(const char *name)
 }
 
 /*
- * The H200 on an HGX board: the recorded card, with the 18 NvLinks (at the
- * H100's per-link rate) that the SXM part has when it shares a baseboard
- * with other H200s.  Built once from the table entry, so the two never drift.
+ * Each model as it sits on a baseboard with others of its kind: the table
+ * entry with its board_nvlinks.  Built once from the table, so the two never drift.
  */
-static sim_model h200_on_hgx;
-static pthread_once_t h200_on_hgx_once = PTHREAD_ONCE_INIT;
+static sim_model on_board[MODEL_COUNT];
+static pthread_once_t on_board_once = PTHREAD_ONCE_INIT;
 
-static void make_h200_on_hgx(void)
+static void make_on_board(void)
 {
-    h200_on_hgx = *sim_model_find("H200");
-    h200_on_hgx.nvlinks = 18;
-    h200_on_hgx.nvlink_bytes_per_s = 25e9;
+    for (size_t i = 0; i < MODEL_COUNT; i++) {
+        on_board[i] = model_table[i];
+        on_board[i].nvlinks = model_table[i].board_nvlinks;
+        on_board[i].nvlink_bytes_per_s = model_table[i].board_nvlink_bytes_per_s;
+    }
 }
 
 const sim_model *sim_model_on_board(const sim_model *model, unsigned int gpus_of_model)
 {
-    if (model == NULL || gpus_of_model < 2 || strcmp(model->key, "H200") != 0)
+    bool in_table = model >= model_table && model < model_table + MODEL_COUNT;
+    if (!in_table || gpus_of_model < 2 || model->board_nvlinks == 0)
         return model;
-    pthread_once(&h200_on_hgx_once, make_h200_on_hgx);
-    return &h200_on_hgx;
+    pthread_once(&on_board_once, make_on_board);
+    return &on_board[model - model_table];
+}
+
+const sim_driver *sim_default_driver(void)
+{
+    static const sim_driver fallback = {SIM_DRIVER_VERSION, SIM_NVML_VERSION, SIM_CUDA_DRIVER_VERSION};
+    return &fallback;
 }
 
 const sim_model *sim_model_default(void)

@@ -589,16 +589,15 @@ int sim_node_load(const char *spec, sim_node **out, char *err, size_t errlen)
         sim_node_free(node);
         return rc;
     }
-    /* a node of recorded H200s runs the driver they were recorded on */
-    bool all_h200 = node->gpu_count > 0;
+    /* a node whose GPUs were all recorded on one driver runs it */
+    const sim_driver *recorded = node->gpu_count > 0 ? node->gpus[0].model->recorded_driver : NULL;
     for (unsigned int i = 0; i < node->gpu_count; i++) {
         node_format_identity(node, i);
         node_seed_traits(node, i);
-        all_h200 = all_h200 && strcmp(node->gpus[i].model->key, "H200") == 0;
+        if (node->gpus[i].model->recorded_driver != recorded)
+            recorded = NULL;
     }
-    node->driver_version = all_h200 ? SIM_H200_DRIVER_VERSION : SIM_DRIVER_VERSION;
-    node->nvml_version = all_h200 ? SIM_H200_NVML_VERSION : SIM_NVML_VERSION;
-    node->cuda_driver_version = all_h200 ? SIM_H200_CUDA_DRIVER_VERSION : SIM_CUDA_DRIVER_VERSION;
+    node->driver = recorded != NULL ? recorded : sim_default_driver();
     *out = node;
     return DCGM_ST_OK;
 }
@@ -731,10 +730,10 @@ static void node_put_sentinel(sim_value *v, sim_value_kind kind)
 static int node_sample_global(const sim_node *node, unsigned short id, sim_value *out)
 {
     switch (id) {
-    case 1: sim_put_str(out, node->driver_version); break;
-    case 2: sim_put_str(out, node->nvml_version); break;
+    case 1: sim_put_str(out, node->driver->version); break;
+    case 2: sim_put_str(out, node->driver->nvml_version); break;
     case 4: sim_put_int(out, node->gpu_count); break;
-    case 5: sim_put_int(out, node->cuda_driver_version); break;
+    case 5: sim_put_int(out, node->driver->cuda_version); break;
     default: node_put_sentinel(out, SIM_VALUE_NOT_SUPPORTED); break;
     }
     return DCGM_ST_OK;

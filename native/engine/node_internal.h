@@ -35,12 +35,18 @@
 #define SIM_DRIVER_VERSION "550.54.15"
 #define SIM_NVML_VERSION "12.550.54.15"
 #define SIM_CUDA_DRIVER_VERSION 12040
-/* the driver the H200 was recorded on (reference/hardware/h200-2026-11-30/attrs.json) */
-#define SIM_H200_DRIVER_VERSION "580.159.04"
-#define SIM_H200_NVML_VERSION "13.580.159.04"
-#define SIM_H200_CUDA_DRIVER_VERSION 13000
 
 /* ---- GPU models (models.c) ---------------------------------------------- */
+
+/* A driver install: what fields 1, 2 and 5 read. */
+typedef struct sim_driver {
+    const char *version;        /* DCGM_FI_DRIVER_VERSION */
+    const char *nvml_version;
+    int cuda_version;           /* 1000 * major + 10 * minor */
+} sim_driver;
+
+/* The driver of a node whose GPUs name none (SIM_DRIVER_VERSION, ...). */
+NODE_HIDDEN const sim_driver *sim_default_driver(void);
 
 typedef struct sim_model {
     const char *key;            /* short name used in scenarios, e.g. "H100" */
@@ -89,6 +95,12 @@ typedef struct sim_model {
      * NVML's rule for Ampere and later except GA100 (the H200 recording's
      * power usage equals its POWER_AVERAGE field and trails the instant). */
     bool power_averaged;
+    /* NvLinks when the GPU shares the node with another of its model (0: as alone): a
+     * recording's card may have sat alone while the part sits on a baseboard otherwise */
+    int board_nvlinks;
+    double board_nvlink_bytes_per_s;
+    /* the driver the model's readings were recorded on; a node of such GPUs only runs it */
+    const sim_driver *recorded_driver;
 } sim_model;
 
 NODE_HIDDEN const sim_model *sim_model_find(const char *name);
@@ -96,8 +108,9 @@ NODE_HIDDEN const sim_model *sim_model_find(const char *name);
 NODE_HIDDEN const char *sim_model_known_names(void);
 NODE_HIDDEN const sim_model *sim_model_default(void);
 /*
- * The model as it sits in a node with gpus_of_model GPUs of it: an H200 that
- * is not alone is on an HGX baseboard and has NvLinks; any other model is itself.
+ * The model as it sits in a node with gpus_of_model GPUs of it: with company,
+ * a model with board_nvlinks has that many links (an H200 on an HGX board);
+ * otherwise the model itself.
  */
 NODE_HIDDEN const sim_model *sim_model_on_board(const sim_model *model, unsigned int gpus_of_model);
 /* Whether a GPU of this model answers the field (GPU-level fields only). */
@@ -232,9 +245,8 @@ struct sim_node {
     uint64_t seed;
     unsigned int gpu_count;
     sim_gpu gpus[DCGM_MAX_NUM_DEVICES];
-    /* the node's driver: SIM_DRIVER_VERSION etc., or the recorded H200's on a node of H200s */
-    const char *driver_version, *nvml_version;
-    int cuda_driver_version;
+    /* sim_default_driver(), or the recorded one when every GPU's model names the same */
+    const sim_driver *driver;
     sim_trace **traces;         /* every trace a replay workload plays */
     size_t trace_count;
     /* entities beyond the GPUs, when the scenario asks (node_levels.c) */
