@@ -5,8 +5,9 @@
  *
  *   energy_estimate  the served energy is the true counter between true
  *                    reads plus the integrated power: never decreasing, and
- *                    close to the true counter read beside it (same library
- *                    instance, so the same simulated clock)
+ *                    close to the true counter read just before and just
+ *                    after it (same library instance, so the same simulated
+ *                    clock)
  *   field_stats      dcgmSimFieldStats reports the reads, the cadence of the
  *                    slow fields and the energy corrections
  *   watched          an AUTO-mode watch at 100 ms: samples counted per field,
@@ -78,32 +79,47 @@ static void test_energy_estimate(void)
     long long first = served(0, 156);
     CHECK(first == DCGM_INT64_BLANK || first > 0, "first energy %lld", first);
     long long prev = 0, start_true = -1, end_true = 0;
-    double worst = 0;
+    double worst = 0, max_power_mw = 0;
     int readings = 0;
     for (int i = 0; i < 40; i++) {
         sleep_ms(100);
+        /* the true counter read just before and just after the served sample: the sample's
+         * instant lies between the two, however slowly the calls run (valgrind) */
+        nvmlFieldValue_t before = { .fieldId = NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION };
+        CHECK_RC(fields(dev, 1, &before), NVML_SUCCESS);
         long long got = served(0, 156);
-        nvmlFieldValue_t fv = { .fieldId = NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION };
-        CHECK_RC(fields(dev, 1, &fv), NVML_SUCCESS);
-        long long truth = (long long)fv.value.ullVal;
+        nvmlFieldValue_t after = { .fieldId = NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION };
+        CHECK_RC(fields(dev, 1, &after), NVML_SUCCESS);
+        long long truth_lo = (long long)before.value.ullVal, truth_hi = (long long)after.value.ullVal;
+        nvmlFieldValue_t power = { .fieldId = NVML_FI_DEV_POWER_INSTANT };
+        CHECK_RC(fields(dev, 1, &power), NVML_SUCCESS);
+        double mw = power.valueType == NVML_VALUE_TYPE_DOUBLE ? power.value.dVal : (double)power.value.uiVal;
+        if (mw > max_power_mw)
+            max_power_mw = mw;
         if (got == DCGM_INT64_BLANK)
             continue;
         readings++;
         CHECK(got >= prev, "energy went back: %lld after %lld", got, prev);
         prev = got;
         if (start_true < 0)
-            start_true = truth;
-        end_true = truth;
-        if (fabs((double)(got - truth)) > worst)
-            worst = fabs((double)(got - truth));
+            start_true = truth_lo;
+        end_true = truth_hi;
+        double off = got < truth_lo ? (double)(truth_lo - got) : got > truth_hi ? (double)(got - truth_hi) : 0.0;
+        if (off > worst)
+            worst = off;
     }
     CHECK(readings >= 35, "only %d energy readings in 4 s", readings);
     double drawn = (double)(end_true - start_true);
     CHECK(drawn > 0, "no energy drawn (%lld -> %lld)", start_true, end_true);
     printf("  energy: %d readings, largest distance from the true counter %.0f mJ of %.0f mJ drawn\n",
            readings, worst, drawn);
-    /* the estimate stays within 2 % of what was drawn over the run */
-    CHECK(worst <= 0.02 * drawn, "estimate off by %.0f mJ of %.0f mJ drawn", worst, drawn);
+    /* The true counter moves once per 100 ms step of the node (as the recorded H200's does)
+     * while the estimate integrates continuously, so the two may differ by one step's energy
+     * however well the estimate tracks; beyond that it stays within 2 % of what was drawn. */
+    double step_mj = max_power_mw * 0.1;
+    CHECK(max_power_mw > 0, "no instant power read");
+    CHECK(worst <= 0.02 * drawn + step_mj, "estimate off by %.0f mJ of %.0f mJ drawn (one step %.0f mJ)",
+          worst, drawn, step_mj);
 
     dcgmSimFieldStats_t rows[64];
     int n = 0;
@@ -115,7 +131,7 @@ static void test_energy_estimate(void)
         CHECK(e->reads >= 40, "energy reads %lld", e->reads);
         CHECK(e->corrections >= 4, "corrections %lld", e->corrections);
         CHECK(fabs(e->lastCorrection) <= e->maxAbsCorrection + 1e-9 &&
-              e->maxAbsCorrection <= 0.02 * drawn,
+              e->maxAbsCorrection <= 0.02 * drawn + step_mj,
               "corrections last %.1f max %.1f of %.0f drawn", e->lastCorrection,
               e->maxAbsCorrection, drawn);
         CHECK(e->readNs > 0, "energy read time %lld ns", e->readNs);
