@@ -165,3 +165,22 @@ class DeviceSelection:
         if self.ids is None:
             return self.kind
         return f"{self.kind}:{','.join(map(str, self.ids))}"
+
+
+# ---- flight recordings -------------------------------------------------------------------
+# A flight recording (written by dcgm_collector.push.recorder, played back by the simulated
+# engine) is a Parquet file with one row per sample, in these columns, plus a JSON sidecar
+# ``<file>.json``.  Both sides name the columns from here.
+RECORDING_FORMAT_VERSION = 1
+RECORDING_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("time", "timestamp[us, tz=UTC]"),   # DCGM's timestamp of the sample
+    ("entity_group", "string"),         # EntityType name: "GPU", "GPU_I", "LINK", ...
+    ("entity_id", "int64"),             # DCGM's entity id
+    ("gpu", "int64"),                   # the GPU the entity is or belongs to (null: switch, CPU, core)
+    ("field_id", "int32"),              # DCGM field id
+    ("field_name", "string"),           # DCGM's name of the field (DCGM_FI_DEV_POWER_USAGE)
+    ("metric", "string"),               # the /metrics name of its series (the counters file's first column)
+    ("value", "double"),                # null unless status is "OK"
+    ("status", "string"),               # "OK", "BLANK" or "NOT_SUPPORTED"
+)
+RECORDING_SIDECAR_SUFFIX = ".json"

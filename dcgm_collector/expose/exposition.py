@@ -68,6 +68,7 @@ from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
 from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
+from dcgm_collector.expose.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.text import Header, family_types, label_text
@@ -129,6 +130,8 @@ class Exposition:
         self._attribution_seen: object = None
         self._label_values: dict[tuple[int, int], dict[str, str]] | None = None
         self._families: tuple[Family, ...] = ()
+        self._sample_parts: tuple[dict[int, list[SeriesInfo]], list[EventSeries]] = ({}, [])
+        self._sample_model: tuple[tuple[Family, ...], SampleModel] | None = None
         self._events_cache: tuple[int, EventRows] | None = None
         self._last_scrape_s: float | None = None
         self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
@@ -258,7 +261,9 @@ class Exposition:
                                     NO_COPIES if attribution is None else attribution.copies(info.gpu_id, info.uuid,
                                                                                              instance))
                     for entity, info, instance in self._owners]
-                self._families = self._build_families(entities, self._level_labels(values))
+                level_labels = self._level_labels(values)
+                self._families = self._build_families(entities, level_labels)
+                self._sample_parts = self._build_sample_model(entities, level_labels)
                 self._label_values = values
             self._labels_seen = labels
             self._attribution_seen = generation
@@ -289,15 +294,10 @@ class Exposition:
         header = Header.of(name, counter.help, *family_types(counter.served_type, name))
         if field.is_event:
             return [EventFamily(name, header, field.id, entities)]
-        found = self._columns.get(field.id)
-        at_level = self._level_columns.get(field.id) if found is None else None
-        if at_level is not None:   # a field of links, switches, CPUs or cores: their series, not the GPUs'
-            ring, columns, keys = at_level
-            entities = [(level_labels or {})[key] for key in keys]
-            found = (ring, columns)
+        found = self._field_columns(field.id, entities, level_labels or {})
         if found is None:
             return []  # not sampled (a refused profiling watch, an entity level not sampled)
-        ring, columns = found
+        ring, columns, entities = found
         fmt = "%d" if field.type == "i" else "%f"
         families: list[Family] = [
             FieldFamily(name, header, ring, columns, [tuple(f"{name}{{{t}}} " for t in e.commons) for e in entities],
@@ -313,6 +313,61 @@ class Exposition:
                 [tuple(f"{window_name}{{{t}}} " for t in e.commons) for e in entities],
                 "%f" if aggregate == "avg" else fmt, aggregate))
         return families
+
+    def _field_columns(self, field_id: int, entities: list[EntityLabels], level_labels: dict[EntityKey, EntityLabels]
+                       ) -> tuple[RingBuffer, list[int], list[EntityLabels]] | None:
+        """The ring of a field, its column for each entity that has it, and those entities (None: not sampled)."""
+        found = self._columns.get(field_id)
+        if found is not None:
+            return found[0], found[1], entities
+        at_level = self._level_columns.get(field_id)
+        if at_level is None:
+            return None
+        ring, columns, keys = at_level   # a field of links, switches, CPUs or cores: their series, not the GPUs'
+        return ring, columns, [level_labels[key] for key in keys]
+
+    def _build_sample_model(self, entities: list[EntityLabels], level_labels: dict[EntityKey, EntityLabels]
+                            ) -> tuple[dict[int, list[SeriesInfo]], list[EventSeries]]:
+        """The series of every numeric field row, grouped by ring, and the event rows."""
+        by_ring: dict[int, list[SeriesInfo]] = {}
+        events: list[EventSeries] = []
+        names: set[str] = set()
+        gpu_of = {key: (gpu.gpu_id if gpu is not None else None) for key, gpu, _ in self._owners}
+        gpu_of.update({entity.key: entity.parent for entity in self.levels if entity.parent_level == EntityType.GPU})
+        for counter in self.sampler.counters:
+            field = counter.field
+            if (counter.exporter is not None or field is None or counter.prom_type == "label"
+                    or not field.is_numeric or counter.name in names):
+                continue
+            names.add(counter.name)
+            if field.is_event:
+                family = EventFamily(counter.name, Header.of(counter.name, "", "gauge", "gauge"), field.id, entities)
+                events.append(EventSeries(counter.name, field.id, field.name, family.label_pairs))
+                continue
+            found = self._field_columns(field.id, entities, level_labels)
+            if found is None:
+                continue
+            ring, columns, owners = found
+            series = by_ring.setdefault(id(ring), [])
+            for column, owner in zip(columns, owners):
+                for labels in owner.pairs():
+                    series.append(SeriesInfo(counter.name, labels, owner.entity, gpu_of.get(owner.entity),
+                                             field.id, field.name, field.type == "i", column))
+        return by_ring, events
+
+    def sample_model(self, target: str = "") -> SampleModel:
+        """Where this exposition's samples are and what /metrics calls them (see expose.samples)."""
+        self._refresh_families()
+        with self._lock:   # the families and their sample parts are replaced together
+            families, (by_ring, events) = self._families, self._sample_parts
+        cached = self._sample_model
+        if cached is not None and cached[0] is families and cached[1].target == target:
+            return cached[1]
+        rings = tuple(RingSeries(ring, tuple(by_ring[id(ring)])) for ring in self.sampler.rings.values()
+                      if by_ring.get(id(ring)))
+        model = SampleModel(target, self.gpus, rings, self.sampler.events, tuple(events))
+        self._sample_model = (families, model)
+        return model
 
     def _exporter_family(self, counter: Counter, entities: list[EntityLabels]) -> Family | None:
         name = counter.name

@@ -70,6 +70,14 @@ class EventFamily(Family):
         attributes = {"err_code": str(value), "err_msg": xid_message(value)} if self.field_id == XID_FIELD else {}
         return self._cached_prefixes((entity, value), self.entities[entity], attributes=attributes)
 
+    def label_pairs(self, entity: EntityKey, value: int) -> tuple[tuple[tuple[str, str], ...], ...]:
+        """The labels of each copy of an entity's series for an event of ``value``; () when not served."""
+        labels = self.entities.get(entity)
+        if labels is None:
+            return ()
+        attributes = {"err_code": str(value), "err_msg": xid_message(value)} if self.field_id == XID_FIELD else {}
+        return labels.pairs(attributes=attributes)
+
     def lines(self, scrape: Scrape) -> list[str]:
         events = scrape.events()
         if len(events.ts) == 0:

@@ -39,6 +39,16 @@ class EntityLabels:
         commons = tuple(label_text(identity + list(rows) + list(attributes)) for attributes in copies)
         return cls(entity, tuple(identity), rows, copies, commons)
 
+    def pairs(self, extra: Mapping[str, str] | None = None,
+              attributes: Mapping[str, str] | None = None) -> tuple[tuple[tuple[str, str], ...], ...]:
+        """The labels of each copy as (name, value) pairs, in the order :meth:`render` writes them."""
+        if not extra and not attributes:
+            return tuple(self.identity + self.labels + tuple(copy) for copy in self.copies)
+        merged = dict(self.labels)
+        merged.update(extra or {})
+        head = self.identity + tuple(sorted(merged.items()))
+        return tuple(head + tuple(sorted({**dict(copy), **(attributes or {})}.items())) for copy in self.copies)
+
     def render(self, extra: Mapping[str, str] | None = None,
                attributes: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """Label text of each copy: exporter labels merged into the sorted label rows, then all attributes sorted."""

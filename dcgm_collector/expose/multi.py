@@ -10,6 +10,7 @@ from typing import Protocol
 from dcgm_collector.collect.sampler import SamplerStats
 from dcgm_collector.expose.exposition import Exposition
 from dcgm_collector.expose.families import Family
+from dcgm_collector.expose.samples import SampleModel
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.text import Header, label_text
 
@@ -91,6 +92,10 @@ class MultiExposition:
                 parts.append(header.get(openmetrics))
                 parts.extend(lines)
         return "".join(parts)
+
+    def sample_models(self) -> list[SampleModel]:
+        """The sample model of each target that has an exposition now, in target order."""
+        return [e.sample_model(t.name) for t in self.targets if (e := t.exposition) is not None]
 
     def health(self) -> tuple[bool, str]:
         """OK when every target is up and fresh; else one line per target that is not."""

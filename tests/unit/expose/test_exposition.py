@@ -578,3 +578,61 @@ def test_a_scrape_makes_no_call_into_libdcgm(golden):
     assert lib.dcgmc_call_count() == before
     exposition.sampler.tick_once()   # the sampler's reads do go through the same count
     assert lib.dcgmc_call_count() > before
+
+
+def _model_lines(exposition, now_us: int) -> dict[str, float]:
+    """What the sample model says each served series' last value is, as /metrics text keys (name{labels})."""
+    from dcgm_collector.expose.text import label_text
+
+    out: dict[str, float] = {}
+    model = exposition.sample_model("golden-host")
+    for ring in model.rings:
+        rows = ring.rows_since(now_us - exposition.lookback_us)
+        for series in ring.series:
+            ok = [i for i in range(len(rows.ts)) if rows.ts[i] <= now_us and rows.status[i, series.column] == 0]
+            if ok:
+                out[f"{series.name}{{{label_text(series.labels)}}}"] = float(rows.values[ok[-1], series.column])
+    events = model.events_since(0)
+    for family in model.event_series:
+        last: dict[tuple[int, int], int] = {}   # an event row serves each entity's newest event
+        for i in range(len(events.ts)):
+            if events.field_id[i] == family.field_id and events.ts[i] <= now_us:
+                last[(int(events.entity_group[i]), int(events.entity_id[i]))] = int(events.value[i])
+        for entity, value in last.items():
+            for labels in family.labels(entity, value):
+                out[f"{family.name}{{{label_text(labels)}}}"] = float(value)
+    return out
+
+
+def test_the_sample_model_names_every_series_as_metrics_does(golden, tmp_path):
+    """Remote write, the recorder and the history API name a sample by the sample model: its series must be
+    exactly the /metrics field series, with the same labels (pods and job copies too) and the same last value."""
+    from dcgm_collector.attribution.copies import GpuAttribution
+    from dcgm_collector.attribution.hpc import HpcJobMapper
+
+    exposition, now = golden
+    jobs_dir = tmp_path / "jobs"
+    jobs_dir.mkdir()
+    (jobs_dir / "1").write_text("slurm-17\nslurm-18\n")
+    pods = _Pods({0: {"pod": "train-0", "namespace": "ml", "container": "main"}})
+    options = ExpositionOptions(hostname="golden-host", attribution=GpuAttribution(pods, HpcJobMapper(jobs_dir)))
+    for served in (exposition, Exposition(exposition.sampler, exposition.gpus, options, version="test")):
+        text = served.render(now_us=now).decode()
+        field_rows = {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+                      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_CUDA_DRIVER_VERSION", "DCGM_FI_DEV_XID_ERRORS",
+                      "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"}
+        lines = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#") and line.split("{")[0] in field_rows:
+                key, _, value = line.rpartition(" ")
+                lines[key] = float(value)
+        assert lines, text
+        assert _model_lines(served, now) == lines
+    model = exposition.sample_model("golden-host")
+    assert model.target == "golden-host" and [g.gpu_id for g in model.gpus] == [0, 1]
+    by_name = {(s.name, s.gpu): s for s in model.series()}
+    assert (by_name[("DCGM_FI_DEV_GPU_TEMP", 1)].field_id, by_name[("DCGM_FI_DEV_GPU_TEMP", 1)].field_name) == (
+        TEMP, "DCGM_FI_DEV_GPU_TEMP_CELSIUS")   # DCGM 4.6's own name of field 150
+    assert by_name[("DCGM_FI_DEV_POWER_USAGE", 0)].integer is False
+    assert by_name[("DCGM_FI_DEV_GPU_TEMP", 0)].integer is True
+    assert exposition.sample_model("golden-host") is model   # kept until the families change

@@ -1,0 +1,91 @@
+"""The sample model: every series /metrics serves from the rings, with its name and labels.
+
+A scrape sees the last value of each series; the rings hold every sample DCGM
+took.  The outputs that want every sample (remote write, the flight recorder,
+the history API) read them through this model, so that a sample leaves the
+collector under the metric name and the labels /metrics gives its series,
+whichever way it goes out.
+
+A :class:`SampleModel` is one target's view, rebuilt with its exposition's
+families (a reload, new label values, new pod attribution); it holds no
+samples itself, only where they are: each ring with the series of its columns
+(:class:`RingSeries`), and the event families (XID) that are kept in the
+event ring with their own timestamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dcgm_collector.collect.ring import EventRing, EventRows, RingBuffer, RingRows
+from dcgm_collector.expose.labels import EntityKey
+from dcgm_collector.model import GpuInfo
+
+__all__ = ["EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo"]
+
+Labels = tuple[tuple[str, str], ...]   # (name, value) pairs in the order /metrics writes them
+
+
+@dataclass(frozen=True)
+class SeriesInfo:
+    """One series of /metrics: a column of a ring, under a metric name and its labels.
+
+    An entity with several copies of its series (HPC jobs sharing a GPU) has
+    one SeriesInfo per copy, all on the same column.
+    """
+
+    name: str            # the metric name, as the counters file writes it
+    labels: Labels
+    entity: EntityKey    # (DCGM entity group, entity id)
+    gpu: int | None      # the GPU the entity is or belongs to (None: a switch, a CPU, a core)
+    field_id: int
+    field_name: str      # DCGM's name of the field (DCGM_FI_DEV_GPU_TEMP)
+    integer: bool        # DCGM stores the field as an integer
+    column: int          # the ring column holding its samples
+
+
+@dataclass(frozen=True)
+class RingSeries:
+    """A ring and the /metrics series of its columns (not every column need be served)."""
+
+    ring: RingBuffer
+    series: tuple[SeriesInfo, ...]
+
+    def rows_since(self, since_us: int) -> RingRows:
+        """The ring's rows with ts >= since_us, oldest first (a consistent copy)."""
+        return self.ring.rows_since(since_us)
+
+
+@dataclass(frozen=True)
+class EventSeries:
+    """An event field (XID) of the counters: its samples are the event ring's entries of that field.
+
+    ``labels(entity, value)`` gives the labels of each copy of the entity's
+    series for an event of that value (an XID's ``err_code`` and ``err_msg``
+    depend on it), or () when the entity is not served.
+    """
+
+    name: str
+    field_id: int
+    field_name: str
+    labels: Callable[[EntityKey, int], tuple[Labels, ...]]
+
+
+@dataclass(frozen=True)
+class SampleModel:
+    """Where one target's samples are, and what /metrics calls them."""
+
+    target: str                          # the target's name (its hostname label, or the node's name)
+    gpus: tuple[GpuInfo, ...]
+    rings: tuple[RingSeries, ...]
+    events: EventRing
+    event_series: tuple[EventSeries, ...]
+
+    def series(self) -> tuple[SeriesInfo, ...]:
+        """Every ring series, ring by ring."""
+        return tuple(s for ring in self.rings for s in ring.series)
+
+    def events_since(self, since_us: int) -> EventRows:
+        """The event ring's entries with ts >= since_us, oldest first."""
+        return self.events.since(since_us)
