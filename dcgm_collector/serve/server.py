@@ -25,6 +25,8 @@ Hardening, since the port is often reachable from a whole cluster:
   each other.  Only a client opening more than MAX_CONNECTIONS connections per
   EVICTABLE_AFTER_S could keep the server full;
 * only GET and HEAD are served (405 otherwise), unknown paths get a 404;
+  an extra route (``routes``) names the methods it takes and the largest
+  body it reads (413 beyond; a chunked body is refused with 411);
 * an exception while rendering is logged and answered with a one-line 500,
   and the server carries on.
 
@@ -65,9 +67,9 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from dcgm_collector import __version__
 
@@ -76,6 +78,9 @@ __all__ = [
     "CONTENT_TYPE_TEXT",
     "ListenError",
     "MetricsServer",
+    "Reply",
+    "Request",
+    "Route",
     "TooManyRequests",
     "Unavailable",
     "accepts_gzip",
@@ -427,14 +432,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _dispatch(self) -> None:
-        if self.command not in ("GET", "HEAD"):
-            self._drain_on_close = True   # the request body (if any) is not read
-            self._send(405, b"405 Method Not Allowed: use GET or HEAD\n", PLAIN_TYPE, close=True,
-                       headers={"Allow": "GET, HEAD"})
-            return
-        if self.headers.get("Content-Length", "0").strip() not in ("", "0") or "Transfer-Encoding" in self.headers:
-            self.close_connection = True  # a body we do not read would be taken for the next request
         app = self.server.app
+        path = urlsplit(self.path).path
+        route = app.routes.get(path)
+        methods = route.methods if route is not None else ("GET", "HEAD")
+        if self.command not in methods:
+            self._drain_on_close = True   # the request body (if any) is not read
+            allowed = ", ".join(methods)
+            self._send(405, f"405 Method Not Allowed: use {allowed.replace(', ', ' or ')}\n".encode(), PLAIN_TYPE,
+                       close=True, headers={"Allow": allowed})
+            return
+        body_expected = (self.headers.get("Content-Length", "0").strip() not in ("", "0")
+                         or "Transfer-Encoding" in self.headers)
+        if body_expected and (route is None or route.max_body == 0):
+            self.close_connection = True  # a body we do not read would be taken for the next request
         if app.allow_request is not None and not app.allow_request():
             self._send(429, b"429 Too Many Requests\n", PLAIN_TYPE)
             return
@@ -451,12 +462,56 @@ class _Handler(BaseHTTPRequestHandler):
             if not authenticated:
                 self._send(401, b"401 Unauthorized\n", PLAIN_TYPE, headers={"WWW-Authenticate": "Basic"})
                 return
-        path = urlsplit(self.path).path
-        route = {"/metrics": self._metrics, "/health": self._health, "/": self._landing}.get(path)
-        if route is None:
+        if route is not None:
+            self._route(route, path)
+            return
+        serve = {"/metrics": self._metrics, "/health": self._health, "/": self._landing}.get(path)
+        if serve is None:
             self._send(404, b"404 Not Found: try /metrics, /health or /\n", PLAIN_TYPE)
             return
-        route()
+        serve()
+
+    def _route(self, route: Route, path: str) -> None:
+        """An extra route: read its body (bounded), call its handler, send its reply."""
+        body = b""
+        if "Transfer-Encoding" in self.headers:
+            self._send(411, b"411 Length Required: send the body with a Content-Length\n", PLAIN_TYPE, close=True)
+            return
+        length_text = self.headers.get("Content-Length", "0").strip() or "0"
+        try:
+            length = int(length_text)
+        except ValueError:
+            self._send(400, b"400 Bad Request: Content-Length is not a number\n", PLAIN_TYPE, close=True)
+            return
+        if length < 0 or length > route.max_body:
+            self._drain_on_close = True
+            self._send(413, f"413 Content Too Large: at most {route.max_body} bytes\n".encode(), PLAIN_TYPE,
+                       close=True)
+            return
+        if length:
+            body = self.rfile.read(length)
+            if len(body) != length:
+                self.close_connection = True
+                return
+        split = urlsplit(self.path)
+        request = Request(self.command, path, parse_qs(split.query, keep_blank_values=True), body,
+                          self.address_string())
+        try:
+            reply = route.handler(request)
+        except Unavailable as error:
+            self._send(503, _one_line(str(error) or "unavailable"), PLAIN_TYPE, headers={"Retry-After": "1"})
+            return
+        except Exception as error:
+            log.exception("answering %s %s failed: %s", self.command, path, error)
+            self._send(500, b"500 Internal Server Error: see the collector's log\n", PLAIN_TYPE)
+            return
+        headers = dict(reply.headers)
+        content = reply.body
+        if reply.compressible and accepts_gzip(self.headers.get_all("Accept-Encoding")) and len(content) > 1024:
+            content = gzip.compress(content, compresslevel=GZIP_LEVEL, mtime=0)
+            headers["Content-Encoding"] = "gzip"
+            headers["Vary"] = "Accept-Encoding"
+        self._send(reply.status, content, reply.content_type, headers=headers)
 
     def _authenticated(self, authenticate: Callable[[str | None, str], bool]) -> bool:
         """The hook's verdict; TooManyRequests and Unavailable pass through to be answered 429 and 503."""
@@ -518,9 +573,22 @@ class _Handler(BaseHTTPRequestHandler):
             "<p>DCGM GPU telemetry for Prometheus.</p>\n<ul>\n"
             "<li><a href=\"metrics\">metrics</a>: Prometheus text format (OpenMetrics on request)</li>\n"
             "<li><a href=\"health\">health</a>: 200 while DCGM answers and samples are fresh</li>\n"
-            "</ul></body></html>\n"
+            + "".join(f"<li><a href=\"{html.escape(p.lstrip('/'))}\">{html.escape(p.lstrip('/'))}</a>: "
+                      f"{html.escape(r.landing)}</li>\n" for p, r in self.server.app.routes.items() if r.landing)
+            + "</ul>\n" + self._landing_extra() + "</body></html>\n"
         )
         self._send(200, page.encode(), "text/html; charset=utf-8")
+
+    def _landing_extra(self) -> str:
+        """HTML the application adds to the landing page (recordings, ...); nothing when it fails."""
+        extra = self.server.app.landing_extra
+        if extra is None:
+            return ""
+        try:
+            return extra()
+        except Exception:
+            log.exception("the landing page's extra section failed")
+            return ""
 
     # -- logging: requests are routine, keep them out of the operator's log
     def log_message(self, format: str, *args) -> None:
@@ -542,9 +610,49 @@ def _lines(text: str) -> bytes:
 
 # ---- the server -----------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Request:
+    """What an extra route's handler is given: the method, path, query (name -> values), body and client."""
+
+    method: str
+    path: str
+    query: Mapping[str, list[str]]
+    body: bytes
+    client: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An extra route's answer; ``compressible``: gzip it for clients that accept gzip."""
+
+    status: int
+    body: bytes
+    content_type: str = "text/plain; charset=utf-8"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    compressible: bool = False
+
+
+@dataclass(frozen=True)
+class Route:
+    """An extra path the server answers (behind the same TLS, auth and rate limit as /metrics).
+
+    ``handler(request) -> Reply`` runs on the request thread; raising Unavailable gets a 503.
+    ``methods`` it accepts (405 otherwise), ``max_body`` the largest request body it reads
+    (413 beyond), ``landing`` its line on the landing page ("" to leave it off).
+    """
+
+    handler: Callable[[Request], Reply]
+    methods: tuple[str, ...] = ("GET", "HEAD")
+    max_body: int = 0
+    landing: str = ""
+
+
 class _App:
     def __init__(self, metrics, health, observe_scrape, *, ssl_context=None, authenticate=None,
-                 response_headers=None, allow_request=None, verify_client=None) -> None:
+                 response_headers=None, allow_request=None, verify_client=None, routes=None,
+                 landing_extra=None) -> None:
+        self.routes: dict[str, Route] = dict(routes or {})
+        self.landing_extra = landing_extra
         self.metrics = metrics
         self.health = health
         self.observe_scrape = observe_scrape
@@ -744,6 +852,9 @@ class MetricsServer:
     * ``allow_request() -> bool``: False gets 429 (a rate limit).
     * ``verify_client(ssl_socket) -> bool``: after the handshake; False drops
       the connection (a client certificate SAN allow-list).
+    * ``routes``: extra paths (:class:`Route`), e.g. the history API and the
+      recorder's trigger, and ``landing_extra() -> html``: a section the
+      landing page adds (the recordings).
     """
 
     def __init__(
@@ -761,12 +872,14 @@ class MetricsServer:
         response_headers: Mapping[str, str] | None = None,
         allow_request: Callable[[], bool] | None = None,
         verify_client: Callable[[ssl.SSLSocket], bool] | None = None,
+        routes: Mapping[str, Route] | None = None,
+        landing_extra: Callable[[], str] | None = None,
     ) -> None:
         self.address = address
         self.host, self._requested_port = parse_listen_address(address)
         self._app = _App(metrics, health, observe_scrape, ssl_context=ssl_context, authenticate=authenticate,
                          response_headers=response_headers, allow_request=allow_request,
-                         verify_client=verify_client)
+                         verify_client=verify_client, routes=routes, landing_extra=landing_extra)
         self.request_timeout_s = float(request_timeout_s)
         self.max_connections = int(max_connections)
         self.request_head_timeout_s = float(request_head_timeout_s)

@@ -523,3 +523,70 @@ def test_header_line_without_colon_is_400_and_closes(server, stand):
     assert reply.startswith(b"HTTP/1.1 400 ")
     assert b"\r\nConnection: close\r\n" in reply
     assert stand.calls == []
+
+
+# ---- extra routes ----------------------------------------------------------------------
+
+def _routed(stand: Stand, **server_options):
+    from dcgm_collector.serve.server import Reply, Route
+
+    seen = []
+
+    def echo(req):
+        seen.append(req)
+        if req.query.get("fail") == ["1"]:
+            raise RuntimeError("boom")
+        if req.query.get("busy") == ["1"]:
+            raise Unavailable("not ready yet")
+        return Reply(200, b"x" * 2000 + req.body, "application/json", compressible=True)
+
+    routes = {"/api/echo": Route(echo, landing="echoes"), "/trigger": Route(echo, methods=("POST",), max_body=64)}
+    s = MetricsServer("127.0.0.1:0", stand.metrics, stand.health, stand.observe, request_timeout_s=0.5,
+                      routes=routes, landing_extra=lambda: "<h2>Recordings</h2>", **server_options)
+    s.start()
+    return s, seen
+
+
+def test_extra_routes_answer_with_their_methods_bodies_and_errors(stand, caplog):
+    server, seen = _routed(stand)
+    try:
+        response, body = request(server, "GET", "/api/echo?field=150&gpu=0&gpu=1&since=")
+        assert response.status == 200 and response.getheader("Content-Type") == "application/json"
+        assert body == b"x" * 2000
+        assert seen[-1].query == {"field": ["150"], "gpu": ["0", "1"], "since": [""]} and seen[-1].method == "GET"
+        response, body = request(server, "GET", "/api/echo", headers={"Accept-Encoding": "gzip"})
+        assert response.getheader("Content-Encoding") == "gzip" and gzip.decompress(body) == b"x" * 2000
+        response, body = request(server, "POST", "/trigger", body=b'{"why": "test"}')
+        assert response.status == 200 and body.endswith(b'{"why": "test"}')
+        response, body = request(server, "GET", "/trigger")
+        assert response.status == 405 and response.getheader("Allow") == "POST"
+        response, body = request(server, "POST", "/api/echo", body=b"{}")
+        assert response.status == 405 and response.getheader("Allow") == "GET, HEAD"
+        response, body = request(server, "POST", "/trigger", body=b"y" * 65)
+        assert response.status == 413 and b"at most 64 bytes" in body
+        response, body = request(server, "GET", "/api/echo?busy=1")
+        assert response.status == 503 and body == b"not ready yet"
+        with caplog.at_level(logging.ERROR):
+            response, body = request(server, "GET", "/api/echo?fail=1")
+        assert response.status == 500 and "answering GET /api/echo failed: boom" in caplog.text
+        response, body = request(server, "GET", "/")
+        assert b'<a href="api/echo">api/echo</a>: echoes' in body and b"<h2>Recordings</h2>" in body
+        assert b"trigger" not in body
+        response, _ = request(server, "GET", "/metrics")   # the built-in paths are still there
+        assert response.status == 200
+    finally:
+        server.stop()
+
+
+def test_extra_routes_ask_for_the_same_credentials(stand):
+    import base64
+
+    server, seen = _routed(stand, authenticate=lambda header: header == "Basic " + base64.b64encode(b"a:b").decode())
+    try:
+        response, _ = request(server, "POST", "/trigger", body=b"{}")
+        assert response.status == 401 and not seen
+        response, _ = request(server, "POST", "/trigger", body=b"{}",
+                              headers={"Authorization": "Basic " + base64.b64encode(b"a:b").decode()})
+        assert response.status == 200 and len(seen) == 1
+    finally:
+        server.stop()
