@@ -27,6 +27,7 @@ stop would have saved.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue
@@ -48,10 +49,11 @@ from dcgm_collector.collect.servable import unservable_rows
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
 from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_label
 from dcgm_collector.dcgm import DcgmError, Handle, Library
+from dcgm_collector.expose import history
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
 from dcgm_collector.model import EntityType, GpuInfo
-from dcgm_collector.serve.server import ListenError, MetricsServer, Unavailable
+from dcgm_collector.serve.server import ListenError, MetricsServer, Reply, Request, Route, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 
 if TYPE_CHECKING:   # optional features, imported when they are on (see _read_web_config, _start_attribution)
@@ -60,6 +62,7 @@ if TYPE_CHECKING:   # optional features, imported when they are on (see _read_we
 __all__ = ["Collector", "Reloads", "STOP_GRACE_S", "StartupError", "library_version", "serve", "stop_within"]
 
 log = logging.getLogger("dcgm_collector")
+JSON_TYPE = "application/json"
 # how the start-up lines name the entities sampled beside the GPUs: one, several
 _LEVEL_NAMES = {EntityType.LINK: ("NvLink", "NvLinks"), EntityType.SWITCH: ("NvSwitch", "NvSwitches"),
                 EntityType.CPU: ("CPU", "CPUs"), EntityType.CPU_CORE: ("CPU core", "CPU cores")}
@@ -122,13 +125,32 @@ class Collector:
         if exposition is not None:
             exposition.observe_scrape(seconds)
 
+    def samples(self, request: Request) -> Reply:
+        """GET /api/v1/samples: the rings' samples as JSON (expose.history)."""
+        exposition = self.exposition
+        if exposition is None:
+            raise Unavailable("starting: no sampler yet")
+        try:
+            body = history.answer(exposition.sample_models(), history.parse_query(request.query))
+        except history.QueryError as error:
+            problem = {"status": "error", "errorType": "bad_data", "error": str(error)}
+            return Reply(400, json.dumps(problem).encode() + b"\n", JSON_TYPE)
+        return Reply(200, body, JSON_TYPE, compressible=True)
+
+    def _routes(self) -> dict[str, Route]:
+        """The paths served beside /metrics, /health and /."""
+        return {
+            "/api/v1/samples": Route(self.samples, landing="every sample the rings hold, as JSON "
+                                     "(?field=DCGM_FI_DEV_POWER_USAGE&gpu=0&since=5m)"),
+        }
+
     # -- start-up
     def start(self) -> None:
         config = self.config
         counters = self._read_counters()
         web = self._read_web_config()
         self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape,
-                                    **(web.server_options() if web is not None else {}))
+                                    routes=self._routes(), **(web.server_options() if web is not None else {}))
         try:
             self.server.start()
         except ListenError as error:
