@@ -682,7 +682,9 @@ def _listed_from_env(option: Option, environ: Mapping[str, str]) -> tuple[Any, .
 
 
 def _check_remote_write(values: dict[str, Any]) -> None:
-    """The --remote-write-* flags that only make sense together."""
+    """The --remote-write-* flags that only make sense together (checked when there is a receiver)."""
+    if not values["remote_write_urls"]:
+        return
     names = [name for name, _ in values["remote_write_labels"]]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
