@@ -77,15 +77,21 @@ class Backlog:
     def _read_ring(self, ring: RingBuffer, series: Sequence, keys: list[SeriesKey], budget: int,
                    out: list[SeriesSamples], places: dict[int, _RingPlace]) -> int:
         cursors = np.array([self._taken.get(key, 0) for key in keys], dtype=np.int64)
-        written = ring.rows_written
+        # The rows copied are the newest when the copy ran, numbered up to rows_written then: a row
+        # written during the copy makes the count before it too low and the one after it too high.
+        # Losses are judged with the low one and the next row expected with the high one, so that
+        # a race can hide a loss but never invent one.
+        written_before = ring.rows_written
         rows = ring.rows_since(int(cursors.min()) * 1000 + 1000)   # rows of a later millisecond
+        written_after = ring.rows_written
+        copied = len(rows.ts)
         place = self._places.get(id(ring))
-        first_row = written - len(rows)   # at most the true number: rows written during the copy lower it
-        if place is not None and place.ring is ring and first_row > place.next_row:
-            self.lost += (first_row - place.next_row) * len(series)
-        n = min(len(rows.ts), max(1, budget // max(1, len(series))))
-        places[id(ring)] = _RingPlace(ring, first_row + n if place is None or place.ring is not ring
-                                      else max(place.next_row, first_row + n))
+        if place is not None and place.ring is ring and written_before - copied > place.next_row:
+            self.lost += (written_before - copied - place.next_row) * len(series)
+        n = min(copied, max(1, budget // max(1, len(series))))
+        next_row = written_after - copied + n
+        places[id(ring)] = _RingPlace(ring, next_row if place is None or place.ring is not ring
+                                      else max(place.next_row, next_row))
         if n == 0:
             return 0
         ts_ms = rows.ts[:n] // 1000

@@ -147,6 +147,7 @@ class RemoteWriter:
         self.dropped: Tally[str] = Tally()
         self.failed: Tally[str] = Tally()
         self.newest_sent_ms = 0
+        self._in_flight = 0    # samples of the request being sent (off the pending queue, not yet delivered)
 
     # -- life
     def start(self) -> None:
@@ -172,7 +173,7 @@ class RemoteWriter:
     # -- what /metrics shows
     @property
     def queued(self) -> int:
-        return sum(len(s.ts_ms) for s in list(self._pending))
+        return sum(len(s.ts_ms) for s in list(self._pending)) + self._in_flight
 
     @property
     def lost(self) -> int:
@@ -220,6 +221,13 @@ class RemoteWriter:
         return _Batch(series, self.options.batch_size - room)
 
     def _send(self, batch: _Batch) -> None:
+        self._in_flight = batch.samples
+        try:
+            self._deliver(batch)
+        finally:
+            self._in_flight = 0
+
+    def _deliver(self, batch: _Batch) -> None:
         body = compress(encode_write_request(batch.series))
         backoff = MIN_BACKOFF_S
         while not self._stop.is_set():

@@ -99,7 +99,8 @@ def test_rows_a_ring_overwrote_before_they_were_read_are_counted():
     backlog = Backlog()
     add_rows(ring, 0, 2)
     backlog.read([model], 1000)
-    add_rows(ring, 2, 8)     # rows 2..9; the ring keeps 5..9: rows 2, 3, 4 are gone
+    add_rows(ring, 2, 4)
+    add_rows(ring, 6, 4)     # rows 2..9; the ring keeps 5..9: rows 2, 3, 4 are gone
     read = as_dict(backlog.read([model], 1000))
     assert [t for t, _ in read[power(0)]] == [T0_US // 1000 + r * 100 for r in range(5, 10)]
     assert backlog.lost == 3 * 4
