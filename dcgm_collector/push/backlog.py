@@ -96,16 +96,24 @@ class Backlog:
             return 0
         ts_ms = rows.ts[:n] // 1000
         columns = np.array([s.column for s in series], dtype=np.intp)
-        ok = rows.status[:n][:, columns] == SAMPLE_OK
-        values = rows.values[:n][:, columns]
-        taken = 0
+        # series by row (k x n), so that one boolean index gives every series' samples back to back
+        take = (rows.status[:n][:, columns] == SAMPLE_OK).T & (ts_ms[None, :] > cursors[:, None])
+        counts = take.sum(axis=1)
+        times = np.broadcast_to(ts_ms, take.shape)[take]
+        values = rows.values[:n][:, columns].T[take]
+        ordered = n < 2 or bool(np.all(ts_ms[1:] > ts_ms[:-1]))   # else a series may need _increasing
+        taken, at = 0, 0
+        last = int(ts_ms[-1])
         for j, key in enumerate(keys):
-            pick = ok[:, j] & (ts_ms > cursors[j])
-            if pick.any():
-                t, v = _increasing(ts_ms[pick], values[pick, j], int(cursors[j]))
+            count = int(counts[j])
+            if count:
+                t, v = times[at:at + count], values[at:at + count]
+                if not ordered:
+                    t, v = _increasing(t, v, int(cursors[j]))
+                at += count
                 out.append(SeriesSamples(self._encoded(key), t, v))
                 taken += len(t)
-            self._taken[key] = max(int(cursors[j]), int(ts_ms[-1]))
+            self._taken[key] = max(int(cursors[j]), last)
         self.newest_read_ms = max(self.newest_read_ms, int(ts_ms[-1]))
         return taken
 

@@ -74,16 +74,25 @@ def encode_labels(name: str, labels: Labels, extra: Labels = ()) -> bytes:
     return bytes(out)
 
 
+def _packed(ts_ms: np.ndarray, values: np.ndarray) -> bytes | None:
+    """The Sample fields of these samples, 18 bytes each, or None when a timestamp is not a 6-byte varint."""
+    if not len(ts_ms) or int(ts_ms.min()) < _SIX_BYTE_LOW or int(ts_ms.max()) >= _SIX_BYTE_HIGH:
+        return None
+    packed = np.empty(len(ts_ms), dtype=_PACKED_SAMPLE)
+    packed["tag"], packed["size"], packed["value_tag"], packed["ts_tag"] = _SAMPLE, 16, _SAMPLE_VALUE, _SAMPLE_TS
+    packed["value"] = values
+    ts = ts_ms.astype(np.uint64)
+    varint = packed["ts"]
+    for i in range(5):
+        varint[:, i] = ((ts >> np.uint64(7 * i)) & np.uint64(0x7F)) | np.uint64(0x80)
+    varint[:, 5] = ts >> np.uint64(35)
+    return packed.tobytes()
+
+
 def _samples(ts_ms: np.ndarray, values: np.ndarray) -> bytes:
-    if len(ts_ms) and int(ts_ms.min()) >= _SIX_BYTE_LOW and int(ts_ms.max()) < _SIX_BYTE_HIGH:
-        packed = np.empty(len(ts_ms), dtype=_PACKED_SAMPLE)
-        packed["tag"], packed["size"], packed["value_tag"], packed["ts_tag"] = _SAMPLE, 16, _SAMPLE_VALUE, _SAMPLE_TS
-        packed["value"] = values
-        ts = ts_ms.astype(np.uint64)
-        for i in range(5):
-            packed["ts"][:, i] = ((ts >> np.uint64(7 * i)) & np.uint64(0x7F)) | np.uint64(0x80)
-        packed["ts"][:, 5] = ts >> np.uint64(35)
-        return packed.tobytes()
+    packed = _packed(ts_ms, values)
+    if packed is not None:
+        return packed
     out = bytearray()
     for t, v in zip(ts_ms.tolist(), values.tolist()):
         out += _field(_SAMPLE, bytes((_SAMPLE_VALUE,)) + struct.pack("<d", v) + bytes((_SAMPLE_TS,)) + _varint(t))
@@ -92,9 +101,20 @@ def _samples(ts_ms: np.ndarray, values: np.ndarray) -> bytes:
 
 def encode_write_request(series: Iterable[SeriesSamples]) -> bytes:
     """The WriteRequest (uncompressed) holding these series."""
+    series = list(series)
+    # every sample of the request packed in one pass, then cut per series: a flush holds hundreds
+    # of series of a few samples each, and numpy's cost is per call
+    packed = _packed(np.concatenate([s.ts_ms for s in series]), np.concatenate([s.values for s in series])) \
+        if series else None
     out = bytearray()
+    at = 0
     for one in series:
-        out += _field(_TIMESERIES, one.labels + _samples(one.ts_ms, one.values))
+        if packed is not None:
+            end = at + len(one.ts_ms) * _PACKED_SAMPLE.itemsize
+            samples, at = packed[at:end], end
+        else:
+            samples = _samples(one.ts_ms, one.values)
+        out += _field(_TIMESERIES, one.labels + samples)
     return bytes(out)
 
 

@@ -259,6 +259,25 @@ def test_a_receiver_restart_leaves_no_gap(tmp_path, prometheus, standin):
         assert collector.end() == 0, collector.log()
 
 
+def test_a_reload_sends_no_sample_twice_and_skips_none(tmp_path, standin):
+    collector = Collector(tmp_path, "--remote-write-url", standin.url, "--remote-write-flush-interval", "0.5")
+    try:
+        wait_for(lambda: standin_samples(standin, POWER), timeout=15, what="first samples", log=collector.log)
+        reload_ms = round(time.time() * 1000)
+        collector.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded" in collector.log(), timeout=15, what="the reload", log=collector.log)
+        wait_for(lambda: all(v[-1][0] > reload_ms + 3000 for v in standin_samples(standin, POWER).values()),
+                 timeout=15, what="samples well after the reload", log=collector.log)
+        for labels, values in standin_samples(standin, POWER).items():
+            times = [t for t, _ in values]
+            assert times[0] < reload_ms < times[-1]
+            assert times == sorted(set(times)), f"{labels}: a sample sent twice"
+            assert_one_sample_per_tick(labels, times)
+        assert collector.self_metric("samples_dropped_total") == 0
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
 def test_a_refused_batch_is_dropped_and_logged_once_and_5xx_is_retried(tmp_path, standin):
     answers = {2: (400, "out of order sample for series 12345"), 3: (400, "out of order sample for series 678"),
                5: (503, "busy"), 6: (503, "busy")}
