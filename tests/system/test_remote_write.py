@@ -160,10 +160,16 @@ def prometheus(tmp_path):
         log.close()
 
 
+def newest(series: dict) -> int:
+    """The time of the newest sample that every series has reached (0 when there is none)."""
+    return min((max(t for t, _ in v) for v in series.values() if v), default=0)
+
+
 def assert_one_sample_per_tick(labels: tuple, times: list[int]) -> None:
-    """DCGM samples every 100 ms (give or take the few ms its clock drifts): a step of 200 is a missing sample."""
+    """In time order, no repeats, no gaps: DCGM samples every 100 ms (its first samples may come closer, its
+    clock drifts a few ms), so a step of 200 ms is a missing sample."""
     steps = [b - a for a, b in zip(times, times[1:])]
-    assert steps and all(50 < step < 180 for step in steps), f"{labels}: steps {sorted(set(steps))}"
+    assert steps and all(0 < step < 180 for step in steps), f"{labels}: steps {sorted(set(steps))}"
 
 
 def caught_up(collector: Collector, url: str) -> bool:
@@ -183,10 +189,6 @@ def test_prometheus_stores_every_sample_once_under_the_metrics_names(tmp_path, p
             [value] = [v for name, labels, v in samples(collector.metrics()) if name == POWER and labels["gpu"] == "0"]
             scraped.append((time.time(), value))
         end_ms = round(scraped[-1][0] * 1000) + 500
-
-        def newest(series: dict) -> int:
-            return min((max(t for t, _ in v) for v in series.values() if v), default=0)
-
         wait_for(lambda: newest(prometheus_samples(prometheus.url, POWER, time.time())) >= end_ms
                  and newest(standin_samples(standin, POWER)) >= end_ms,
                  timeout=15, what="both receivers past the last scrape", log=collector.log)
@@ -210,7 +212,7 @@ def test_prometheus_stores_every_sample_once_under_the_metrics_names(tmp_path, p
         # what /metrics served was a sample of the series at the time
         gpu0 = next(v for labels, v in stored.items() if ("gpu", "0") in labels)
         for at, value in scraped:
-            recent = [v for t, v in gpu0 if at * 1000 - 1500 <= t <= at * 1000]
+            recent = [v for t, v in gpu0 if at * 1000 - 3000 <= t <= at * 1000 + 500]   # DCGM stamps it
             assert value in recent, (at, value, recent)
         # the XID events, as samples of the XID series at their own times
         xid = prometheus_samples(prometheus.url, "DCGM_FI_DEV_XID_ERRORS", now)
@@ -235,25 +237,26 @@ def test_a_receiver_restart_leaves_no_gap(tmp_path, prometheus, standin):
     try:
         wait_for(lambda: caught_up(collector, prometheus.write_url), timeout=15, what="first samples stored",
                  log=collector.log)
-        before = time.time()
+        before_ms = round(time.time() * 1000)
         prometheus.stop()
         time.sleep(4)
         failed = collector.self_metric("requests_failed_total", url=prometheus.write_url)
         assert failed and failed > 0   # the sender noticed...
         assert served_labels(collector, POWER)   # ...while /metrics carried on
         prometheus.start()
-        wait_for(lambda: caught_up(collector, prometheus.write_url) and caught_up(collector, standin.url),
-                 timeout=30, what="the sender caught up after the restart", log=collector.log)
-        now = time.time()
-        stored = prometheus_samples(prometheus.url, POWER, now)
+        restarted_ms = round(time.time() * 1000)
+        wait_for(lambda: newest(prometheus_samples(prometheus.url, POWER, time.time())) > restarted_ms + 1000
+                 and newest(standin_samples(standin, POWER)) > restarted_ms + 1000,
+                 timeout=30, what="samples from after the restart in both receivers", log=collector.log)
+        stored = prometheus_samples(prometheus.url, POWER, time.time())
         received = standin_samples(standin, POWER)
-        low, high = round(before * 1000) - 2000, round(now * 1000) - 2000
+        low, high = before_ms - 1000, min(newest(stored), newest(received))
         outage = in_window(stored, low, high)
         assert outage == in_window(received, low, high)
         for labels, values in outage.items():
             times = [t for t, _ in values]
             assert_one_sample_per_tick(labels, times)
-            assert times[-1] - times[0] >= 4000
+            assert times[0] < before_ms and times[-1] > restarted_ms   # across the whole outage
         assert collector.self_metric("samples_dropped_total") == 0
     finally:
         assert collector.end() == 0, collector.log()
