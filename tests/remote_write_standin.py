@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.server
 import importlib
+import ssl
 import sys
 import threading
 from collections.abc import Callable
@@ -56,13 +57,16 @@ class StandIn:
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: http.server.ThreadingHTTPServer | None = None
+    tls: ssl.SSLContext | None = None
 
     @property
     def url(self) -> str:
         assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/api/v1/write"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.server.server_address[1]}/api/v1/write"
 
-    def start(self) -> StandIn:
+    def start(self, tls: ssl.SSLContext | None = None) -> StandIn:
+        """Listen on a loopback port (TLS with ``tls``) and answer on a thread of its own."""
         standin = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -87,6 +91,9 @@ class StandIn:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.tls = tls
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
