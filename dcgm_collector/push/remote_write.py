@@ -42,6 +42,7 @@ log = logging.getLogger("dcgm_collector")
 
 MIN_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 5.0
+MAX_RETRY_AFTER_S = 60.0   # the most a receiver's Retry-After may hold a sender back
 STOP_WAIT_S = 0.5      # what stop() gives the thread; an in-flight request is aborted, not awaited
 
 
@@ -231,7 +232,7 @@ class RemoteWriter:
         body = compress(encode_write_request(batch.series))
         backoff = MIN_BACKOFF_S
         while not self._stop.is_set():
-            status, answer = self._post(body)
+            status, answer, retry_after = self._post(body)
             if status is not None and 200 <= status < 300:
                 self.sent += batch.samples
                 self.newest_sent_ms = max(self.newest_sent_ms, max(int(s.ts_ms[-1]) for s in batch.series))
@@ -245,11 +246,13 @@ class RemoteWriter:
             self._log_once(f"retry:{status}", logging.WARNING, "remote write to %s: %s; retrying with backoff "
                            "(further failures of this kind are counted, not logged)", self.url,
                            f"HTTP {status}: {answer}" if status is not None else answer)
-            self._stop.wait(random.uniform(backoff / 2, backoff))   # jittered: senders do not retry in step
+            # jittered, so that senders do not retry in step; a receiver that says when to come back is obeyed
+            self._stop.wait(retry_after if retry_after is not None else random.uniform(backoff / 2, backoff))
             backoff = min(MAX_BACKOFF_S, backoff * 2)
 
-    def _post(self, body: bytes) -> tuple[int | None, str]:
-        """(HTTP status, first line of the answer), or (None, why) when no answer came."""
+    def _post(self, body: bytes) -> tuple[int | None, str, float | None]:
+        """(HTTP status, first line of the answer, its Retry-After in seconds), or (None, why, None) when no
+        answer came."""
         headers = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
                    "X-Prometheus-Remote-Write-Version": "0.1.0", "User-Agent": self._user_agent}
         headers.update(self._authorization())
@@ -260,10 +263,10 @@ class RemoteWriter:
             text = response.read(4096).decode("utf-8", "replace")
             if response.will_close or not response.isclosed():
                 self._close()
-            return response.status, (text.strip().splitlines() or [""])[0][:300]
+            return response.status, (text.strip().splitlines() or [""])[0][:300], _retry_after(response)
         except (OSError, http.client.HTTPException) as error:
             self._close()
-            return None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            return None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, None
 
     def _authorization(self) -> dict[str, str]:
         options = self.options
@@ -306,6 +309,16 @@ class RemoteWriter:
             return
         self._causes_logged.add(cause)
         log.log(level, message, *args)
+
+
+def _retry_after(response: http.client.HTTPResponse) -> float | None:
+    """The seconds of a 429 or 503's Retry-After header (the delay form; a date is ignored), capped."""
+    if response.status not in (429, 503):
+        return None
+    value = (response.getheader("Retry-After") or "").strip()
+    if not value.isdigit():
+        return None
+    return min(float(value), MAX_RETRY_AFTER_S)
 
 
 def _series_text(encoded: bytes) -> str:
