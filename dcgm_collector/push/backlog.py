@@ -47,10 +47,10 @@ class Backlog:
     extra: Labels = ()
     forget_after_s: float = 3600.0
     lost: int = 0                       # samples rings overwrote before they were read
-    newest_read_ms: int = 0             # the newest sample time read so far
     _taken: dict[SeriesKey, int] = field(default_factory=dict)      # last sample time taken, ms
     _labels: dict[SeriesKey, bytes] = field(default_factory=dict)   # each series' encoded labels
     _events_taken: dict[str, int] = field(default_factory=dict)     # per target, last event time taken, ms
+    _newest: dict[str, int] = field(default_factory=dict)           # per target, the newest sample time taken
     _places: dict[int, _RingPlace] = field(default_factory=dict)
 
     def read(self, models: Sequence[SampleModel], budget: int) -> list[SeriesSamples]:
@@ -64,19 +64,25 @@ class Backlog:
         present: set[SeriesKey] = set()
         places: dict[int, _RingPlace] = {}
         for model in models:
+            # A series new to a target the sender already reads (new pod labels, a field a reload
+            # added) starts at the target's newest sample: what its ring held before it was
+            # served is history under other labels, or none.  A new target starts at its rings' start.
+            floor = self._newest.get(model.target, 0)
             for ring_series in model.rings:
                 keys = [(model.target, s.name, s.labels) for s in ring_series.series]
                 present.update(keys)
-                taken = self._read_ring(ring_series.ring, ring_series.series, keys, left, out, places)
+                taken, newest = self._read_ring(ring_series.ring, ring_series.series, keys, floor, left, out, places)
                 left = max(0, left - taken)
+                self._newest[model.target] = max(self._newest.get(model.target, 0), newest)
             self._read_events(model, out, present)
         self._places = places   # rings no model names any more are let go
         self._forget(present)
         return out
 
-    def _read_ring(self, ring: RingBuffer, series: Sequence, keys: list[SeriesKey], budget: int,
-                   out: list[SeriesSamples], places: dict[int, _RingPlace]) -> int:
-        cursors = np.array([self._taken.get(key, 0) for key in keys], dtype=np.int64)
+    def _read_ring(self, ring: RingBuffer, series: Sequence, keys: list[SeriesKey], floor: int, budget: int,
+                   out: list[SeriesSamples], places: dict[int, _RingPlace]) -> tuple[int, int]:
+        """Append the ring's new samples to ``out``: (how many, the time of its newest row read, 0 if none)."""
+        cursors = np.array([self._taken.get(key, floor) for key in keys], dtype=np.int64)
         # The rows copied are the newest when the copy ran, numbered up to rows_written then: a row
         # written during the copy makes the count before it too low and the one after it too high.
         # Losses are judged with the low one and the next row expected with the high one, so that
@@ -93,7 +99,7 @@ class Backlog:
         places[id(ring)] = _RingPlace(ring, next_row if place is None or place.ring is not ring
                                       else max(place.next_row, next_row))
         if n == 0:
-            return 0
+            return 0, 0
         ts_ms = rows.ts[:n] // 1000
         columns = np.array([s.column for s in series], dtype=np.intp)
         # series by row (k x n), so that one boolean index gives every series' samples back to back
@@ -114,8 +120,7 @@ class Backlog:
                 out.append(SeriesSamples(self._encoded(key), t, v))
                 taken += len(t)
             self._taken[key] = max(int(cursors[j]), last)
-        self.newest_read_ms = max(self.newest_read_ms, int(ts_ms[-1]))
-        return taken
+        return taken, last
 
     def _read_events(self, model: SampleModel, out: list[SeriesSamples], present: set[SeriesKey]) -> None:
         """XID and the other event fields: each event is a sample of its series at its own time."""

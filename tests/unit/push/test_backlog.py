@@ -119,3 +119,18 @@ def test_events_are_samples_of_their_series_at_their_own_time():
     assert read == {xid79: [(T0_US // 1000 + 1, 79.0)], xid13: [(T0_US // 1000 + 5, 13.0)]}
     events.append(T0_US + 9000, GPU, 1, XID, 79)
     assert as_dict(backlog.read([model], 1000)) == {xid79: [(T0_US // 1000 + 9, 79.0)]}
+
+
+def test_a_series_with_new_labels_starts_at_the_targets_newest_sample():
+    ring = new_ring()
+    backlog = Backlog()
+    add_rows(ring, 0, 3)
+    backlog.read([ring_model(ring)], 1000)
+    add_rows(ring, 3, 2)
+    relabelled = ring_model(ring)   # the same columns, now served with a pod label
+    relabelled = SampleModel(relabelled.target, (), (RingSeries(ring, tuple(
+        SeriesInfo(s.name, (*s.labels, ("pod", "p")), s.entity, s.gpu, s.field_id, s.field_name, s.integer, s.column)
+        for s in relabelled.rings[0].series)),), relabelled.events, ())
+    read = as_dict(backlog.read([relabelled], 1000))
+    pod_power = encode_labels("DCGM_FI_DEV_POWER_USAGE", (("gpu", "0"), ("pod", "p")))
+    assert read[pod_power] == [(T0_US // 1000 + r * 100, r * 10.0) for r in (3, 4)]   # not rows 0-2 again
