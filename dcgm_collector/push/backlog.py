@@ -47,6 +47,7 @@ class Backlog:
     extra: Labels = ()
     forget_after_s: float = 3600.0
     lost: int = 0                       # samples rings overwrote before they were read
+    more: bool = False                  # the last read left rows in a ring for want of budget
     _taken: dict[SeriesKey, int] = field(default_factory=dict)      # last sample time taken, ms
     _labels: dict[SeriesKey, bytes] = field(default_factory=dict)   # each series' encoded labels
     _events_taken: dict[str, int] = field(default_factory=dict)     # per target, last event time taken, ms
@@ -61,6 +62,7 @@ class Backlog:
         """
         out: list[SeriesSamples] = []
         left = budget
+        self.more = False
         present: set[SeriesKey] = set()
         places: dict[int, _RingPlace] = {}
         for model in models:
@@ -95,6 +97,7 @@ class Backlog:
         if place is not None and place.ring is ring and written_before - copied > place.next_row:
             self.lost += (written_before - copied - place.next_row) * len(series)
         n = min(copied, max(1, budget // max(1, len(series))))
+        self.more = self.more or n < copied
         next_row = written_after - copied + n
         places[id(ring)] = _RingPlace(ring, next_row if place is None or place.ring is not ring
                                       else max(place.next_row, next_row))

@@ -195,9 +195,8 @@ class RemoteWriter:
             try:
                 if not self._pending:
                     models = self._models()
-                    read = self._backlog.read(models, self.options.queue_limit)
-                    full = sum(len(s.ts_ms) for s in read) >= self.options.queue_limit
-                    self._pending.extend(read)
+                    self._pending.extend(self._backlog.read(models, self.options.queue_limit))
+                    full = self._backlog.more   # a backlog: read on at once once this is sent
                 while self._pending and not self._stop.is_set():
                     self._send(self._next_batch())
             except Exception:   # a sender must outlive any surprise; the collector keeps serving

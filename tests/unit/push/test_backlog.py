@@ -87,7 +87,9 @@ def test_the_budget_leaves_the_rest_in_the_ring():
     backlog = Backlog()
     add_rows(ring, 0, 10)
     first = as_dict(backlog.read([model], 8))       # two rows of four series
+    assert backlog.more
     rest = as_dict(backlog.read([model], 1000))
+    assert not backlog.more
     assert [t for t, _ in first[power(0)]] == [T0_US // 1000, T0_US // 1000 + 100]
     assert [t for t, _ in rest[power(0)]] == [T0_US // 1000 + r * 100 for r in range(2, 10)]
     assert backlog.lost == 0
