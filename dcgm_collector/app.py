@@ -53,6 +53,13 @@ from dcgm_collector.expose import history
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
 from dcgm_collector.model import EntityType, GpuInfo
+from dcgm_collector.push.remote_write import (
+    STOP_WAIT_S,
+    RemoteWriteError,
+    RemoteWriteOptions,
+    RemoteWriter,
+    render_remote_write_metrics,
+)
 from dcgm_collector.serve.server import ListenError, MetricsServer, Reply, Request, Route, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 
@@ -95,6 +102,7 @@ class Collector:
         self._renders: SingleFlight[bytes] = SingleFlight()
         self._render_failure: str | None = None   # why the last render of /metrics failed, until one succeeds
         self._stopping = threading.Event()   # set once stop() begins: a reload still running then gives up
+        self.remote_writers: list[RemoteWriter] = []   # one per --remote-write-url
 
     # -- what the server calls (on request threads)
     def metrics(self, openmetrics: bool) -> bytes:
@@ -109,6 +117,12 @@ class Collector:
             self._render_failure = f"rendering /metrics failed: {type(error).__name__}: {error}"
             raise
         self._render_failure = None
+        writers = self.remote_writers
+        if writers:
+            extra = render_remote_write_metrics(writers, openmetrics).encode()
+            if openmetrics and body.endswith(b"# EOF\n"):
+                return body[:-len(b"# EOF\n")] + extra + b"# EOF\n"
+            return body + extra
         return body
 
     def health(self) -> tuple[bool, str]:
@@ -156,6 +170,7 @@ class Collector:
         except ListenError as error:
             self.server = None
             raise StartupError(str(error)) from None
+        self.remote_writers = self._make_remote_writers()   # before DCGM: a bad file or flag fails fast
         self.library = self._load_library()
         self.library_version = library_version(self.library)
         self.attribution = self._start_attribution()
@@ -165,6 +180,41 @@ class Collector:
         self.exposition = MultiExposition(self.targets, version=__version__, library_version=self.library_version)
         for line in self._summary(counters, web):
             log.info("%s", line)
+        for writer in self.remote_writers:
+            if self._stopping.is_set():
+                break
+            writer.start()
+            log.info("remote write to %s: every sample, in requests of at most %d samples every %g s",
+                     writer.url, writer.options.batch_size, writer.options.flush_interval_s)
+
+    def _make_remote_writers(self) -> list[RemoteWriter]:
+        config = self.config
+        if not config.remote_write_urls:
+            return []
+        try:
+            import cramjam  # noqa: F401 -- snappy, which every request is compressed with
+        except ImportError:
+            raise StartupError("--remote-write-url needs the cramjam package (pip install cramjam)") from None
+
+        def models() -> list:
+            exposition = self.exposition
+            return exposition.sample_models() if exposition is not None else []
+
+        writers = []
+        for url in config.remote_write_urls:
+            options = RemoteWriteOptions(
+                url, username=config.remote_write_username, password_file=config.remote_write_password_file,
+                bearer_token_file=config.remote_write_bearer_token_file, ca_file=config.remote_write_ca_file,
+                cert_file=config.remote_write_cert_file, key_file=config.remote_write_key_file,
+                batch_size=config.remote_write_batch_size, flush_interval_s=config.remote_write_flush_interval_s,
+                queue_limit=config.remote_write_queue_limit, timeout_s=config.remote_write_timeout_s,
+                labels=config.remote_write_labels)
+            try:
+                writers.append(RemoteWriter(options, models, __version__,
+                                            forget_after_s=max(3600.0, 2 * config.retention_s)))
+            except RemoteWriteError as error:
+                raise StartupError(str(error)) from None
+        return writers
 
     def _summary(self, counters: CounterSet, web: WebConfig | None) -> list[str]:
         """What the collector runs on, one fact a line: library, GPUs, counters, history, listener."""
@@ -377,6 +427,10 @@ class Collector:
     def stop(self) -> None:
         """Stop serving and collecting.  It may wait as long as a DCGM call blocks: see stop_within()."""
         self._stopping.set()
+        for writer in self.remote_writers:
+            writer.request_stop()   # all at once; each cuts off its request in flight
+        for writer in self.remote_writers:
+            writer.stop(STOP_WAIT_S / len(self.remote_writers))
         if self.server is not None:
             self.server.stop()
             self.server = None

@@ -19,9 +19,11 @@ import argparse
 import ipaddress
 import math
 import os
+import re
 import socket
 import sys
 import textwrap
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,6 +134,40 @@ def _nonempty(what: str) -> Callable[[str], str]:
     return parse
 
 
+# ---- --remote-write-* -------------------------------------------------------------------------
+
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def _remote_write_url(text: str) -> str:
+    value = text.strip()
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port   # noqa: B018 -- raises on a bad port
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URL: {error}") from None
+    if parts.scheme not in ("http", "https"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the URL must start with http:// or https://")
+    if not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r}: the URL has no host")
+    if parts.fragment:
+        raise argparse.ArgumentTypeError(f"{text!r}: a receiver URL has no #fragment")
+    return value
+
+
+def _remote_write_label(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    name = name.strip()
+    if not equals:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    if not _LABEL_NAME.fullmatch(name) or name.startswith("__"):
+        raise argparse.ArgumentTypeError(f"{text!r}: {name!r} is not a label name (letters, digits and _, not "
+                                         "starting with a digit or __)")
+    if not value or any(not c.isprintable() for c in value):
+        raise argparse.ArgumentTypeError(f"{text!r}: the value must be printable text, not empty")
+    return name, value
+
+
 # ---- -d/--devices ------------------------------------------------------------------------------
 
 # DCGM numbers at most DCGM_MAX_NUM_DEVICES (32) GPUs and 8 instances per GPU, so a real id is far
@@ -199,6 +235,7 @@ class Option:
     metavar: str | None = None
     boolean: bool = False
     repeatable: bool = False     # may be given several times (argparse collects a list)
+    listed: bool = False         # repeatable, kept as a tuple of parsed values (its variable: a comma list)
 
 
 GROUPS = {
@@ -209,6 +246,7 @@ GROUPS = {
     "simulator": "simulator",
     "attribution": "Kubernetes and HPC job attribution",
     "web": "web",
+    "remote_write": "Prometheus remote write (every sample, pushed; see README)",
     "logging": "logging",
 }
 
@@ -296,6 +334,42 @@ OPTIONS: tuple[Option, ...] = (
     Option("address", ("-a", "--address"), "DCGM_EXPORTER_LISTEN", DEFAULT_ADDRESS, _address,
            "listen address: :9400 (every interface, IPv6 and IPv4), 0.0.0.0:9400, 127.0.0.1:9400, [::1]:9400, "
            "localhost:9400 [default: %(default)s]", "web", "ADDRESS"),
+    Option("remote_write_urls", ("--remote-write-url",), "DCGM_COLLECTOR_REMOTE_WRITE_URL", (), _remote_write_url,
+           "push every sample to this Prometheus remote-write receiver, e.g. http://prometheus:9090/api/v1/write "
+           "(give it several times for several receivers, each sent to on its own)", "remote_write", "URL",
+           repeatable=True, listed=True),
+    Option("remote_write_username", ("--remote-write-username",), "DCGM_COLLECTOR_REMOTE_WRITE_USERNAME", None,
+           _nonempty("user name"), "basic auth user for the receivers", "remote_write", "USER"),
+    Option("remote_write_password_file", ("--remote-write-password-file",),
+           "DCGM_COLLECTOR_REMOTE_WRITE_PASSWORD_FILE", None, _nonempty("path"),
+           "file holding the basic auth password", "remote_write", "FILE"),
+    Option("remote_write_bearer_token_file", ("--remote-write-bearer-token-file",),
+           "DCGM_COLLECTOR_REMOTE_WRITE_BEARER_TOKEN_FILE", None, _nonempty("path"),
+           "file holding a bearer token (re-read for every request)", "remote_write", "FILE"),
+    Option("remote_write_ca_file", ("--remote-write-ca-file",), "DCGM_COLLECTOR_REMOTE_WRITE_CA_FILE", None,
+           _nonempty("path"), "CA certificates to check an https receiver with (default: the system's)",
+           "remote_write", "FILE"),
+    Option("remote_write_cert_file", ("--remote-write-cert-file",), "DCGM_COLLECTOR_REMOTE_WRITE_CERT_FILE", None,
+           _nonempty("path"), "client certificate for an https receiver (with --remote-write-key-file)",
+           "remote_write", "FILE"),
+    Option("remote_write_key_file", ("--remote-write-key-file",), "DCGM_COLLECTOR_REMOTE_WRITE_KEY_FILE", None,
+           _nonempty("path"), "the client certificate's private key", "remote_write", "FILE"),
+    Option("remote_write_batch_size", ("--remote-write-batch-size",), "DCGM_COLLECTOR_REMOTE_WRITE_BATCH_SIZE", 2000,
+           _positive_int("samples", 1_000_000), "samples per request at most [default: %(default)s]",
+           "remote_write", "N"),
+    Option("remote_write_flush_interval_s", ("--remote-write-flush-interval",),
+           "DCGM_COLLECTOR_REMOTE_WRITE_FLUSH_INTERVAL", 1.0, _positive_float("seconds", 3600),
+           "how often new samples are read and sent [default: %(default)g s]", "remote_write", "SECONDS"),
+    Option("remote_write_queue_limit", ("--remote-write-queue-limit",), "DCGM_COLLECTOR_REMOTE_WRITE_QUEUE_LIMIT",
+           100_000, _positive_int("samples", 100_000_000),
+           "samples read from the rings into memory at most; the rest waits in the rings [default: %(default)s]",
+           "remote_write", "N"),
+    Option("remote_write_timeout_s", ("--remote-write-timeout",), "DCGM_COLLECTOR_REMOTE_WRITE_TIMEOUT", 10.0,
+           _positive_float("seconds", 600), "how long one request may take [default: %(default)g s]",
+           "remote_write", "SECONDS"),
+    Option("remote_write_labels", ("--remote-write-label",), "DCGM_COLLECTOR_REMOTE_WRITE_LABEL", (),
+           _remote_write_label, "NAME=VALUE label added to every series sent (give it several times; the "
+           "variable takes a comma list)", "remote_write", "NAME=VALUE", repeatable=True, listed=True),
     Option("debug", ("--debug",), "DCGM_EXPORTER_DEBUG", False, parse_bool, "log at debug level",
            "logging", "BOOL", True),
     Option("log_format", ("--log-format",), "DCGM_EXPORTER_LOG_FORMAT", "text", _log_format,
@@ -514,6 +588,18 @@ class Config:
     use_old_namespace: bool = False
     switch_devices: DeviceSelection = DeviceSelection("f")
     cpu_devices: DeviceSelection = DeviceSelection("f")
+    remote_write_urls: tuple[str, ...] = ()
+    remote_write_username: str | None = None
+    remote_write_password_file: str | None = None
+    remote_write_bearer_token_file: str | None = None
+    remote_write_ca_file: str | None = None
+    remote_write_cert_file: str | None = None
+    remote_write_key_file: str | None = None
+    remote_write_batch_size: int = 2000
+    remote_write_flush_interval_s: float = 1.0
+    remote_write_queue_limit: int = 100_000
+    remote_write_timeout_s: float = 10.0
+    remote_write_labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def sampling(self) -> SamplingOptions:
@@ -541,7 +627,9 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     values: dict[str, Any] = {}
     for option in OPTIONS:
         value = getattr(args, option.dest)
-        if option.repeatable and value is not None:
+        if option.listed:
+            value = tuple(value) if value is not None else _listed_from_env(option, environ)
+        elif option.repeatable and value is not None:
             value = ",".join(value)
         if value is None:
             value = _from_env(option.env, option.parse, environ, option.default)
@@ -566,6 +654,7 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
         values["dcgm_lib"] = None
     if values["collectors"] is None:
         values["collectors"] = default_counters_path()
+    _check_remote_write(values)
     names = target_names(remotes, environ)
     values["hostname"] = None if values["no_hostname"] else (names[0] if names else hostname_label(None, environ))
     for name in (values["hostname"], *names):
@@ -584,6 +673,30 @@ def _from_env(name: str | None, parse: Callable[[str], Any], environ: Mapping[st
         return parse(raw)
     except (argparse.ArgumentTypeError, ValueError) as error:
         raise ConfigError(f"environment variable {name}: {error}") from None
+
+
+def _listed_from_env(option: Option, environ: Mapping[str, str]) -> tuple[Any, ...]:
+    raw = environ.get(option.env or "", "")
+    return tuple(_from_env(option.env, option.parse, {option.env or "": item}, None)
+                 for item in raw.split(",") if item.strip())
+
+
+def _check_remote_write(values: dict[str, Any]) -> None:
+    """The --remote-write-* flags that only make sense together (checked when there is a receiver)."""
+    if not values["remote_write_urls"]:
+        return
+    names = [name for name, _ in values["remote_write_labels"]]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"--remote-write-label: {', '.join(repeated)} given twice")
+    if len(set(values["remote_write_urls"])) != len(values["remote_write_urls"]):
+        raise ConfigError("--remote-write-url: a URL is given twice")
+    if values["remote_write_password_file"] and not values["remote_write_username"]:
+        raise ConfigError("--remote-write-password-file needs --remote-write-username")
+    if values["remote_write_username"] and values["remote_write_bearer_token_file"]:
+        raise ConfigError("give --remote-write-username or --remote-write-bearer-token-file, not both")
+    if bool(values["remote_write_cert_file"]) != bool(values["remote_write_key_file"]):
+        raise ConfigError("--remote-write-cert-file and --remote-write-key-file go together")
 
 
 def _unsupported_options(args: argparse.Namespace, environ: Mapping[str, str]) -> list[str]:

@@ -511,7 +511,8 @@ def _mapped_libraries(pid: int) -> set[str]:
 
 
 def test_optional_features_load_their_libraries_only_when_on(tmp_path):
-    """gRPC (for -k), bcrypt and PyYAML (for --web-config-file) stay out of a collector that does not use them."""
+    """gRPC (for -k), bcrypt and PyYAML (for --web-config-file), cramjam (for --remote-write-url) stay out of a
+    collector that does not use them."""
     users = tmp_path / "web.yml"
     # a cheap bcrypt cost keeps start-up fast; the hash is of "secret"
     users.write_text("basic_auth_users:\n  prom: $2b$04$3CVng5Jo8ynM1x1CBGG8WOt3h3ypFaT1lOcmLtXfdqnUrbJFSbkEi\n")
@@ -520,13 +521,16 @@ def test_optional_features_load_their_libraries_only_when_on(tmp_path):
         plain_libraries = _mapped_libraries(plain.proc.pid)
     with collector(tmp_path, *plain_flags, "--web-config-file", str(users)) as web:
         web_libraries = _mapped_libraries(web.proc.pid)
+    with collector(tmp_path, *plain_flags, "--remote-write-url", "http://127.0.0.1:9/api/v1/write") as pushing:
+        pushing_libraries = _mapped_libraries(pushing.proc.pid)
 
     def has(libraries: set[str], prefix: str) -> bool:
         return any(name.startswith(prefix) for name in libraries)
 
     assert not has(plain_libraries, "cygrpc") and not has(plain_libraries, "_bcrypt")
-    assert not has(plain_libraries, "_yaml")
+    assert not has(plain_libraries, "_yaml") and not has(plain_libraries, "cramjam")
     assert has(web_libraries, "_bcrypt")   # the check above can see a library when it is loaded
+    assert has(pushing_libraries, "cramjam")
 
 
 def test_start_up_says_what_it_runs_on(tmp_path):

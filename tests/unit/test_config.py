@@ -137,6 +137,30 @@ FLAG_ENV_CASES = [
      "/var/jobs", "/run/jobs"),
     (["--web-config-file", "w.yml"], "DCGM_EXPORTER_WEB_CONFIG_FILE", "/etc/w.yml", "web_config_file",
      "/etc/w.yml", "w.yml"),
+    (["--remote-write-url", "http://a:9090/api/v1/write", "--remote-write-url", "https://b/w?x=1,2"],
+     "DCGM_COLLECTOR_REMOTE_WRITE_URL", "http://c/w, http://d/w", "remote_write_urls", ("http://c/w", "http://d/w"),
+     ("http://a:9090/api/v1/write", "https://b/w?x=1,2")),
+    (["--remote-write-username", "u"], "DCGM_COLLECTOR_REMOTE_WRITE_USERNAME", "v", "remote_write_username", "v",
+     "u"),
+    (["--remote-write-password-file", "/p"], "DCGM_COLLECTOR_REMOTE_WRITE_PASSWORD_FILE", "/q",
+     "remote_write_password_file", "/q", "/p"),
+    (["--remote-write-bearer-token-file", "/t"], "DCGM_COLLECTOR_REMOTE_WRITE_BEARER_TOKEN_FILE", "/s",
+     "remote_write_bearer_token_file", "/s", "/t"),
+    (["--remote-write-ca-file", "/ca"], "DCGM_COLLECTOR_REMOTE_WRITE_CA_FILE", "/cb", "remote_write_ca_file", "/cb",
+     "/ca"),
+    (["--remote-write-cert-file", "/c"], "DCGM_COLLECTOR_REMOTE_WRITE_CERT_FILE", "/d", "remote_write_cert_file",
+     "/d", "/c"),
+    (["--remote-write-key-file", "/k"], "DCGM_COLLECTOR_REMOTE_WRITE_KEY_FILE", "/l", "remote_write_key_file", "/l",
+     "/k"),
+    (["--remote-write-batch-size", "500"], "DCGM_COLLECTOR_REMOTE_WRITE_BATCH_SIZE", "700", "remote_write_batch_size",
+     700, 500),
+    (["--remote-write-flush-interval", "0.5"], "DCGM_COLLECTOR_REMOTE_WRITE_FLUSH_INTERVAL", "2",
+     "remote_write_flush_interval_s", 2.0, 0.5),
+    (["--remote-write-queue-limit", "1000"], "DCGM_COLLECTOR_REMOTE_WRITE_QUEUE_LIMIT", "2000",
+     "remote_write_queue_limit", 2000, 1000),
+    (["--remote-write-timeout", "3"], "DCGM_COLLECTOR_REMOTE_WRITE_TIMEOUT", "4", "remote_write_timeout_s", 4.0, 3.0),
+    (["--remote-write-label", "cluster=a,b", "--remote-write-label", "site=x"], "DCGM_COLLECTOR_REMOTE_WRITE_LABEL",
+     "cluster=c,site=y", "remote_write_labels", (("cluster", "c"), ("site", "y")), (("cluster", "a,b"), ("site", "x"))),
 ]
 
 
@@ -332,3 +356,33 @@ def test_huge_numbers_are_one_line_errors_naming_the_option(argv, env, message, 
         assert message in str(error) and "\n" not in str(error)
     else:
         pytest.fail("accepted")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--remote-write-url", "ftp://p/w"], "argument --remote-write-url: 'ftp://p/w': the URL must start with "
+                                          "http:// or https://"),
+    (["--remote-write-url", "http:///w"], "argument --remote-write-url: 'http:///w': the URL has no host"),
+    (["--remote-write-url", "http://p:99999/w"], "argument --remote-write-url: 'http://p:99999/w' is not a URL"),
+    (["--remote-write-label", "9x=1"], "argument --remote-write-label: '9x=1': '9x' is not a label name"),
+    (["--remote-write-label", "__name__=1"], "argument --remote-write-label: '__name__=1': '__name__' is not a label"),
+    (["--remote-write-label", "cluster"], "argument --remote-write-label: 'cluster' is not NAME=VALUE"),
+    (["--remote-write-batch-size", "0"], "argument --remote-write-batch-size: '0': must be more than 0 samples"),
+])
+def test_bad_remote_write_flags_are_one_line_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parse_config(argv, {})
+    assert exit_.value.code == 2
+    assert message in last_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--remote-write-label", "a=1", "--remote-write-label", "a=2"], "--remote-write-label: a given twice"),
+    (["--remote-write-url", "http://a/w"], "--remote-write-url: a URL is given twice"),
+    (["--remote-write-password-file", "/p"], "--remote-write-password-file needs --remote-write-username"),
+    (["--remote-write-username", "u", "--remote-write-bearer-token-file", "/t"],
+     "give --remote-write-username or --remote-write-bearer-token-file, not both"),
+    (["--remote-write-cert-file", "/c"], "--remote-write-cert-file and --remote-write-key-file go together"),
+])
+def test_remote_write_flags_that_do_not_go_together(argv, message):
+    with pytest.raises(ConfigError, match="^" + re.escape(message) + "$"):
+        parse_config(["--remote-write-url", "http://a/w", *argv], {})

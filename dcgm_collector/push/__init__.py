@@ -1,0 +1,1 @@
+"""Pushing samples out of the collector: Prometheus remote write."""

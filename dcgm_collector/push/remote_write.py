@@ -1,0 +1,386 @@
+"""Prometheus remote write: one sender thread per receiver URL, reading every new sample from the rings.
+
+Each flush (--remote-write-flush-interval) a sender reads what the rings got
+since its last read (:class:`~dcgm_collector.push.backlog.Backlog`), at most
+--remote-write-queue-limit samples into memory, and posts them in requests of
+at most --remote-write-batch-size samples.  A request that fails with 5xx,
+429 or no answer is retried with capped, jittered exponential backoff, and
+nothing more is read meanwhile: the rings keep the rest, and the sender reads
+on from its cursor once the receiver answers.  Any other 4xx is final: the
+request's samples are dropped and counted, and each distinct cause logged once.
+
+The sender never holds up the collector: it runs on a daemon thread, reads
+the rings without locks, its requests time out (--remote-write-timeout), and
+stop() aborts an in-flight request rather than wait for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import logging
+import random
+import re
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from collections import Counter as Tally
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from dcgm_collector.expose.samples import Labels, SampleModel
+from dcgm_collector.expose.text import Header, label_text
+from dcgm_collector.push.backlog import Backlog
+from dcgm_collector.push.wire import SeriesSamples, compress, encode_write_request
+
+__all__ = ["RemoteWriteError", "RemoteWriteOptions", "RemoteWriter", "render_remote_write_metrics"]
+
+log = logging.getLogger("dcgm_collector")
+
+MIN_BACKOFF_S = 0.05
+MAX_BACKOFF_S = 5.0
+MAX_RETRY_AFTER_S = 60.0   # the most a receiver's Retry-After may hold a sender back
+STOP_WAIT_S = 0.5      # what stop() gives the thread; an in-flight request is aborted, not awaited
+
+
+class RemoteWriteError(Exception):
+    """A remote-write setting that cannot work; str() is the one line the user sees."""
+
+
+@dataclass(frozen=True)
+class RemoteWriteOptions:
+    """The --remote-write-* flags for one receiver."""
+
+    url: str
+    username: str | None = None
+    password_file: str | None = None
+    bearer_token_file: str | None = None
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    batch_size: int = 2000
+    flush_interval_s: float = 1.0
+    queue_limit: int = 100_000
+    timeout_s: float = 10.0
+    labels: Labels = ()
+
+
+def shown_url(url: str) -> str:
+    """The URL without user and password, as logs and the url label show it."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+
+def _read_secret(path: str, flag: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read().strip()
+    except (OSError, UnicodeDecodeError) as error:
+        why = getattr(error, "strerror", None) or error
+        raise RemoteWriteError(f"{flag} {path}: cannot read it: {why}") from None
+
+
+def _tls_context(options: RemoteWriteOptions) -> ssl.SSLContext:
+    try:
+        context = ssl.create_default_context(cafile=options.ca_file)
+    except (OSError, ssl.SSLError) as error:
+        raise RemoteWriteError(f"--remote-write-ca-file {options.ca_file}: {getattr(error, 'strerror', None) or error}"
+                               ) from None
+    if options.cert_file or options.key_file:
+        if not (options.cert_file and options.key_file):
+            raise RemoteWriteError("--remote-write-cert-file and --remote-write-key-file go together")
+        try:
+            context.load_cert_chain(options.cert_file, options.key_file)
+        except (OSError, ssl.SSLError) as error:
+            raise RemoteWriteError(f"--remote-write-cert-file {options.cert_file} / --remote-write-key-file "
+                                   f"{options.key_file}: {getattr(error, 'strerror', None) or error}") from None
+    return context
+
+
+@dataclass
+class _Batch:
+    series: list[SeriesSamples]
+    samples: int
+
+
+class RemoteWriter:
+    """One receiver: its thread, its backlog cursor, its counts (the self-metrics)."""
+
+    def __init__(self, options: RemoteWriteOptions, models: Callable[[], Sequence[SampleModel]], version: str,
+                 forget_after_s: float = 3600.0) -> None:
+        self.options = options
+        self.url = shown_url(options.url)
+        parts = urllib.parse.urlsplit(options.url)
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname or "", parts.port
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._tls = _tls_context(options) if self._https else None
+        if options.password_file and not options.username:
+            raise RemoteWriteError("--remote-write-password-file needs --remote-write-username")
+        if options.username and options.bearer_token_file:
+            raise RemoteWriteError("give --remote-write-username or --remote-write-bearer-token-file, not both")
+        self._password = _read_secret(options.password_file, "--remote-write-password-file") \
+            if options.password_file else ""
+        self._token = _read_secret(options.bearer_token_file, "--remote-write-bearer-token-file") \
+            if options.bearer_token_file else None
+        if parts.username is not None and not options.username:   # user:password@ in the URL
+            self._user_in_url = (urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or ""))
+        else:
+            self._user_in_url = None
+        self._models = models
+        self._user_agent = f"dcgm-collector/{version}"
+        self._backlog = Backlog(extra=options.labels, forget_after_s=forget_after_s)
+        self._pending: deque[SeriesSamples] = deque()
+        self._stop = threading.Event()
+        self._connection: http.client.HTTPConnection | None = None
+        self._thread: threading.Thread | None = None
+        self._causes_logged: set[str] = set()
+        # the self-metrics (written by the thread, read by scrapes: plain ints)
+        self.sent = 0
+        self.retried = 0
+        self.dropped: Tally[str] = Tally()
+        self.failed: Tally[str] = Tally()
+        self.newest_sent_ms = 0
+        self._in_flight = 0    # samples of the request being sent (off the pending queue, not yet delivered)
+
+    # -- life
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"remote-write {self.url}", daemon=True)
+        self._thread.start()
+
+    def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Stop the thread, waiting at most ``wait_s`` for it (it is a daemon thread)."""
+        self.request_stop()
+        if self._thread is not None:
+            self._thread.join(wait_s)
+
+    def request_stop(self) -> None:
+        """Tell the thread to stop; a request in flight is cut off rather than waited for."""
+        self._stop.set()
+        connection = self._connection
+        if connection is not None and connection.sock is not None:
+            try:
+                connection.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    # -- what /metrics shows
+    @property
+    def queued(self) -> int:
+        return sum(len(s.ts_ms) for s in list(self._pending)) + self._in_flight
+
+    @property
+    def lost(self) -> int:
+        return self._backlog.lost
+
+    def lag_s(self, now_s: float | None = None) -> float | None:
+        """Seconds from the newest sample the receiver took to now (None until one is sent)."""
+        if not self.newest_sent_ms:
+            return None
+        return max(0.0, (time.time() if now_s is None else now_s) - self.newest_sent_ms / 1000)
+
+    # -- the thread
+    def _run(self) -> None:
+        interval = self.options.flush_interval_s
+        while not self._stop.is_set():
+            started = time.monotonic()
+            full = False
+            try:
+                if not self._pending:
+                    models = self._models()
+                    self._pending.extend(self._backlog.read(models, self.options.queue_limit))
+                    full = self._backlog.more   # a backlog: read on at once once this is sent
+                while self._pending and not self._stop.is_set():
+                    self._send(self._next_batch())
+            except Exception:   # a sender must outlive any surprise; the collector keeps serving
+                log.exception("remote write to %s: unexpected error; carrying on", self.url)
+            if not full:
+                self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        self._close()
+
+    def _next_batch(self) -> _Batch:
+        """Up to batch_size samples off the front of the pending series (a long series is split)."""
+        room = self.options.batch_size
+        series: list[SeriesSamples] = []
+        while self._pending and room > 0:
+            head = self._pending[0]
+            if len(head.ts_ms) <= room:
+                series.append(self._pending.popleft())
+                room -= len(head.ts_ms)
+            else:
+                series.append(SeriesSamples(head.labels, head.ts_ms[:room], head.values[:room]))
+                self._pending[0] = SeriesSamples(head.labels, head.ts_ms[room:], head.values[room:])
+                room = 0
+        return _Batch(series, self.options.batch_size - room)
+
+    def _send(self, batch: _Batch) -> None:
+        self._in_flight = batch.samples
+        try:
+            self._deliver(batch)
+        finally:
+            self._in_flight = 0
+
+    def _deliver(self, batch: _Batch) -> None:
+        body = compress(encode_write_request(batch.series))
+        backoff = MIN_BACKOFF_S
+        while not self._stop.is_set():
+            status, answer, retry_after = self._post(body)
+            if status is not None and 200 <= status < 300:
+                self.sent += batch.samples
+                self.newest_sent_ms = max(self.newest_sent_ms, max(int(s.ts_ms[-1]) for s in batch.series))
+                return
+            self.failed[str(status) if status is not None else "network"] += 1
+            if status is not None and 400 <= status < 500 and status != 429:
+                self.dropped["rejected"] += batch.samples
+                self._log_rejection(status, answer, batch)
+                return
+            self.retried += batch.samples
+            self._log_once(f"retry:{status}", logging.WARNING, "remote write to %s: %s; retrying with backoff "
+                           "(further failures of this kind are counted, not logged)", self.url,
+                           f"HTTP {status}: {answer}" if status is not None else answer)
+            # jittered, so that senders do not retry in step; a receiver that says when to come back is obeyed
+            self._stop.wait(retry_after if retry_after is not None else random.uniform(backoff / 2, backoff))
+            backoff = min(MAX_BACKOFF_S, backoff * 2)
+
+    def _post(self, body: bytes) -> tuple[int | None, str, float | None]:
+        """(HTTP status, first line of the answer, its Retry-After in seconds), or (None, why, None) when no
+        answer came."""
+        headers = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
+                   "X-Prometheus-Remote-Write-Version": "0.1.0", "User-Agent": self._user_agent}
+        headers.update(self._authorization())
+        try:
+            connection = self._connect()
+            connection.request("POST", self._path, body=body, headers=headers)
+            response = connection.getresponse()
+            text = response.read(4096).decode("utf-8", "replace")
+            if response.will_close or not response.isclosed():
+                self._close()
+            return response.status, (text.strip().splitlines() or [""])[0][:300], _retry_after(response)
+        except (OSError, http.client.HTTPException) as error:
+            self._close()
+            return None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, None
+
+    def _authorization(self) -> dict[str, str]:
+        options = self.options
+        if options.bearer_token_file:
+            try:   # re-read each time: a mounted token is rotated under us
+                self._token = _read_secret(options.bearer_token_file, "--remote-write-bearer-token-file")
+            except RemoteWriteError as error:
+                self._log_once(f"token:{error}", logging.WARNING, "%s; using the token read before", error)
+            return {"Authorization": f"Bearer {self._token}"}
+        user = (options.username, self._password) if options.username else self._user_in_url
+        if user is None:
+            return {}
+        return {"Authorization": "Basic " + base64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()}
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self._connection is None:
+            timeout = self.options.timeout_s
+            if self._https:
+                self._connection = http.client.HTTPSConnection(self._host, self._port, timeout=timeout,
+                                                               context=self._tls)
+            else:
+                self._connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+        return self._connection
+
+    def _close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+    def _log_rejection(self, status: int, answer: str, batch: _Batch) -> None:
+        cause = re.sub(r"\d+", "N", answer)   # one cause whatever the timestamps and counts in it
+        first = batch.series[0]
+        self._log_once(f"{status}:{cause}", logging.ERROR,
+                       "remote write to %s: HTTP %d: %s; dropped %d samples of %d series (the first: %s); other "
+                       "batches are still sent, and further refusals of this kind are counted, not logged",
+                       self.url, status, answer, batch.samples, len(batch.series), _series_text(first.labels))
+
+    def _log_once(self, cause: str, level: int, message: str, *args: object) -> None:
+        if cause in self._causes_logged or len(self._causes_logged) > 100:
+            return
+        self._causes_logged.add(cause)
+        log.log(level, message, *args)
+
+
+def _retry_after(response: http.client.HTTPResponse) -> float | None:
+    """The seconds of a 429 or 503's Retry-After header (the delay form; a date is ignored), capped."""
+    if response.status not in (429, 503):
+        return None
+    value = (response.getheader("Retry-After") or "").strip()
+    if not value.isdigit():
+        return None
+    return min(float(value), MAX_RETRY_AFTER_S)
+
+
+def _series_text(encoded: bytes) -> str:
+    """name{label="value",...} of a series' encoded labels (for a log line)."""
+
+    def field(data: bytes, at: int) -> tuple[bytes, int]:   # a length-delimited field at ``at``: (payload, end)
+        size = shift = 0
+        at += 1   # the tag
+        while True:
+            byte = data[at]
+            at += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return data[at:at + size], at + size
+
+    pairs: list[tuple[str, str]] = []
+    at = 0
+    while at < len(encoded):
+        label, at = field(encoded, at)
+        name, after = field(label, 0)
+        value, _ = field(label, after)
+        pairs.append((name.decode(), value.decode()))
+    name = dict(pairs).get("__name__", "")
+    return f"{name}{{{label_text([p for p in pairs if p[0] != '__name__'])}}}"
+
+
+# ---- self-metrics ----------------------------------------------------------------------------
+
+_HEADERS = {
+    "samples_sent_total": ("counter", "Samples the remote-write receiver accepted."),
+    "samples_dropped_total": ("counter", "Samples never delivered, by reason: rejected (the receiver refused "
+                              "the request with a 4xx), overwritten (a ring dropped them before they were read)."),
+    "samples_retried_total": ("counter", "Samples sent again after a 5xx, a 429 or no answer."),
+    "requests_failed_total": ("counter", "Remote-write requests that failed, by HTTP status (network: no answer)."),
+    "queue_samples": ("gauge", "Samples read from the rings and not yet delivered."),
+    "lag_seconds": ("gauge", "Seconds from the newest sample the receiver accepted to now."),
+}
+
+
+def render_remote_write_metrics(writers: Sequence[RemoteWriter], openmetrics: bool, now_s: float | None = None
+                                ) -> str:
+    """The dcgm_collector_remote_write_* families of these senders (text format or OpenMetrics)."""
+    if not writers:
+        return ""
+    now_s = time.time() if now_s is None else now_s
+    parts: list[str] = []
+
+    def family(short: str, rows: list[tuple[list[tuple[str, str]], object]]) -> None:
+        kind, help_text = _HEADERS[short]
+        name = f"dcgm_collector_remote_write_{short}"
+        parts.append(Header.of(name, help_text, kind, kind).get(openmetrics))
+        parts.extend(f"{name}{{{label_text(labels)}}} {value}\n" for labels, value in rows)
+
+    family("samples_sent_total", [([("url", w.url)], w.sent) for w in writers])
+    family("samples_dropped_total", [([("url", w.url), ("reason", reason)], n) for w in writers
+                                     for reason, n in (("rejected", w.dropped["rejected"]), ("overwritten", w.lost))])
+    family("samples_retried_total", [([("url", w.url)], w.retried) for w in writers])
+    failed = [([("url", w.url), ("code", code)], n) for w in writers for code, n in sorted(w.failed.items())]
+    if failed:
+        family("requests_failed_total", failed)
+    family("queue_samples", [([("url", w.url)], w.queued) for w in writers])
+    lags = [([("url", w.url)], f"{lag:f}") for w in writers if (lag := w.lag_s(now_s)) is not None]
+    if lags:
+        family("lag_seconds", lags)
+    return "".join(parts)

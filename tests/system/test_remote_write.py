@@ -1,0 +1,364 @@
+"""Remote write: every sample the rings hold reaches a receiver once, under its /metrics name.
+
+The collector runs as a process on the simulator, sampling every 100 ms, and
+pushes to a real Prometheus (Debian's, with its remote-write receiver on) and
+to a stand-in receiver on loopback (tests/remote_write_standin.py) that
+records each request and answers what a test wants: 400s, 503s, nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+from remote_write_standin import StandIn, write_request_module
+from support import (
+    COLLECTOR,
+    PROMETHEUS,
+    free_port,
+    get_json,
+    http_get,
+    last_line,
+    launch,
+    log_messages,
+    samples,
+    start_prometheus,
+    stop_process,
+    wait_for,
+    wait_until,
+)
+
+pytestmark = pytest.mark.slow
+needs_prometheus = pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package "
+                                                                 "'prometheus')")
+
+# two GPUs; three XID 13 on GPU 0 two seconds in
+SCENARIO = """seed = 5
+[[gpu]]
+model = "H100"
+count = 2
+workload = "training"
+
+[[event]]
+at = 2.0
+gpu = 0
+kind = "xid"
+xid = 13
+count = 3
+interval = 0.1
+"""
+POWER = "DCGM_FI_DEV_POWER_USAGE"
+
+
+@pytest.fixture(scope="module")
+def messages(tmp_path_factory):
+    return write_request_module(tmp_path_factory.mktemp("proto"))
+
+
+@pytest.fixture
+def standin(messages):
+    receiver = StandIn(messages).start()
+    yield receiver
+    receiver.stop()
+
+
+class Collector:
+    """The collector process, sampling every 100 ms, with its log in a file."""
+
+    def __init__(self, work: Path, *flags: str) -> None:
+        scenario = work / "scenario.toml"
+        scenario.write_text(SCENARIO)
+        self.port = free_port()
+        self.log_path = work / "collector.log"
+        self.log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in end()
+        self.proc = launch(COLLECTOR, "--sim", str(scenario), "-a", f"127.0.0.1:{self.port}", "-c", "100",
+                           "--watch-interval", "100", *flags, cwd=work, stdout=self.log_file,
+                           stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{self.port}"
+        wait_until("collector /health", lambda: http_get(f"{self.url}/health")[0] == 200, self.proc, 30)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def metrics(self, openmetrics: bool = False) -> str:
+        request = urllib.request.Request(f"{self.url}/metrics", headers={
+            "Accept": "application/openmetrics-text; version=1.0.0" if openmetrics else "text/plain"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.read().decode()
+
+    def self_metric(self, name: str, **labels: str) -> float | None:
+        """The sum of the series of one dcgm_collector_remote_write_* family whose labels include ``labels``."""
+        found = [value for metric, have, value in samples(self.metrics())
+                 if metric == f"dcgm_collector_remote_write_{name}" and labels.items() <= have.items()]
+        return sum(found) if found else None
+
+    def end(self, signum: int = signal.SIGTERM) -> int | None:
+        code = stop_process(self.proc, signum)
+        self.log_file.close()
+        return code
+
+
+def served_labels(collector: Collector, name: str) -> list[dict[str, str]]:
+    return [labels for metric, labels, _ in samples(collector.metrics()) if metric == name]
+
+
+def prometheus_samples(prometheus_url: str, selector: str, at: float) -> dict[tuple, list[tuple[int, float]]]:
+    """The raw samples Prometheus stores for a selector over the hour before ``at``: {labels: [(ts ms, value)]}."""
+    answer = get_json(f"{prometheus_url}/api/v1/query?" + urllib.parse.urlencode(
+        {"query": f"{selector}[1h]", "time": f"{at:.3f}"}))
+    assert answer["status"] == "success", answer
+    return {tuple(sorted(series["metric"].items())): [(round(float(t) * 1000), float(v)) for t, v in series["values"]]
+            for series in answer["data"]["result"]}
+
+
+def standin_samples(standin: StandIn, name: str) -> dict[tuple, list[tuple[int, float]]]:
+    return {tuple(sorted(labels)): values for labels, values in standin.accepted().items()
+            if dict(labels)["__name__"] == name}
+
+
+def in_window(series: dict[tuple, list], low_ms: int, high_ms: int) -> dict[tuple, list]:
+    return {labels: [s for s in values if low_ms <= s[0] <= high_ms] for labels, values in series.items()}
+
+
+@pytest.fixture
+def prometheus(tmp_path):
+    """Prometheus with its remote-write receiver on, restartable on the same data folder."""
+    config = tmp_path / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 15s\n")
+    port = free_port()
+    logs = []
+
+    class Server:
+        url = f"http://127.0.0.1:{port}"
+        write_url = f"{url}/api/v1/write"
+        proc: subprocess.Popen | None = None
+
+        def start(self) -> None:
+            log = open(tmp_path / f"prometheus-{len(logs)}.log", "wb")  # noqa: SIM115 - closed below
+            logs.append(log)
+            self.proc = start_prometheus(config, tmp_path, port, log, "--web.enable-remote-write-receiver")
+            wait_until("prometheus ready", lambda: http_get(f"{self.url}/-/ready")[0] == 200, self.proc, 30)
+
+        def stop(self) -> None:
+            if self.proc is not None:
+                stop_process(self.proc)
+
+    server = Server()
+    server.start()
+    yield server
+    server.stop()
+    for log in logs:
+        log.close()
+
+
+def newest(series: dict) -> int:
+    """The time of the newest sample that every series has reached (0 when there is none)."""
+    return min((max(t for t, _ in v) for v in series.values() if v), default=0)
+
+
+def assert_one_sample_per_tick(labels: tuple, times: list[int]) -> None:
+    """In time order, no repeats, no gaps: DCGM samples every 100 ms (its first samples may come closer, its
+    clock drifts a few ms), so a step of 200 ms is a missing sample."""
+    steps = [b - a for a, b in zip(times, times[1:])]
+    assert steps and all(0 < step < 180 for step in steps), f"{labels}: steps {sorted(set(steps))}"
+
+
+def caught_up(collector: Collector, url: str) -> bool:
+    """Whether the sender to ``url`` holds nothing and its newest delivered sample is fresh."""
+    lag = collector.self_metric("lag_seconds", url=url)
+    return collector.self_metric("queue_samples", url=url) == 0 and lag is not None and lag < 1.5
+
+
+@needs_prometheus
+def test_prometheus_stores_every_sample_once_under_the_metrics_names(tmp_path, prometheus, standin):
+    collector = Collector(tmp_path, "--remote-write-url", prometheus.write_url, "--remote-write-url", standin.url,
+                          "--remote-write-label", "cluster=test")
+    try:
+        scraped = []   # (time, value) that /metrics served for GPU 0's power
+        for _ in range(16):
+            time.sleep(0.5)
+            [value] = [v for name, labels, v in samples(collector.metrics()) if name == POWER and labels["gpu"] == "0"]
+            scraped.append((time.time(), value))
+        end_ms = round(scraped[-1][0] * 1000) + 500
+        wait_for(lambda: newest(prometheus_samples(prometheus.url, POWER, time.time())) >= end_ms
+                 and newest(standin_samples(standin, POWER)) >= end_ms,
+                 timeout=15, what="both receivers past the last scrape", log=collector.log)
+        now = time.time()
+        stored = prometheus_samples(prometheus.url, POWER, now)
+        received = standin_samples(standin, POWER)
+        # the series are /metrics' series, with the extra label
+        expected_labels = sorted(tuple(sorted({**labels, "__name__": POWER, "cluster": "test"}.items()))
+                                 for labels in served_labels(collector, POWER))
+        assert sorted(stored) == expected_labels
+        assert sorted(received) == expected_labels
+        for labels, values in stored.items():
+            times = [t for t, _ in values]
+            assert times == sorted(set(times)), f"{labels}: duplicate or unordered samples"
+            assert_one_sample_per_tick(labels, times)
+            assert len(values) >= 70   # about 8 s at 10 Hz
+        # the same samples as the other receiver got, over the same time
+        high = min(max(t for t, _ in v) for v in stored.values())
+        low = max(min(t for t, _ in v) for v in received.values())
+        assert in_window(stored, low, high) == in_window(received, low, high)
+        # what /metrics served was a sample of the series at the time
+        gpu0 = next(v for labels, v in stored.items() if ("gpu", "0") in labels)
+        for at, value in scraped:
+            recent = [v for t, v in gpu0 if at * 1000 - 3000 <= t <= at * 1000 + 500]   # DCGM stamps it
+            assert value in recent, (at, value, recent)
+        # the XID events, as samples of the XID series at their own times
+        xid = prometheus_samples(prometheus.url, "DCGM_FI_DEV_XID_ERRORS", now)
+        [(labels, values)] = xid.items()
+        assert dict(labels)["gpu"] == "0" and dict(labels)["cluster"] == "test"
+        assert [v for _, v in values] == [13.0, 13.0, 13.0]
+        assert collector.self_metric("samples_dropped_total") == 0, collector.metrics() + collector.log()
+        # the headers a receiver expects
+        headers = standin.requests[0].headers
+        assert headers["Content-Encoding"] == "snappy"
+        assert headers["Content-Type"] == "application/x-protobuf"
+        assert headers["X-Prometheus-Remote-Write-Version"] == "0.1.0"
+        assert headers["User-Agent"].startswith("dcgm-collector/")
+        assert f"remote write to {prometheus.write_url}: every sample" in collector.log()
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+@needs_prometheus
+def test_a_receiver_restart_leaves_no_gap(tmp_path, prometheus, standin):
+    collector = Collector(tmp_path, "--remote-write-url", prometheus.write_url, "--remote-write-url", standin.url)
+    try:
+        wait_for(lambda: caught_up(collector, prometheus.write_url), timeout=15, what="first samples stored",
+                 log=collector.log)
+        before_ms = round(time.time() * 1000)
+        prometheus.stop()
+        time.sleep(4)
+        failed = collector.self_metric("requests_failed_total", url=prometheus.write_url)
+        assert failed and failed > 0   # the sender noticed...
+        assert served_labels(collector, POWER)   # ...while /metrics carried on
+        prometheus.start()
+        restarted_ms = round(time.time() * 1000)
+        wait_for(lambda: newest(prometheus_samples(prometheus.url, POWER, time.time())) > restarted_ms + 1000
+                 and newest(standin_samples(standin, POWER)) > restarted_ms + 1000,
+                 timeout=30, what="samples from after the restart in both receivers", log=collector.log)
+        stored = prometheus_samples(prometheus.url, POWER, time.time())
+        received = standin_samples(standin, POWER)
+        low, high = before_ms - 1000, min(newest(stored), newest(received))
+        outage = in_window(stored, low, high)
+        assert outage == in_window(received, low, high)
+        for labels, values in outage.items():
+            times = [t for t, _ in values]
+            assert_one_sample_per_tick(labels, times)
+            assert times[0] < before_ms and times[-1] > restarted_ms   # across the whole outage
+        assert collector.self_metric("samples_dropped_total") == 0
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+def test_a_reload_sends_no_sample_twice_and_skips_none(tmp_path, standin):
+    collector = Collector(tmp_path, "--remote-write-url", standin.url, "--remote-write-flush-interval", "0.5")
+    try:
+        wait_for(lambda: standin_samples(standin, POWER), timeout=15, what="first samples", log=collector.log)
+        reload_ms = round(time.time() * 1000)
+        collector.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded" in collector.log(), timeout=15, what="the reload", log=collector.log)
+        wait_for(lambda: all(v[-1][0] > reload_ms + 3000 for v in standin_samples(standin, POWER).values()),
+                 timeout=15, what="samples well after the reload", log=collector.log)
+        for labels, values in standin_samples(standin, POWER).items():
+            times = [t for t, _ in values]
+            assert times[0] < reload_ms < times[-1]
+            assert times == sorted(set(times)), f"{labels}: a sample sent twice"
+            assert_one_sample_per_tick(labels, times)
+        assert collector.self_metric("samples_dropped_total") == 0
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+def test_a_refused_batch_is_dropped_and_logged_once_and_5xx_is_retried(tmp_path, standin):
+    answers = {2: (400, "out of order sample for series 12345"), 3: (400, "out of order sample for series 678"),
+               5: (503, "busy"), 6: (503, "busy")}
+    standin.answer = lambda n: answers.get(n, (204, ""))
+    collector = Collector(tmp_path, "--remote-write-url", standin.url, "--remote-write-flush-interval", "0.5")
+    try:
+        wait_for(lambda: len(standin.requests) >= 10, timeout=30, what="ten requests", log=collector.log)
+        requests = list(standin.requests)
+        url = standin.url
+        assert collector.self_metric("requests_failed_total", url=url, code="400") == 2
+        assert collector.self_metric("requests_failed_total", url=url, code="503") == 2
+        assert collector.self_metric("samples_dropped_total", url=url, reason="rejected") == \
+            requests[1].samples + requests[2].samples
+        assert collector.self_metric("samples_retried_total", url=url) == requests[4].samples * 2
+        assert requests[4].series == requests[5].series == requests[6].series   # the same batch, sent again
+        refused = [m for level, m in log_messages(collector.log()) if "HTTP 400" in m]
+        assert len(refused) == 1, refused
+        assert "out of order sample" in refused[0] and "DCGM_FI_" in refused[0]   # names a series
+        # nothing sent twice once accepted, and the batches after the refused ones went on
+        for labels, values in standin.accepted().items():
+            times = [t for t, _ in values]
+            assert times == sorted(set(times)), labels
+        assert requests[3].status == 204 and requests[3].samples > 0
+        # the self-metrics parse in both formats
+        for parse, openmetrics in ((parse_text, False), (parse_openmetrics, True)):
+            families = {f.name: f for f in parse(collector.metrics(openmetrics))}
+            sent = families["dcgm_collector_remote_write_samples_sent"]
+            assert sent.type == "counter"
+            assert [s.name for s in sent.samples] == ["dcgm_collector_remote_write_samples_sent_total"]
+            assert families["dcgm_collector_remote_write_queue_samples"].type == "gauge"
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+def test_an_unanswering_receiver_holds_up_neither_scrapes_nor_sampling_nor_sigterm(tmp_path):
+    with socket.socket() as silent:   # accepts connections (the kernel does) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        refused = free_port()         # nothing listens here
+        collector = Collector(tmp_path, "--remote-write-url", f"http://127.0.0.1:{port}/api/v1/write",
+                              "--remote-write-url", f"http://127.0.0.1:{refused}/api/v1/write")
+        try:
+            first = dict((name, v) for name, labels, v in samples(collector.metrics()))["dcgm_collector_samples_total"]
+            wait_for(lambda: (collector.self_metric("requests_failed_total",
+                                                    url=f"http://127.0.0.1:{refused}/api/v1/write") or 0) >= 2,
+                     timeout=15, what="refused connections counted", log=collector.log)
+            wait_for(lambda: dict((name, v) for name, labels, v in samples(collector.metrics()))[
+                "dcgm_collector_samples_total"] > first + 100, timeout=15, what="sampling going on",
+                log=collector.log)
+            assert collector.self_metric("queue_samples", url=f"http://127.0.0.1:{port}/api/v1/write") > 0
+            started = time.monotonic()
+            collector.proc.send_signal(signal.SIGTERM)   # with a request in flight to the silent one
+            code = collector.proc.wait(30)
+            seconds = time.monotonic() - started
+            print(f"\nSIGTERM -> exit with a receiver that never answers: {seconds:.2f} s")
+            assert code == 0, collector.log()
+            assert seconds < 2.0, collector.log()
+            assert "Traceback" not in collector.log()
+        finally:
+            collector.end(signal.SIGKILL)
+
+
+@pytest.mark.parametrize("flags, code, message", [
+    (["--remote-write-url", "udp://x/w"], 2, "argument --remote-write-url: 'udp://x/w': the URL must start with "
+                                             "http:// or https://"),
+    (["--remote-write-url", "http://x/w", "--remote-write-label", "a-b=1"], 2,
+     "argument --remote-write-label: 'a-b=1': 'a-b' is not a label name"),
+    (["--remote-write-url", "http://x/w", "--remote-write-bearer-token-file", "/nonexistent/token"], 1,
+     "--remote-write-bearer-token-file /nonexistent/token: cannot read it: No such file or directory"),
+    (["--remote-write-url", "https://x/w", "--remote-write-ca-file", "/nonexistent/ca.pem"], 1,
+     "--remote-write-ca-file /nonexistent/ca.pem: No such file or directory"),
+])
+def test_bad_remote_write_flags_are_one_line_errors(tmp_path, flags, code, message):
+    proc = launch(COLLECTOR, "--sim", "1", "-a", f"127.0.0.1:{free_port()}", *flags, cwd=tmp_path,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert re.fullmatch(r"dcgm-collector: error: .*", last_line(err)), err
+    assert message in last_line(err)
+    assert "Traceback" not in err
