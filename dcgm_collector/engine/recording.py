@@ -1,0 +1,413 @@
+"""A flight recording played back by the simulated engine.
+
+A flight recording (the Parquet file ``dcgm_collector.model.RECORDING_COLUMNS``
+describes, plus its ``<file>.json`` sidecar) becomes a scenario the engine
+already understands: one ``[[gpu]]`` per recorded GPU, of the recorded model,
+replaying a CSV trace of its recorded fields by DCGM field id on their
+timestamps (the node's time 0 is the recording's first sample, and the last
+readings hold after its end), the XID rows as ``xid`` events at their own
+times, and a GPU whose readings all go blank as a ``lost`` event.  What the
+recording lacks comes from the model.  pyarrow is imported only here, when a
+recording is replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX, EntityType
+
+__all__ = ["RecordingScenario", "is_recording", "write_scenario"]
+
+PARQUET_MAGIC = b"PAR1"
+XID_FIELD = 230
+STATUSES = ("OK", "BLANK", "NOT_SUPPORTED")
+MAX_GPUS = 32                   # the simulator's node
+MAX_SWITCHES, MAX_CPUS, MAX_MIG_INSTANCES = 12, 8, 7
+MAX_TRACE_FIELDS = 1023         # replay.c's columns, less the time
+MAX_EVENTS = 4096               # scenario.c's [[event]] tables
+# the sim's model for a recorded name, by the chip in it ("NVIDIA H100 80GB HBM3" -> H100)
+MODEL_CHIPS = (("H200", "H200"), ("H100", "H100"), ("H800", "H100"), ("A100", "A100"), ("A800", "A100"),
+               ("L4", "L4"), ("T4", "T4"))
+DEFAULT_MODEL = "H100"
+MIG_MODELS = frozenset({"H100", "H200", "A100"})
+# entity groups whose rows name the GPU they belong to
+GPU_GROUPS = frozenset({"GPU", "GPU_I", "GPU_CI", "VGPU"})
+
+
+@dataclass(frozen=True)
+class RecordingScenario:
+    """The scenario written for a recording, and what the replay could not keep (one line each)."""
+
+    path: Path
+    warnings: tuple[str, ...]
+
+
+def is_recording(spec: str) -> bool:
+    """Whether a --sim spec names a flight recording: a ``.parquet`` name, or a file that starts as Parquet does."""
+    if spec.lower().endswith(".parquet"):
+        return True
+    try:
+        with open(spec, "rb") as f:
+            return f.read(4) == PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+@dataclass
+class _Gpu:
+    index: int
+    model: str = DEFAULT_MODEL
+    recorded_model: str | None = None
+    mig_instances: int = 0
+    trace: str | None = None        # file name of its trace in the scenario's folder
+    lost_at_s: float | None = None
+
+
+def write_scenario(path: str | Path, folder: Path) -> RecordingScenario:
+    """Write a scenario replaying the recording at ``path`` into ``folder``; ValueError ``path: problem`` if bad."""
+    path = Path(path)
+    warnings: list[str] = []
+    sidecar = _read_sidecar(path, warnings)
+    rows = _read_rows(path)
+    t0_us = int(rows["time"].min())
+    gpus = _gpus(path, rows, sidecar, warnings)
+    for gpu in gpus.values():
+        gpu.trace = _write_trace(rows, gpu.index, t0_us, folder)
+        if gpu.trace is None and gpu.index in _row_gpus(rows):
+            warnings.append(f"{path}: GPU {gpu.index} has no readings recorded: its values come from the model "
+                            "(idle)")
+    _find_lost_gpus(path, rows, sidecar, gpus, t0_us, warnings)
+    events = _xid_events(rows, t0_us, gpus)
+    if len(events) + sum(g.lost_at_s is not None for g in gpus.values()) > MAX_EVENTS:
+        warnings.append(f"{path}: {len(events)} XID events: only the first {MAX_EVENTS // 2} are replayed")
+        events = events[:MAX_EVENTS // 2]
+    groups = set(rows["entity_group"].tolist())
+    switches = _count_entities(rows, "SWITCH", MAX_SWITCHES)
+    cpus = _count_entities(rows, "CPU", MAX_CPUS)
+    skipped = sorted(groups - {"GPU"})
+    if skipped:
+        warnings.append(f"{path}: the readings of {', '.join(skipped)} entities are not replayed: they come from "
+                        "the model")
+    scenario = folder / "scenario.toml"
+    scenario.write_text(_scenario_text(path, gpus, events, switches, cpus), encoding="utf-8")
+    return RecordingScenario(scenario, tuple(warnings))
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+def _read_sidecar(path: Path, warnings: list[str]) -> dict[str, Any] | None:
+    sidecar = path.with_name(path.name + RECORDING_SIDECAR_SUFFIX)
+    try:
+        text = sidecar.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        warnings.append(f"{path}: no sidecar {sidecar.name}: the GPUs are the recorded rows' and their model "
+                        f"is taken to be the {DEFAULT_MODEL}")
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{sidecar}: cannot read the recording's sidecar: {_why(error)}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{sidecar}:{error.lineno}: not JSON: {error.msg} (column {error.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{sidecar}: not a JSON object")
+    version = data.get("format_version")
+    if version != RECORDING_FORMAT_VERSION:
+        raise ValueError(f"{sidecar}: format_version {json.dumps(version)} is not one this version reads "
+                         f"({RECORDING_FORMAT_VERSION})")
+    listed = data.get("gpus", [])
+    if not isinstance(listed, list) or not all(isinstance(g, dict) for g in listed):
+        raise ValueError(f"{sidecar}: 'gpus' must be a list of objects")
+    for i, entry in enumerate(listed):
+        gpu = entry.get("gpu")
+        if not _is_int(gpu) or not 0 <= gpu < MAX_GPUS:
+            raise ValueError(f"{sidecar}: gpus[{i}].gpu must be a GPU index 0 to {MAX_GPUS - 1}, "
+                             f"not {json.dumps(gpu)}")
+        if not isinstance(entry.get("model", ""), str):
+            raise ValueError(f"{sidecar}: gpus[{i}].model must be a string")
+    trigger = data.get("trigger")
+    if trigger is not None:
+        if not isinstance(trigger, dict):
+            raise ValueError(f"{sidecar}: 'trigger' must be an object")
+        if "time" in trigger:
+            trigger["time_us"] = _iso_us(sidecar, trigger["time"])
+        if not isinstance(trigger.get("gpus", []), list) or not all(_is_int(g) for g in trigger.get("gpus", [])):
+            raise ValueError(f"{sidecar}: trigger.gpus must be a list of GPU indexes")
+    return data
+
+
+def _iso_us(sidecar: Path, text: object) -> int:
+    try:
+        when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{sidecar}: trigger.time {json.dumps(text)} is not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return round(when.timestamp() * 1e6)
+
+
+def _read_rows(path: Path) -> dict[str, np.ndarray]:
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ValueError(f"{path}: replaying a flight recording needs pyarrow: "
+                         "pip install 'dcgm-collector[recorder]'") from None
+    try:
+        schema = pq.read_schema(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: cannot read recording: no such file") from None
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read recording: {_why(error)}") from None
+    except (pa.ArrowException, ValueError) as error:
+        raise ValueError(f"{path}: not a Parquet file ({_first_line(error)})") from None
+    for name, kind in RECORDING_COLUMNS:
+        if name not in schema.names:
+            raise ValueError(f"{path}: no column '{name}' (a flight recording has "
+                             f"{', '.join(n for n, _ in RECORDING_COLUMNS)})")
+        have = schema.field(name).type
+        if not _type_fits(pa, have, kind):
+            raise ValueError(f"{path}: column '{name}' is {have}, not {kind}")
+    try:
+        table = pq.read_table(path, columns=[name for name, _ in RECORDING_COLUMNS])
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise ValueError(f"{path}: cannot read recording: {_first_line(error)}") from None
+    if table.num_rows == 0:
+        raise ValueError(f"{path}: the recording has no rows")
+    for name in ("time", "entity_group", "entity_id", "field_id", "status"):
+        _no_nulls(path, pc, table[name], name)
+    rows = {
+        "time": table["time"].cast(pa.timestamp("us", tz="UTC"), safe=False).cast(pa.int64()).to_numpy(),
+        "entity_group": _strings(pa, table["entity_group"]),
+        "entity_id": table["entity_id"].cast(pa.int64()).to_numpy(),
+        "gpu": table["gpu"].cast(pa.float64()).to_numpy(zero_copy_only=False),   # NaN: no GPU
+        "field_id": table["field_id"].cast(pa.int64()).to_numpy(),
+        "value": table["value"].cast(pa.float64()).to_numpy(zero_copy_only=False),
+        "status": _strings(pa, table["status"]),
+    }
+    _check_rows(path, rows)
+    return rows
+
+
+def _type_fits(pa: Any, have: Any, kind: str) -> bool:
+    if have.__class__.__name__ == "DictionaryType":
+        have = have.value_type
+    if kind.startswith("timestamp"):
+        return pa.types.is_timestamp(have)
+    if kind == "string":
+        return pa.types.is_string(have) or pa.types.is_large_string(have)
+    if kind == "double":
+        return pa.types.is_floating(have) or pa.types.is_integer(have) or pa.types.is_null(have)
+    return pa.types.is_integer(have) or (kind == "int64" and pa.types.is_null(have))
+
+
+def _strings(pa: Any, column: Any) -> np.ndarray:
+    if column.type.__class__.__name__ == "DictionaryType":
+        column = column.cast(column.type.value_type)
+    return np.asarray(column.cast(pa.string()).to_pylist(), dtype=object)
+
+
+def _no_nulls(path: Path, pc: Any, column: Any, name: str) -> None:
+    if column.null_count:
+        row = int(pc.index(pc.is_null(column), True).as_py())
+        raise ValueError(f"{path}: row {row + 1}: no {name}")
+
+
+def _check_rows(path: Path, rows: dict[str, np.ndarray]) -> None:
+    known = {e.name for e in EntityType}
+    bad_group = ~np.isin(rows["entity_group"], list(known))
+    if bad_group.any():
+        row = int(np.argmax(bad_group))
+        raise ValueError(f"{path}: row {row + 1}: entity_group {rows['entity_group'][row]!r} is not a DCGM entity "
+                         f"group ({', '.join(e.name for e in EntityType)})")
+    bad_status = ~np.isin(rows["status"], STATUSES)
+    if bad_status.any():
+        row = int(np.argmax(bad_status))
+        raise ValueError(f"{path}: row {row + 1}: status {rows['status'][row]!r} is not {', '.join(STATUSES)}")
+    ok = rows["status"] == "OK"
+    no_value = ok & np.isnan(rows["value"])
+    if no_value.any():
+        row = int(np.argmax(no_value))
+        raise ValueError(f"{path}: row {row + 1}: status OK without a value")
+    gpu = rows["gpu"]
+    needs_gpu = np.isin(rows["entity_group"], list(GPU_GROUPS)) & np.isnan(gpu)
+    if needs_gpu.any():
+        row = int(np.argmax(needs_gpu))
+        raise ValueError(f"{path}: row {row + 1}: no gpu for a {rows['entity_group'][row]} entity")
+    out_of_range = ~np.isnan(gpu) & ((gpu < 0) | (gpu >= MAX_GPUS))
+    if out_of_range.any():
+        row = int(np.argmax(out_of_range))
+        raise ValueError(f"{path}: row {row + 1}: gpu {gpu[row]:.0f}: the simulated node has GPUs 0 to "
+                         f"{MAX_GPUS - 1}")
+
+
+# ---- building the node -------------------------------------------------------------------------
+
+def _row_gpus(rows: dict[str, np.ndarray]) -> set[int]:
+    gpu = rows["gpu"]
+    return {int(g) for g in np.unique(gpu[~np.isnan(gpu)])}
+
+
+def sim_model(name: str) -> str | None:
+    """The simulator's model key for a recorded model name, or None when it simulates none of that chip."""
+    upper = name.upper()
+    for chip, key in MODEL_CHIPS:
+        if re.search(rf"(?<![A-Z0-9]){chip}(?![A-Z0-9])", upper):
+            return key
+    return None
+
+
+def _gpus(path: Path, rows: dict[str, np.ndarray], sidecar: dict[str, Any] | None,
+          warnings: list[str]) -> dict[int, _Gpu]:
+    listed = {int(entry["gpu"]): entry for entry in (sidecar or {}).get("gpus", [])}
+    indexes = sorted(_row_gpus(rows) | set(listed))
+    if not indexes:
+        raise ValueError(f"{path}: no GPU in the recording (no row names a gpu, nor does the sidecar)")
+    gpus = {i: _Gpu(i) for i in range(indexes[-1] + 1)}
+    missing = [i for i in gpus if i not in indexes]
+    if missing:
+        warnings.append(f"{path}: GPU {', '.join(map(str, missing))} not recorded: simulated idle, so that the "
+                        "recorded GPUs keep their numbers")
+    unknown: dict[str, list[int]] = {}
+    for index, entry in listed.items():
+        recorded = entry.get("model") or ""
+        key = sim_model(recorded)
+        if key is None:
+            unknown.setdefault(recorded, []).append(index)
+        else:
+            gpus[index].model = key
+    for recorded, which in unknown.items():
+        warnings.append(f"{path}: GPU {', '.join(map(str, which))}: model {recorded!r} is not simulated: replayed "
+                        f"as an {DEFAULT_MODEL} (its recorded readings are replayed, the rest follow the "
+                        f"{DEFAULT_MODEL}'s model)")
+    for gpu in gpus.values():
+        if gpu.model in MIG_MODELS:
+            gpu.mig_instances = min(MAX_MIG_INSTANCES, _count_entities(rows, "GPU_I", MAX_GPUS * 8, gpu.index))
+    return gpus
+
+
+def _count_entities(rows: dict[str, np.ndarray], group: str, most: int, gpu: int | None = None) -> int:
+    mask = rows["entity_group"] == group
+    if gpu is not None:
+        mask &= rows["gpu"] == gpu
+    return min(most, len(np.unique(rows["entity_id"][mask])))
+
+
+def _gpu_readings(rows: dict[str, np.ndarray], gpu: int) -> np.ndarray:
+    """Which rows are readings (not XID events) of the GPU entity itself."""
+    return (rows["entity_group"] == "GPU") & (rows["gpu"] == gpu) & (rows["field_id"] != XID_FIELD)
+
+
+def _write_trace(rows: dict[str, np.ndarray], gpu: int, t0_us: int, folder: Path) -> str | None:
+    mask = _gpu_readings(rows, gpu) & (rows["status"] == "OK")
+    if not mask.any():
+        return None
+    order = np.argsort(rows["time"][mask], kind="stable")
+    t_ms = ((rows["time"][mask] - t0_us) // 1000)[order]   # one row per millisecond the GPU was read
+    fields = rows["field_id"][mask][order]
+    values = rows["value"][mask][order]
+    columns, column_of = np.unique(fields, return_inverse=True)
+    columns, keep = columns[:MAX_TRACE_FIELDS], column_of < MAX_TRACE_FIELDS
+    times, row_of = np.unique(t_ms[keep], return_inverse=True)
+    table = np.full((len(times) + (times[0] > 0), len(columns) + 1), np.nan)
+    first = int(times[0] > 0)       # the replay starts at its first row: make that the recording's start
+    table[0, 0] = 0.0
+    table[first:, 0] = times / 1000.0
+    table[row_of + first, column_of[keep] + 1] = values[keep]   # the later of two readings in one ms wins
+    name = f"gpu{gpu}.csv"
+    header = ",".join(["t", *map(str, columns.tolist())])
+    np.savetxt(folder / name, table, fmt=["%.3f"] + ["%.17g"] * len(columns), delimiter=",", header=header,
+               comments="")
+    return name
+
+
+def _find_lost_gpus(path: Path, rows: dict[str, np.ndarray], sidecar: dict[str, Any] | None,
+                    gpus: dict[int, _Gpu], t0_us: int, warnings: list[str]) -> None:
+    """A GPU falls off the bus where its readings go blank and stay blank to the end of the recording."""
+    for gpu in gpus.values():
+        readings = _gpu_readings(rows, gpu.index)
+        ok = readings & (rows["status"] == "OK")
+        last_ok = rows["time"][ok].max() if ok.any() else None
+        blank = readings & (rows["status"] == "BLANK")
+        if last_ok is not None:
+            # fields that read before and went blank for good; fields that are always blank do not count,
+            # and one field blank at the end is a gap, not a lost GPU: most of them must go
+            read = np.unique(rows["field_id"][ok])
+            blank &= np.isin(rows["field_id"], read) & (rows["time"] > last_ok)
+            if 2 * len(np.unique(rows["field_id"][blank])) < len(read):
+                continue
+        if blank.any():
+            gpu.lost_at_s = (int(rows["time"][blank].min()) - t0_us) / 1e6
+    trigger = (sidecar or {}).get("trigger") or {}
+    if trigger.get("kind") == "lost" and "time_us" in trigger:
+        for index in trigger.get("gpus", []):
+            gpu = gpus.get(index)
+            if gpu is None or gpu.lost_at_s is not None:
+                continue
+            readings = _gpu_readings(rows, index) & (rows["status"] == "OK")
+            if (rows["time"][readings] > trigger["time_us"]).any():
+                warnings.append(f"{path}: the trigger says GPU {index} was lost at {trigger['time']}, but it has "
+                                "readings after that: it is replayed as still there")
+                continue
+            gpu.lost_at_s = max(0.0, (trigger["time_us"] - t0_us) / 1e6)
+
+
+def _xid_events(rows: dict[str, np.ndarray], t0_us: int, gpus: dict[int, _Gpu]) -> list[tuple[int, int, list[int]]]:
+    """(microseconds after the start, XID, GPUs) per XID row, the same XID at the same time on several GPUs as one."""
+    xid = (rows["field_id"] == XID_FIELD) & (rows["status"] == "OK") & (rows["entity_group"] == "GPU")
+    events: dict[tuple[int, int], list[int]] = {}
+    for t, value, gpu in zip(rows["time"][xid], rows["value"][xid], rows["gpu"][xid]):
+        if value > 0 and math.isfinite(value):
+            events.setdefault((int(t) - t0_us, int(value)), []).append(int(gpu))
+    return sorted((t, value, sorted(set(which))) for (t, value), which in events.items())
+
+
+def _scenario_text(path: Path, gpus: dict[int, _Gpu], events: list[tuple[int, int, list[int]]],
+                   switches: int, cpus: int) -> str:
+    source = re.sub(r"[\x00-\x1f\x7f]", "?", str(path))
+    lines = [f"# the flight recording {source}, replayed", "seed = 42"]
+    if switches:
+        lines.append(f"nvswitches = {switches}")
+    if cpus:
+        lines.append(f"grace_cpus = {cpus}")
+    for gpu in gpus.values():
+        lines += ["", "[[gpu]]", f'model = "{gpu.model}"']
+        if gpu.trace is None:
+            lines.append('workload = "idle"')
+        else:
+            lines += ['workload = "replay"', f'trace = "{gpu.trace}"', "loop = false"]
+        if gpu.mig_instances:
+            lines.append(f"mig_instances = {gpu.mig_instances}")
+    for t_us, xid, which in events:
+        lines += ["", "[[event]]", f"at = {t_us / 1e6:.6f}", f"gpu = [{', '.join(map(str, which))}]",
+                  'kind = "xid"', f"xid = {xid}"]
+    for gpu in gpus.values():
+        if gpu.lost_at_s is not None:
+            # its XID, if one was recorded, is among the xid events
+            lines += ["", "[[event]]", f"at = {gpu.lost_at_s:.6f}", f"gpu = {gpu.index}", 'kind = "lost"', "xid = 0"]
+    return "\n".join(lines) + "\n"
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _why(error: BaseException) -> str:
+    return getattr(error, "strerror", None) or _first_line(error)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
