@@ -344,7 +344,7 @@ def _find_lost_gpus(path: Path, rows: dict[str, np.ndarray], sidecar: dict[str, 
             # and one field blank at the end is a gap, not a lost GPU: most of them must go
             read = np.unique(rows["field_id"][ok])
             blank &= np.isin(rows["field_id"], read) & (rows["time"] > last_ok)
-            if 2 * len(np.unique(rows["field_id"][blank])) < len(read):
+            if 2 * len(np.unique(rows["field_id"][blank])) <= len(read):
                 continue
         if blank.any():
             gpu.lost_at_s = (int(rows["time"][blank].min()) - t0_us) / 1e6
