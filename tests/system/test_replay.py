@@ -1,0 +1,101 @@
+"""A flight recording replayed through the real collector: ``--sim RECORDING.parquet``.
+
+The collector runs as a process on the simulated engine replaying a small
+recording, and /metrics serves the recorded readings as they change (a power
+step), the model's values for what was not recorded, a recorded XID with its
+code and count, and a GPU that fell off the bus dropping out.  An unreadable
+recording is one line naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from support import COLLECTOR, launch, samples, wait_for, write_recording
+from test_fault_scenarios import Collector, last_xids, temps, xid_counts
+from test_faults import _env
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("pyarrow")
+
+GPU_TEMP, POWER, XID = 150, 155, 230
+STEP_AT_S = 8.0          # GPU 0's power goes from 100 W to 500 W
+LOST_AT_S = 9.0          # GPU 1's readings go blank, after an XID 79
+END_S = 12.0
+COUNTERS = ("DCGM_FI_DEV_GPU_TEMP, gauge, temperature\n"
+            "DCGM_FI_DEV_POWER_USAGE, gauge, power\n"
+            "DCGM_FI_DEV_MEM_CLOCK, gauge, memory clock (not recorded)\n"
+            "DCGM_FI_DEV_XID_ERRORS, gauge, last XID\n"
+            "DCGM_EXP_XID_ERRORS_COUNT, gauge, XIDs in the window\n")
+
+
+def recording(folder: Path) -> Path:
+    rows = []
+    for i in range(round(END_S * 10)):
+        t = i / 10
+        rows += [(t, 0, POWER, 100.0 if t < STEP_AT_S else 500.0), (t, 0, GPU_TEMP, 47.0)]
+        lost = t >= LOST_AT_S
+        rows += [(t, 1, POWER, None if lost else 250.0), (t, 1, GPU_TEMP, None if lost else 52.0)]
+    rows += [(2.0, 0, XID, 48.0), (LOST_AT_S - 0.05, 1, XID, 79.0)]
+    gpus = [{"gpu": i, "model": "NVIDIA H200", "uuid": f"GPU-{i}", "pci_bus_id": f"00000000:1{i}:00.0"}
+            for i in (0, 1)]
+    return write_recording(folder / "fault.parquet", rows, {
+        "format_version": 1, "host": "node-7", "gpus": gpus, "counters": "default-counters.csv",
+        "trigger": {"kind": "xid", "time": "2027-01-15T08:00:09Z", "gpus": [1], "detail": "XID 79"}})
+
+
+def power(text: str) -> dict[str, float]:
+    return {labels["gpu"]: v for name, labels, v in samples(text) if name == "DCGM_FI_DEV_POWER_USAGE"}
+
+
+def test_a_recording_replays_through_the_collector(tmp_path):
+    recording(tmp_path)
+    collector = Collector(tmp_path, "--sim", "fault.parquet", "--window", "1", counters=COUNTERS)
+    try:
+        first = collector.metrics()
+        assert power(first) == {"0": 100.0, "1": 250.0}
+        assert temps(first) == {"0": 47.0, "1": 52.0}
+        # not recorded: the recorded model's own memory clock, under the recorded model's name
+        clocks = {(labels["gpu"], labels["modelName"]): v for name, labels, v in samples(first)
+                  if name == "DCGM_FI_DEV_MEM_CLOCK"}
+        assert clocks == {("0", "NVIDIA H200"): 3201.0, ("1", "NVIDIA H200"): 3201.0}
+
+        text = wait_for(lambda: (t := collector.metrics()) and 0 in last_xids(t) and t, timeout=30,
+                        what="the recorded XID 48", log=collector.log)
+        assert last_xids(text)[0][0] == "48" and last_xids(text)[0][2] == 48.0
+        assert xid_counts(text)[(0, 48)] == 1.0
+
+        text = wait_for(lambda: (t := collector.metrics()) and power(t).get("0") == 500.0 and t, timeout=30,
+                        what="the recorded power step", log=collector.log)
+        # GPU 1 fell off the bus: its XID 79, then its series stop while GPU 0 carries on
+        text = wait_for(lambda: (t := collector.metrics()) and 1 in last_xids(t) and t, timeout=30,
+                        what="the recorded XID 79", log=collector.log)
+        assert last_xids(text)[1][0] == "79"
+        text = wait_for(lambda: (t := collector.metrics()) and "1" not in temps(t) and t, timeout=30,
+                        what="GPU 1 lost", log=collector.log)
+        assert temps(text) == {"0": 47.0}
+        assert power(text) == {"0": 500.0}
+        wait_for(lambda: "GPU 1 is lost" in collector.log(), timeout=30, what="the lost GPU's log line",
+                 log=collector.log)
+    finally:
+        collector.end()
+
+
+def test_an_unreadable_recording_is_one_line_and_exit_1(tmp_path):
+    write_recording(tmp_path / "short.parquet", [(0.0, 0, POWER, 1.0, "FINE")])
+    (tmp_path / "notes.parquet").write_text("not a recording\n")
+    runs = {name: launch(COLLECTOR, "-a", "127.0.0.1:0", "--sim", name, cwd=tmp_path, env=_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for name in ("short.parquet", "notes.parquet", "gone.parquet")}
+    errors = {}
+    for name, proc in runs.items():
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, (name, err)
+        assert err.count("\n") == 1, err
+        errors[name] = err.strip()
+    assert errors["short.parquet"] == ("dcgm-collector: error: --sim short.parquet: row 1: status 'FINE' is not "
+                                       "OK, BLANK, NOT_SUPPORTED")
+    assert errors["notes.parquet"].startswith("dcgm-collector: error: --sim notes.parquet: not a Parquet file (")
+    assert errors["gone.parquet"] == "dcgm-collector: error: --sim gone.parquet: cannot read recording: no such file"
