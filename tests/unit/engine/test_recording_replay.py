@@ -233,3 +233,10 @@ def test_a_null_in_a_required_column_names_its_row(tmp_path):
                    path)
     with pytest.raises(ValueError, match=rf"^{tmp_path}/null\.parquet: row 5: no field_id$"):
         engine.replay_recording(str(path))
+
+
+def test_a_recording_of_hundreds_of_fields_replays_each_one(tmp_path):
+    fields = [f for f in range(100, 520) if f != XID]
+    recording = write_recording(tmp_path / "wide.parquet", [(0.0, 0, f, float(f)) for f in fields], sidecar(H200))
+    assert values_at(recording, (0, POWER, 1.0), (0, GPU_TEMP, 1.0), (0, 252, 1.0), (0, 310, 1.0), (0, 240, 1.0)) == [
+        155.0, 150, 252, 310, 240]
