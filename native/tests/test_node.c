@@ -892,6 +892,34 @@ static void test_parse_errors(void)
 
 /* ---- replay ----------------------------------------------------------------------- */
 
+/* A flight recording of every GPU field: 1024 columns load, the last one replays; one more is an error. */
+static void test_replay_wide(void)
+{
+    for (int columns = 1024; columns <= 1025; columns++) {
+        size_t len = 16 * (size_t)columns + 64, used = 0;
+        char *csv = malloc(len);
+        if (csv == NULL)
+            exit(2);
+        used += (size_t)snprintf(csv + used, len - used, "t");
+        for (int i = 1; i < columns - 1; i++)
+            used += (size_t)snprintf(csv + used, len - used, ",x%d", i);   /* no field: skipped */
+        used += (size_t)snprintf(csv + used, len - used, ",150\n0");
+        for (int i = 1; i < columns - 1; i++)
+            used += (size_t)snprintf(csv + used, len - used, ",1");
+        snprintf(csv + used, len - used, ",66\n");
+        write_file("wide.csv", csv);
+        free(csv);
+        const char *toml = "[[gpu]]\nmodel = \"H200\"\nworkload = \"replay\"\ntrace = \"wide.csv\"\n";
+        if (columns == 1024) {
+            sim_node *node = load_or_die(write_file("wide.toml", toml));
+            CHECK(sample_i(node, 0, 150, 1.0) == 66, "column 1024 replays: %lld", (long long)sample_i(node, 0, 150, 1.0));
+            sim_node_free(node);
+        } else {
+            expect_error("wide-too.toml", toml, 4, "wide.csv:1: more than 1024 columns", DCGM_ST_BADPARAM);
+        }
+    }
+}
+
 static void test_replay(void)
 {
     printf("workloads: a recorded trace replays on its timestamps\n");
@@ -950,6 +978,7 @@ static void test_replay(void)
     }
     expect_error("replay-missing.toml", "[[gpu]]\nworkload = \"replay\"\ntrace = \"nowhere.csv\"\n", 3,
                  "nowhere.csv: cannot open trace", DCGM_ST_BADPARAM);
+    test_replay_wide();
 }
 
 /* The examples shipped with the package must load. */
