@@ -39,6 +39,7 @@ MODEL_CHIPS = (("H200", "H200"), ("H100", "H100"), ("H800", "H100"), ("A100", "A
                ("L4", "L4"), ("T4", "T4"))
 DEFAULT_MODEL = "H100"
 MIG_MODELS = frozenset({"H100", "H200", "A100"})
+_IDENTITY = re.compile(r"[!#-\[\]-~]+")     # printable, no blank, quote or backslash: a TOML string as is
 # entity groups whose rows name the GPU they belong to
 GPU_GROUPS = frozenset({"GPU", "GPU_I", "GPU_CI", "VGPU"})
 
@@ -66,7 +67,8 @@ def is_recording(spec: str) -> bool:
 class _Gpu:
     index: int
     model: str = DEFAULT_MODEL
-    recorded_model: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
     mig_instances: int = 0
     trace: str | None = None        # file name of its trace in the scenario's folder
     lost_at_s: float | None = None
@@ -279,7 +281,14 @@ def _gpus(path: Path, rows: dict[str, np.ndarray], sidecar: dict[str, Any] | Non
         warnings.append(f"{path}: GPU {', '.join(map(str, missing))} not recorded: simulated idle, so that the "
                         "recorded GPUs keep their numbers")
     unknown: dict[str, list[int]] = {}
+    seen: set[str] = set()
     for index, entry in listed.items():
+        # the recorded identity, so that the replay's series carry the real GPU's labels
+        for key, room in (("uuid", 63), ("pci_bus_id", 31)):
+            text = entry.get(key)
+            if isinstance(text, str) and _IDENTITY.fullmatch(text) and len(text) <= room and text not in seen:
+                seen.add(text)
+                setattr(gpus[index], key, text)
         recorded = entry.get("model") or ""
         key = sim_model(recorded)
         if key is None:
@@ -382,6 +391,7 @@ def _scenario_text(path: Path, gpus: dict[int, _Gpu], events: list[tuple[int, in
         lines.append(f"grace_cpus = {cpus}")
     for gpu in gpus.values():
         lines += ["", "[[gpu]]", f'model = "{gpu.model}"']
+        lines += [f'{key} = "{getattr(gpu, key)}"' for key in ("uuid", "pci_bus_id") if getattr(gpu, key)]
         if gpu.trace is None:
             lines.append('workload = "idle"')
         else:

@@ -24,6 +24,8 @@ GPU_TEMP, POWER, XID = 150, 155, 230
 STEP_AT_S = 8.0          # GPU 0's power goes from 100 W to 500 W
 LOST_AT_S = 9.0          # GPU 1's readings go blank, after an XID 79
 END_S = 12.0
+RECORDED = {0: ("GPU-5c1e0a7b-0d2f-4e88-9a61-3b7c2d1e0f42", "00000000:C1:00.0"),
+            1: ("GPU-9f3b2a10-77c4-4d0e-8b2a-6e5d4c3b2a19", "00000000:C2:00.0")}
 COUNTERS = ("DCGM_FI_DEV_GPU_TEMP, gauge, temperature\n"
             "DCGM_FI_DEV_POWER_USAGE, gauge, power\n"
             "DCGM_FI_DEV_MEM_CLOCK, gauge, memory clock (not recorded)\n"
@@ -39,8 +41,7 @@ def recording(folder: Path) -> Path:
         lost = t >= LOST_AT_S
         rows += [(t, 1, POWER, None if lost else 250.0), (t, 1, GPU_TEMP, None if lost else 52.0)]
     rows += [(2.0, 0, XID, 48.0), (LOST_AT_S - 0.05, 1, XID, 79.0)]
-    gpus = [{"gpu": i, "model": "NVIDIA H200", "uuid": f"GPU-{i}", "pci_bus_id": f"00000000:1{i}:00.0"}
-            for i in (0, 1)]
+    gpus = [{"gpu": i, "model": "NVIDIA H200", "uuid": uuid, "pci_bus_id": bus} for i, (uuid, bus) in RECORDED.items()]
     return write_recording(folder / "fault.parquet", rows, {
         "format_version": 1, "host": "node-7", "gpus": gpus, "counters": "default-counters.csv",
         "trigger": {"kind": "xid", "time": "2027-01-15T08:00:09Z", "gpus": [1], "detail": "XID 79"}})
@@ -57,6 +58,10 @@ def test_a_recording_replays_through_the_collector(tmp_path):
         first = collector.metrics()
         assert power(first) == {"0": 100.0, "1": 250.0}
         assert temps(first) == {"0": 47.0, "1": 52.0}
+        # the series carry the recorded GPUs' identity, as the alerts name them
+        identity = {int(labels["gpu"]): (labels["UUID"], labels["pci_bus_id"]) for name, labels, _ in samples(first)
+                    if name == "DCGM_FI_DEV_GPU_TEMP"}
+        assert identity == RECORDED
         # not recorded: the recorded model's own memory clock, under the recorded model's name
         clocks = {(labels["gpu"], labels["modelName"]): v for name, labels, v in samples(first)
                   if name == "DCGM_FI_DEV_MEM_CLOCK"}

@@ -240,3 +240,15 @@ def test_a_recording_of_hundreds_of_fields_replays_each_one(tmp_path):
     recording = write_recording(tmp_path / "wide.parquet", [(0.0, 0, f, float(f)) for f in fields], sidecar(H200))
     assert values_at(recording, (0, POWER, 1.0), (0, GPU_TEMP, 1.0), (0, 252, 1.0), (0, 310, 1.0), (0, 240, 1.0)) == [
         155.0, 150, 252, 310, 240]
+
+
+def test_the_recorded_gpus_keep_their_uuid_and_pci_bus_id(tmp_path):
+    gpus = [{"gpu": 0, "model": "NVIDIA H200", "uuid": "GPU-5c1e0a7b-0d2f-4e88-9a61-3b7c2d1e0f42",
+             "pci_bus_id": "00000000:C1:00.0"},
+            {"gpu": 1, "model": "NVIDIA H200", "uuid": 'GPU-"quoted"', "pci_bus_id": ""}]
+    rows = [(0.0, 0, POWER, 50.0), (0.0, 1, POWER, 60.0)]
+    recording = write_recording(tmp_path / "ids.parquet", rows, sidecar(*gpus))
+    uuid0, bus0, uuid1, bus1 = values_at(recording, (0, 54, 0.0), (0, 57, 0.0), (1, 54, 0.0), (1, 57, 0.0))
+    assert (uuid0, bus0) == ("GPU-5c1e0a7b-0d2f-4e88-9a61-3b7c2d1e0f42", "00000000:C1:00.0")
+    # one that cannot be a UUID stays the simulator's own
+    assert uuid1.startswith("GPU-") and '"' not in uuid1 and bus1 == "00000000:2A:00.0"
