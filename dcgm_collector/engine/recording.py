@@ -88,7 +88,7 @@ def write_scenario(path: str | Path, folder: Path) -> RecordingScenario:
             warnings.append(f"{path}: GPU {gpu.index} has no readings recorded: its values come from the model "
                             "(idle)")
     _find_lost_gpus(path, rows, sidecar, gpus, t0_us, warnings)
-    events = _xid_events(rows, t0_us, gpus)
+    events = _xid_events(rows, t0_us)
     if len(events) + sum(g.lost_at_s is not None for g in gpus.values()) > MAX_EVENTS:
         warnings.append(f"{path}: {len(events)} XID events: only the first {MAX_EVENTS // 2} are replayed")
         events = events[:MAX_EVENTS // 2]
@@ -342,46 +342,79 @@ def _write_trace(rows: dict[str, np.ndarray], gpu: int, t0_us: int, folder: Path
 
 def _find_lost_gpus(path: Path, rows: dict[str, np.ndarray], sidecar: dict[str, Any] | None,
                     gpus: dict[int, _Gpu], t0_us: int, warnings: list[str]) -> None:
-    """A GPU falls off the bus where its readings go blank and stay blank to the end of the recording."""
+    """Which GPUs fell off the bus during the recording, and when (see _lost_at_us)."""
+    readings = (rows["entity_group"] == "GPU") & (rows["field_id"] != XID_FIELD)
+    readings_end_us = int(rows["time"][readings].max()) if readings.any() else None
     for gpu in gpus.values():
-        readings = _gpu_readings(rows, gpu.index)
-        ok = readings & (rows["status"] == "OK")
-        last_ok = rows["time"][ok].max() if ok.any() else None
-        blank = readings & (rows["status"] == "BLANK")
-        if last_ok is not None:
-            # fields that read before and went blank for good; fields that are always blank do not count,
-            # and one field blank at the end is a gap, not a lost GPU: most of them must go
-            read = np.unique(rows["field_id"][ok])
-            blank &= np.isin(rows["field_id"], read) & (rows["time"] > last_ok)
-            if 2 * len(np.unique(rows["field_id"][blank])) <= len(read):
-                continue
-        if blank.any():
-            gpu.lost_at_s = (int(rows["time"][blank].min()) - t0_us) / 1e6
+        lost_at_us = _lost_at_us(rows, gpu.index, readings_end_us)
+        if lost_at_us is not None:
+            gpu.lost_at_s = max(0, lost_at_us - t0_us) / 1e6
     trigger = (sidecar or {}).get("trigger") or {}
     if trigger.get("kind") == "lost" and "time_us" in trigger:
         for index in trigger.get("gpus", []):
             gpu = gpus.get(index)
             if gpu is None or gpu.lost_at_s is not None:
                 continue
-            readings = _gpu_readings(rows, index) & (rows["status"] == "OK")
-            if (rows["time"][readings] > trigger["time_us"]).any():
+            ok = _gpu_readings(rows, index) & (rows["status"] == "OK")
+            if (rows["time"][ok] > trigger["time_us"]).any():
                 warnings.append(f"{path}: the trigger says GPU {index} was lost at {trigger['time']}, but it has "
                                 "readings after that: it is replayed as still there")
                 continue
             gpu.lost_at_s = max(0.0, (trigger["time_us"] - t0_us) / 1e6)
 
 
-def _xid_events(rows: dict[str, np.ndarray], t0_us: int, gpus: dict[int, _Gpu]) -> list[tuple[int, int, list[int]]]:
-    """(microseconds after the start, XID, GPUs) per XID row, the same XID at the same time on several GPUs as one."""
+def _lost_at_us(rows: dict[str, np.ndarray], index: int, readings_end_us: int | None) -> int | None:
+    """When a GPU fell off the bus, or None: the first of
+
+    * its readings go BLANK and stay so to the end (most of the fields it read before: a field that is
+      always blank, or one gap at the end, is not a lost GPU);
+    * an XID 79 (fallen off the bus) with no good reading after it;
+    * its readings stop while other GPUs' go on (a recorder that writes nothing for a lost GPU): one of
+      its sample intervals after its last reading.
+    """
+    readings = _gpu_readings(rows, index)
+    ok = readings & (rows["status"] == "OK")
+    last_ok = int(rows["time"][ok].max()) if ok.any() else None
+    blank = readings & (rows["status"] == "BLANK")
+    candidates = []
+    if last_ok is None:
+        if blank.any():
+            candidates.append(int(rows["time"][blank].min()))
+    else:
+        read = np.unique(rows["field_id"][ok])
+        blank &= np.isin(rows["field_id"], read) & (rows["time"] > last_ok)
+        if 2 * len(np.unique(rows["field_id"][blank])) > len(read):
+            candidates.append(int(rows["time"][blank].min()))
+    off_the_bus = ((rows["entity_group"] == "GPU") & (rows["gpu"] == index) & (rows["field_id"] == XID_FIELD)
+                   & (rows["status"] == "OK") & (rows["value"] == 79))
+    if last_ok is not None:
+        off_the_bus &= rows["time"] >= last_ok
+    if off_the_bus.any():
+        candidates.append(int(rows["time"][off_the_bus].min()))
+    if readings.any() and readings_end_us is not None:
+        times = np.unique(rows["time"][readings])
+        step = int(np.median(np.diff(times))) if len(times) > 1 else 1_000_000
+        if readings_end_us - int(times[-1]) > max(1_000_000, 3 * step):
+            candidates.append(int(times[-1]) + step)
+    return min(candidates) if candidates else None
+
+
+def _xid_events(rows: dict[str, np.ndarray], t0_us: int) -> list[tuple[int, int, int, list[int]]]:
+    """(microseconds after the start, XID, how many at once, GPUs) per XID row; the same XID at the same
+    time on several GPUs is one event."""
     xid = (rows["field_id"] == XID_FIELD) & (rows["status"] == "OK") & (rows["entity_group"] == "GPU")
-    events: dict[tuple[int, int], list[int]] = {}
+    counts: dict[tuple[int, int, int], int] = {}
     for t, value, gpu in zip(rows["time"][xid], rows["value"][xid], rows["gpu"][xid]):
         if value > 0 and math.isfinite(value):
-            events.setdefault((int(t) - t0_us, int(value)), []).append(int(gpu))
-    return sorted((t, value, sorted(set(which))) for (t, value), which in events.items())
+            key = (int(t) - t0_us, int(value), int(gpu))
+            counts[key] = counts.get(key, 0) + 1
+    events: dict[tuple[int, int, int], list[int]] = {}
+    for (t, value, gpu), count in counts.items():
+        events.setdefault((t, value, count), []).append(gpu)
+    return sorted((t, value, count, sorted(which)) for (t, value, count), which in events.items())
 
 
-def _scenario_text(path: Path, gpus: dict[int, _Gpu], events: list[tuple[int, int, list[int]]],
+def _scenario_text(path: Path, gpus: dict[int, _Gpu], events: list[tuple[int, int, int, list[int]]],
                    switches: int, cpus: int) -> str:
     source = re.sub(r"[\x00-\x1f\x7f]", "?", str(path))
     lines = [f"# the flight recording {source}, replayed", "seed = 42"]
@@ -398,9 +431,11 @@ def _scenario_text(path: Path, gpus: dict[int, _Gpu], events: list[tuple[int, in
             lines += ['workload = "replay"', f'trace = "{gpu.trace}"', "loop = false"]
         if gpu.mig_instances:
             lines.append(f"mig_instances = {gpu.mig_instances}")
-    for t_us, xid, which in events:
+    for t_us, xid, count, which in events:
         lines += ["", "[[event]]", f"at = {t_us / 1e6:.6f}", f"gpu = [{', '.join(map(str, which))}]",
                   'kind = "xid"', f"xid = {xid}"]
+        if count > 1:   # several of one XID at one time
+            lines += [f"count = {count}", "interval = 0"]
     for gpu in gpus.values():
         if gpu.lost_at_s is not None:
             # its XID, if one was recorded, is among the xid events

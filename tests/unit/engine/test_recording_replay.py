@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 
 import pytest
@@ -93,18 +94,39 @@ def test_xid_rows_become_xids_at_their_own_times(tmp_path):
         INT64_BLANK, 48, 48, 13, 13]
 
 
-def test_a_gpu_whose_readings_go_blank_for_good_is_lost_there(tmp_path):
+def two_gpus(lost_from: float, end: float = 5.0, blank: bool = True) -> list[tuple]:
+    """GPUs 0 and 1 read at 10 Hz; from lost_from GPU 1's readings are blank (or absent, blank=False)."""
     rows = []
-    for i in range(50):
+    for i in range(round(end * 10)):
         t = i / 10
-        for gpu in (0, 1):
-            lost = gpu == 1 and t >= 3.0
-            rows += [(t, gpu, POWER, None if lost else 200.0), (t, gpu, GPU_TEMP, None if lost else 50.0)]
-    rows.append((2.95, 1, XID, 79.0))
-    two = sidecar(H200, {**H200, "gpu": 1})
-    recording = write_recording(tmp_path / "lost.parquet", rows, two)
-    assert values_at(recording, (1, POWER, 2.9), (1, XID, 2.95), (1, POWER, 3.0), (1, GPU_TEMP, 4.0),
-                     (0, POWER, 4.0)) == [200.0, 79, FP64_BLANK, INT64_BLANK, 200.0]
+        rows += [(t, 0, POWER, 200.0), (t, 0, GPU_TEMP, 50.0)]
+        if t < lost_from:
+            rows += [(t, 1, POWER, 200.0), (t, 1, GPU_TEMP, 50.0)]
+        elif blank:
+            rows += [(t, 1, POWER, None), (t, 1, GPU_TEMP, None)]
+    return rows
+
+
+TWO_H200 = sidecar(H200, {**H200, "gpu": 1})
+
+
+def test_a_gpu_whose_readings_go_blank_for_good_is_lost_there(tmp_path):
+    recording = write_recording(tmp_path / "lost.parquet", two_gpus(3.0), TWO_H200)
+    assert values_at(recording, (1, POWER, 2.95), (1, POWER, 3.0), (1, GPU_TEMP, 4.0), (0, POWER, 4.0)) == [
+        200.0, FP64_BLANK, INT64_BLANK, 200.0]
+
+
+def test_a_gpu_falls_off_the_bus_at_its_xid_79(tmp_path):
+    recording = write_recording(tmp_path / "xid79.parquet", [*two_gpus(3.0), (2.95, 1, XID, 79.0)], TWO_H200)
+    assert values_at(recording, (1, POWER, 2.9), (1, POWER, 2.95), (0, POWER, 2.95)) == [200.0, FP64_BLANK, 200.0]
+    # nothing recorded after the XID but the end of the recording
+    short = write_recording(tmp_path / "short.parquet", [*power_step(end=3.0), (2.95, 0, XID, 79.0)], sidecar(H200))
+    assert values_at(short, (0, POWER, 2.9), (0, POWER, 2.95)) == [500.0, FP64_BLANK]
+
+
+def test_a_gpu_whose_readings_stop_while_the_others_go_on_is_lost_after_its_last(tmp_path):
+    recording = write_recording(tmp_path / "gone.parquet", two_gpus(3.0, blank=False), TWO_H200)
+    assert values_at(recording, (1, POWER, 2.95), (1, POWER, 3.0), (0, POWER, 4.9)) == [200.0, FP64_BLANK, 200.0]
 
 
 def test_a_field_that_is_always_blank_or_one_gap_at_the_end_is_not_a_lost_gpu(tmp_path):
@@ -252,3 +274,17 @@ def test_the_recorded_gpus_keep_their_uuid_and_pci_bus_id(tmp_path):
     assert (uuid0, bus0) == ("GPU-5c1e0a7b-0d2f-4e88-9a61-3b7c2d1e0f42", "00000000:C1:00.0")
     # one that cannot be a UUID stays the simulator's own
     assert uuid1.startswith("GPU-") and '"' not in uuid1 and bus1 == "00000000:2A:00.0"
+
+
+def test_each_xid_row_is_one_xid_even_two_at_one_time(open_node, tmp_path):
+    rows = [(0.0, 0, POWER, 100.0), (0.0, 1, POWER, 100.0), (0.2, 0, XID, 13.0), (0.2, 0, XID, 13.0),
+            (0.2, 1, XID, 13.0), (0.3, 1, XID, 31.0)]
+    spec, _ = engine.replay_recording(str(write_recording(tmp_path / "xids.parquet", rows, TWO_H200)))
+    handle = open_node(spec)
+    group = handle.all_gpus()
+    fields = handle.create_field_groups([XID], "xid")
+    handle.watch(group, fields, update_freq_us=100_000, max_keep_age_s=30.0)
+    time.sleep(0.8)
+    _, values = handle.values_since(group, fields)
+    seen = sorted((v.entity_id, v.value) for v in values if v.status == 0 and v.value is not None)
+    assert seen == [(0, 13), (0, 13), (1, 13), (1, 31)]
