@@ -30,6 +30,8 @@ __all__ = ["RecordingScenario", "is_recording", "write_scenario"]
 PARQUET_MAGIC = b"PAR1"
 XID_FIELD = 230
 STATUSES = ("OK", "BLANK", "NOT_SUPPORTED")
+OK, BLANK = STATUSES.index("OK"), STATUSES.index("BLANK")     # rows hold these codes
+GROUPS = tuple(e.name for e in EntityType)                      # entity groups, by their code in rows
 MAX_GPUS = 32                   # the simulator's node
 MAX_SWITCHES, MAX_CPUS, MAX_MIG_INSTANCES = 12, 8, 7
 MAX_TRACE_FIELDS = 1023         # replay.c's columns, less the time
@@ -41,7 +43,8 @@ DEFAULT_MODEL = "H100"
 MIG_MODELS = frozenset({"H100", "H200", "A100"})
 _IDENTITY = re.compile(r"[!#-\[\]-~]+")     # printable, no blank, quote or backslash: a TOML string as is
 # entity groups whose rows name the GPU they belong to
-GPU_GROUPS = frozenset({"GPU", "GPU_I", "GPU_CI", "VGPU"})
+GPU_GROUPS = tuple(GROUPS.index(name) for name in ("GPU", "GPU_I", "GPU_CI", "VGPU"))
+GPU = GROUPS.index("GPU")
 
 
 @dataclass(frozen=True)
@@ -82,20 +85,20 @@ def write_scenario(path: str | Path, folder: Path) -> RecordingScenario:
     rows = _read_rows(path)
     t0_us = int(rows["time"].min())
     gpus = _gpus(path, rows, sidecar, warnings)
+    readings = _readings_by_gpu(rows)
     for gpu in gpus.values():
-        gpu.trace = _write_trace(rows, gpu.index, t0_us, folder)
+        gpu.trace = _write_trace(readings.get(gpu.index), gpu.index, t0_us, folder)
         if gpu.trace is None and gpu.index in _row_gpus(rows):
             warnings.append(f"{path}: GPU {gpu.index} has no readings recorded: its values come from the model "
                             "(idle)")
-    _find_lost_gpus(path, rows, sidecar, gpus, t0_us, warnings)
+    _find_lost_gpus(path, rows, readings, sidecar, gpus, t0_us, warnings)
     events = _xid_events(rows, t0_us)
     if len(events) + sum(g.lost_at_s is not None for g in gpus.values()) > MAX_EVENTS:
         warnings.append(f"{path}: {len(events)} XID events: only the first {MAX_EVENTS // 2} are replayed")
         events = events[:MAX_EVENTS // 2]
-    groups = set(rows["entity_group"].tolist())
     switches = _count_entities(rows, "SWITCH", MAX_SWITCHES)
     cpus = _count_entities(rows, "CPU", MAX_CPUS)
-    skipped = sorted(groups - {"GPU"})
+    skipped = sorted(GROUPS[code] for code in np.unique(rows["entity_group"]) if code != GPU)
     if skipped:
         warnings.append(f"{path}: the readings of {', '.join(skipped)} entities are not replayed: they come from "
                         "the model")
@@ -190,12 +193,13 @@ def _read_rows(path: Path) -> dict[str, np.ndarray]:
         _no_nulls(path, pc, table[name], name)
     rows = {
         "time": table["time"].cast(pa.timestamp("us", tz="UTC"), safe=False).cast(pa.int64()).to_numpy(),
-        "entity_group": _strings(pa, table["entity_group"]),
+        "entity_group": _codes(path, pa, pc, table["entity_group"], "entity_group", GROUPS,
+                               "is not a DCGM entity group"),
         "entity_id": table["entity_id"].cast(pa.int64()).to_numpy(),
         "gpu": table["gpu"].cast(pa.float64()).to_numpy(zero_copy_only=False),   # NaN: no GPU
         "field_id": table["field_id"].cast(pa.int64()).to_numpy(),
         "value": table["value"].cast(pa.float64()).to_numpy(zero_copy_only=False),
-        "status": _strings(pa, table["status"]),
+        "status": _codes(path, pa, pc, table["status"], "status", STATUSES, f"is not {', '.join(STATUSES)}"),
     }
     _check_rows(path, rows)
     return rows
@@ -213,10 +217,16 @@ def _type_fits(pa: Any, have: Any, kind: str) -> bool:
     return pa.types.is_integer(have) or (kind == "int64" and pa.types.is_null(have))
 
 
-def _strings(pa: Any, column: Any) -> np.ndarray:
+def _codes(path: Path, pa: Any, pc: Any, column: Any, name: str, names: tuple[str, ...], what: str) -> np.ndarray:
+    """A string column as each value's index in ``names``; ValueError naming the first row with another."""
     if column.type.__class__.__name__ == "DictionaryType":
         column = column.cast(column.type.value_type)
-    return np.asarray(column.cast(pa.string()).to_pylist(), dtype=object)
+    codes = pc.index_in(column.cast(pa.string()), value_set=pa.array(names))
+    if codes.null_count:
+        row = int(pc.index(pc.is_null(codes), True).as_py())
+        known = "" if name == "status" else f" ({', '.join(names)})"
+        raise ValueError(f"{path}: row {row + 1}: {name} {column[row].as_py()!r} {what}{known}")
+    return codes.cast(pa.int8()).to_numpy(zero_copy_only=False)
 
 
 def _no_nulls(path: Path, pc: Any, column: Any, name: str) -> None:
@@ -226,26 +236,16 @@ def _no_nulls(path: Path, pc: Any, column: Any, name: str) -> None:
 
 
 def _check_rows(path: Path, rows: dict[str, np.ndarray]) -> None:
-    known = {e.name for e in EntityType}
-    bad_group = ~np.isin(rows["entity_group"], list(known))
-    if bad_group.any():
-        row = int(np.argmax(bad_group))
-        raise ValueError(f"{path}: row {row + 1}: entity_group {rows['entity_group'][row]!r} is not a DCGM entity "
-                         f"group ({', '.join(e.name for e in EntityType)})")
-    bad_status = ~np.isin(rows["status"], STATUSES)
-    if bad_status.any():
-        row = int(np.argmax(bad_status))
-        raise ValueError(f"{path}: row {row + 1}: status {rows['status'][row]!r} is not {', '.join(STATUSES)}")
-    ok = rows["status"] == "OK"
+    ok = rows["status"] == OK
     no_value = ok & np.isnan(rows["value"])
     if no_value.any():
         row = int(np.argmax(no_value))
         raise ValueError(f"{path}: row {row + 1}: status OK without a value")
     gpu = rows["gpu"]
-    needs_gpu = np.isin(rows["entity_group"], list(GPU_GROUPS)) & np.isnan(gpu)
+    needs_gpu = np.isin(rows["entity_group"], GPU_GROUPS) & np.isnan(gpu)
     if needs_gpu.any():
         row = int(np.argmax(needs_gpu))
-        raise ValueError(f"{path}: row {row + 1}: no gpu for a {rows['entity_group'][row]} entity")
+        raise ValueError(f"{path}: row {row + 1}: no gpu for a {GROUPS[rows['entity_group'][row]]} entity")
     out_of_range = ~np.isnan(gpu) & ((gpu < 0) | (gpu >= MAX_GPUS))
     if out_of_range.any():
         row = int(np.argmax(out_of_range))
@@ -306,25 +306,39 @@ def _gpus(path: Path, rows: dict[str, np.ndarray], sidecar: dict[str, Any] | Non
 
 
 def _count_entities(rows: dict[str, np.ndarray], group: str, most: int, gpu: int | None = None) -> int:
-    mask = rows["entity_group"] == group
+    mask = rows["entity_group"] == GROUPS.index(group)
     if gpu is not None:
         mask &= rows["gpu"] == gpu
     return min(most, len(np.unique(rows["entity_id"][mask])))
 
 
-def _gpu_readings(rows: dict[str, np.ndarray], gpu: int) -> np.ndarray:
-    """Which rows are readings (not XID events) of the GPU entity itself."""
-    return (rows["entity_group"] == "GPU") & (rows["gpu"] == gpu) & (rows["field_id"] != XID_FIELD)
+@dataclass(frozen=True)
+class _Readings:
+    """One GPU's readings (its GPU entity's rows but the XIDs), in time order."""
+
+    time: np.ndarray
+    field_id: np.ndarray
+    value: np.ndarray
+    status: np.ndarray
 
 
-def _write_trace(rows: dict[str, np.ndarray], gpu: int, t0_us: int, folder: Path) -> str | None:
-    mask = _gpu_readings(rows, gpu) & (rows["status"] == "OK")
-    if not mask.any():
+def _readings_by_gpu(rows: dict[str, np.ndarray]) -> dict[int, _Readings]:
+    mask = (rows["entity_group"] == GPU) & (rows["field_id"] != XID_FIELD)
+    gpu, time = rows["gpu"][mask], rows["time"][mask]
+    order = np.lexsort((time, gpu))          # by GPU, then time; stable, so equal times keep file order
+    gpu = gpu[order]
+    columns = {name: rows[name][mask][order] for name in ("time", "field_id", "value", "status")}
+    indexes, starts = np.unique(gpu, return_index=True)
+    ends = [*starts[1:], len(gpu)]
+    return {int(index): _Readings(**{name: column[a:b] for name, column in columns.items()})
+            for index, a, b in zip(indexes, starts, ends)}
+
+
+def _write_trace(readings: _Readings | None, gpu: int, t0_us: int, folder: Path) -> str | None:
+    if readings is None or not (ok := readings.status == OK).any():
         return None
-    order = np.argsort(rows["time"][mask], kind="stable")
-    t_ms = ((rows["time"][mask] - t0_us) // 1000)[order]   # one row per millisecond the GPU was read
-    fields = rows["field_id"][mask][order]
-    values = rows["value"][mask][order]
+    t_ms = (readings.time[ok] - t0_us) // 1000   # one row per millisecond the GPU was read
+    fields, values = readings.field_id[ok], readings.value[ok]
     columns, column_of = np.unique(fields, return_inverse=True)
     columns, keep = columns[:MAX_TRACE_FIELDS], column_of < MAX_TRACE_FIELDS
     times, row_of = np.unique(t_ms[keep], return_inverse=True)
@@ -340,13 +354,14 @@ def _write_trace(rows: dict[str, np.ndarray], gpu: int, t0_us: int, folder: Path
     return name
 
 
-def _find_lost_gpus(path: Path, rows: dict[str, np.ndarray], sidecar: dict[str, Any] | None,
-                    gpus: dict[int, _Gpu], t0_us: int, warnings: list[str]) -> None:
+def _find_lost_gpus(path: Path, rows: dict[str, np.ndarray], readings: dict[int, _Readings],
+                    sidecar: dict[str, Any] | None, gpus: dict[int, _Gpu], t0_us: int, warnings: list[str]) -> None:
     """Which GPUs fell off the bus during the recording, and when (see _lost_at_us)."""
-    readings = (rows["entity_group"] == "GPU") & (rows["field_id"] != XID_FIELD)
-    readings_end_us = int(rows["time"][readings].max()) if readings.any() else None
+    readings_end_us = max((int(r.time[-1]) for r in readings.values()), default=None)
     for gpu in gpus.values():
-        lost_at_us = _lost_at_us(rows, gpu.index, readings_end_us)
+        if gpu.index not in readings:
+            continue
+        lost_at_us = _lost_at_us(rows, readings[gpu.index], gpu.index, readings_end_us)
         if lost_at_us is not None:
             gpu.lost_at_s = max(0, lost_at_us - t0_us) / 1e6
     trigger = (sidecar or {}).get("trigger") or {}
@@ -355,15 +370,16 @@ def _find_lost_gpus(path: Path, rows: dict[str, np.ndarray], sidecar: dict[str, 
             gpu = gpus.get(index)
             if gpu is None or gpu.lost_at_s is not None:
                 continue
-            ok = _gpu_readings(rows, index) & (rows["status"] == "OK")
-            if (rows["time"][ok] > trigger["time_us"]).any():
+            mine = readings.get(index)
+            if mine is not None and (mine.time[mine.status == OK] > trigger["time_us"]).any():
                 warnings.append(f"{path}: the trigger says GPU {index} was lost at {trigger['time']}, but it has "
                                 "readings after that: it is replayed as still there")
                 continue
             gpu.lost_at_s = max(0.0, (trigger["time_us"] - t0_us) / 1e6)
 
 
-def _lost_at_us(rows: dict[str, np.ndarray], index: int, readings_end_us: int | None) -> int | None:
+def _lost_at_us(rows: dict[str, np.ndarray], readings: _Readings, index: int,
+                readings_end_us: int | None) -> int | None:
     """When a GPU fell off the bus, or None: the first of
 
     * its readings go BLANK and stay so to the end (most of the fields it read before: a field that is
@@ -372,27 +388,26 @@ def _lost_at_us(rows: dict[str, np.ndarray], index: int, readings_end_us: int | 
     * its readings stop while other GPUs' go on (a recorder that writes nothing for a lost GPU): one of
       its sample intervals after its last reading.
     """
-    readings = _gpu_readings(rows, index)
-    ok = readings & (rows["status"] == "OK")
-    last_ok = int(rows["time"][ok].max()) if ok.any() else None
-    blank = readings & (rows["status"] == "BLANK")
+    ok = readings.status == OK
+    last_ok = int(readings.time[ok].max()) if ok.any() else None
+    blank = readings.status == BLANK
     candidates = []
     if last_ok is None:
         if blank.any():
-            candidates.append(int(rows["time"][blank].min()))
+            candidates.append(int(readings.time[blank].min()))
     else:
-        read = np.unique(rows["field_id"][ok])
-        blank &= np.isin(rows["field_id"], read) & (rows["time"] > last_ok)
-        if 2 * len(np.unique(rows["field_id"][blank])) > len(read):
-            candidates.append(int(rows["time"][blank].min()))
-    off_the_bus = ((rows["entity_group"] == "GPU") & (rows["gpu"] == index) & (rows["field_id"] == XID_FIELD)
-                   & (rows["status"] == "OK") & (rows["value"] == 79))
+        read = np.unique(readings.field_id[ok])
+        blank &= np.isin(readings.field_id, read) & (readings.time > last_ok)
+        if 2 * len(np.unique(readings.field_id[blank])) > len(read):
+            candidates.append(int(readings.time[blank].min()))
+    off_the_bus = ((rows["entity_group"] == GPU) & (rows["gpu"] == index) & (rows["field_id"] == XID_FIELD)
+                   & (rows["status"] == OK) & (rows["value"] == 79))
     if last_ok is not None:
         off_the_bus &= rows["time"] >= last_ok
     if off_the_bus.any():
         candidates.append(int(rows["time"][off_the_bus].min()))
-    if readings.any() and readings_end_us is not None:
-        times = np.unique(rows["time"][readings])
+    if readings_end_us is not None:
+        times = np.unique(readings.time)
         step = int(np.median(np.diff(times))) if len(times) > 1 else 1_000_000
         if readings_end_us - int(times[-1]) > max(1_000_000, 3 * step):
             candidates.append(int(times[-1]) + step)
@@ -402,7 +417,7 @@ def _lost_at_us(rows: dict[str, np.ndarray], index: int, readings_end_us: int | 
 def _xid_events(rows: dict[str, np.ndarray], t0_us: int) -> list[tuple[int, int, int, list[int]]]:
     """(microseconds after the start, XID, how many at once, GPUs) per XID row; the same XID at the same
     time on several GPUs is one event."""
-    xid = (rows["field_id"] == XID_FIELD) & (rows["status"] == "OK") & (rows["entity_group"] == "GPU")
+    xid = (rows["field_id"] == XID_FIELD) & (rows["status"] == OK) & (rows["entity_group"] == GPU)
     counts: dict[tuple[int, int, int], int] = {}
     for t, value, gpu in zip(rows["time"][xid], rows["value"][xid], rows["gpu"][xid]):
         if value > 0 and math.isfinite(value):
