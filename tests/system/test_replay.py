@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import COLLECTOR, launch, samples, wait_for, write_recording
+from support import COLLECTOR, launch, log_messages, samples, wait_for, write_recording
 from test_fault_scenarios import Collector, last_xids, temps, xid_counts
 from test_faults import _env
 
@@ -104,3 +104,14 @@ def test_an_unreadable_recording_is_one_line_and_exit_1(tmp_path):
                                        "OK, BLANK, NOT_SUPPORTED")
     assert errors["notes.parquet"].startswith("dcgm-collector: error: --sim notes.parquet: not a Parquet file (")
     assert errors["gone.parquet"] == "dcgm-collector: error: --sim gone.parquet: cannot read recording: no such file"
+
+
+def test_what_a_replay_cannot_keep_is_a_warning_in_the_log(tmp_path):
+    write_recording(tmp_path / "bare.parquet", [(t / 10, 0, POWER, 123.0) for t in range(20)])
+    collector = Collector(tmp_path, "--sim", "bare.parquet", counters=COUNTERS)
+    try:
+        assert ("WARNING", "--sim bare.parquet: no sidecar bare.parquet.json: the GPUs are the recorded rows' and "
+                "their model is taken to be the H100") in log_messages(collector.log())
+        assert power(collector.metrics()) == {"0": 123.0}
+    finally:
+        collector.end()
