@@ -10,15 +10,32 @@ recording is one line naming the file and the problem.
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from support import COLLECTOR, launch, log_messages, samples, wait_for, write_recording
+import yaml
+from support import (
+    COLLECTOR,
+    PROMETHEUS,
+    close_and_print_logs,
+    free_port,
+    launch,
+    log_messages,
+    prometheus_query,
+    samples,
+    start_prometheus,
+    stop_process,
+    wait_for,
+    write_recording,
+)
 from test_fault_scenarios import Collector, last_xids, temps, xid_counts
 from test_faults import _env
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("pyarrow")
+
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "gpu-alerts.yml"
 
 GPU_TEMP, POWER, XID = 150, 155, 230
 STEP_AT_S = 8.0          # GPU 0's power goes from 100 W to 500 W
@@ -115,3 +132,46 @@ def test_what_a_replay_cannot_keep_is_a_warning_in_the_log(tmp_path):
         assert power(collector.metrics()) == {"0": 123.0}
     finally:
         collector.end()
+
+
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+def test_the_shipped_alerts_fire_on_a_replayed_recording(tmp_path):
+    """The recorded XID and the GPU that fell off the bus, through a real Prometheus and the shipped rules."""
+    recording(tmp_path)
+    rules = yaml.safe_load(RULES.read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") == "GpuLost":
+                rule["for"] = "1s"      # the shipped 1m, shortened for a test
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules, sort_keys=False))
+    collector = Collector(tmp_path, "--sim", "fault.parquet", "--window", "1", counters=COUNTERS)
+    port = free_port()
+    (tmp_path / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n"
+        "rule_files: [rules.yml]\nscrape_configs:\n  - job_name: dcgm\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{collector.port}']\n")
+    logs = {"prometheus": (tmp_path / "prometheus.log").open("wb")}
+    prometheus = start_prometheus(tmp_path / "prometheus.yml", tmp_path, port, logs["prometheus"])
+    url = f"http://127.0.0.1:{port}"
+
+    def firing(alertname: str) -> set[tuple[str, str, str | None]]:
+        """(gpu, UUID, XID) of each firing alert; the XID rule names it err_code or xid, by the family."""
+        try:
+            found = prometheus_query(url, f'ALERTS{{alertname="{alertname}", alertstate="firing"}}')
+        except OSError:
+            return set()
+        return {(a["metric"]["gpu"], a["metric"]["UUID"], a["metric"].get("err_code") or a["metric"].get("xid"))
+                for a in found}
+
+    try:
+        deadline = time.monotonic() + 60
+        while not (xid := firing("GpuXidError")) or not (lost := firing("GpuLost")):
+            assert time.monotonic() < deadline, "the replayed faults did not fire their alerts"
+            assert prometheus.poll() is None, "prometheus exited"
+            time.sleep(0.5)
+        assert ("0", RECORDED[0][0], "48") in xid
+        assert lost == {("1", RECORDED[1][0], None)}
+    finally:
+        stop_process(prometheus)
+        collector.end()
+        close_and_print_logs(tmp_path, logs)
