@@ -29,6 +29,7 @@ __all__ = ["RecordingScenario", "is_recording", "write_scenario"]
 
 PARQUET_MAGIC = b"PAR1"
 XID_FIELD = 230
+NVLINK_ERROR_FIELD = 450        # the other event field: the simulator has no such events to replay
 STATUSES = ("OK", "BLANK", "NOT_SUPPORTED")
 OK, BLANK = STATUSES.index("OK"), STATUSES.index("BLANK")     # rows hold these codes
 GROUPS = tuple(e.name for e in EntityType)                      # entity groups, by their code in rows
@@ -99,6 +100,8 @@ def write_scenario(path: str | Path, folder: Path) -> RecordingScenario:
     switches = _count_entities(rows, "SWITCH", MAX_SWITCHES)
     cpus = _count_entities(rows, "CPU", MAX_CPUS)
     skipped = sorted(GROUPS[code] for code in np.unique(rows["entity_group"]) if code != GPU)
+    if ((rows["field_id"] == NVLINK_ERROR_FIELD) & (rows["status"] == OK)).any():
+        warnings.append(f"{path}: the NvLink error events (field {NVLINK_ERROR_FIELD}) are not replayed")
     if skipped:
         warnings.append(f"{path}: the readings of {', '.join(skipped)} entities are not replayed: they come from "
                         "the model")
@@ -314,7 +317,7 @@ def _count_entities(rows: dict[str, np.ndarray], group: str, most: int, gpu: int
 
 @dataclass(frozen=True)
 class _Readings:
-    """One GPU's readings (its GPU entity's rows but the XIDs), in time order."""
+    """One GPU's readings (its GPU entity's rows but the events), in time order."""
 
     time: np.ndarray
     field_id: np.ndarray
@@ -323,7 +326,7 @@ class _Readings:
 
 
 def _readings_by_gpu(rows: dict[str, np.ndarray]) -> dict[int, _Readings]:
-    mask = (rows["entity_group"] == GPU) & (rows["field_id"] != XID_FIELD)
+    mask = (rows["entity_group"] == GPU) & ~np.isin(rows["field_id"], (XID_FIELD, NVLINK_ERROR_FIELD))
     gpu, time = rows["gpu"][mask], rows["time"][mask]
     order = np.lexsort((time, gpu))          # by GPU, then time; stable, so equal times keep file order
     gpu = gpu[order]

@@ -288,3 +288,11 @@ def test_each_xid_row_is_one_xid_even_two_at_one_time(open_node, tmp_path):
     _, values = handle.values_since(group, fields)
     seen = sorted((v.entity_id, v.value) for v in values if v.status == 0 and v.value is not None)
     assert seen == [(0, 13), (0, 13), (1, 13), (1, 31)]
+
+
+def test_nvlink_error_events_are_left_out_with_a_warning(tmp_path):
+    rows = [(0.0, 0, POWER, 100.0), (0.5, 0, 450, 3.0)]
+    recording = write_recording(tmp_path / "nvlink.parquet", rows, sidecar(H200))
+    assert engine.replay_recording(str(recording))[1] == (
+        f"{recording}: the NvLink error events (field 450) are not replayed",)
+    assert values_at(recording, (0, POWER, 1.0)) == [100.0]
