@@ -7,7 +7,9 @@ libdir) some-dcgm-client``.  It has two value sources, chosen by
 default) simulates a node from ``DCGM_SIM_SCENARIO`` (empty for 8 H100s
 training, a number for that many GPUs, or the path of a scenario file, see
 ``scenarios/README.md``); ``nvml`` reads the real GPUs through the driver's
-``libnvidia-ml.so.1`` (``DCGM_ENGINE_NVML_LIB`` to name it).
+``libnvidia-ml.so.1`` (``DCGM_ENGINE_NVML_LIB`` to name it).  A flight
+recording (``.parquet``) plays back as the scenario ``replay_recording``
+writes for it (``recording.py``).
 
 Beside it ships a simulated ``libnvidia-ml.so.1`` (NVML) on the same node and
 scenario: ``LD_LIBRARY_PATH=$(python -m dcgm_collector.engine nvml-libdir)
