@@ -348,6 +348,8 @@ class Collector:
                 return dcgm.load_library(engine.library_path())
             if config.sim is not None:
                 spec = engine.resolve_scenario(config.sim)
+                if engine.is_recording(spec):
+                    spec = self._replay_recording(spec)
                 try:
                     engine.check_scenario(spec)
                 except ValueError as error:
@@ -360,6 +362,17 @@ class Collector:
             raise StartupError(error.message) from None
         except (dcgm.DcgmError, FileNotFoundError, ValueError) as error:
             raise StartupError(f"cannot load libdcgm: {error}") from None
+
+    @staticmethod
+    def _replay_recording(path: str) -> str:
+        """The scenario that replays a flight recording; its errors already name the file."""
+        try:
+            spec, warnings = engine.replay_recording(path)
+        except ValueError as error:
+            raise StartupError(f"--sim {error}") from None
+        for warning in warnings:
+            log.warning("--sim %s", warning)
+        return spec
 
     def _make_targets(self, counters: CounterSet) -> list[Target]:
         config, library = self.config, self.library

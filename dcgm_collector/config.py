@@ -308,8 +308,9 @@ OPTIONS: tuple[Option, ...] = (
            "window families for every numeric row, e.g. max or min,max,avg, on top of each row's 4th column "
            "[default: none]", "window", "LIST"),
     Option("sim", ("--sim",), "DCGM_COLLECTOR_SIM", None, _nonempty("scenario"),
-           "use the simulated libdcgm shipped with the package: N H100s, a scenario file, or the name of a "
-           "shipped scenario (spikes, mixed, xid-burst, ...)", "simulator", "N|SCENARIO"),
+           "use the simulated libdcgm shipped with the package: N H100s, a scenario file, the name of a "
+           "shipped scenario (spikes, mixed, xid-burst, ...), or a flight recording (.parquet) to replay",
+           "simulator", "N|SCENARIO"),
     Option("nvml", ("--nvml",), "DCGM_COLLECTOR_NVML", False, parse_bool,
            "run the package's engine on the driver's NVML (libnvidia-ml.so.1 from $DCGM_ENGINE_NVML_LIB, else "
            "the dynamic linker's search) instead of NVIDIA DCGM or the simulated GPUs", "simulator", "BOOL", True),

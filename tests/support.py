@@ -222,3 +222,33 @@ def gpu_ring_series(sampler: Any, gpu: int, fields: tuple[int, ...]) -> dict[int
             ok = rows.status[:, col] == SAMPLE_OK
             out[field] = (rows.ts[ok], rows.values[ok, col])
     return out
+
+
+def write_recording(path: Path, rows: list[tuple], sidecar: dict[str, Any] | None = None,
+                    start: float = 1_800_000_000.0) -> Path:
+    """A flight recording at ``path`` (Parquet, the columns of model.RECORDING_COLUMNS) and its sidecar.
+
+    Each row is (seconds after ``start``, gpu, field_id, value, status="OK"), a GPU entity's reading;
+    a None value with the status left out is BLANK.  ``sidecar`` (a dict) is written as ``<path>.json``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_SIDECAR_SUFFIX
+
+    types = {"timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"), "string": pa.string(), "int64": pa.int64(),
+             "int32": pa.int32(), "double": pa.float64()}
+    schema = pa.schema([(name, types[kind]) for name, kind in RECORDING_COLUMNS])
+    records = []
+    for row in rows:
+        t, gpu, field, value, *rest = row
+        status = rest[0] if rest else ("OK" if value is not None else "BLANK")
+        records.append({"time": round((start + t) * 1e6), "entity_group": "GPU", "entity_id": gpu, "gpu": gpu,
+                        "field_id": field, "field_name": f"field {field}", "metric": f"field_{field}",
+                        "value": value, "status": status})
+    columns = {name: [r[name] for r in records] for name, _ in RECORDING_COLUMNS}
+    columns["time"] = pa.array(columns["time"], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    pq.write_table(pa.table(columns, schema=schema), path)
+    if sidecar is not None:
+        path.with_name(path.name + RECORDING_SIDECAR_SUFFIX).write_text(json.dumps(sidecar))
+    return path

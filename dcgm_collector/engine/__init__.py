@@ -7,7 +7,9 @@ libdir) some-dcgm-client``.  It has two value sources, chosen by
 default) simulates a node from ``DCGM_SIM_SCENARIO`` (empty for 8 H100s
 training, a number for that many GPUs, or the path of a scenario file, see
 ``scenarios/README.md``); ``nvml`` reads the real GPUs through the driver's
-``libnvidia-ml.so.1`` (``DCGM_ENGINE_NVML_LIB`` to name it).
+``libnvidia-ml.so.1`` (``DCGM_ENGINE_NVML_LIB`` to name it).  A flight
+recording (``.parquet``) plays back as the scenario ``replay_recording``
+writes for it (``recording.py``).
 
 Beside it ships a simulated ``libnvidia-ml.so.1`` (NVML) on the same node and
 scenario: ``LD_LIBRARY_PATH=$(python -m dcgm_collector.engine nvml-libdir)
@@ -17,8 +19,11 @@ some-nvml-client`` (nvidia-smi-like tools, nvidia-ml-py).  Its own settings
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import cffi
@@ -37,8 +42,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "LIBRARY_NAME", "NVML_LIBRARY_NAME", "NVML_LIB_ENV", "SCENARIO_ENV", "SOURCE_ENV", "check_nvml",
-    "check_scenario", "library_dir", "library_path", "nvml_library_dir", "nvml_library_path", "resolve_scenario",
-    "source_name",
+    "check_scenario", "is_recording", "library_dir", "library_path", "nvml_library_dir", "nvml_library_path",
+    "replay_recording", "resolve_scenario", "source_name",
 ]
 
 
@@ -82,6 +87,30 @@ def resolve_scenario(spec: str) -> str:
         return spec
     shipped = Path(__file__).resolve().parent / "scenarios" / (spec if spec.endswith(".toml") else f"{spec}.toml")
     return str(shipped) if shipped.is_file() else spec
+
+
+def is_recording(spec: str) -> bool:
+    """Whether a scenario spec names a flight recording (a ``.parquet`` file) rather than a scenario."""
+    from dcgm_collector.engine import recording
+    return recording.is_recording(spec)
+
+
+def replay_recording(path: str) -> tuple[str, tuple[str, ...]]:
+    """A scenario replaying the flight recording at ``path``, and one line per thing the replay cannot keep.
+
+    The scenario (and its traces) lives in a temporary folder removed when
+    the process exits.  ValueError ``path: problem`` (one line) when the
+    recording or its sidecar cannot be read.
+    """
+    from dcgm_collector.engine import recording  # imports pyarrow, only for a recording
+    folder = Path(tempfile.mkdtemp(prefix="dcgm-replay-"))
+    try:
+        written = recording.write_scenario(path, folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    atexit.register(shutil.rmtree, folder, True)
+    return str(written.path), written.warnings
 
 
 def check_scenario(spec: str | os.PathLike[str]) -> None:

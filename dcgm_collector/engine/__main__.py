@@ -43,12 +43,13 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("libpath", help=f"print the full path of {engine.LIBRARY_NAME}")
     commands.add_parser("nvml-libdir", help=f"print the directory holding the simulated {engine.NVML_LIBRARY_NAME}")
     check = commands.add_parser("check", help="validate scenario files (exit 1 on the first bad one)")
-    check.add_argument("files", nargs="+", metavar="FILE", help="scenario file (TOML)")
+    check.add_argument("files", nargs="+", metavar="FILE", help="scenario file (TOML) or flight recording (.parquet)")
     read = commands.add_parser(
         "read", help="read a simulated node through the DCGM binding and print a table per second"
     )
     read.add_argument("--sim", default="", metavar="N|SCENARIO",
-                      help="GPU count, scenario file or shipped scenario name (default: 8 H100s training)")
+                      help="GPU count, scenario file, shipped scenario name or flight recording (.parquet) "
+                           "(default: 8 H100s training)")
     read.add_argument("--seconds", type=int, default=3, help="how many tables to print (default 3)")
     hostengine = commands.add_parser(
         "hostengine",
@@ -64,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     hostengine.add_argument("--address", default="127.0.0.1", metavar="HOST",
                             help="TCP address to listen on (default 127.0.0.1)")
     hostengine.add_argument("--scenario", default=None, metavar="N|SCENARIO",
-                            help=f"GPU count, scenario file or shipped scenario name (spikes, xid-burst, ...) "
+                            help=f"GPU count, scenario file, shipped scenario name (spikes, xid-burst, ...) or flight "
+                                 f"recording (.parquet) "
                                  f"(default: ${engine.SCENARIO_ENV}, else 8 H100s training)")
     hostengine.add_argument("-f", "--log-filename", default=None, metavar="FILE",
                             help=f"the engine's debug log file, as nv-hostengine's option (default: "
@@ -80,9 +82,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _scenario(spec: str) -> str:
+    """A scenario spec as given, a shipped scenario's path, or the scenario replaying a flight recording."""
+    spec = engine.resolve_scenario(spec)
+    if not engine.is_recording(spec):
+        return spec
+    spec, warnings = engine.replay_recording(spec)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return spec
+
+
 def _read(spec: str, seconds: int) -> None:
     if spec:
-        spec = engine.resolve_scenario(spec)
+        spec = _scenario(spec)
         engine.check_scenario(spec)
         os.environ[engine.SCENARIO_ENV] = spec
     field_ids = [column[0] for column in _READ_COLUMNS]
@@ -128,11 +141,11 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[_LOG_FILE_ENV] = args.log_filename
             if args.log_level:
                 os.environ[_LOG_LEVEL_ENV] = args.log_level
-            scenario = None if args.scenario is None else engine.resolve_scenario(args.scenario)
+            scenario = None if args.scenario is None else _scenario(args.scenario)
             hostengine.serve(port=args.port, address=args.address, unix_path=args.unix, scenario=scenario)
         else:
             for path in args.files:
-                engine.check_scenario(path)
+                engine.check_scenario(_scenario(path))
                 print(f"{path}: ok")
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -538,14 +538,18 @@ static void node_format_identity(sim_node *node, unsigned int index)
     uint64_t a = node_hash(node->seed, index, CH_IDENTITY, 0);
     uint64_t b = node_hash(node->seed, index, CH_IDENTITY, 1);
     uint64_t c = node_hash(node->seed, index, CH_IDENTITY, 2);
-    snprintf(gpu->uuid, sizeof gpu->uuid, "GPU-%08x-%04x-%04x-%04x-%012llx",
-             (unsigned int)(a & 0xffffffffu), (unsigned int)((a >> 32) & 0xffff),
-             (unsigned int)((a >> 48) & 0xffff), (unsigned int)(b & 0xffff),
-             (unsigned long long)((b >> 16) & 0xffffffffffffULL));
+    /* a scenario may give a recorded GPU's own UUID and bus id (a replayed flight recording) */
+    if (gpu->uuid[0] == '\0')
+        snprintf(gpu->uuid, sizeof gpu->uuid, "GPU-%08x-%04x-%04x-%04x-%012llx",
+                 (unsigned int)(a & 0xffffffffu), (unsigned int)((a >> 32) & 0xffff),
+                 (unsigned int)((a >> 48) & 0xffff), (unsigned int)(b & 0xffff),
+                 (unsigned long long)((b >> 16) & 0xffffffffffffULL));
     snprintf(gpu->serial, sizeof gpu->serial, "%013llu",
              1320000000000ULL + (unsigned long long)(c % 500000000000ULL));
     /* An HGX baseboard's bus numbers for the first eight, then a second segment. */
     static const unsigned int hgx_bus[8] = {0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB};
+    if (gpu->bus_id[0] != '\0')
+        return;
     if (index < 8)
         snprintf(gpu->bus_id, sizeof gpu->bus_id, "00000000:%02X:00.0", hgx_bus[index]);
     else

@@ -24,7 +24,7 @@
 #include "node_internal.h"
 
 #define TRACE_LINE_MAX 65536
-#define TRACE_MAX_COLUMNS 256
+#define TRACE_MAX_COLUMNS 1024     /* a flight recording of every GPU field fits */
 #define TRACE_MAX_ROWS 10000000
 
 struct sim_trace {

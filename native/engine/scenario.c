@@ -76,7 +76,12 @@ typedef struct scn_gpu_table {
     int mig_profile_count;      /* mig_profiles, checked against the model once it is known */
     char mig_profiles[SIM_MAX_MIG_INSTANCES][16];
     int mig_profiles_line;
+    char uuid[64], bus_id[32];  /* a recorded GPU's identity; empty: seeded */
+    int identity_line;
 } scn_gpu_table;
+_Static_assert(sizeof ((scn_gpu_table *)0)->uuid == sizeof ((sim_gpu *)0)->uuid &&
+               sizeof ((scn_gpu_table *)0)->bus_id == sizeof ((sim_gpu *)0)->bus_id,
+               "a table's identity is copied whole into its GPU");
 
 typedef enum scn_event_kind { SCN_EV_NONE, SCN_EV_XID, SCN_EV_LOST, SCN_EV_WORKLOAD } scn_event_kind;
 
@@ -505,6 +510,23 @@ static int scn_gpu_key(scn_parser *p, const char *key, const scn_value *v)
         g->power_limit_line = p->line;
         return scn_want_number(p, key, v, 1.0, 10000.0, &g->power_limit);
     }
+    if (strcmp(key, "uuid") == 0 || strcmp(key, "pci_bus_id") == 0) {
+        bool uuid = key[0] == 'u';
+        char *into = uuid ? g->uuid : g->bus_id;
+        size_t room = uuid ? sizeof g->uuid : sizeof g->bus_id;
+        if ((rc = scn_want_string(p, key, v)) != DCGM_ST_OK)
+            return rc;
+        size_t len = strlen(v->str);
+        if (len == 0 || len >= room)
+            return scn_fail(p, "'%s' must be 1 to %zu characters", key, room - 1);
+        for (size_t i = 0; i < len; i++) {
+            if (!isgraph((unsigned char)v->str[i]))
+                return scn_fail(p, "'%s' has a blank or control character", key);
+        }
+        memcpy(into, v->str, len + 1);
+        g->identity_line = p->line;
+        return DCGM_ST_OK;
+    }
     if (strcmp(key, "workload") == 0)
         return scn_want_workload(p, key, v, &g->wl);
     rc = scn_workload_param(p, key, v, &g->wl);
@@ -513,7 +535,7 @@ static int scn_gpu_key(scn_parser *p, const char *key, const scn_value *v)
     if (rc != 0)
         return rc < 0 ? rc : DCGM_ST_OK;
     return scn_fail(p, "unknown key '%s' in [[gpu]] (known: model, count, mig_instances, mig_profiles, "
-                       "power_limit, " SCN_WORKLOAD_KEYS ")", key);
+                       "power_limit, uuid, pci_bus_id, " SCN_WORKLOAD_KEYS ")", key);
 }
 
 static int scn_event_gpus(scn_parser *p, const scn_value *v, scn_event_table *e)
@@ -755,6 +777,10 @@ static int scn_check_gpu_table(scn_parser *p, const scn_gpu_table *g)
     int rc = scn_check_mig_profiles(p, g);
     if (rc != DCGM_ST_OK)
         return rc;
+    if ((g->uuid[0] != '\0' || g->bus_id[0] != '\0') && g->count > 1) {
+        p->line = g->identity_line;
+        return scn_fail(p, "'uuid' and 'pci_bus_id' name one GPU: they need count = 1, not %d", g->count);
+    }
     if (g->has_power_limit && (g->power_limit < m->power_min_w || g->power_limit > m->power_max_w)) {
         p->line = g->power_limit_line;
         return scn_fail(p, "power_limit %g W is outside %s's range (%g to %g W)", g->power_limit,
@@ -936,6 +962,8 @@ static int scn_add_gpus(scn_parser *p, sim_node *node)
                 g->mig_profiles[i] = sim_mig_profile_find(t->model->key, t->mig_profiles[i]);
             g->power_limit_w = t->has_power_limit ? t->power_limit : t->model->power_default_w;
             g->lost_at_us = -1;
+            memcpy(g->uuid, t->uuid, sizeof g->uuid);       /* both sized alike; empty: seeded at load */
+            memcpy(g->bus_id, t->bus_id, sizeof g->bus_id);
             if (scn_push_segment(g, 0, &w) != DCGM_ST_OK)
                 return DCGM_ST_MEMORY;
         }

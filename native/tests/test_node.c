@@ -892,6 +892,58 @@ static void test_parse_errors(void)
 
 /* ---- replay ----------------------------------------------------------------------- */
 
+/* A replayed recording keeps each GPU's own UUID and PCI bus id; the others stay seeded. */
+static void test_recorded_identity(void)
+{
+    printf("scenarios: a GPU may carry a recorded UUID and PCI bus id\n");
+    sim_node *node = load_or_die(write_file("identity.toml",
+        "[[gpu]]\nmodel = \"H200\"\nuuid = \"GPU-0d1c2b3a-aaaa-bbbb-cccc-0123456789ab\"\n"
+        "pci_bus_id = \"00000000:C1:00.0\"\n[[gpu]]\nmodel = \"H200\"\n"));
+    CHECK(strcmp(sample(node, 0, 54, 0).str, "GPU-0d1c2b3a-aaaa-bbbb-cccc-0123456789ab") == 0, "uuid %s",
+          sample(node, 0, 54, 0).str);
+    CHECK(strcmp(sample(node, 0, 57, 0).str, "00000000:C1:00.0") == 0, "bus id %s", sample(node, 0, 57, 0).str);
+    CHECK(strncmp(sample(node, 1, 54, 0).str, "GPU-", 4) == 0 &&
+          strcmp(sample(node, 1, 54, 0).str, sample(node, 0, 54, 0).str) != 0, "seeded uuid %s",
+          sample(node, 1, 54, 0).str);
+    CHECK(strcmp(sample(node, 1, 57, 0).str, "00000000:2A:00.0") == 0, "seeded bus id %s", sample(node, 1, 57, 0).str);
+    sim_node_free(node);
+    expect_error("identity-count.toml", "[[gpu]]\ncount = 2\nuuid = \"GPU-1\"\n", 3,
+                 "'uuid' and 'pci_bus_id' name one GPU: they need count = 1, not 2", DCGM_ST_BADPARAM);
+    expect_error("identity-long.toml",
+                 "[[gpu]]\npci_bus_id = \"0000000000000000:C1:00.0000000000000\"\n", 2,
+                 "'pci_bus_id' must be 1 to 31 characters", DCGM_ST_BADPARAM);
+    expect_error("identity-blank.toml", "[[gpu]]\nuuid = \"GPU 1\"\n", 2,
+                 "'uuid' has a blank or control character", DCGM_ST_BADPARAM);
+}
+
+/* A flight recording of every GPU field: 1024 columns load, the last one replays; one more is an error. */
+static void test_replay_wide(void)
+{
+    for (int columns = 1024; columns <= 1025; columns++) {
+        size_t len = 16 * (size_t)columns + 64, used = 0;
+        char *csv = malloc(len);
+        if (csv == NULL)
+            exit(2);
+        used += (size_t)snprintf(csv + used, len - used, "t");
+        for (int i = 1; i < columns - 1; i++)
+            used += (size_t)snprintf(csv + used, len - used, ",x%d", i);   /* no field: skipped */
+        used += (size_t)snprintf(csv + used, len - used, ",150\n0");
+        for (int i = 1; i < columns - 1; i++)
+            used += (size_t)snprintf(csv + used, len - used, ",1");
+        snprintf(csv + used, len - used, ",66\n");
+        write_file("wide.csv", csv);
+        free(csv);
+        const char *toml = "[[gpu]]\nmodel = \"H200\"\nworkload = \"replay\"\ntrace = \"wide.csv\"\n";
+        if (columns == 1024) {
+            sim_node *node = load_or_die(write_file("wide.toml", toml));
+            CHECK(sample_i(node, 0, 150, 1.0) == 66, "column 1024 replays: %lld", (long long)sample_i(node, 0, 150, 1.0));
+            sim_node_free(node);
+        } else {
+            expect_error("wide-too.toml", toml, 4, "wide.csv:1: more than 1024 columns", DCGM_ST_BADPARAM);
+        }
+    }
+}
+
 static void test_replay(void)
 {
     printf("workloads: a recorded trace replays on its timestamps\n");
@@ -950,6 +1002,8 @@ static void test_replay(void)
     }
     expect_error("replay-missing.toml", "[[gpu]]\nworkload = \"replay\"\ntrace = \"nowhere.csv\"\n", 3,
                  "nowhere.csv: cannot open trace", DCGM_ST_BADPARAM);
+    test_replay_wide();
+    test_recorded_identity();
 }
 
 /* The examples shipped with the package must load. */
