@@ -22,7 +22,18 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support import COLLECTOR, SERVING, command, http_get, last_line, launch, samples, stop_process, wait_for
+from support import (
+    COLLECTOR,
+    SERVING,
+    command,
+    http_get,
+    last_line,
+    launch,
+    lost_gpu_scenario,
+    samples,
+    stop_process,
+    wait_for,
+)
 
 from dcgm_collector import __version__
 from dcgm_collector.config import OPTIONS, UNSUPPORTED
@@ -217,6 +228,36 @@ def test_sigusr2_records_every_gpu_and_openmetrics_stays_valid(tmp_path):
     assert openmetrics.endswith("# EOF\n") and openmetrics.count("# EOF") == 1
     assert "# TYPE dcgm_collector_recordings_written counter\ndcgm_collector_recordings_written_total 1\n" \
         in openmetrics
+
+
+def test_a_lost_gpu_and_its_failed_health_check_record_that_gpu(tmp_path):
+    """GPU 1 of 3: a double-bit ECC error (XID 48, health FAIL), then it falls off the bus: one recording of GPU 1."""
+    scenario = tmp_path / "lost.toml"
+    scenario.write_text(lost_gpu_scenario(9.0) + "\n[[event]]\nat = 3.0\ngpu = 1\nkind = \"xid\"\nxid = 48\n")
+    counters = tmp_path / "counters.csv"
+    counters.write_text(Path(default_counters()).read_text()
+                        + "DCGM_EXP_GPU_HEALTH_STATUS, gauge, DCGM reported health status\n")
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", str(scenario), "-f", str(counters), "-a", "127.0.0.1:0",
+                   "--recorder-dir", str(out), "--recorder-before", "3", "--recorder-after", "8") as c:
+        [path] = wait_recordings(c, out, 1)
+        side = sidecar(path)
+        table = pq.read_table(path)
+    kinds = {t["kind"]: t["detail"] for t in side["triggers"]}
+    assert side["trigger"]["gpus"] == [1] and [g["gpu"] for g in side["gpus"]] == [1]
+    assert [t["detail"] for t in side["triggers"] if t["kind"] == "xid"] == ["XID 48", "XID 79"]
+    assert kinds.get("lost") == "GPU 1 lost"
+    assert kinds.get("health", "").startswith("health FAIL on GPU 1: "), side["triggers"]
+    assert set(table.column("gpu").to_pylist()) == {1}
+    # after the loss the GPU's fields come back blank: recorded as such, without a value
+    statuses = set(zip(table.column("status").to_pylist(), [v is None for v in table.column("value").to_pylist()]))
+    assert ("OK", False) in statuses and ("BLANK", True) in statuses
+
+
+def default_counters() -> str:
+    from dcgm_collector.collect.counters import default_counters_path
+
+    return default_counters_path()
 
 
 def test_post_recorder_needs_basic_auth_users(tmp_path):
