@@ -260,6 +260,17 @@ def default_counters() -> str:
     return default_counters_path()
 
 
+def test_sigusr2_without_the_recorder_is_one_line_and_no_exit(tmp_path):
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0") as c:
+        c.proc.send_signal(signal.SIGUSR2)
+        wait_for(lambda: "SIGUSR2: the flight recorder is off (turn it on with --recorder-dir)" in c.log(),
+                 timeout=10, what="the SIGUSR2 line", log=c.log)
+        status, _ = c.get()
+        assert status == 200 and c.proc.poll() is None
+        status, _ = post(c.url("/recorder"), b"")
+    assert status == 405   # no such route: the recorder is off
+
+
 def test_post_recorder_needs_basic_auth_users(tmp_path):
     out = tmp_path / "recordings"
     with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT) as c:
