@@ -176,12 +176,10 @@ class Recorder:
         if not names:   # no target yet (still starting): the embedded one will be named after the host
             names = [self.host]
         trigger = Trigger(kind, when, chosen, detail, target)
-        files = [self._join(name, trigger, len(names) > 1 or self._several_targets()) for name in names]
+        several = len(self._targets()) > 1   # then each file names its target
+        files = [self._join(name, trigger, several) for name in names]
         self._wake.set()
         return files
-
-    def _several_targets(self) -> bool:
-        return len(self._targets()) > 1
 
     def _join(self, target: str, trigger: Trigger, name_target: bool) -> str:
         with self._lock:

@@ -60,8 +60,11 @@ class Window:
 def window_columns(model: SampleModel, window: Window) -> dict[str, np.ndarray]:
     """The window's samples, one per row, as numpy columns named after RECORDING_COLUMNS, oldest first.
 
-    ``gpu`` is -1 where the entity belongs to no GPU, ``value`` NaN where the
-    sample is not OK; an ABSENT cell (no record at that row's time) is no sample.
+    ``metric`` and ``field_name`` are indexes into the extra column ``names``
+    (a window repeats a few names thousands of times); ``entity_group`` and
+    ``status`` are the numbers (EntityType, SAMPLE_*).  ``gpu`` is -1 where
+    the entity belongs to no GPU, ``value`` NaN where the sample is not OK; an
+    ABSENT cell (no record at that row's time) is no sample.
     Series that /metrics serves several times (one copy per HPC job) are one
     column of a ring, and so one sample here.
     """

@@ -168,3 +168,10 @@ def test_a_directory_that_cannot_be_made_is_one_line_naming_the_flag(tmp_path):
         locked.mkdir(mode=0o500)
         with pytest.raises(RecorderError, match="not writable"):
             check_directory(str(locked))
+
+
+def test_a_window_without_samples_is_an_empty_file_with_the_columns(tmp_path):
+    columns = window_columns(_model(), Window(100 * S, 200 * S, None))
+    write_recording(str(tmp_path), "recording-e.parquet", columns, {"rows": 0})
+    table = pq.read_table(tmp_path / "recording-e.parquet")
+    assert table.num_rows == 0 and [(f.name, str(f.type)) for f in table.schema] == list(RECORDING_COLUMNS)
