@@ -12,6 +12,7 @@ connection is lost) while /health says why.
 SIGTERM / SIGINT stop everything and exit 0.  SIGHUP re-reads the counters
 file: a bad file is logged in one line and the running configuration keeps
 serving; a good one gets a new sampler and exposition, swapped in at once.
+SIGUSR2 starts a flight recording of every GPU when --recorder-dir is on.
 
 Threads and signals: the main thread only waits for signals; it never makes a
 DCGM call.  A DCGM call can block for DCGM's whole request timeout (60 s)
@@ -277,6 +278,11 @@ class Collector:
                     raise ValueError('"gpus" must be a list of GPU ids')
             except ValueError as error:
                 return Reply(400, f"POST /recorder: {error}\n".encode())
+        known = {g.gpu_id for t in self.targets if (e := t.exposition) is not None for g in e.gpus}
+        unknown = sorted(set(gpus or ()) - known)
+        if unknown and known:
+            return Reply(400, f"POST /recorder: no GPU {', '.join(map(str, unknown))} here "
+                              f"(GPUs {id_ranges(sorted(known))})\n".encode())
         detail = f"POST /recorder from {request.client}" + (f": {' '.join(reason.split())[:200]}" if reason else "")
         files = recorder.trigger("request", detail, gpus)
         answer = {"file": files[0] if files else None, "files": files, "directory": recorder.directory}

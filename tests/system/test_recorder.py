@@ -289,6 +289,7 @@ def test_post_recorder_with_credentials_records_the_gpus_asked_for(tmp_path):
         refused, _ = post(c.url("/recorder"), b'{"gpus": [1]}')
         wrong, _ = post(c.url("/recorder"), b'{"gpus": [1]}', user="prom:wrong")
         bad, bad_body = post(c.url("/recorder"), b'{"gpus": "all"}', user="prom:secret")
+        absent, absent_body = post(c.url("/recorder"), b'{"gpus": [1, 7]}', user="prom:secret")
         time.sleep(2)   # samples before the trigger
         status, body = post(c.url("/recorder"), b'{"reason": "job 42 slowed down", "gpus": [1]}', user="prom:secret")
         assert status == 202, body
@@ -296,6 +297,7 @@ def test_post_recorder_with_credentials_records_the_gpus_asked_for(tmp_path):
         [path] = wait_recordings(c, out, 1)
     assert (refused, wrong) == (401, 401)
     assert bad == 400 and b'"gpus" must be a list of GPU ids' in bad_body
+    assert (absent, absent_body) == (400, b"POST /recorder: no GPU 7 here (GPUs 0-1)\n")
     assert answer["file"] == path.name
     side = sidecar(path)
     assert side["trigger"]["kind"] == "request" and side["trigger"]["gpus"] == [1]
