@@ -36,9 +36,9 @@ from dcgm_collector.collect.options import (
 )
 from dcgm_collector.expose.options import DEFAULT_COUNT_WINDOW_MS, DEFAULT_WINDOW_S
 from dcgm_collector.model import DeviceSelection
-from dcgm_collector.push.recorder import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
-from dcgm_collector.push.recorder import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
-from dcgm_collector.push.recorder import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
+from dcgm_collector.push.options import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
+from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
+from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
 from dcgm_collector.serve.server import parse_listen_address
 
 __all__ = ["Config", "ConfigError", "DeviceSelection", "build_parser", "parse_bool", "parse_config", "parse_devices"]

@@ -35,6 +35,7 @@ from typing import Any
 from dcgm_collector.collect.watches import XID_FIELD
 from dcgm_collector.expose.text import Header
 from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX, EntityType
+from dcgm_collector.push.options import DEFAULT_AFTER_S, DEFAULT_BEFORE_S, DEFAULT_MAX_BYTES, MAX_AFTER_S
 from dcgm_collector.push.recording_file import (
     RECORDING_PREFIX,
     RECORDING_SUFFIX,
@@ -50,10 +51,6 @@ __all__ = ["DEFAULT_AFTER_S", "DEFAULT_BEFORE_S", "DEFAULT_MAX_BYTES", "MAX_AFTE
 
 log = logging.getLogger("dcgm_collector")
 
-DEFAULT_BEFORE_S = 300.0
-DEFAULT_AFTER_S = 60.0
-DEFAULT_MAX_BYTES = 2**30
-MAX_AFTER_S = 600.0          # later triggers push a pending recording's end at most this far past its first
 WATCH_EVERY_S = 0.5          # how often the targets are looked at for XIDs, lost GPUs and failed health
 # a recording is written this long after its window ends, so the sampler has drained the window's last samples
 WRITE_MARGIN_S = 1.0
