@@ -267,6 +267,8 @@ def test_sigusr2_without_the_recorder_is_one_line_and_no_exit(tmp_path):
                  timeout=10, what="the SIGUSR2 line", log=c.log)
         status, _ = c.get()
         assert status == 200 and c.proc.poll() is None
+        with open(f"/proc/{c.proc.pid}/maps") as maps:   # pyarrow is loaded only with --recorder-dir
+            assert "arrow" not in maps.read()
         status, _ = post(c.url("/recorder"), b"")
     assert status == 405   # no such route: the recorder is off
 
