@@ -13,6 +13,9 @@ new XID entries in the event ring, GPUs the sampler lost, and health
 incidents that turned FAIL.  SIGUSR2 and ``POST /recorder`` (both in
 dcgm_collector.app) call :meth:`Recorder.trigger` directly.
 
+When the collector stops, a pending recording is written at once with
+the samples it has so far.
+
 Disk use is bounded by --recorder-max-bytes: after each recording the
 oldest are removed (with their sidecars) until the directory is under it.
 """
@@ -54,6 +57,9 @@ log = logging.getLogger("dcgm_collector")
 WATCH_EVERY_S = 0.5          # how often the targets are looked at for XIDs, lost GPUs and failed health
 # a recording is written this long after its window ends, so the sampler has drained the window's last samples
 WRITE_MARGIN_S = 1.0
+# how long the collector's stop waits for the pending recordings to be written: well inside the 2 s a stop
+# may take; past it the process exits and the half-written temporary file is removed at the next start
+STOP_WAIT_S = 0.5
 
 
 class RecorderError(Exception):
@@ -117,8 +123,9 @@ class Recorder:
 
     ``targets()`` gives the collector's current targets (each with ``name``
     and ``exposition``, None until it samples).  Start it once the targets
-    exist; stop() returns at once (a recording being written is abandoned, its
-    temporary file removed at the next start).
+    exist.  stop() writes the pending recordings, cut at the stop, waiting
+    for them at most STOP_WAIT_S (past that the process may exit mid-write: the
+    temporary file is removed at the next start, and no partial recording is left).
     """
 
     def __init__(self, directory: str, *, before_s: float = DEFAULT_BEFORE_S, after_s: float = DEFAULT_AFTER_S,
@@ -156,9 +163,12 @@ class Recorder:
         self._thread = threading.Thread(target=self._run, name="dcgm-collector-recorder", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Write the pending recordings with the samples so far, waiting at most ``wait_s`` for them."""
         self._stop.set()
         self._wake.set()
+        if self._thread is not None:
+            self._thread.join(wait_s)
 
     # -- triggers
     def trigger(self, kind: str, detail: str, gpus: Sequence[int] | None = None, target: str | None = None,
@@ -212,11 +222,17 @@ class Recorder:
                 except Exception:   # a target half rebuilt by a reload: look again next time
                     log.debug("flight recorder: watching the targets failed", exc_info=True)
             for pending in self._due(time.time()):
-                if self._stop.is_set():
-                    return
                 self._write(pending)
             self._wake.wait(max(0.05, min(next_watch - time.monotonic(), self._next_due() - time.time())))
             self._wake.clear()
+        # stopping: what a pending recording holds so far is kept rather than lost with the process
+        now = time.time()
+        with self._lock:
+            cut, self._pending = list(self._pending.values()), {}
+        for pending in cut:
+            pending.until_s = min(pending.until_s, now)
+            log.info("flight recorder: stopping: writing %s with the samples up to now", pending.name)
+            self._write(pending)
 
     def _due(self, now_s: float) -> list[_Pending]:
         with self._lock:

@@ -273,6 +273,21 @@ def test_sigusr2_without_the_recorder_is_one_line_and_no_exit(tmp_path):
     assert status == 405   # no such route: the recorder is off
 
 
+def test_a_recording_pending_at_the_stop_is_written_with_the_samples_so_far(tmp_path):
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out)) as c:
+        wait_for(lambda: metric_value(c.get()[1], "dcgm_collector_ticks_total") >= 3, timeout=20, what="3 ticks")
+        c.proc.send_signal(signal.SIGUSR2)
+        wait_for(lambda: metric_value(c.get()[1], "dcgm_collector_recorder_pending") == 1, timeout=10,
+                 what="a pending recording", log=c.log)
+        assert stop_process(c.proc) == 0
+    [path] = recordings(out)
+    side = sidecar(path)
+    assert iso_s(side["until"]) < iso_s(side["trigger"]["time"]) + 60   # cut at the stop
+    assert pq.read_table(path).num_rows == side["rows"] > 0
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
 def test_post_recorder_needs_basic_auth_users(tmp_path):
     out = tmp_path / "recordings"
     with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT) as c:
