@@ -12,6 +12,7 @@ connection is lost) while /health says why.
 SIGTERM / SIGINT stop everything and exit 0.  SIGHUP re-reads the counters
 file: a bad file is logged in one line and the running configuration keeps
 serving; a good one gets a new sampler and exposition, swapped in at once.
+SIGUSR2 starts a flight recording of every GPU when --recorder-dir is on.
 
 Threads and signals: the main thread only waits for signals; it never makes a
 DCGM call.  A DCGM call can block for DCGM's whole request timeout (60 s)
@@ -63,7 +64,8 @@ from dcgm_collector.push.remote_write import (
 from dcgm_collector.serve.server import ListenError, MetricsServer, Reply, Request, Route, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 
-if TYPE_CHECKING:   # optional features, imported when they are on (see _read_web_config, _start_attribution)
+if TYPE_CHECKING:   # optional features, imported when they are on (see _read_web_config, _make_recorder, ...)
+    from dcgm_collector.push.recorder import Recorder
     from dcgm_collector.serve.webconfig import WebConfig
 
 __all__ = ["Collector", "Reloads", "STOP_GRACE_S", "StartupError", "library_version", "serve", "stop_within"]
@@ -99,6 +101,8 @@ class Collector:
         self.exposition: Any = None     # MultiExposition over the targets, once they exist
         self.pods: Any = None           # PodMapper (-k)
         self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
+        self.recorder: Recorder | None = None   # the flight recorder (--recorder-dir), or None
+        self._web: WebConfig | None = None
         self._renders: SingleFlight[bytes] = SingleFlight()
         self._render_failure: str | None = None   # why the last render of /metrics failed, until one succeeds
         self._stopping = threading.Event()   # set once stop() begins: a reload still running then gives up
@@ -117,12 +121,16 @@ class Collector:
             self._render_failure = f"rendering /metrics failed: {type(error).__name__}: {error}"
             raise
         self._render_failure = None
-        writers = self.remote_writers
-        if writers:
-            extra = render_remote_write_metrics(writers, openmetrics).encode()
+        extra = ""
+        if self.remote_writers:
+            extra += render_remote_write_metrics(self.remote_writers, openmetrics)
+        recorder = self.recorder
+        if recorder is not None:
+            extra += recorder.render_metrics(openmetrics)
+        if extra:   # the outputs' own families, inside the body (before OpenMetrics' # EOF)
             if openmetrics and body.endswith(b"# EOF\n"):
-                return body[:-len(b"# EOF\n")] + extra + b"# EOF\n"
-            return body + extra
+                return body[: -len(b"# EOF\n")] + extra.encode() + b"# EOF\n"
+            return body + extra.encode()
         return body
 
     def health(self) -> tuple[bool, str]:
@@ -153,18 +161,24 @@ class Collector:
 
     def _routes(self) -> dict[str, Route]:
         """The paths served beside /metrics, /health and /."""
-        return {
+        routes = {
             "/api/v1/samples": Route(self.samples, landing="every sample the rings hold, as JSON "
                                      "(?field=DCGM_FI_DEV_POWER_USAGE&gpu=0&since=5m)"),
         }
+        if self.recorder is not None:
+            routes["/recorder"] = Route(self._recorder_request, methods=("POST",), max_body=4096)
+        return routes
 
     # -- start-up
     def start(self) -> None:
         config = self.config
         counters = self._read_counters()
-        web = self._read_web_config()
+        web = self._web = self._read_web_config()
+        self.recorder = self._make_recorder()
+        landing_extra = self.recorder.landing_html if self.recorder is not None else None
         self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape,
-                                    routes=self._routes(), **(web.server_options() if web is not None else {}))
+                                    routes=self._routes(), landing_extra=landing_extra,
+                                    **(web.server_options() if web is not None else {}))
         try:
             self.server.start()
         except ListenError as error:
@@ -178,6 +192,8 @@ class Collector:
         for target in self.targets:
             self._start_target(target)
         self.exposition = MultiExposition(self.targets, version=__version__, library_version=self.library_version)
+        if self.recorder is not None:
+            self.recorder.start(lambda: self.targets)
         for line in self._summary(counters, web):
             log.info("%s", line)
         for writer in self.remote_writers:
@@ -277,7 +293,70 @@ class Collector:
         security = web.describe() if web is not None else "no TLS, no auth"
         # one parenthesis: the listener's own note (every interface, ...) and the TLS and auth state
         lines.append(f"serving {where[:-1]}; {security})" if where.endswith(")") else f"serving {where} ({security})")
+        recorder = self.recorder
+        if recorder is not None:
+            lines.append(f"flight recorder: {recorder.directory}, {config.recorder_before_s:g} s before and "
+                         f"{config.recorder_after_s:g} s after each XID, lost GPU, failed health check, SIGUSR2 or "
+                         f"POST /recorder; at most {config.recorder_max_bytes} bytes")
         return lines
+
+    def _make_recorder(self) -> Recorder | None:
+        config = self.config
+        if config.recorder_dir is None:
+            return None
+        # optional feature, imported only when on: pyarrow is large and a plain node never needs it
+        from dcgm_collector.push.recorder import Recorder, RecorderError
+        from dcgm_collector.push.recording_file import PyarrowMissing
+
+        try:
+            return Recorder(config.recorder_dir, before_s=config.recorder_before_s, after_s=config.recorder_after_s,
+                            max_bytes=config.recorder_max_bytes, retention_s=config.retention_s,
+                            counters_path=config.collectors, version=__version__,
+                            host=config.hostname or hostname_label(None, os.environ))
+        except (PyarrowMissing, RecorderError) as error:
+            raise StartupError(str(error)) from None
+
+    def record_now(self, why: str) -> None:
+        """SIGUSR2: record every entity of every target around now (called off the main thread)."""
+        recorder = self.recorder
+        if recorder is None:
+            log.info("%s: the flight recorder is off (turn it on with --recorder-dir)", why)
+            return
+        recorder.trigger("signal", why)
+
+    def _recorder_request(self, request: Request) -> Reply:
+        """POST /recorder: record around now; optional JSON body {"reason": "...", "gpus": [0, 1]}."""
+        recorder = self.recorder
+        web = self._web
+        if recorder is None:
+            raise Unavailable("the flight recorder is off")
+        if web is None or not web.users:
+            # anyone who reaches the port could otherwise fill the disk
+            return Reply(403, b"POST /recorder needs basic_auth_users in --web-config-file\n")
+        reason, gpus = "", None
+        if request.body.strip():
+            try:
+                body = json.loads(request.body)
+                if not isinstance(body, dict):
+                    raise ValueError("the body must be a JSON object")
+                reason = body.get("reason", "")
+                gpus = body.get("gpus")
+                if not isinstance(reason, str):
+                    raise ValueError('"reason" must be a string')
+                if gpus is not None and (not isinstance(gpus, list) or not all(
+                        isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus)):
+                    raise ValueError('"gpus" must be a list of GPU ids')
+            except ValueError as error:
+                return Reply(400, f"POST /recorder: {error}\n".encode())
+        known = {g.gpu_id for t in self.targets if (e := t.exposition) is not None for g in e.gpus}
+        unknown = sorted(set(gpus or ()) - known)
+        if unknown and known:
+            return Reply(400, f"POST /recorder: no GPU {', '.join(map(str, unknown))} here "
+                              f"(GPUs {id_ranges(sorted(known))})\n".encode())
+        detail = f"POST /recorder from {request.client}" + (f": {' '.join(reason.split())[:200]}" if reason else "")
+        files = recorder.trigger("request", detail, gpus)
+        answer = {"file": files[0] if files else None, "files": files, "directory": recorder.directory}
+        return Reply(202, (json.dumps(answer) + "\n").encode(), "application/json")
 
     def _read_web_config(self) -> WebConfig | None:
         path = self.config.web_config_file
@@ -444,6 +523,8 @@ class Collector:
             writer.request_stop()   # all at once; each cuts off its request in flight
         for writer in self.remote_writers:
             writer.stop(STOP_WAIT_S / len(self.remote_writers))
+        if self.recorder is not None:
+            self.recorder.stop()
         if self.server is not None:
             self.server.stop()
             self.server = None
@@ -469,7 +550,7 @@ def _install_signals(events: queue.SimpleQueue) -> None:
     def handler(signum: int, _frame: Any) -> None:
         events.put(signum)   # SimpleQueue.put is safe in a signal handler; the main loop does the work
 
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2):
         signal.signal(signum, handler)
 
 
@@ -551,6 +632,17 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
+def _record_now(collector: Collector) -> None:
+    """SIGUSR2: start a flight recording, on a thread of its own (the main thread only waits for signals)."""
+    def run() -> None:
+        try:
+            collector.record_now("SIGUSR2")
+        except Exception:
+            log.exception("SIGUSR2: the flight recording could not be started")
+
+    threading.Thread(target=run, name="dcgm-collector-sigusr2", daemon=True).start()
+
+
 def _main_loop(collector: Collector, events: queue.SimpleQueue, reloads: Reloads) -> int:
     """Handle the start-up's outcome and the signals until one says stop; the exit status."""
     started = False
@@ -573,6 +665,12 @@ def _main_loop(collector: Collector, events: queue.SimpleQueue, reloads: Reloads
                 reloads.request()
             else:
                 reload_waiting = True
+            continue
+        if event == signal.SIGUSR2:
+            if started:
+                _record_now(collector)
+            else:
+                log.info("SIGUSR2: still starting, no samples to record yet")
             continue
         log.info("%s: shutting down", signal.Signals(event).name)
         return EXIT_OK

@@ -38,6 +38,9 @@ from dcgm_collector.collect.options import (
 )
 from dcgm_collector.expose.options import DEFAULT_COUNT_WINDOW_MS, DEFAULT_WINDOW_S
 from dcgm_collector.model import DeviceSelection
+from dcgm_collector.push.options import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
+from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
+from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
 from dcgm_collector.serve.server import parse_listen_address
 
 __all__ = ["Config", "ConfigError", "DeviceSelection", "build_parser", "parse_bool", "parse_config", "parse_devices"]
@@ -248,6 +251,7 @@ GROUPS = {
     "web": "web",
     "remote_write": "Prometheus remote write (every sample, pushed; see README)",
     "logging": "logging",
+    "recorder": "flight recorder (writes the samples around an XID, a lost GPU or a failed health check)",
 }
 
 OPTIONS: tuple[Option, ...] = (
@@ -371,6 +375,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("remote_write_labels", ("--remote-write-label",), "DCGM_COLLECTOR_REMOTE_WRITE_LABEL", (),
            _remote_write_label, "NAME=VALUE label added to every series sent (give it several times; the "
            "variable takes a comma list)", "remote_write", "NAME=VALUE", repeatable=True, listed=True),
+    Option("recorder_dir", ("--recorder-dir",), "DCGM_COLLECTOR_RECORDER_DIR", None, _nonempty("path"),
+           "turn the flight recorder on: on an XID, a lost GPU, a failed health check, SIGUSR2 or an authenticated "
+           "POST /recorder, write the samples around it into this directory as Parquet [default: off]",
+           "recorder", "DIR"),
+    Option("recorder_before_s", ("--recorder-before",), "DCGM_COLLECTOR_RECORDER_BEFORE", DEFAULT_RECORDER_BEFORE_S,
+           _positive_float("seconds"), "seconds of samples a recording keeps before its trigger [default: %(default)g]",
+           "recorder", "S"),
+    Option("recorder_after_s", ("--recorder-after",), "DCGM_COLLECTOR_RECORDER_AFTER", DEFAULT_RECORDER_AFTER_S,
+           _positive_float("seconds"), "seconds of samples a recording keeps after its trigger; it is written once "
+           "they have passed [default: %(default)g]", "recorder", "S"),
+    Option("recorder_max_bytes", ("--recorder-max-bytes",), "DCGM_COLLECTOR_RECORDER_MAX_BYTES",
+           DEFAULT_RECORDER_MAX_BYTES, _positive_int("bytes"),
+           "disk the recordings may take; the oldest are removed first [default: %(default)s (1 GiB)]",
+           "recorder", "BYTES"),
     Option("debug", ("--debug",), "DCGM_EXPORTER_DEBUG", False, parse_bool, "log at debug level",
            "logging", "BOOL", True),
     Option("log_format", ("--log-format",), "DCGM_EXPORTER_LOG_FORMAT", "text", _log_format,
@@ -601,6 +619,10 @@ class Config:
     remote_write_queue_limit: int = 100_000
     remote_write_timeout_s: float = 10.0
     remote_write_labels: tuple[tuple[str, str], ...] = ()
+    recorder_dir: str | None = None
+    recorder_before_s: float = DEFAULT_RECORDER_BEFORE_S
+    recorder_after_s: float = DEFAULT_RECORDER_AFTER_S
+    recorder_max_bytes: int = DEFAULT_RECORDER_MAX_BYTES
 
     @property
     def sampling(self) -> SamplingOptions:
@@ -650,6 +672,12 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     if values["window_s"] > values["retention_s"]:
         raise ConfigError(f"--window {values['window_s']:g} s is longer than --retention {values['retention_s']:g} s: "
                           "the rings would not hold a whole window")
+    if values["recorder_dir"] is not None:
+        window = values["recorder_before_s"] + values["recorder_after_s"]
+        if window > values["retention_s"]:
+            raise ConfigError(f"--recorder-before {values['recorder_before_s']:g} s + --recorder-after "
+                              f"{values['recorder_after_s']:g} s is longer than --retention {values['retention_s']:g} "
+                              "s: the rings would not hold a recording's window")
     if args.dcgm_lib is None:
         # dcgm.load_library reads DCGM_COLLECTOR_LIBDCGM itself, and its error then names the variable
         values["dcgm_lib"] = None

@@ -1,1 +1,2 @@
-"""Pushing samples out of the collector: Prometheus remote write."""
+"""Outputs that ship the collector's samples somewhere other than a scrape: Prometheus remote write and
+the flight recorder's files."""

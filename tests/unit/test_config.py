@@ -95,6 +95,8 @@ def test_defaults():
     assert config.hostname == socket.gethostname()
     assert not config.no_hostname and not config.replace_blanks_in_model_name and not config.debug
     assert config.log_format == "text" and config.warnings == ()
+    assert config.recorder_dir is None and (config.recorder_before_s, config.recorder_after_s) == (300.0, 60.0)
+    assert config.recorder_max_bytes == 2**30
 
 
 # (flags, env var, its value, config attribute, value from the env, value from the flag)
@@ -123,6 +125,10 @@ FLAG_ENV_CASES = [
     (["--aggregations", "max"], "DCGM_COLLECTOR_AGGREGATIONS", "avg,min", "aggregations", ("min", "avg"), ("max",)),
     (["--retention", "60"], "DCGM_COLLECTOR_RETENTION", "120", "retention_s", 120.0, 60.0),
     (["--watch-interval", "50"], "DCGM_COLLECTOR_WATCH_INTERVAL", "100", "watch_interval_ms", 100.0, 50.0),
+    (["--recorder-dir", "/a"], "DCGM_COLLECTOR_RECORDER_DIR", "/b", "recorder_dir", "/b", "/a"),
+    (["--recorder-before", "30"], "DCGM_COLLECTOR_RECORDER_BEFORE", "40", "recorder_before_s", 40.0, 30.0),
+    (["--recorder-after", "5"], "DCGM_COLLECTOR_RECORDER_AFTER", "6", "recorder_after_s", 6.0, 5.0),
+    (["--recorder-max-bytes", "1000"], "DCGM_COLLECTOR_RECORDER_MAX_BYTES", "2000", "recorder_max_bytes", 2000, 1000),
     (["--debug=false"], "DCGM_EXPORTER_DEBUG", "1", "debug", True, False),
     (["--log-format", "text"], "DCGM_EXPORTER_LOG_FORMAT", "json", "log_format", "json", "text"),
     (["-k=false"], "DCGM_EXPORTER_KUBERNETES", "true", "kubernetes", True, False),
@@ -216,6 +222,8 @@ def test_bad_flag_values_are_one_line_usage_errors(argv, message, capsys):
     (["--watch-interval", "300", "-c", "200"], "--watch-interval 300 ms must not be longer than"),
     (["--window", "100", "--retention", "50"], "--window 100 s is longer than --retention 50 s"),
     (["--sim", "2", "--dcgm-lib", "/x"], "give --sim or --dcgm-lib, not both"),
+    (["--recorder-dir", "/r", "--recorder-after", "700"],
+     "--recorder-before 300 s + --recorder-after 700 s is longer than --retention 900 s"),
 ])
 def test_inconsistent_options(argv, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

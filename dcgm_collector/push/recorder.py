@@ -1,0 +1,445 @@
+"""The flight recorder: on an XID, a lost GPU, a failed health check or a request, write the samples around it.
+
+Every sample is in the rings for --retention; the recorder keeps the ones
+around an incident on disk before they age out.  A trigger opens a
+*pending* recording of the window [trigger - before, trigger + after]; it is
+written once the "after" part has passed (so it holds what followed), by the
+recorder's own thread.  Triggers that come while a recording of the same
+target is pending join it (an XID storm is one file): they add their GPUs
+and push its end later, at most to MAX_AFTER_S after the first trigger.
+
+The recorder's thread also watches the targets for triggers, twice a second:
+new XID entries in the event ring, GPUs the sampler lost, and health
+incidents that turned FAIL.  SIGUSR2 and ``POST /recorder`` (both in
+dcgm_collector.app) call :meth:`Recorder.trigger` directly.
+
+When the collector stops, a pending recording is written at once with
+the samples it has so far.
+
+Disk use is bounded by --recorder-max-bytes: after each recording the
+oldest are removed (with their sidecars) until the directory is under it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from dcgm_collector.collect.watches import XID_FIELD
+from dcgm_collector.expose.text import Header
+from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX, EntityType
+from dcgm_collector.push.options import DEFAULT_AFTER_S, DEFAULT_BEFORE_S, DEFAULT_MAX_BYTES, MAX_AFTER_S
+from dcgm_collector.push.recording_file import (
+    RECORDING_PREFIX,
+    RECORDING_SUFFIX,
+    TEMP_PREFIX,
+    Window,
+    load_pyarrow,
+    window_columns,
+    write_recording,
+)
+
+__all__ = ["DEFAULT_AFTER_S", "DEFAULT_BEFORE_S", "DEFAULT_MAX_BYTES", "MAX_AFTER_S", "Recorder", "RecorderError",
+           "Trigger", "check_directory"]
+
+log = logging.getLogger("dcgm_collector")
+
+WATCH_EVERY_S = 0.5          # how often the targets are looked at for XIDs, lost GPUs and failed health
+# a recording is written this long after its window ends, so the sampler has drained the window's last samples
+WRITE_MARGIN_S = 1.0
+# how long the collector's stop waits for the pending recordings to be written: well inside the 2 s a stop
+# may take; past it the process exits and the half-written temporary file is removed at the next start
+STOP_WAIT_S = 0.5
+
+
+class RecorderError(Exception):
+    """A recorder flag that cannot work; str() is one line naming it."""
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Why a recording is made: kind (xid, lost, health, signal, request), when, which GPUs (None: all)."""
+
+    kind: str
+    time_s: float
+    gpus: frozenset[int] | None
+    detail: str
+    target: str | None = None     # None: every target
+
+
+@dataclass
+class _Pending:
+    target: str
+    name: str
+    first: Trigger
+    since_s: float
+    until_s: float
+    latest_until_s: float         # the most a later trigger may push until_s to
+    gpus: frozenset[int] | None
+    triggers: list[Trigger] = field(default_factory=list)
+
+
+@dataclass
+class _Seen:
+    """What the watcher has already turned into triggers, for one target."""
+
+    xid_us: int = 0
+    lost: frozenset[int] = frozenset()
+    failing: frozenset[tuple] = frozenset()
+
+
+def check_directory(directory: str) -> None:
+    """RecorderError unless ``directory`` is (or can be made) a writable directory."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise RecorderError(f"--recorder-dir {directory}: cannot create it: {error.strerror or error}") from None
+    if not os.path.isdir(directory):
+        raise RecorderError(f"--recorder-dir {directory}: not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise RecorderError(f"--recorder-dir {directory}: not writable by this process")
+
+
+def _iso(time_s: float) -> str:
+    return datetime.fromtimestamp(time_s, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _stamp(time_s: float) -> str:
+    return datetime.fromtimestamp(time_s, timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+class Recorder:
+    """Watches the targets for incidents and writes flight recordings into ``directory``.
+
+    ``targets()`` gives the collector's current targets (each with ``name``
+    and ``exposition``, None until it samples).  Start it once the targets
+    exist.  stop() writes the pending recordings, cut at the stop, waiting
+    for them at most STOP_WAIT_S (past that the process may exit mid-write: the
+    temporary file is removed at the next start, and no partial recording is left).
+    """
+
+    def __init__(self, directory: str, *, before_s: float = DEFAULT_BEFORE_S, after_s: float = DEFAULT_AFTER_S,
+                 max_bytes: int = DEFAULT_MAX_BYTES, retention_s: float | None = None,
+                 counters_path: str = "", version: str = "", host: str | None = None) -> None:
+        load_pyarrow()   # PyarrowMissing now, at start-up, not at the first incident
+        check_directory(directory)
+        self.directory = directory
+        self.before_s = float(before_s)
+        self.after_s = float(after_s)
+        longest = max(self.after_s, MAX_AFTER_S)
+        if retention_s is not None:
+            # the rings must still hold the window's start when the recording is written
+            longest = max(self.after_s, min(longest, retention_s - self.before_s - WRITE_MARGIN_S))
+        self.max_after_s = longest
+        self.max_bytes = int(max_bytes)
+        self.counters_path = counters_path
+        self.version = version
+        self.host = host or socket.gethostname()
+        self.written = 0
+        self.failures = 0
+        self._targets: Callable[[], Sequence[Any]] = list
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._seen: dict[str, _Seen] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._listing: dict[str, tuple[float, str]] = {}   # sidecar path -> (mtime, trigger text), for the page
+        self._remove_leftovers()
+
+    # -- life cycle
+    def start(self, targets: Callable[[], Sequence[Any]]) -> None:
+        self._targets = targets
+        self._thread = threading.Thread(target=self._run, name="dcgm-collector-recorder", daemon=True)
+        self._thread.start()
+
+    def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Write the pending recordings with the samples so far, waiting at most ``wait_s`` for them."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(wait_s)
+
+    # -- triggers
+    def trigger(self, kind: str, detail: str, gpus: Sequence[int] | None = None, target: str | None = None,
+                time_s: float | None = None) -> list[str]:
+        """Record the window around now (or ``time_s``); the names of the files that will hold it.
+
+        Safe from any thread (not from a signal handler: it takes a lock).
+        """
+        when = time.time() if time_s is None else time_s
+        chosen = frozenset(int(g) for g in gpus) if gpus is not None else None
+        names = [t.name for t in self._targets()] if target is None else [target]
+        if not names:   # no target yet (still starting): the embedded one will be named after the host
+            names = [self.host]
+        trigger = Trigger(kind, when, chosen, detail, target)
+        several = len(self._targets()) > 1   # then each file names its target
+        files = [self._join(name, trigger, several) for name in names]
+        self._wake.set()
+        return files
+
+    def _join(self, target: str, trigger: Trigger, name_target: bool) -> str:
+        with self._lock:
+            pending = self._pending.get(target)
+            if pending is None:
+                suffix = f"-{_safe(target)}" if name_target else ""
+                name = f"{RECORDING_PREFIX}{_stamp(trigger.time_s)}-{trigger.kind}{suffix}{RECORDING_SUFFIX}"
+                pending = _Pending(target, name, trigger, trigger.time_s - self.before_s,
+                                   trigger.time_s + self.after_s, trigger.time_s + self.max_after_s, trigger.gpus)
+                self._pending[target] = pending
+                log.info("flight recorder: %s (%s); writing %s once the %g s after it have passed",
+                         trigger.detail, trigger.kind, name, self.after_s)
+            else:
+                pending.until_s = min(max(pending.until_s, trigger.time_s + self.after_s), pending.latest_until_s)
+                pending.gpus = None if pending.gpus is None or trigger.gpus is None else pending.gpus | trigger.gpus
+            pending.triggers.append(trigger)
+            return pending.name
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    # -- the recorder's thread
+    def _run(self) -> None:
+        next_watch = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= next_watch:
+                next_watch = now + WATCH_EVERY_S
+                try:
+                    self._watch()
+                except Exception:   # a target half rebuilt by a reload: look again next time
+                    log.debug("flight recorder: watching the targets failed", exc_info=True)
+            for pending in self._due(time.time()):
+                self._write(pending)
+            self._wake.wait(max(0.05, min(next_watch - time.monotonic(), self._next_due() - time.time())))
+            self._wake.clear()
+        # stopping: what a pending recording holds so far is kept rather than lost with the process
+        now = time.time()
+        with self._lock:
+            cut, self._pending = list(self._pending.values()), {}
+        for pending in cut:
+            pending.until_s = min(pending.until_s, now)
+            log.info("flight recorder: stopping: writing %s with the samples up to now", pending.name)
+            self._write(pending)
+
+    def _due(self, now_s: float) -> list[_Pending]:
+        with self._lock:
+            due = [p for p in self._pending.values() if p.until_s + WRITE_MARGIN_S <= now_s]
+            for p in due:
+                del self._pending[p.target]
+            return due
+
+    def _next_due(self) -> float:
+        with self._lock:
+            return min((p.until_s + WRITE_MARGIN_S for p in self._pending.values()), default=float("inf"))
+
+    def _watch(self) -> None:
+        for target in self._targets():
+            exposition = target.exposition
+            if exposition is None:
+                continue
+            sampler = exposition.sampler
+            seen = self._seen.setdefault(target.name, _Seen())
+            for trigger in _new_triggers(target.name, sampler, seen):
+                self.trigger(trigger.kind, trigger.detail, trigger.gpus, target.name, trigger.time_s)
+
+    # -- writing
+    def _write(self, pending: _Pending) -> None:
+        target = next((t for t in self._targets() if t.name == pending.target), None)
+        exposition = target.exposition if target is not None else None
+        if exposition is None:
+            self.failures += 1
+            log.error("flight recorder: cannot write %s: the target %s is not sampling", pending.name, pending.target)
+            return
+        model = exposition.sample_model(target.name)
+        window = Window(int(pending.since_s * 1e6), int(pending.until_s * 1e6), pending.gpus)
+        try:
+            columns = window_columns(model, window)
+            sidecar = self._sidecar(pending, model, len(columns["time"]))
+            size = write_recording(self.directory, pending.name, columns, sidecar)
+        except Exception as error:
+            self.failures += 1
+            why = (error.strerror if isinstance(error, OSError) and error.strerror else None) or str(error) \
+                or type(error).__name__
+            log.error("flight recorder: cannot write %s into %s: %s", pending.name, self.directory, why)
+            return
+        self.written += 1
+        log.info("flight recorder: wrote %s (%d samples, %.1f KiB)", os.path.join(self.directory, pending.name),
+                 len(columns["time"]), size / 1024)
+        self._bound_disk_use(keep=pending.name)
+
+    def _sidecar(self, pending: _Pending, model: Any, rows: int) -> dict[str, Any]:
+        first = pending.first
+        gpus = [g for g in model.gpus if pending.gpus is None or g.gpu_id in pending.gpus]
+        return {
+            "format_version": RECORDING_FORMAT_VERSION,
+            "trigger": {
+                "kind": first.kind,
+                "time": _iso(first.time_s),
+                "gpus": sorted(first.gpus) if first.gpus is not None else [g.gpu_id for g in model.gpus],
+                "detail": first.detail,
+            },
+            # the triggers that joined this recording while it was pending (an XID storm), the first included
+            "triggers": [{"kind": t.kind, "time": _iso(t.time_s), "detail": t.detail} for t in pending.triggers],
+            "host": pending.target,
+            "gpus": [{"gpu": g.gpu_id, "model": g.name, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id} for g in gpus],
+            "counters": self.counters_path,
+            "since": _iso(pending.since_s),
+            "until": _iso(pending.until_s),
+            "rows": rows,
+            "collector_version": self.version,
+        }
+
+    # -- disk use and the listing
+    def recordings(self) -> list[tuple[str, int, float]]:
+        """(name, bytes with the sidecar, mtime) of every recording in the directory, newest first."""
+        out = []
+        try:
+            entries = list(os.scandir(self.directory))
+        except OSError:
+            return []
+        sizes = {e.name: e for e in entries}
+        for entry in entries:
+            if not (entry.name.startswith(RECORDING_PREFIX) and entry.name.endswith(RECORDING_SUFFIX)):
+                continue
+            try:
+                stat = entry.stat()
+                sidecar = sizes.get(entry.name + RECORDING_SIDECAR_SUFFIX)
+                size = stat.st_size + (sidecar.stat().st_size if sidecar is not None else 0)
+            except OSError:
+                continue
+            out.append((entry.name, size, stat.st_mtime))
+        out.sort(key=lambda r: r[0], reverse=True)   # the names start with the trigger's UTC time
+        return out
+
+    def disk_bytes(self) -> int:
+        return sum(size for _, size, _ in self.recordings())
+
+    def _bound_disk_use(self, keep: str) -> None:
+        recordings = self.recordings()
+        total = sum(size for _, size, _ in recordings)
+        for name, size, _ in reversed(recordings):   # oldest first
+            if total <= self.max_bytes:
+                return
+            if name == keep:   # the newest is kept even alone over the bound: it is why the recorder is on
+                continue
+            for path in (name, name + RECORDING_SIDECAR_SUFFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(self.directory, path))
+            total -= size
+            log.info("flight recorder: removed %s: the recordings exceeded --recorder-max-bytes %d", name,
+                     self.max_bytes)
+
+    def _remove_leftovers(self) -> None:
+        """Temporary files a crash left mid-write: never a recording, so removed."""
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.directory):
+                if entry.name.startswith(TEMP_PREFIX) and entry.name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        os.remove(entry.path)
+
+    def _trigger_text(self, name: str) -> str:
+        path = os.path.join(self.directory, name + RECORDING_SIDECAR_SUFFIX)
+        try:
+            mtime = os.stat(path).st_mtime
+            cached = self._listing.get(path)
+            if cached is not None and cached[0] == mtime:
+                return cached[1]
+            with open(path, encoding="utf-8") as source:
+                trigger = json.load(source).get("trigger", {})
+            text = f"{trigger.get('detail', '?')} ({trigger.get('kind', '?')}) at {trigger.get('time', '?')}"
+        except (OSError, ValueError, AttributeError):
+            return "?"
+        self._listing[path] = (mtime, text)
+        return text
+
+    def landing_html(self) -> str:
+        """The landing page's section: each recording with its size and trigger, newest first."""
+        recordings = self.recordings()
+        pending = self.pending
+        head = (f"<h2>Flight recordings</h2>\n<p>{html.escape(self.directory)}: {len(recordings)} recording"
+                f"{'s' if len(recordings) != 1 else ''}, {sum(r[1] for r in recordings) / 2**20:.1f} MiB of "
+                f"{self.max_bytes / 2**20:.0f} MiB" + (f"; {pending} being recorded" if pending else "") + "</p>\n")
+        if not recordings:
+            return head
+        items = "".join(f"<li>{html.escape(name)}: {size / 1024:.1f} KiB, {html.escape(self._trigger_text(name))}"
+                        "</li>\n" for name, size, _ in recordings)
+        return head + "<ul>\n" + items + "</ul>\n"
+
+    def render_metrics(self, openmetrics: bool) -> str:
+        """The recorder's own families, in the /metrics format asked for."""
+        values = (("dcgm_collector_recordings_written_total", self.written),
+                  ("dcgm_collector_recorder_failures_total", self.failures),
+                  ("dcgm_collector_recorder_bytes", self.disk_bytes()),
+                  ("dcgm_collector_recorder_pending", self.pending))
+        return "".join(_HEADERS[name].get(openmetrics) + f"{name} {value}\n" for name, value in values)
+
+
+_HEADERS = {
+    "dcgm_collector_recordings_written_total": Header.of(
+        "dcgm_collector_recordings_written_total", "Flight recordings written.", "counter", "counter"),
+    "dcgm_collector_recorder_failures_total": Header.of(
+        "dcgm_collector_recorder_failures_total", "Flight recordings that could not be written.", "counter",
+        "counter"),
+    "dcgm_collector_recorder_bytes": Header.of(
+        "dcgm_collector_recorder_bytes", "Bytes the flight recordings take in the recorder's directory.",
+        "gauge", "gauge"),
+    "dcgm_collector_recorder_pending": Header.of(
+        "dcgm_collector_recorder_pending", "1 while a flight recording waits for the end of its window.",
+        "gauge", "gauge"),
+}
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def _new_triggers(target: str, sampler: Any, seen: _Seen) -> list[Trigger]:
+    """XIDs, lost GPUs and FAIL health incidents the watcher has not seen yet on one target's sampler."""
+    out: list[Trigger] = []
+    instance_gpu = {i.entity_id: i.gpu_id for i in sampler.instances}
+
+    def gpu_of(group: int, entity: int) -> int | None:
+        if group == EntityType.GPU:
+            return entity
+        return instance_gpu.get(entity) if group == EntityType.GPU_I else None
+
+    events = sampler.events.since(seen.xid_us + 1)
+    for ts, group, entity, field_id, value in zip(events.ts, events.entity_group, events.entity_id,
+                                                  events.field_id, events.value):
+        seen.xid_us = max(seen.xid_us, int(ts))
+        if field_id != XID_FIELD:
+            continue
+        gpu = gpu_of(int(group), int(entity))
+        out.append(Trigger("xid", int(ts) / 1e6, frozenset({gpu}) if gpu is not None else None,
+                           f"XID {int(value)}", target))
+    lost = frozenset(sampler.stats.lost_gpus)
+    for gpu in sorted(lost - seen.lost):
+        out.append(Trigger("lost", time.time(), frozenset({gpu}), f"GPU {gpu} lost", target))
+    seen.lost = lost
+    health = sampler.health
+    if health is not None:
+        failing = {}
+        for incident in health.report.incidents:
+            if incident.health != "FAIL":
+                continue
+            failing[(incident.entity_group, incident.entity_id, incident.system, incident.code)] = incident
+        for key in failing.keys() - seen.failing:
+            incident = failing[key]
+            gpu = gpu_of(incident.entity_group, incident.entity_id)
+            out.append(Trigger("health", health.checked_at, frozenset({gpu}) if gpu is not None else None,
+                               f"health FAIL on GPU {gpu if gpu is not None else '?'}: {incident.message}", target))
+        seen.failing = frozenset(failing)
+    return out

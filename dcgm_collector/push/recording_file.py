@@ -1,0 +1,245 @@
+"""One flight recording on disk: a window of samples as a Parquet file, and its JSON sidecar.
+
+The rows come from the sample model (dcgm_collector.expose.samples), so each
+sample carries the metric name /metrics serves its series under; the columns
+are dcgm_collector.model.RECORDING_COLUMNS, which the engine's replay reads
+too.  A file is written under a temporary name in the same directory,
+flushed to disk and renamed, so a reader (or a crash) never sees half of one.
+
+pyarrow is imported by :func:`load_pyarrow` only, when the recorder is on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
+from dcgm_collector.expose.samples import SampleModel
+from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_SIDECAR_SUFFIX, EntityType
+
+__all__ = ["RECORDING_PREFIX", "RECORDING_SUFFIX", "TEMP_PREFIX", "PyarrowMissing", "Window", "load_pyarrow",
+           "window_columns", "write_recording"]
+
+RECORDING_PREFIX = "recording-"
+RECORDING_SUFFIX = ".parquet"
+TEMP_PREFIX = ".recording-"      # files being written: hidden, and removed at start-up if a crash left one
+INSTALL_HINT = "pip install 'dcgm-collector[recorder]'"
+
+_STATUS_NAMES = {SAMPLE_OK: "OK", SAMPLE_BLANK: "BLANK", SAMPLE_NOT_SUPPORTED: "NOT_SUPPORTED"}
+
+
+class PyarrowMissing(Exception):
+    """The recorder is on but pyarrow is not installed; str() is the one line the user sees."""
+
+
+def load_pyarrow() -> tuple[Any, Any]:
+    """(pyarrow, pyarrow.parquet), or PyarrowMissing naming the extra to install."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as error:
+        raise PyarrowMissing(f"--recorder-dir needs pyarrow ({error}): {INSTALL_HINT}") from None
+    return pyarrow, pyarrow.parquet
+
+
+@dataclass(frozen=True)
+class Window:
+    """What one recording holds: the samples of ``gpus`` (None: every entity) with since <= ts <= until."""
+
+    since_us: int
+    until_us: int
+    gpus: frozenset[int] | None
+
+
+def window_columns(model: SampleModel, window: Window) -> dict[str, np.ndarray]:
+    """The window's samples, one per row, as numpy columns named after RECORDING_COLUMNS, oldest first.
+
+    ``metric`` and ``field_name`` are indexes into the extra column ``names``
+    (a window repeats a few names thousands of times); ``entity_group`` and
+    ``status`` are the numbers (EntityType, SAMPLE_*).  ``gpu`` is -1 where
+    the entity belongs to no GPU, ``value`` NaN where the sample is not OK; an
+    ABSENT cell (no record at that row's time) is no sample.
+    Series that /metrics serves several times (one copy per HPC job) are one
+    column of a ring, and so one sample here.
+    """
+    parts: list[dict[str, np.ndarray]] = []
+    names: list[str] = []          # metric and field names, indexed by the *_index columns
+    name_index: dict[str, int] = {}
+
+    def index(name: str) -> int:
+        if name not in name_index:
+            name_index[name] = len(names)
+            names.append(name)
+        return name_index[name]
+
+    gpu_of: dict[tuple[int, int], int] = {}
+    for ring in model.rings:
+        chosen = {}
+        for s in ring.series:
+            if s.gpu is not None:
+                gpu_of[s.entity] = s.gpu
+            if s.column not in chosen and (window.gpus is None or s.gpu in window.gpus):
+                chosen[s.column] = s
+        if not chosen:
+            continue
+        rows = ring.rows_since(window.since_us)
+        keep = rows.ts <= window.until_us
+        ts = rows.ts[keep]
+        if not len(ts):
+            continue
+        series = list(chosen.values())
+        columns = np.array([s.column for s in series], dtype=np.intp)
+        status = rows.status[keep][:, columns].ravel()
+        values = rows.values[keep][:, columns].ravel()
+        n = len(ts)
+        present = status != SAMPLE_ABSENT
+        parts.append({
+            "time": np.repeat(ts, len(series))[present],
+            "entity_group": np.tile([s.entity[0] for s in series], n)[present],
+            "entity_id": np.tile([s.entity[1] for s in series], n)[present],
+            "gpu": np.tile([-1 if s.gpu is None else s.gpu for s in series], n)[present],
+            "field_id": np.tile([s.field_id for s in series], n)[present],
+            "field_name": np.tile([index(s.field_name) for s in series], n)[present],
+            "metric": np.tile([index(s.name) for s in series], n)[present],
+            "value": values[present],
+            "status": status[present],
+        })
+    parts.extend(_event_parts(model, window, gpu_of, index))
+    if not parts:
+        return {**{name: np.zeros(0, dtype=np.int64) for name, _ in RECORDING_COLUMNS}, "names": np.array(names)}
+    joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    order = np.argsort(joined["time"], kind="stable")
+    return {**{key: column[order] for key, column in joined.items()}, "names": np.array(names, dtype=object)}
+
+
+def _event_parts(model: SampleModel, window: Window, gpu_of: dict[tuple[int, int], int], index) -> list[dict]:
+    """The event fields' (XID) entries in the window, each a sample of its field with its own time."""
+    by_field = {e.field_id: e for e in model.event_series}
+    if not by_field:
+        return []
+    events = model.events_since(window.since_us)
+    out = []
+    for field_id, series in by_field.items():
+        keep = (events.ts <= window.until_us) & (events.field_id == field_id)
+        groups, entities = events.entity_group[keep], events.entity_id[keep]
+        gpus = np.array([int(e) if g == EntityType.GPU else gpu_of.get((int(g), int(e)), -1)
+                         for g, e in zip(groups, entities)], dtype=np.int64)
+        if window.gpus is not None:
+            mine = np.isin(gpus, list(window.gpus))
+            keep_idx = np.flatnonzero(keep)[mine]
+            groups, entities, gpus = groups[mine], entities[mine], gpus[mine]
+        else:
+            keep_idx = np.flatnonzero(keep)
+        n = len(keep_idx)
+        if not n:
+            continue
+        out.append({
+            "time": events.ts[keep_idx],
+            "entity_group": groups.astype(np.int64),
+            "entity_id": entities.astype(np.int64),
+            "gpu": gpus,
+            "field_id": np.full(n, field_id),
+            "field_name": np.full(n, index(series.field_name)),
+            "metric": np.full(n, index(series.name)),
+            "value": events.value[keep_idx].astype(np.float64),
+            "status": np.full(n, SAMPLE_OK, dtype=np.int8),
+        })
+    return out
+
+
+def _table(pa: Any, columns: dict[str, np.ndarray]) -> Any:
+    names = pa.array(list(columns["names"]), type=pa.string())
+    groups = sorted({int(g) for g in columns["entity_group"]})
+    group_names = pa.array([_group_name(g) for g in groups], type=pa.string())
+    group_index = np.searchsorted(np.array(groups, dtype=np.int64), columns["entity_group"]) if groups else []
+    status_codes = sorted(_STATUS_NAMES)
+    status_index = np.searchsorted(np.array(status_codes), columns["status"].astype(np.int64))
+    status_names = pa.array([_STATUS_NAMES[c] for c in status_codes], type=pa.string())
+
+    def text(indices: Any, dictionary: Any) -> Any:
+        return pa.DictionaryArray.from_arrays(pa.array(indices, type=pa.int32()), dictionary).cast(pa.string())
+
+    gpu = columns["gpu"].astype(np.int64)
+    value = columns["value"].astype(np.float64)
+    arrays = {
+        "time": pa.array(columns["time"].astype(np.int64), type=pa.int64()),
+        "entity_group": text(group_index, group_names),
+        "entity_id": pa.array(columns["entity_id"].astype(np.int64), type=pa.int64()),
+        "gpu": pa.array(gpu, type=pa.int64(), mask=gpu < 0),
+        "field_id": pa.array(columns["field_id"].astype(np.int32), type=pa.int32()),
+        "field_name": text(columns["field_name"], names),
+        "metric": text(columns["metric"], names),
+        "value": pa.array(value, type=pa.float64(), mask=np.isnan(value)),
+        "status": text(status_index, status_names),
+    }
+    types = {"timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"), "string": pa.string(), "int64": pa.int64(),
+             "int32": pa.int32(), "double": pa.float64()}
+    schema = pa.schema([(name, types[kind]) for name, kind in RECORDING_COLUMNS])
+    return pa.table([arrays[name].cast(schema.field(name).type) for name, _ in RECORDING_COLUMNS], schema=schema)
+
+
+def _group_name(group: int) -> str:
+    try:
+        return EntityType(group).name
+    except ValueError:
+        return str(group)
+
+
+def write_recording(directory: str, name: str, columns: dict[str, np.ndarray], sidecar: dict[str, Any]) -> int:
+    """Write ``name`` and its sidecar into ``directory``, atomically; the bytes written.
+
+    Both files are written under temporary names, flushed to disk, then
+    renamed; on any failure the temporary files are removed and the error
+    raised, so the directory never holds a partial recording.
+    """
+    pa, pq = load_pyarrow()
+    table = _table(pa, columns)
+    path = os.path.join(directory, name)
+    sidecar_path = path + RECORDING_SIDECAR_SUFFIX
+    temp = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{name}.tmp")
+    temp_sidecar = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{name}{RECORDING_SIDECAR_SUFFIX}.tmp")
+    try:
+        pq.write_table(table, temp)
+        _fsync(temp)
+        with open(temp_sidecar, "w", encoding="utf-8") as out:
+            json.dump(sidecar, out, indent=2)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.rename(temp, path)
+        try:
+            os.rename(temp_sidecar, sidecar_path)
+        except OSError:
+            _remove(path)
+            raise
+        _fsync_directory(directory)
+    except BaseException:
+        _remove(temp)
+        _remove(temp_sidecar)
+        raise
+    return os.path.getsize(path) + os.path.getsize(sidecar_path)
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_directory(directory: str) -> None:
+    # the renames are durable once the directory is flushed; a filesystem that cannot flush one is no failure
+    with contextlib.suppress(OSError):
+        _fsync(directory)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)

@@ -1,0 +1,423 @@
+"""The flight recorder, end to end: the real collector on the simulated engine writes Parquet files a user opens.
+
+Each test runs ``python -m dcgm_collector --sim ... --recorder-dir DIR`` with
+short windows (--recorder-before/--recorder-after are the user's to set) and
+reads what lands in DIR with pyarrow (and pandas when it is installed), as
+a user would after an incident.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from support import (
+    COLLECTOR,
+    SERVING,
+    command,
+    http_get,
+    last_line,
+    launch,
+    lost_gpu_scenario,
+    samples,
+    stop_process,
+    wait_for,
+)
+
+from dcgm_collector import __version__
+from dcgm_collector.config import OPTIONS, UNSUPPORTED
+from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_FORMAT_VERSION
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+pytestmark = pytest.mark.slow
+
+CLI_ENV = [o.env for o in OPTIONS if o.env] + [u.env for u in UNSUPPORTED if u.env] + ["NODE_NAME"]
+SHORT = ("--recorder-before", "5", "--recorder-after", "2")
+# bcrypt of "secret" at a cheap cost, so start-up stays quick
+WEB_CONFIG = "basic_auth_users:\n  prom: $2b$04$3CVng5Jo8ynM1x1CBGG8WOt3h3ypFaT1lOcmLtXfdqnUrbJFSbkEi\n"
+SERVED_PRECISION = 5e-7    # /metrics writes a non-integer value with 6 decimals
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in CLI_ENV}
+    env.update(extra)
+    return env
+
+
+class Running:
+    def __init__(self, proc: subprocess.Popen, log: Path) -> None:
+        self.proc = proc
+        self.log_path = log
+        self.port = 0
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def get(self, path: str = "/metrics") -> tuple[int, str]:
+        status, body = http_get(self.url(path), timeout=5)
+        return status, body.decode()
+
+
+@contextmanager
+def collector(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
+    log = tmp_path / f"collector-{time.monotonic_ns()}.log"
+    with open(log, "wb") as out:
+        proc = launch(COLLECTOR, *args, cwd=tmp_path, env=env if env is not None else clean_env(), stdout=out,
+                      stderr=subprocess.STDOUT)
+    running = Running(proc, log)
+    try:
+        running.port = int(wait_for(lambda: SERVING.search(running.log()) or proc.poll() is not None,
+                                    timeout=30, what="the collector to serve", log=running.log)[1])
+        yield running
+    finally:
+        assert stop_process(proc) == 0, running.log()
+
+
+def recordings(directory: Path) -> list[Path]:
+    return sorted(directory.glob("recording-*.parquet"))
+
+
+def wait_recordings(c: Running, directory: Path, n: int, timeout: float = 40.0) -> list[Path]:
+    return wait_for(lambda: len(recordings(directory)) >= n and recordings(directory), timeout=timeout,
+                    what=f"{n} recording(s) in {directory}", log=c.log, poll_s=0.2)
+
+
+def sidecar(path: Path) -> dict:
+    return json.loads(Path(f"{path}.json").read_text())
+
+
+def iso_s(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def post(url: str, body: bytes, user: str | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+    if user is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(user.encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def metric_value(text: str, name: str) -> float:
+    return next(value for n, _, value in samples(text) if n == name)
+
+
+def test_an_xid_storm_writes_one_recording_of_the_window_around_it(tmp_path):
+    """xid-burst: five XID 13 on GPU 0, 100 ms apart at 10 s -> one file of GPU 0 with the samples /metrics served."""
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", "xid-burst", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT) as c:
+        # the scrapes made while the recording is pending: each must be one of its rows
+        scrapes: list[tuple[float, str]] = []
+        wait_for(lambda: re.search(r"flight recorder: XID 13", c.log()), timeout=30, what="the XID trigger",
+                 log=c.log)
+        while not recordings(out):
+            scrapes.append((time.time(), c.get()[1]))
+            assert c.proc.poll() is None, c.log()
+            time.sleep(0.2)
+        [path] = wait_recordings(c, out, 1)
+        side = sidecar(path)
+        table = pq.read_table(path)
+        _, after = c.get()
+        _, landing = c.get("/")
+
+    # the sidecar names the trigger, the GPU and what produced the file
+    assert side["format_version"] == RECORDING_FORMAT_VERSION
+    assert side["trigger"]["kind"] == "xid" and side["trigger"]["detail"] == "XID 13"
+    assert side["trigger"]["gpus"] == [0]
+    assert [t["detail"] for t in side["triggers"]] == ["XID 13"] * 5   # the storm joined one recording
+    assert [g["gpu"] for g in side["gpus"]] == [0]
+    assert side["gpus"][0]["model"] == "NVIDIA A100-SXM4-80GB" and side["gpus"][0]["uuid"].startswith("GPU-")
+    assert side["counters"].endswith("default-counters.csv")
+    assert side["collector_version"] == __version__
+    assert side["rows"] == table.num_rows
+    since, until, fired = iso_s(side["since"]), iso_s(side["until"]), iso_s(side["trigger"]["time"])
+    assert since == pytest.approx(fired - 5) and until == pytest.approx(iso_s(side["triggers"][-1]["time"]) + 2)
+
+    # the columns shared with the replay, one row per sample, all of GPU 0
+    assert [(f.name, str(f.type)) for f in table.schema] == list(RECORDING_COLUMNS)
+    rows = table.to_pylist()
+    assert {r["gpu"] for r in rows} == {0} and {r["entity_group"] for r in rows} == {"GPU"}
+    assert all(since <= r["time"].timestamp() <= until for r in rows)
+    xids = [r for r in rows if r["field_id"] == 230]
+    assert [(r["metric"], r["value"], r["status"]) for r in xids] == [("DCGM_FI_DEV_XID_ERRORS", 13.0, "OK")] * 5
+    assert [r["time"].timestamp() for r in xids] == pytest.approx([iso_s(t["time"]) for t in side["triggers"]])
+
+    # one sample per series per sample time: the series sampled together (one DCGM watch, one ring) share their
+    # times, so each such group holds rows x series samples
+    sampled = [r for r in rows if r["field_id"] != 230]
+    series = {(r["metric"], r["entity_id"]) for r in sampled}
+    times_of = {key: sorted(r["time"] for r in sampled if (r["metric"], r["entity_id"]) == key) for key in series}
+    groups: dict = {}
+    for key, times in times_of.items():
+        groups.setdefault(tuple(times), []).append(key)
+    assert sum(len(times) * len(keys) for times, keys in groups.items()) == len(sampled)
+    assert all(len(set(times)) == len(times) for times in groups)
+    assert max(len(times) for times in groups) >= 6
+
+    # each scrape made during the window served, for each group, the values of one of the group's rows
+    value_at = {(r["metric"], r["entity_id"], r["time"]): r["value"] for r in sampled}
+    checked = 0
+    for scraped_at, text in scrapes:
+        if scraped_at > until:
+            continue
+        served = {name: value for name, labels, value in samples(text) if labels.get("gpu") == "0"}
+        for times, keys in groups.items():
+            wanted = {name: served[name] for name, _ in keys}
+            assert any(all(value_at.get((name, 0, t)) is not None and abs(value_at[(name, 0, t)] - value)
+                           <= SERVED_PRECISION for name, value in wanted.items()) for t in times), \
+                f"no recorded row holds the values a scrape served at {scraped_at}: {wanted}"
+        checked += 1
+    assert checked > 0
+
+    pandas = _optional("pandas")
+    if pandas is not None:
+        frame = pandas.read_parquet(path)
+        assert len(frame) == table.num_rows and list(frame.columns) == [name for name, _ in RECORDING_COLUMNS]
+
+    # the collector says what it wrote: its own metrics and the landing page
+    assert metric_value(after, "dcgm_collector_recordings_written_total") >= 1
+    assert metric_value(after, "dcgm_collector_recorder_failures_total") == 0
+    assert metric_value(after, "dcgm_collector_recorder_bytes") >= path.stat().st_size
+    assert path.name in landing and "XID 13" in landing
+
+
+def _optional(module: str):
+    try:
+        return __import__(module)
+    except ImportError:
+        return None
+
+
+def test_sigusr2_records_every_gpu_and_openmetrics_stays_valid(tmp_path):
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT) as c:
+        wait_for(lambda: metric_value(c.get()[1], "dcgm_collector_ticks_total") >= 3, timeout=20, what="3 ticks")
+        c.proc.send_signal(signal.SIGUSR2)
+        wait_for(lambda: metric_value(c.get()[1], "dcgm_collector_recorder_pending") == 1, timeout=10,
+                 what="a pending recording", log=c.log)
+        [path] = wait_recordings(c, out, 1)
+        request = urllib.request.Request(c.url("/metrics"), headers={
+            "Accept": "application/openmetrics-text; version=1.0.0"})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            openmetrics = answer.read().decode()
+    side = sidecar(path)
+    assert side["trigger"]["kind"] == "signal" and side["trigger"]["detail"] == "SIGUSR2"
+    assert side["trigger"]["gpus"] == [0, 1] and [g["gpu"] for g in side["gpus"]] == [0, 1]
+    table = pq.read_table(path)
+    assert set(table.column("gpu").to_pylist()) == {0, 1} and table.num_rows == side["rows"] > 0
+    # the recorder's families sit inside the OpenMetrics body, before its # EOF
+    assert openmetrics.endswith("# EOF\n") and openmetrics.count("# EOF") == 1
+    assert "# TYPE dcgm_collector_recordings_written counter\ndcgm_collector_recordings_written_total 1\n" \
+        in openmetrics
+
+
+def test_a_lost_gpu_and_its_failed_health_check_record_that_gpu(tmp_path):
+    """GPU 1 of 3: a double-bit ECC error (XID 48, health FAIL), then it falls off the bus: one recording of GPU 1."""
+    scenario = tmp_path / "lost.toml"
+    scenario.write_text(lost_gpu_scenario(9.0) + "\n[[event]]\nat = 3.0\ngpu = 1\nkind = \"xid\"\nxid = 48\n")
+    counters = tmp_path / "counters.csv"
+    counters.write_text(Path(default_counters()).read_text()
+                        + "DCGM_EXP_GPU_HEALTH_STATUS, gauge, DCGM reported health status\n")
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", str(scenario), "-f", str(counters), "-a", "127.0.0.1:0",
+                   "--recorder-dir", str(out), "--recorder-before", "3", "--recorder-after", "8") as c:
+        [path] = wait_recordings(c, out, 1)
+        side = sidecar(path)
+        table = pq.read_table(path)
+    kinds = {t["kind"]: t["detail"] for t in side["triggers"]}
+    assert side["trigger"]["gpus"] == [1] and [g["gpu"] for g in side["gpus"]] == [1]
+    assert [t["detail"] for t in side["triggers"] if t["kind"] == "xid"] == ["XID 48", "XID 79"]
+    assert kinds.get("lost") == "GPU 1 lost"
+    assert kinds.get("health", "").startswith("health FAIL on GPU 1: "), side["triggers"]
+    assert set(table.column("gpu").to_pylist()) == {1}
+    # after the loss the GPU's fields come back blank: recorded as such, without a value
+    statuses = set(zip(table.column("status").to_pylist(), [v is None for v in table.column("value").to_pylist()]))
+    assert ("OK", False) in statuses and ("BLANK", True) in statuses
+
+
+def default_counters() -> str:
+    from dcgm_collector.collect.counters import default_counters_path
+
+    return default_counters_path()
+
+
+def test_sigusr2_without_the_recorder_is_one_line_and_no_exit(tmp_path):
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0") as c:
+        c.proc.send_signal(signal.SIGUSR2)
+        wait_for(lambda: "SIGUSR2: the flight recorder is off (turn it on with --recorder-dir)" in c.log(),
+                 timeout=10, what="the SIGUSR2 line", log=c.log)
+        status, _ = c.get()
+        assert status == 200 and c.proc.poll() is None
+        with open(f"/proc/{c.proc.pid}/maps") as maps:   # pyarrow is loaded only with --recorder-dir
+            assert "arrow" not in maps.read()
+        status, _ = post(c.url("/recorder"), b"")
+    assert status == 405   # no such route: the recorder is off
+
+
+def test_a_recording_pending_at_the_stop_is_written_with_the_samples_so_far(tmp_path):
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out)) as c:
+        wait_for(lambda: metric_value(c.get()[1], "dcgm_collector_ticks_total") >= 3, timeout=20, what="3 ticks")
+        c.proc.send_signal(signal.SIGUSR2)
+        wait_for(lambda: metric_value(c.get()[1], "dcgm_collector_recorder_pending") == 1, timeout=10,
+                 what="a pending recording", log=c.log)
+        assert stop_process(c.proc) == 0
+    [path] = recordings(out)
+    side = sidecar(path)
+    assert iso_s(side["until"]) < iso_s(side["trigger"]["time"]) + 60   # cut at the stop
+    assert pq.read_table(path).num_rows == side["rows"] > 0
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def test_post_recorder_needs_basic_auth_users(tmp_path):
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT) as c:
+        status, body = post(c.url("/recorder"), b"")
+    assert status == 403
+    assert body.decode().strip() == "POST /recorder needs basic_auth_users in --web-config-file"
+    assert recordings(out) == []
+
+
+def test_post_recorder_with_credentials_records_the_gpus_asked_for(tmp_path):
+    out = tmp_path / "recordings"
+    web = tmp_path / "web.yml"
+    web.write_text(WEB_CONFIG)
+    with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT,
+                   "--web-config-file", str(web)) as c:
+        refused, _ = post(c.url("/recorder"), b'{"gpus": [1]}')
+        wrong, _ = post(c.url("/recorder"), b'{"gpus": [1]}', user="prom:wrong")
+        bad, bad_body = post(c.url("/recorder"), b'{"gpus": "all"}', user="prom:secret")
+        absent, absent_body = post(c.url("/recorder"), b'{"gpus": [1, 7]}', user="prom:secret")
+        time.sleep(2)   # samples before the trigger
+        status, body = post(c.url("/recorder"), b'{"reason": "job 42 slowed down", "gpus": [1]}', user="prom:secret")
+        assert status == 202, body
+        answer = json.loads(body)
+        [path] = wait_recordings(c, out, 1)
+    assert (refused, wrong) == (401, 401)
+    assert bad == 400 and b'"gpus" must be a list of GPU ids' in bad_body
+    assert (absent, absent_body) == (400, b"POST /recorder: no GPU 7 here (GPUs 0-1)\n")
+    assert answer["file"] == path.name
+    side = sidecar(path)
+    assert side["trigger"]["kind"] == "request" and side["trigger"]["gpus"] == [1]
+    assert side["trigger"]["detail"].endswith(": job 42 slowed down")
+    assert set(pq.read_table(path).column("gpu").to_pylist()) == {1}
+
+
+def test_the_oldest_recordings_go_first_past_max_bytes(tmp_path):
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "--recorder-dir", str(out), "--recorder-before", "2",
+                   "--recorder-after", "1", "--recorder-max-bytes", "1") as c:
+        written = []
+        for n in range(1, 4):
+            c.proc.send_signal(signal.SIGUSR2)
+            wait_for(lambda n=n: metric_value(c.get()[1], "dcgm_collector_recordings_written_total") >= n,
+                     timeout=20, what=f"recording {n}", log=c.log)
+            written.extend(p.name for p in recordings(out) if p.name not in written)
+        left = recordings(out)
+        _, text = c.get()
+    # each new recording pushes the older ones out (the newest stays even alone over the bound), sidecars too
+    assert len(written) == 3 and [p.name for p in left] == [written[-1]]
+    assert sorted(p.name for p in out.iterdir()) == [written[-1], f"{written[-1]}.json"]
+    assert metric_value(text, "dcgm_collector_recorder_bytes") == sum(p.stat().st_size for p in out.iterdir())
+
+
+@contextmanager
+def tiny_filesystem(path: Path, size: str = "256k"):
+    path.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _fill(directory: Path) -> Path:
+    """Fill the filesystem of ``directory`` up to its last byte."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for block in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * block)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_disk_costs_one_error_line_and_no_partial_file(tmp_path):
+    with tiny_filesystem(tmp_path / "small") as out:
+        with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT) as c:
+            filler = _fill(out)
+            c.proc.send_signal(signal.SIGUSR2)
+            wait_for(lambda: metric_value(c.get()[1], "dcgm_collector_recorder_failures_total") == 1, timeout=20,
+                     what="the failed recording", log=c.log)
+            left = sorted(p.name for p in out.iterdir())
+            errors = [line for line in c.log().splitlines() if "level=ERROR" in line]
+            status, _ = c.get()
+            # room again: the next trigger is written
+            filler.unlink()
+            c.proc.send_signal(signal.SIGUSR2)
+            [path] = wait_recordings(c, out, 1)
+            rows, side = pq.read_table(path).num_rows, sidecar(path)
+    assert left == ["filler"]   # nothing half written
+    assert len(errors) == 1 and "flight recorder: cannot write recording-" in errors[0] \
+        and "No space left on device" in errors[0], errors
+    assert status == 200
+    assert rows == side["rows"] > 0
+
+
+def test_a_recorder_dir_that_cannot_be_written_stops_start_up(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    run = subprocess.run(command(COLLECTOR, "--sim", "1", "-a", "127.0.0.1:0", "--recorder-dir", str(blocker / "sub")),
+                         cwd=tmp_path, capture_output=True, text=True, env=clean_env(), timeout=30)
+    assert run.returncode == 1
+    assert last_line(run.stderr).startswith(
+        f"dcgm-collector: error: --recorder-dir {blocker / 'sub'}: cannot create it")
+
+
+def test_a_window_longer_than_the_retention_is_refused(tmp_path):
+    run = subprocess.run(command(COLLECTOR, "--sim", "1", "--recorder-dir", str(tmp_path), "--retention", "60",
+                                 "--recorder-before", "300"), cwd=tmp_path, capture_output=True, text=True,
+                         env=clean_env(), timeout=30)
+    assert run.returncode == 2
+    assert last_line(run.stderr) == ("dcgm-collector: error: --recorder-before 300 s + --recorder-after 60 s is longer "
+                                     "than --retention 60 s: the rings would not hold a recording's window")
+
+
+def test_without_pyarrow_the_recorder_names_the_extra_to_install(tmp_path):
+    hidden = tmp_path / "no-pyarrow"
+    (hidden / "pyarrow").mkdir(parents=True)
+    # a stand-in that fails to import, first on the path, as on a machine without the package
+    (hidden / "pyarrow" / "__init__.py").write_text("raise ImportError(\"No module named 'pyarrow'\")\n")
+    run = subprocess.run(command(COLLECTOR, "--sim", "1", "-a", "127.0.0.1:0", "--recorder-dir", str(tmp_path / "r")),
+                         cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                         env=clean_env(PYTHONPATH=str(hidden)))
+    assert run.returncode == 1
+    assert last_line(run.stderr) == ("dcgm-collector: error: --recorder-dir needs pyarrow (No module named "
+                                     "'pyarrow'): pip install 'dcgm-collector[recorder]'")
