@@ -69,8 +69,11 @@ class Running:
             time.sleep(0.05)
         pytest.fail(f"no {pattern!r} within {timeout} s:\n{self.log()}")
 
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
     def get(self, path: str = "/metrics") -> tuple[int, str]:
-        status, body = http_get(f"http://127.0.0.1:{self.port}{path}", timeout=5)
+        status, body = http_get(self.url(path), timeout=5)
         return status, body.decode()
 
     def metrics(self) -> str:

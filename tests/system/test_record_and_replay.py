@@ -28,6 +28,7 @@ from support import (
     start_prometheus,
     stop_process,
 )
+from test_alerts import RUNAWAY
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")]
@@ -36,18 +37,9 @@ pytest.importorskip("pyarrow")
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "gpu-alerts.yml"
 ALERTS = ("GpuXidError", "GpuTemperatureHigh")
 DEADLINE_S = 90
-# GPU 1 heats at 4 C/s towards its target (past 85 C some 15 s in) and logs an XID 13 at 3 s;
-# GPU 0 trains quietly beside it
-ORIGINAL = """seed = 3
-[[gpu]]
-model = "H100"
-workload = "training"
-
-[[gpu]]
-model = "H100"
-workload = "thermal_runaway"
-heat_rate = 4.0
-
+# test_alerts' runaway (GPU 1 heats at 4 C/s towards its target, past 85 C some 15 s in; GPU 0
+# trains quietly beside it), with an XID 13 on GPU 1 at 3 s
+ORIGINAL = RUNAWAY + """
 [[event]]
 at = 3.0
 gpu = 1

@@ -26,7 +26,6 @@ from support import (
     COLLECTOR,
     SERVING,
     command,
-    http_get,
     last_line,
     launch,
     lost_gpu_scenario,
@@ -34,9 +33,9 @@ from support import (
     stop_process,
     wait_for,
 )
+from test_cli import Running, clean_env
 
 from dcgm_collector import __version__
-from dcgm_collector.config import OPTIONS, UNSUPPORTED
 from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_FORMAT_VERSION
 
 pa = pytest.importorskip("pyarrow")
@@ -44,34 +43,10 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 pytestmark = pytest.mark.slow
 
-CLI_ENV = [o.env for o in OPTIONS if o.env] + [u.env for u in UNSUPPORTED if u.env] + ["NODE_NAME"]
 SHORT = ("--recorder-before", "5", "--recorder-after", "2")
 # bcrypt of "secret" at a cheap cost, so start-up stays quick
 WEB_CONFIG = "basic_auth_users:\n  prom: $2b$04$3CVng5Jo8ynM1x1CBGG8WOt3h3ypFaT1lOcmLtXfdqnUrbJFSbkEi\n"
 SERVED_PRECISION = 5e-7    # /metrics writes a non-integer value with 6 decimals
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in CLI_ENV}
-    env.update(extra)
-    return env
-
-
-class Running:
-    def __init__(self, proc: subprocess.Popen, log: Path) -> None:
-        self.proc = proc
-        self.log_path = log
-        self.port = 0
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def get(self, path: str = "/metrics") -> tuple[int, str]:
-        status, body = http_get(self.url(path), timeout=5)
-        return status, body.decode()
 
 
 @contextmanager
