@@ -250,8 +250,8 @@ GROUPS = {
     "attribution": "Kubernetes and HPC job attribution",
     "web": "web",
     "remote_write": "Prometheus remote write (every sample, pushed; see README)",
-    "logging": "logging",
     "recorder": "flight recorder (writes the samples around an XID, a lost GPU or a failed health check)",
+    "logging": "logging",
 }
 
 OPTIONS: tuple[Option, ...] = (
