@@ -41,6 +41,7 @@ DEFAULT_SPAN_S = 60.0
 _PARAMETERS = ("field", "gpu", "since", "until", "limit")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)$")
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_LATEST_US = 253_402_300_799_000_000   # 9999-12-31T23:59:59Z
 
 
 class QueryError(ValueError):
@@ -68,7 +69,14 @@ def _one(query: Mapping[str, Sequence[str]], name: str) -> str | None:
 
 
 def _time_us(text: str, name: str, now_us: int) -> int:
-    """Unix seconds, RFC 3339, or a duration back from now."""
+    """Unix seconds, RFC 3339, or a duration back from now; within what a ring's int64 µs stamps hold."""
+    moment = _parse_time_us(text, name, now_us)
+    if not 0 <= moment <= _LATEST_US:
+        raise QueryError(f"{name}: {text!r} is out of range (before 1970 or after the year 9999)")
+    return moment
+
+
+def _parse_time_us(text: str, name: str, now_us: int) -> int:
     match = _DURATION.match(text)
     if match:
         return now_us - round(float(match.group(1)) * _UNIT_S[match.group(2)] * 1e6)

@@ -34,6 +34,9 @@ def test_fields_and_gpus_repeat_or_take_commas():
                                                            "(add Z or +00:00)"),
     ({"field": ["155"], "since": ["1", "2"]}, "since: give it once, not 2 times"),
     ({"field": ["155"], "until": ["-5"]}, "until: '-5' is not a time"),
+    ({"field": ["155"], "since": ["1e300"]}, "since: '1e300' is out of range (before 1970 or after the year 9999)"),
+    ({"field": ["155"], "since": ["99999999999h"]}, "since: '99999999999h' is out of range (before 1970 or after "
+                                                    "the year 9999)"),
     ({"field": ["155"], "gpu": ["-1"]}, "gpu: '-1' is not a list of GPU ids"),
     ({"field": ["155"], "limit": ["many"]}, "limit: 'many' is not a whole number"),
     ({"field": [" , "]}, "field: missing; name one or more fields by id, DCGM name or metric name "
