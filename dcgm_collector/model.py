@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "HEALTH_RESULTS",
@@ -22,6 +23,12 @@ __all__ = [
     "HealthReport",
     "LevelEntity",
     "MigInstance",
+    "RECORDING_COLUMNS",
+    "RECORDING_FORMAT_VERSION",
+    "RECORDING_SIDECAR_SUFFIX",
+    "RECORDING_STATUSES",
+    "entity_group_name",
+    "recording_schema",
 ]
 
 
@@ -38,6 +45,14 @@ class EntityType(enum.IntEnum):
     CPU = 7
     CPU_CORE = 8
     CONNECTX = 9
+
+
+def entity_group_name(group: int) -> str:
+    """The EntityType name of a DCGM entity group ("GPU", "LINK", ...); the number for one DCGM may add."""
+    try:
+        return EntityType(group).name
+    except ValueError:
+        return str(group)
 
 
 # DCGM_HEALTH_WATCH_* bits, in the order dcgm-exporter lists them, with ALL last.
@@ -184,3 +199,11 @@ RECORDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("status", "string"),               # "OK", "BLANK" or "NOT_SUPPORTED"
 )
 RECORDING_SIDECAR_SUFFIX = ".json"
+RECORDING_STATUSES = ("OK", "BLANK", "NOT_SUPPORTED")   # the status column's words
+
+
+def recording_schema(pa: Any) -> Any:
+    """RECORDING_COLUMNS as a pyarrow schema, for a caller that has imported pyarrow (``pa``)."""
+    types = {"timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"), "string": pa.string(), "int64": pa.int64(),
+             "int32": pa.int32(), "double": pa.float64()}
+    return pa.schema([(name, types[kind]) for name, kind in RECORDING_COLUMNS])

@@ -234,11 +234,9 @@ def write_recording(path: Path, rows: list[tuple], sidecar: dict[str, Any] | Non
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_SIDECAR_SUFFIX
+    from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_SIDECAR_SUFFIX, recording_schema
 
-    types = {"timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"), "string": pa.string(), "int64": pa.int64(),
-             "int32": pa.int32(), "double": pa.float64()}
-    schema = pa.schema([(name, types[kind]) for name, kind in RECORDING_COLUMNS])
+    schema = recording_schema(pa)
     records = []
     for row in rows:
         t, gpu, field, value, *rest = row

@@ -23,14 +23,20 @@ from typing import Any
 
 import numpy as np
 
-from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX, EntityType
+from dcgm_collector.model import (
+    RECORDING_COLUMNS,
+    RECORDING_FORMAT_VERSION,
+    RECORDING_SIDECAR_SUFFIX,
+    RECORDING_STATUSES,
+    EntityType,
+)
 
 __all__ = ["RecordingScenario", "is_recording", "write_scenario"]
 
 PARQUET_MAGIC = b"PAR1"
 XID_FIELD = 230
 NVLINK_ERROR_FIELD = 450        # the other event field: the simulator has no such events to replay
-STATUSES = ("OK", "BLANK", "NOT_SUPPORTED")
+STATUSES = RECORDING_STATUSES
 OK, BLANK = STATUSES.index("OK"), STATUSES.index("BLANK")     # rows hold these codes
 GROUPS = tuple(e.name for e in EntityType)                      # entity groups, by their code in rows
 MAX_GPUS = 32                   # the simulator's node

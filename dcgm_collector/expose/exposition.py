@@ -130,7 +130,7 @@ class Exposition:
         self._attribution_seen: object = None
         self._label_values: dict[tuple[int, int], dict[str, str]] | None = None
         self._families: tuple[Family, ...] = ()
-        self._sample_parts: tuple[dict[int, list[SeriesInfo]], list[EventSeries]] = ({}, [])
+        self._family_labels: tuple[list[EntityLabels], dict[EntityKey, EntityLabels]] = ([], {})
         self._sample_model: tuple[tuple[Family, ...], SampleModel] | None = None
         self._events_cache: tuple[int, EventRows] | None = None
         self._last_scrape_s: float | None = None
@@ -263,7 +263,8 @@ class Exposition:
                     for entity, info, instance in self._owners]
                 level_labels = self._level_labels(values)
                 self._families = self._build_families(entities, level_labels)
-                self._sample_parts = self._build_sample_model(entities, level_labels)
+                # what the sample model is built from, when an output asks for it (never on a scrape)
+                self._family_labels = (entities, level_labels)
                 self._label_values = values
             self._labels_seen = labels
             self._attribution_seen = generation
@@ -326,14 +327,15 @@ class Exposition:
         ring, columns, keys = at_level   # a field of links, switches, CPUs or cores: their series, not the GPUs'
         return ring, columns, [level_labels[key] for key in keys]
 
-    def _build_sample_model(self, entities: list[EntityLabels], level_labels: dict[EntityKey, EntityLabels]
-                            ) -> tuple[dict[int, list[SeriesInfo]], list[EventSeries]]:
-        """The series of every numeric field row, grouped by ring, and the event rows."""
+    def _build_sample_model(self, target: str, families: tuple[Family, ...], entities: list[EntityLabels],
+                            level_labels: dict[EntityKey, EntityLabels]) -> SampleModel:
+        """The series of every numeric field row, ring by ring, and the event rows, as ``families`` serve them."""
         by_ring: dict[int, list[SeriesInfo]] = {}
         events: list[EventSeries] = []
         names: set[str] = set()
-        gpu_of = {key: (gpu.gpu_id if gpu is not None else None) for key, gpu, _ in self._owners}
+        gpu_of = {key: gpu.gpu_id for key, gpu, _ in self._owners}
         gpu_of.update({entity.key: entity.parent for entity in self.levels if entity.parent_level == EntityType.GPU})
+        event_families = {f.name: f for f in families if isinstance(f, EventFamily)}
         for counter in self.sampler.counters:
             field = counter.field
             if (counter.exporter is not None or field is None or counter.prom_type == "label"
@@ -341,8 +343,9 @@ class Exposition:
                 continue
             names.add(counter.name)
             if field.is_event:
-                family = EventFamily(counter.name, Header.of(counter.name, "", "gauge", "gauge"), field.id, entities)
-                events.append(EventSeries(counter.name, field.id, field.name, family.label_pairs))
+                family = event_families.get(counter.name)
+                if family is not None:
+                    events.append(EventSeries(counter.name, field.id, field.name, family.label_pairs))
                 continue
             found = self._field_columns(field.id, entities, level_labels)
             if found is None:
@@ -353,19 +356,22 @@ class Exposition:
                 for labels in owner.pairs():
                     series.append(SeriesInfo(counter.name, labels, owner.entity, gpu_of.get(owner.entity),
                                              field.id, field.name, field.type == "i", column))
-        return by_ring, events
+        rings = tuple(RingSeries(ring, tuple(by_ring[id(ring)])) for ring in self.sampler.rings.values()
+                      if by_ring.get(id(ring)))
+        return SampleModel(target, self.gpus, rings, self.sampler.events, tuple(events), gpu_of)
 
     def sample_model(self, target: str = "") -> SampleModel:
-        """Where this exposition's samples are and what /metrics calls them (see expose.samples)."""
+        """Where this exposition's samples are and what /metrics calls them (see expose.samples).
+
+        Built from the labels the families were last built with, and kept until they change.
+        """
         self._refresh_families()
-        with self._lock:   # the families and their sample parts are replaced together
-            families, (by_ring, events) = self._families, self._sample_parts
+        with self._lock:   # the families and the labels they were built from are replaced together
+            families, (entities, level_labels) = self._families, self._family_labels
         cached = self._sample_model
         if cached is not None and cached[0] is families and cached[1].target == target:
             return cached[1]
-        rings = tuple(RingSeries(ring, tuple(by_ring[id(ring)])) for ring in self.sampler.rings.values()
-                      if by_ring.get(id(ring)))
-        model = SampleModel(target, self.gpus, rings, self.sampler.events, tuple(events))
+        model = self._build_sample_model(target, families, entities, level_labels)
         self._sample_model = (families, model)
         return model
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_OK
 from dcgm_collector.expose.samples import SampleModel, SeriesInfo
-from dcgm_collector.model import EntityType
+from dcgm_collector.model import entity_group_name
 
 __all__ = ["DEFAULT_SPAN_S", "MAX_SAMPLES", "HistoryQuery", "QueryError", "answer", "parse_query"]
 
@@ -138,12 +138,7 @@ def _wanted(series_name: str, field_id: int, field_name: str, fields: tuple[str,
 
 
 def _entity_json(entity: tuple[int, int]) -> dict[str, object]:
-    group, entity_id = entity
-    try:
-        name = EntityType(group).name
-    except ValueError:
-        name = str(group)
-    return {"group": name, "id": entity_id}
+    return {"group": entity_group_name(entity[0]), "id": entity[1]}
 
 
 def answer(models: Sequence[SampleModel], query: HistoryQuery) -> bytes:
@@ -184,7 +179,7 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery) -> bytes:
             for i in np.flatnonzero(mask).tolist():
                 entity = (int(events.entity_group[i]), int(events.entity_id[i]))
                 value = int(events.value[i])
-                gpu = entity[1] if entity[0] == int(EntityType.GPU) else None
+                gpu = model.gpu(entity)
                 if query.gpus is not None and gpu not in query.gpus:
                     continue
                 if budget <= 0:

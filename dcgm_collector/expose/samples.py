@@ -15,12 +15,12 @@ event ring with their own timestamps.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from dcgm_collector.collect.ring import EventRing, EventRows, RingBuffer, RingRows
 from dcgm_collector.expose.labels import EntityKey
-from dcgm_collector.model import GpuInfo
+from dcgm_collector.model import EntityType, GpuInfo
 
 __all__ = ["EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo"]
 
@@ -81,6 +81,13 @@ class SampleModel:
     rings: tuple[RingSeries, ...]
     events: EventRing
     event_series: tuple[EventSeries, ...]
+    gpu_of: Mapping[EntityKey, int] = field(default_factory=dict)   # the GPU an entity is or belongs to
+
+    def gpu(self, entity: EntityKey) -> int | None:
+        """The GPU an entity is or belongs to (a MIG instance's, a link's); None for a switch, a CPU, a core."""
+        if entity[0] == EntityType.GPU:
+            return entity[1]
+        return self.gpu_of.get(entity)
 
     def series(self) -> tuple[SeriesInfo, ...]:
         """Every ring series, ring by ring."""

@@ -22,6 +22,7 @@ import numpy as np
 
 from dcgm_collector.collect.ring import SAMPLE_OK, RingBuffer
 from dcgm_collector.expose.samples import Labels, SampleModel
+from dcgm_collector.expose.text import label_text
 from dcgm_collector.push.wire import SeriesSamples, encode_labels
 
 __all__ = ["Backlog", "SeriesKey"]
@@ -160,6 +161,15 @@ class Backlog:
         if labels is None:
             labels = self._labels[key] = encode_labels(key[1], key[2], self.extra)
         return labels
+
+    def describe(self, encoded: bytes) -> str:
+        """``name{labels}`` of a series read here, by its encoded labels, as a log line names it."""
+        key = next((k for k, labels in self._labels.items() if labels == encoded), None)   # rare: a log line
+        if key is None:
+            return "?"
+        pairs = dict(self.extra)
+        pairs.update(key[2])
+        return f"{key[1]}{{{label_text(sorted(pairs.items()))}}}"
 
     def _forget(self, present: set[SeriesKey]) -> None:
         """Drop the cursors of series no model has, once their last sample is too old to come back."""

@@ -36,8 +36,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dcgm_collector.collect.watches import XID_FIELD
+from dcgm_collector.expose.samples import SampleModel
 from dcgm_collector.expose.text import Header
-from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX, EntityType
+from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX
 from dcgm_collector.push.options import DEFAULT_AFTER_S, DEFAULT_BEFORE_S, DEFAULT_MAX_BYTES, MAX_AFTER_S
 from dcgm_collector.push.recording_file import (
     RECORDING_PREFIX,
@@ -250,9 +251,8 @@ class Recorder:
             exposition = target.exposition
             if exposition is None:
                 continue
-            sampler = exposition.sampler
             seen = self._seen.setdefault(target.name, _Seen())
-            for trigger in _new_triggers(target.name, sampler, seen):
+            for trigger in _new_triggers(target.name, exposition.sampler, exposition.sample_model(target.name), seen):
                 self.trigger(trigger.kind, trigger.detail, trigger.gpus, target.name, trigger.time_s)
 
     # -- writing
@@ -406,15 +406,12 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-def _new_triggers(target: str, sampler: Any, seen: _Seen) -> list[Trigger]:
+def _new_triggers(target: str, sampler: Any, model: SampleModel, seen: _Seen) -> list[Trigger]:
     """XIDs, lost GPUs and FAIL health incidents the watcher has not seen yet on one target's sampler."""
     out: list[Trigger] = []
-    instance_gpu = {i.entity_id: i.gpu_id for i in sampler.instances}
 
     def gpu_of(group: int, entity: int) -> int | None:
-        if group == EntityType.GPU:
-            return entity
-        return instance_gpu.get(entity) if group == EntityType.GPU_I else None
+        return model.gpu((group, entity))
 
     events = sampler.events.since(seen.xid_us + 1)
     for ts, group, entity, field_id, value in zip(events.ts, events.entity_group, events.entity_id,

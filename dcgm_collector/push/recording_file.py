@@ -21,7 +21,13 @@ import numpy as np
 
 from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
 from dcgm_collector.expose.samples import SampleModel
-from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_SIDECAR_SUFFIX, EntityType
+from dcgm_collector.model import (
+    RECORDING_COLUMNS,
+    RECORDING_SIDECAR_SUFFIX,
+    RECORDING_STATUSES,
+    entity_group_name,
+    recording_schema,
+)
 
 __all__ = ["RECORDING_PREFIX", "RECORDING_SUFFIX", "TEMP_PREFIX", "PyarrowMissing", "Window", "load_pyarrow",
            "window_columns", "write_recording"]
@@ -31,7 +37,7 @@ RECORDING_SUFFIX = ".parquet"
 TEMP_PREFIX = ".recording-"      # files being written: hidden, and removed at start-up if a crash left one
 INSTALL_HINT = "pip install 'dcgm-collector[recorder]'"
 
-_STATUS_NAMES = {SAMPLE_OK: "OK", SAMPLE_BLANK: "BLANK", SAMPLE_NOT_SUPPORTED: "NOT_SUPPORTED"}
+_STATUS_NAMES = dict(zip((SAMPLE_OK, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED), RECORDING_STATUSES))
 
 
 class PyarrowMissing(Exception):
@@ -78,12 +84,9 @@ def window_columns(model: SampleModel, window: Window) -> dict[str, np.ndarray]:
             names.append(name)
         return name_index[name]
 
-    gpu_of: dict[tuple[int, int], int] = {}
     for ring in model.rings:
         chosen = {}
         for s in ring.series:
-            if s.gpu is not None:
-                gpu_of[s.entity] = s.gpu
             if s.column not in chosen and (window.gpus is None or s.gpu in window.gpus):
                 chosen[s.column] = s
         if not chosen:
@@ -110,7 +113,7 @@ def window_columns(model: SampleModel, window: Window) -> dict[str, np.ndarray]:
             "value": values[present],
             "status": status[present],
         })
-    parts.extend(_event_parts(model, window, gpu_of, index))
+    parts.extend(_event_parts(model, window, index))
     if not parts:
         return {**{name: np.zeros(0, dtype=np.int64) for name, _ in RECORDING_COLUMNS}, "names": np.array(names)}
     joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
@@ -118,7 +121,7 @@ def window_columns(model: SampleModel, window: Window) -> dict[str, np.ndarray]:
     return {**{key: column[order] for key, column in joined.items()}, "names": np.array(names, dtype=object)}
 
 
-def _event_parts(model: SampleModel, window: Window, gpu_of: dict[tuple[int, int], int], index) -> list[dict]:
+def _event_parts(model: SampleModel, window: Window, index) -> list[dict]:
     """The event fields' (XID) entries in the window, each a sample of its field with its own time."""
     by_field = {e.field_id: e for e in model.event_series}
     if not by_field:
@@ -128,8 +131,7 @@ def _event_parts(model: SampleModel, window: Window, gpu_of: dict[tuple[int, int
     for field_id, series in by_field.items():
         keep = (events.ts <= window.until_us) & (events.field_id == field_id)
         groups, entities = events.entity_group[keep], events.entity_id[keep]
-        gpus = np.array([int(e) if g == EntityType.GPU else gpu_of.get((int(g), int(e)), -1)
-                         for g, e in zip(groups, entities)], dtype=np.int64)
+        gpus = np.array([_or_none(model.gpu((int(g), int(e)))) for g, e in zip(groups, entities)], dtype=np.int64)
         if window.gpus is not None:
             mine = np.isin(gpus, list(window.gpus))
             keep_idx = np.flatnonzero(keep)[mine]
@@ -156,7 +158,7 @@ def _event_parts(model: SampleModel, window: Window, gpu_of: dict[tuple[int, int
 def _table(pa: Any, columns: dict[str, np.ndarray]) -> Any:
     names = pa.array(list(columns["names"]), type=pa.string())
     groups = sorted({int(g) for g in columns["entity_group"]})
-    group_names = pa.array([_group_name(g) for g in groups], type=pa.string())
+    group_names = pa.array([entity_group_name(g) for g in groups], type=pa.string())
     group_index = np.searchsorted(np.array(groups, dtype=np.int64), columns["entity_group"]) if groups else []
     status_codes = sorted(_STATUS_NAMES)
     status_index = np.searchsorted(np.array(status_codes), columns["status"].astype(np.int64))
@@ -178,17 +180,12 @@ def _table(pa: Any, columns: dict[str, np.ndarray]) -> Any:
         "value": pa.array(value, type=pa.float64(), mask=np.isnan(value)),
         "status": text(status_index, status_names),
     }
-    types = {"timestamp[us, tz=UTC]": pa.timestamp("us", tz="UTC"), "string": pa.string(), "int64": pa.int64(),
-             "int32": pa.int32(), "double": pa.float64()}
-    schema = pa.schema([(name, types[kind]) for name, kind in RECORDING_COLUMNS])
+    schema = recording_schema(pa)
     return pa.table([arrays[name].cast(schema.field(name).type) for name, _ in RECORDING_COLUMNS], schema=schema)
 
 
-def _group_name(group: int) -> str:
-    try:
-        return EntityType(group).name
-    except ValueError:
-        return str(group)
+def _or_none(gpu: int | None) -> int:
+    return -1 if gpu is None else gpu
 
 
 def write_recording(directory: str, name: str, columns: dict[str, np.ndarray], sidecar: dict[str, Any]) -> int:

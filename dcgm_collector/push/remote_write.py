@@ -301,7 +301,7 @@ class RemoteWriter:
         self._log_once(f"{status}:{cause}", logging.ERROR,
                        "remote write to %s: HTTP %d: %s; dropped %d samples of %d series (the first: %s); other "
                        "batches are still sent, and further refusals of this kind are counted, not logged",
-                       self.url, status, answer, batch.samples, len(batch.series), _series_text(first.labels))
+                       self.url, status, answer, batch.samples, len(batch.series), self._backlog.describe(first.labels))
 
     def _log_once(self, cause: str, level: int, message: str, *args: object) -> None:
         if cause in self._causes_logged or len(self._causes_logged) > 100:
@@ -318,31 +318,6 @@ def _retry_after(response: http.client.HTTPResponse) -> float | None:
     if not value.isdigit():
         return None
     return min(float(value), MAX_RETRY_AFTER_S)
-
-
-def _series_text(encoded: bytes) -> str:
-    """name{label="value",...} of a series' encoded labels (for a log line)."""
-
-    def field(data: bytes, at: int) -> tuple[bytes, int]:   # a length-delimited field at ``at``: (payload, end)
-        size = shift = 0
-        at += 1   # the tag
-        while True:
-            byte = data[at]
-            at += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return data[at:at + size], at + size
-
-    pairs: list[tuple[str, str]] = []
-    at = 0
-    while at < len(encoded):
-        label, at = field(encoded, at)
-        name, after = field(label, 0)
-        value, _ = field(label, after)
-        pairs.append((name.decode(), value.decode()))
-    name = dict(pairs).get("__name__", "")
-    return f"{name}{{{label_text([p for p in pairs if p[0] != '__name__'])}}}"
 
 
 # ---- self-metrics ----------------------------------------------------------------------------

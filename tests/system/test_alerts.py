@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -279,19 +280,14 @@ def test_a_filling_mig_instance_reaches_the_webhook(tmp_path, webhook):
     try:
         _start_alerting(tmp_path, "mig-leak.toml", ports, logs, processes, "-f", str(tmp_path / "counters.csv"))
         firing: dict[str, dict] = {}
-        while len(firing) < 2:
-            assert time.monotonic() < deadline, f"only {sorted(firing)} of the two instances fired"
-            for process in processes:
-                assert process.poll() is None, f"{process.args[0]} exited with {process.returncode}"
-            try:
-                notice = notices.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            for alert in notice["alerts"]:
-                labels = alert["labels"]
-                assert labels["alertname"] == "GpuMigInstanceFramebufferFull" and labels["gpu"] == "0", alert
-                if alert["status"] == "firing":
-                    firing[labels["GPU_I_ID"]] = alert
+        for alert in _alerts_until(notices, deadline, processes, lambda: f"only {sorted(firing)} of the two "
+                                   "instances fired"):
+            labels = alert["labels"]
+            assert labels["alertname"] == "GpuMigInstanceFramebufferFull" and labels["gpu"] == "0", alert
+            if alert["status"] == "firing":
+                firing[labels["GPU_I_ID"]] = alert
+            if len(firing) == 2:
+                break
         assert {i: a["labels"]["GPU_I_PROFILE"] for i, a in firing.items()} == {"0": "3g.40gb", "1": "1g.10gb"}
         alert = firing["1"]
         labels = alert["labels"]
@@ -304,16 +300,24 @@ def test_a_filling_mig_instance_reaches_the_webhook(tmp_path, webhook):
         close_and_print_logs(tmp_path, logs)
 
 
-def _first_firing(notices: queue.Queue, alertname: str, deadline: float, processes: list[subprocess.Popen]) -> dict:
-    while time.monotonic() < deadline:
+def _alerts_until(notices: queue.Queue, deadline: float, processes: list[subprocess.Popen],
+                  missing: Callable[[], str]):
+    """Each alert the webhook hears, while every process runs; fails with ``missing()`` past the deadline."""
+    while True:
+        assert time.monotonic() < deadline, missing()
         for process in processes:
             assert process.poll() is None, f"{process.args[0]} exited with {process.returncode}"
         try:
             notice = notices.get(timeout=0.5)
         except queue.Empty:
             continue
-        for alert in notice["alerts"]:
-            assert alert["labels"].get("gpu") != "0", f"the healthy GPU 0 alerted: {alert}"
-            if alert["labels"].get("alertname") == alertname and alert["status"] == "firing":
-                return alert
-    raise AssertionError(f"no firing {alertname} reached the webhook within {ALERT_DEADLINE_S} s")
+        yield from notice["alerts"]
+
+
+def _first_firing(notices: queue.Queue, alertname: str, deadline: float, processes: list[subprocess.Popen]) -> dict:
+    missing = f"no firing {alertname} reached the webhook within {ALERT_DEADLINE_S} s"
+    for alert in _alerts_until(notices, deadline, processes, lambda: missing):
+        assert alert["labels"].get("gpu") != "0", f"the healthy GPU 0 alerted: {alert}"
+        if alert["labels"].get("alertname") == alertname and alert["status"] == "firing":
+            return alert
+    raise AssertionError("unreachable: _alerts_until fails at the deadline")

@@ -87,17 +87,22 @@ class Running:
 
 
 @contextmanager
-def collector(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
+def collector(tmp_path: Path, *args: str, env: dict[str, str] | None = None, start_timeout: float = 10.0,
+              clean_exit: bool = False):
+    """The collector as a process until the block ends; ``clean_exit``: its stop must exit 0."""
     log = tmp_path / f"collector-{time.monotonic_ns()}.log"
     with open(log, "wb") as out:
         proc = launch(COLLECTOR, *args, cwd=tmp_path, env=env if env is not None else clean_env(), stdout=out,
                       stderr=subprocess.STDOUT)
     running = Running(proc, log)
     try:
-        running.port = int(running.wait_log(SERVING.pattern)[1])   # logged once start-up is done
+        # logged once start-up is done
+        running.port = int(running.wait_log(SERVING.pattern, timeout=start_timeout)[1])
         yield running
     finally:
-        stop_process(proc)
+        code = stop_process(proc)
+        if clean_exit:
+            assert code == 0, running.log()
 
 
 def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 30):

@@ -509,15 +509,7 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
     try:
         wait_until("collector", lambda: is_ready(f"http://127.0.0.1:{collector_port}/health", timeout=1), collector)
         wait_until("prometheus", lambda: is_ready(f"{url}/-/ready", timeout=1), prometheus)
-        empty: list[str] = []
-        deadline = time.monotonic() + 30
-        while True:
-            results = {t["expr"]: prometheus_query(url, _substitute(t["expr"])) for _, t in queries}
-            empty = [f"{title}: {t['expr']}" for title, t in queries if not results[t["expr"]]]
-            if not empty or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert empty == [], "queries without data:\n" + "\n".join(empty)
+        results = _query_until_every_panel_has_data(url, queries)
         # legends can name what they name: the series carry hostname and gpu
         for title, target in queries:
             if "{{gpu}}" in target["legendFormat"]:
@@ -530,6 +522,19 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
         stop_process(prometheus)
         stop_process(collector)
         close_and_print_logs(tmp_path, logs)
+
+
+def _query_until_every_panel_has_data(url: str, queries: list[tuple[str, dict]], timeout_s: float = 30) -> dict:
+    """Each panel query's result (expression -> series) once all have data; fails naming those still empty."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        results = {t["expr"]: prometheus_query(url, _substitute(t["expr"])) for _, t in queries}
+        empty = [f"{title}: {t['expr']}" for title, t in queries if not results[t["expr"]]]
+        if not empty or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert empty == [], "queries without data:\n" + "\n".join(empty)
+    return results
 
 
 def test_the_collector_cli_prints_the_dashboard(capsys):
@@ -576,14 +581,7 @@ def test_mig_panel_queries_return_instance_series_from_prometheus(tmp_path):
     try:
         wait_until("collector", lambda: is_ready(f"http://127.0.0.1:{collector_port}/health", timeout=1), collector)
         wait_until("prometheus", lambda: is_ready(f"{url}/-/ready", timeout=1), prometheus)
-        deadline = time.monotonic() + 30
-        while True:
-            results = {t["expr"]: prometheus_query(url, _substitute(t["expr"])) for _, t in queries}
-            empty = [f"{title}: {t['expr']}" for title, t in queries if not results[t["expr"]]]
-            if not empty or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert empty == [], "queries without data:\n" + "\n".join(empty)
+        results = _query_until_every_panel_has_data(url, queries)
         for title, target in queries:
             if "{{GPU_I_ID}}" in target["legendFormat"]:
                 # the two instances of GPU 0, never the whole GPU 1

@@ -19,21 +19,21 @@ import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
 from support import (
     COLLECTOR,
-    SERVING,
     command,
     last_line,
-    launch,
     lost_gpu_scenario,
     samples,
     stop_process,
     wait_for,
 )
 from test_cli import Running, clean_env
+from test_cli import collector as cli_collector
 
 from dcgm_collector import __version__
 from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_FORMAT_VERSION
@@ -49,19 +49,8 @@ WEB_CONFIG = "basic_auth_users:\n  prom: $2b$04$3CVng5Jo8ynM1x1CBGG8WOt3h3ypFaT1
 SERVED_PRECISION = 5e-7    # /metrics writes a non-integer value with 6 decimals
 
 
-@contextmanager
-def collector(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
-    log = tmp_path / f"collector-{time.monotonic_ns()}.log"
-    with open(log, "wb") as out:
-        proc = launch(COLLECTOR, *args, cwd=tmp_path, env=env if env is not None else clean_env(), stdout=out,
-                      stderr=subprocess.STDOUT)
-    running = Running(proc, log)
-    try:
-        running.port = int(wait_for(lambda: SERVING.search(running.log()) or proc.poll() is not None,
-                                    timeout=30, what="the collector to serve", log=running.log)[1])
-        yield running
-    finally:
-        assert stop_process(proc) == 0, running.log()
+# the CLI tests' collector process, given longer to start (a recorder checks pyarrow first) and required to exit 0
+collector = partial(cli_collector, start_timeout=30, clean_exit=True)
 
 
 def recordings(directory: Path) -> list[Path]:
