@@ -52,15 +52,13 @@ Typical use::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 
 from dcgm_collector.collect.fields import Field, FieldTable, field_table
+from dcgm_collector.files import FileRefused, read_regular_file
 
 __all__ = [
     "AGGREGATIONS",
@@ -418,55 +416,16 @@ def load_counters(path: str | os.PathLike[str], table: FieldTable | None = None)
     else (a FIFO, a device, a directory, a huge file) is a CountersError.
     """
     name = os.fspath(path)
-    data = _read_regular_file(name, MAX_COUNTERS_FILE_BYTES)
+    try:
+        data = read_regular_file(name, MAX_COUNTERS_FILE_BYTES)
+    except FileRefused as refused:
+        raise CountersError(name, None, refused.problem) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise CountersError(name, line, f"not UTF-8 text (byte 0x{data[error.start]:02x})") from None
     return parse_counters(text, name, table)
-
-
-def _read_regular_file(name: str, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; CountersError for anything else.
-
-    O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
-    The checks are on the opened descriptor, so the file cannot be swapped between them and the read.
-    """
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as error:
-        if error.errno == errno.ENXIO:   # what opening a Unix socket answers
-            with contextlib.suppress(OSError):
-                raise CountersError(name, None, f"not a regular file ({_file_kind(os.stat(name).st_mode)})") from None
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise CountersError(name, None, f"not a regular file ({_file_kind(info.st_mode)})")
-        if info.st_size > limit:
-            raise CountersError(name, None, f"larger than {_size(limit)}")
-        chunks = []
-        left = limit + 1   # a file that grows after the fstat is still read only this far
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
-            chunks.append(chunk)
-            left -= len(chunk)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limit:
-        raise CountersError(name, None, f"larger than {_size(limit)}")
-    return data
-
-
-def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-    return next((kind for test, kind in kinds if test(mode)), f"file type 0o{stat.S_IFMT(mode):o}")
-
-
-def _size(limit: int) -> str:
-    return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
 
 
 def default_counters_path(name: str = "default-counters.csv") -> str:
