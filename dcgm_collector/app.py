@@ -9,21 +9,11 @@ failing to start is fatal, as it is for dcgm-exporter; a hostengine that
 cannot be reached is not: its target keeps trying (and reconnects whenever a
 connection is lost) while /health says why.
 
-SIGTERM / SIGINT stop everything and exit 0.  SIGHUP re-reads the counters
-file: a bad file is logged in one line and the running configuration keeps
-serving; a good one gets a new sampler and exposition, swapped in at once.
-SIGUSR2 starts a flight recording of every GPU when --recorder-dir is on.
-
-Threads and signals: the main thread only waits for signals; it never makes a
-DCGM call.  A DCGM call can block for DCGM's whole request timeout (60 s)
-when a hostengine hangs, longer than systemd's TimeoutStopSec or a Kubernetes
-grace period allows, so start-up, each reload and the stop run on threads of
-their own.  Reloads run one at a time; SIGHUPs that arrive during one are
-coalesced into one more reload after it.  On SIGTERM the stop gets
-STOP_GRACE_S; if a DCGM call still holds it then, the logs are flushed and
-the process exits at once (os._exit) with the exit status it would have had;
-the kernel closes its connections, and nothing is kept on disk that a clean
-stop would have saved.
+SIGHUP re-reads the counters file (reload()): a bad file is logged in one
+line and the running configuration keeps serving; a good one gets a new
+sampler and exposition, swapped in at once.  SIGUSR2 starts a flight
+recording of every GPU when --recorder-dir is on (record_now()).  Signals,
+threads and the exit deadline are dcgm_collector.lifecycle's.
 """
 
 from __future__ import annotations
@@ -31,13 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
-import signal
-import sys
 import threading
 from collections import Counter as Tally
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dcgm_collector import __version__, dcgm, engine
@@ -48,7 +33,7 @@ from dcgm_collector.collect.discovery import id_ranges
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.servable import unservable_rows
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
-from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config, hostname_label
+from dcgm_collector.config import Config, hostname_label
 from dcgm_collector.dcgm import DcgmError, Handle, Library
 from dcgm_collector.expose import history
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
@@ -68,7 +53,7 @@ if TYPE_CHECKING:   # optional features, imported when they are on (see _read_we
     from dcgm_collector.push.recorder import Recorder
     from dcgm_collector.serve.webconfig import WebConfig
 
-__all__ = ["Collector", "Reloads", "STOP_GRACE_S", "StartupError", "library_version", "serve", "stop_within"]
+__all__ = ["Collector", "STOP_GRACE_S", "StartupError", "library_version"]
 
 log = logging.getLogger("dcgm_collector")
 JSON_TYPE = "application/json"
@@ -436,7 +421,7 @@ class Collector:
                 os.environ[engine.SCENARIO_ENV] = spec
                 os.environ[engine.SOURCE_ENV] = "models"
                 return dcgm.load_library(engine.library_path())
-            return dcgm.load_library(config.dcgm_lib)
+            return dcgm.load_library(config.dcgm_lib, given_by="--dcgm-lib")
         except dcgm.LibraryNotFoundError as error:
             raise StartupError(error.message) from None
         except (dcgm.DcgmError, FileNotFoundError, ValueError) as error:
@@ -517,7 +502,7 @@ class Collector:
 
     # -- shutdown
     def stop(self) -> None:
-        """Stop serving and collecting.  It may wait as long as a DCGM call blocks: see stop_within()."""
+        """Stop serving and collecting.  It may wait as long as a DCGM call blocks: see lifecycle.stop_within()."""
         self._stopping.set()
         for writer in self.remote_writers:
             writer.request_stop()   # all at once; each cuts off its request in flight
@@ -535,160 +520,6 @@ class Collector:
             target.request_stop()   # all at once: a supervisor may be inside a connect attempt
         for target in reversed(self.targets):
             target.stop()
-
-
-# ---- signals and the main loop -----------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Started:
-    """What the start-up thread puts on the event queue: None, or the one-line error."""
-
-    error: str | None
-
-
-def _install_signals(events: queue.SimpleQueue) -> None:
-    def handler(signum: int, _frame: Any) -> None:
-        events.put(signum)   # SimpleQueue.put is safe in a signal handler; the main loop does the work
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2):
-        signal.signal(signum, handler)
-
-
-def _start(collector: Collector, events: queue.SimpleQueue) -> None:
-    """Start the collector (on a thread of its own) and say how it went on ``events``."""
-    try:
-        collector.start()
-    except StartupError as error:
-        events.put(_Started(str(error)))
-    except Exception as error:
-        log.debug("start-up failed", exc_info=True)
-        events.put(_Started(f"start-up failed: {type(error).__name__}: {error}"))
-    else:
-        events.put(_Started(None))
-
-
-class Reloads:
-    """SIGHUP's reloads, on a thread of their own so that a hung DCGM never holds up the signals.
-
-    One runs at a time; the requests that come while it runs are coalesced into one
-    more reload after it, so the file last written is the one read.
-    """
-
-    def __init__(self, reload: Callable[[], object]) -> None:
-        self._reload = reload
-        self._lock = threading.Lock()
-        self._running = False
-        self._again = False
-
-    def request(self) -> None:
-        with self._lock:
-            if self._running:
-                if not self._again:
-                    log.info("SIGHUP: a reload is under way; the counters file is read again once it ends")
-                self._again = True
-                return
-            self._running = True
-        threading.Thread(target=self._run, name="dcgm-collector-reload", daemon=True).start()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                self._reload()
-            except Exception:   # the collector must keep serving whatever a reload did
-                log.exception("reload failed")
-            with self._lock:
-                if not self._again:
-                    self._running = False
-                    return
-                self._again = False
-
-
-def stop_within(collector: Collector, seconds: float, starting: threading.Thread | None = None) -> bool:
-    """Stop the collector (after its start-up, if one is under way), waiting at most ``seconds``.
-
-    False when DCGM still holds the stop: the caller exits without it.
-    """
-    def stop() -> None:
-        if starting is not None:
-            starting.join()
-        collector.stop()
-
-    stopper = threading.Thread(target=stop, name="dcgm-collector-stop", daemon=True)
-    stopper.start()
-    stopper.join(seconds)
-    return not stopper.is_alive()
-
-
-def _exit_now(code: int) -> None:
-    """Exit at once, leaving the threads stuck in DCGM calls (and libdcgm's own clean-up) behind."""
-    log.warning("the stop did not end within %.1f s (a DCGM call does not return); exiting without waiting for it",
-                STOP_GRACE_S)
-    logging.shutdown()   # flushes every handler
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
-
-
-def _record_now(collector: Collector) -> None:
-    """SIGUSR2: start a flight recording, on a thread of its own (the main thread only waits for signals)."""
-    def run() -> None:
-        try:
-            collector.record_now("SIGUSR2")
-        except Exception:
-            log.exception("SIGUSR2: the flight recording could not be started")
-
-    threading.Thread(target=run, name="dcgm-collector-sigusr2", daemon=True).start()
-
-
-def _main_loop(collector: Collector, events: queue.SimpleQueue, reloads: Reloads) -> int:
-    """Handle the start-up's outcome and the signals until one says stop; the exit status."""
-    started = False
-    reload_waiting = False   # a SIGHUP during start-up: reload once start-up is done
-    while True:
-        try:
-            event = events.get(timeout=1.0)
-        except queue.Empty:
-            continue
-        if isinstance(event, _Started):
-            if event.error is not None:
-                print(f"{PROG}: error: {event.error}", file=sys.stderr)
-                return EXIT_ERROR
-            started = True
-            if reload_waiting:
-                reloads.request()
-            continue
-        if event == signal.SIGHUP:
-            if started:
-                reloads.request()
-            else:
-                reload_waiting = True
-            continue
-        if event == signal.SIGUSR2:
-            if started:
-                _record_now(collector)
-            else:
-                log.info("SIGUSR2: still starting, no samples to record yet")
-            continue
-        log.info("%s: shutting down", signal.Signals(event).name)
-        return EXIT_OK
-
-
-def serve(config: Config) -> int:
-    events: queue.SimpleQueue = queue.SimpleQueue()
-    _install_signals(events)
-    collector = Collector(config)
-    starting = threading.Thread(target=_start, args=(collector, events), name="dcgm-collector-start", daemon=True)
-    code = EXIT_ERROR
-    try:
-        starting.start()
-        code = _main_loop(collector, events, Reloads(collector.reload))
-    finally:
-        if not stop_within(collector, STOP_GRACE_S, starting):
-            _exit_now(code)
-    return code
 
 
 def library_version(library: Library) -> str:

@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The one deliberate lazy import: the running collector loads the C extension and libdcgm,
     # which --help, check-counters and dashboard must not need.
     try:
-        from dcgm_collector.app import serve
+        from dcgm_collector.lifecycle import serve
     except ImportError as error:   # an unbuilt checkout: the error says what to run
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_ERROR

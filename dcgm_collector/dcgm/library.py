@@ -14,6 +14,7 @@ from typing import Any
 
 from dcgm_collector.dcgm._native import ffi, lib
 from dcgm_collector.dcgm.errors import DCGM_ST_OK, DcgmError, LibraryNotFoundError, check
+from dcgm_collector.files import FileRefused, open_regular_file
 
 __all__ = ["HOW_TO_FIX", "LIBRARY_ENV", "LIBRARY_NAME", "STANDARD_DIRS", "Library", "load_library",
            "loaded_library"]
@@ -62,13 +63,14 @@ def loaded_library() -> Library | None:
     return _library
 
 
-def load_library(path: str | os.PathLike[str] | None = None) -> Library:
+def load_library(path: str | os.PathLike[str] | None = None, *, given_by: str = "path") -> Library:
     """Load libdcgm.so.4 once per process and return it.
 
     With ``path`` (a file, or a directory holding libdcgm.so.4) that library;
     else the library already loaded; else ``$DCGM_COLLECTOR_LIBDCGM``; else the
     normal search (the dynamic linker's, then DCGM's install directories).
     Loading the library already loaded is a no-op; another one is an error.
+    ``given_by`` is how the errors name where ``path`` came from (a flag).
     """
     global _library
     with _load_lock:
@@ -80,7 +82,7 @@ def load_library(path: str | os.PathLike[str] | None = None) -> Library:
         else:
             if not isinstance(path, (str, os.PathLike)):
                 raise TypeError(f"library path must be a str or path, not {type(path).__name__}")
-            loaded = _load_explicit(os.fspath(path), "path")
+            loaded = _load_explicit(os.fspath(path), given_by)
         _library = loaded
         return loaded
 
@@ -92,6 +94,11 @@ def _load_explicit(path: str, given_by: str) -> Library:
         path = os.path.join(path, LIBRARY_NAME)
     if os.path.exists(path):
         path = os.path.abspath(path)  # so a relative path is not taken for a soname
+        problem = _not_loadable(path)
+        if problem is not None:
+            raise LibraryNotFoundError(
+                lib.DCGM_ST_LIBRARY_NOT_FOUND, f"cannot load {path} (from {given_by}): {problem}; fix: {HOW_TO_FIX}"
+            )
     elif "/" in path:
         raise LibraryNotFoundError(
             lib.DCGM_ST_LIBRARY_NOT_FOUND,
@@ -103,6 +110,22 @@ def _load_explicit(path: str, given_by: str) -> Library:
             lib.DCGM_ST_LIBRARY_NOT_FOUND, f"cannot load {path} (from {given_by}): {why}; fix: {HOW_TO_FIX}"
         )
     return Library(_c_string(lib.dcgmc_loaded_path()))
+
+
+def _not_loadable(path: str) -> str | None:
+    """Why the file at ``path`` cannot be a library (not a regular file, unreadable), or None.
+
+    Opened without blocking and checked before dlopen sees it: dlopen of a FIFO (or of a file on a
+    hung mount) waits inside the dynamic linker with its lock held, where no thread of this process
+    can be created and so no stop can run.  The open here waits, if it must, outside that lock.
+    """
+    try:
+        os.close(open_regular_file(path))
+    except FileRefused as refused:
+        return refused.problem
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 def _load_by_search() -> Library:
@@ -118,6 +141,10 @@ def _load_by_search() -> Library:
         if not os.path.exists(candidate):
             attempts.append(f"{candidate}: no such file")
             continue
+        problem = _not_loadable(candidate)
+        if problem is not None:
+            attempts.append(f"{candidate}: {problem}")
+            continue
         status, why = _dlopen(candidate)
         if status == DCGM_ST_OK:
             return Library(_c_string(lib.dcgmc_loaded_path()))
@@ -126,6 +153,18 @@ def _load_by_search() -> Library:
         lib.DCGM_ST_LIBRARY_NOT_FOUND,
         f"{LIBRARY_NAME} was not found; searched: {'; '.join(attempts)}; fix: {HOW_TO_FIX}",
     )
+
+
+def probe_library(path: str) -> str | None:
+    """Whether another shared library loads: None, or the dynamic linker's reason it does not.
+
+    The load runs in the extension without the GIL (Python's own dlopen wrappers hold it), so a
+    load that blocks holds up the calling thread alone, and SIGTERM still stops the process.
+    """
+    error = ffi.new("char[]", 1024)
+    if lib.dcgmc_probe_library(path.encode(), error, len(error)) == 0:
+        return None
+    return _c_string(error) or "dlopen failed"
 
 
 def _dlopen(path: str) -> tuple[int, str]:

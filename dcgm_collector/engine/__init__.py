@@ -28,6 +28,8 @@ from pathlib import Path
 
 import cffi
 
+from dcgm_collector.files import FileRefused, open_regular_file
+
 LIBRARY_NAME = "libdcgm.so.4"
 NVML_LIBRARY_NAME = "libnvidia-ml.so.1"
 SCENARIO_ENV = "DCGM_SIM_SCENARIO"
@@ -192,16 +194,23 @@ def check_nvml() -> str:
     """The NVML library the engine's NVML source will open: ``$DCGM_ENGINE_NVML_LIB``, else the
     dynamic linker's search for libnvidia-ml.so.1.  ValueError (one line) when there is none."""
     given = os.environ.get(NVML_LIB_ENV, "")
-    ffi = cffi.FFI()
-    try:
-        handle = ffi.dlopen(given or NVML_LIBRARY_NAME)
-    except OSError as error:
-        why = str(error).split(".  Additionally", 1)[0]   # cffi appends its find_library attempt
-        if given:
+    if given and ("/" in given or os.path.exists(given)):
+        # before dlopen: a FIFO or a file on a hung mount would block inside the dynamic linker (see
+        # dcgm.library); opened here without blocking, such a file is refused at once
+        try:
+            os.close(open_regular_file(given))
+        except OSError as error:
+            why = error.problem if isinstance(error, FileRefused) else (error.strerror or str(error))
             raise ValueError(f"cannot open {NVML_LIB_ENV}={given} ({why}); point {NVML_LIB_ENV} at the "
                              f"driver's {NVML_LIBRARY_NAME}, or leave out --nvml") from None
+    from dcgm_collector.dcgm.library import probe_library  # the binding, only once --nvml is asked for
+
+    why = probe_library(given or NVML_LIBRARY_NAME)
+    if why is not None:
+        if given:
+            raise ValueError(f"cannot open {NVML_LIB_ENV}={given} ({why}); point {NVML_LIB_ENV} at the "
+                             f"driver's {NVML_LIBRARY_NAME}, or leave out --nvml")
         raise ValueError(f"no {NVML_LIBRARY_NAME} found by the dynamic linker (LD_LIBRARY_PATH, the ld.so cache, "
                          f"the system library directories): install the NVIDIA driver, set {NVML_LIB_ENV} to "
-                         f"the library's path, or leave out --nvml") from None
-    ffi.dlclose(handle)
+                         f"the library's path, or leave out --nvml")
     return given or NVML_LIBRARY_NAME

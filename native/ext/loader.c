@@ -131,6 +131,23 @@ int dcgmc_load(const char *path, char *err, size_t errlen)
     return result;
 }
 
+int dcgmc_probe_library(const char *path, char *err, size_t errlen)
+{
+    dcgmc_set_error(err, errlen, "%s", "");
+    if (path == NULL || path[0] == '\0') {
+        dcgmc_set_error(err, errlen, "no library path given");
+        return -1;
+    }
+    void *library = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+    if (library == NULL) {
+        const char *why = dlerror();
+        dcgmc_set_error(err, errlen, "%s", why != NULL ? why : "dlopen failed");
+        return -1;
+    }
+    dlclose(library);
+    return 0;
+}
+
 void dcgmc_unload(void)
 {
     pthread_mutex_lock(&dcgmc_lock);

@@ -52,6 +52,15 @@ typedef struct dcgmc_records {
  */
 int dcgmc_load(const char *path, char *err, size_t errlen);
 
+/*
+ * dlopen another library at path (RTLD_LAZY | RTLD_LOCAL) to learn whether it
+ * loads, then dlclose it.  Returns 0, or -1 with dlerror's text in err.  It is
+ * here rather than in Python's own loaders because those hold the GIL: a load
+ * that blocks (a file on a hung mount, a constructor that waits) would stop
+ * every thread of the process, signal handling included.
+ */
+int dcgmc_probe_library(const char *path, char *err, size_t errlen);
+
 /* Forget the library.  Only safe when no DCGM call is in flight. */
 void dcgmc_unload(void);
 

@@ -8,7 +8,7 @@ import time
 
 from support import http_get, wait_for
 
-from dcgm_collector import app
+from dcgm_collector import app, lifecycle
 from dcgm_collector.collect import discovery
 from dcgm_collector.config import parse_config
 from dcgm_collector.serve.server import MetricsServer
@@ -118,7 +118,7 @@ def test_sighups_during_a_reload_are_coalesced_into_one_more(caplog):
         release.wait(5)
 
     caplog.set_level(logging.INFO, logger="dcgm_collector")
-    reloads = app.Reloads(slow_reload)
+    reloads = lifecycle.Reloads(slow_reload)
     reloads.request()
     wait_for(lambda: calls == [0], what="the first reload")
     for _ in range(3):   # what the signal handler's loop does: returns at once
@@ -138,7 +138,7 @@ def test_a_stop_that_dcgm_holds_up_is_given_up_after_the_grace(monkeypatch):
     collector = app.Collector(parse_config(["--sim", "1"], {}))
     monkeypatch.setattr(collector, "stop", lambda: stuck.wait(30))
     started = time.monotonic()
-    assert app.stop_within(collector, 0.3) is False
+    assert lifecycle.stop_within(collector, 0.3) is False
     assert 0.3 <= time.monotonic() - started < 1.0
     stuck.set()
-    assert app.stop_within(app.Collector(parse_config(["--sim", "1"], {})), 1.0) is True   # nothing to stop
+    assert lifecycle.stop_within(app.Collector(parse_config(["--sim", "1"], {})), 1.0) is True   # nothing to stop
