@@ -38,6 +38,7 @@ from dcgm_collector.collect.options import (
 )
 from dcgm_collector.expose.options import DEFAULT_COUNT_WINDOW_MS, DEFAULT_WINDOW_S
 from dcgm_collector.model import DeviceSelection
+from dcgm_collector.numbers import parse_decimal, parse_whole
 from dcgm_collector.push.options import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
 from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
 from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
@@ -74,9 +75,9 @@ def parse_bool(text: str) -> bool:
 def _positive_int(what: str, most: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
-            value = int(text.strip(), 10)
+            value = parse_whole(text.strip(), signed=True)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {what}") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {what} (ASCII digits)") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0 {what}")
         if most is not None and value > most:
@@ -88,9 +89,9 @@ def _positive_int(what: str, most: int | None = None) -> Callable[[str], int]:
 def _positive_float(what: str, most: float | None = None) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
-            value = float(text.strip())
+            value = parse_decimal(text.strip(), signed=True)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what}") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what} (ASCII digits, finite)") from None
         if not math.isfinite(value) or value <= 0:
             raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number of {what}")
         if most is not None and value > most:
@@ -206,13 +207,17 @@ def parse_devices(text: str) -> DeviceSelection:
 
 def _range_item(text: str, item: str) -> range:
     start, dash, end = item.strip().partition("-")
-    if not start.isdigit() or (dash and not end.isdigit()):
+    if not _ascii_digits(start) or (dash and not _ascii_digits(end)):
         what = "an empty item" if not item.strip() else repr(item)
         raise argparse.ArgumentTypeError(f"{text!r}: {what} is not N or N-M")
     first, last = _device_id(text, start), _device_id(text, end) if dash else _device_id(text, start)
     if last < first:
         raise argparse.ArgumentTypeError(f"{text!r}: range {item.strip()!r} runs backwards")
     return range(first, last + 1)
+
+
+def _ascii_digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()   # str.isdigit alone takes any script's digits, and '²'
 
 
 def _device_id(text: str, digits: str) -> int:

@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from dcgm_collector.files import open_regular_file
+
 __all__ = ["HpcJobMapper", "JOB_FILE_NAME", "MAX_JOBS_PER_GPU", "parse_jobs"]
 
 log = logging.getLogger(__name__)
@@ -167,7 +169,8 @@ class HpcJobMapper:
         if known is not None and known[0] == stamp:
             return known
         try:
-            with open(entry.path, "rb") as handle:
+            # without blocking and inside the folder: a FIFO or a link elsewhere put there is not read
+            with os.fdopen(open_regular_file(entry.path, folder=self.directory), "rb") as handle:
                 data = handle.read(MAX_FILE_BYTES + 1)
         except FileNotFoundError:
             return None

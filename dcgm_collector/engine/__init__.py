@@ -28,7 +28,7 @@ from pathlib import Path
 
 import cffi
 
-from dcgm_collector.files import FileRefused, open_regular_file
+from dcgm_collector.files import FileRefused, open_regular_file, read_regular_file
 
 LIBRARY_NAME = "libdcgm.so.4"
 NVML_LIBRARY_NAME = "libnvidia-ml.so.1"
@@ -131,12 +131,16 @@ def check_scenario(spec: str | os.PathLike[str]) -> None:
     _check_with_simulator(text)
 
 
+# what the engine reads of a scenario file (traces are files of their own)
+MAX_SCENARIO_BYTES = 16 << 20
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)$")
 
 
 def _check_toml_syntax(path: Path) -> None:
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_SCENARIO_BYTES)
+    except FileRefused as refused:
+        raise ValueError(str(refused)) from None
     except OSError as e:
         raise ValueError(f"{path}: cannot read scenario: {e.strerror or e}") from None
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from dcgm_collector.files import open_regular_file
 from dcgm_collector.model import (
     RECORDING_COLUMNS,
     RECORDING_FORMAT_VERSION,
@@ -66,8 +68,8 @@ def is_recording(spec: str) -> bool:
     """Whether a --sim spec names a flight recording: a ``.parquet`` name, or a file that starts as Parquet does."""
     if spec.lower().endswith(".parquet"):
         return True
-    try:
-        with open(spec, "rb") as f:
+    try:   # without blocking: a FIFO is no recording, and the scenario check then says what it is
+        with os.fdopen(open_regular_file(spec), "rb") as f:
             return f.read(4) == PARQUET_MAGIC
     except OSError:
         return False

@@ -93,6 +93,7 @@ from typing import Any
 import bcrypt
 import yaml
 
+from dcgm_collector.files import FileRefused, read_regular_file
 from dcgm_collector.serve.server import TooManyRequests, Unavailable
 
 __all__ = ["AUTH_CACHE_S", "WebConfig", "WebConfigError", "load"]
@@ -108,6 +109,7 @@ BCRYPT_QUEUE = 8
 FAILED_AUTH_BURST = 20
 FAILED_AUTH_INTERVAL_S = 1.0
 FAILED_AUTH_ADDRESSES = 4096   # addresses remembered; the least recent is forgotten first
+MAX_WEB_CONFIG_BYTES = 1 << 20   # a web config file, a certificate or a CA bundle: far more than any needs
 CERT_RECHECK_S = 1.0
 # making the dummy hash costs as much as one check; past this a start-up would take minutes
 DUMMY_HASH_MAX_COST = 16
@@ -547,11 +549,13 @@ def load(path: str | os.PathLike, *, clock: Callable[[], float] = time.monotonic
     """Read and check a web config file; WebConfigError (one line) if anything is wrong."""
     source = os.fspath(path)
     try:
-        text = Path(source).read_text(encoding="utf-8")
+        text = read_regular_file(source, MAX_WEB_CONFIG_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise WebConfigError(f"{source}: no such file") from None
     except UnicodeDecodeError:
         raise WebConfigError(f"{source}: not UTF-8 text") from None
+    except FileRefused as refused:
+        raise WebConfigError(str(refused)) from None
     except OSError as error:
         raise WebConfigError(f"{source}: cannot read: {error.strerror or error}") from None
     try:
@@ -804,7 +808,10 @@ class _pem_files:
 def _check_certificates(path: str, where: str) -> None:
     """A clear error for a certificate file that holds no PEM certificate (load_cert_chain's is vague)."""
     try:
-        text = Path(path).read_text(encoding="ascii", errors="replace")
+        # a regular file, checked at every (re)load: OpenSSL's own open would wait on a FIFO put in its place
+        text = read_regular_file(path, MAX_WEB_CONFIG_BYTES).decode("ascii", errors="replace")
+    except FileRefused as refused:
+        raise WebConfigError(f"{where}: {refused}") from None
     except OSError as error:
         raise WebConfigError(f"{where}: cannot read {path}: {error.strerror}") from None
     try:

@@ -149,6 +149,23 @@ def test_bad_scenario_files_name_the_file_and_line_and_exit_1(tmp_path):
             assert what in err, err
 
 
+def test_files_named_by_flags_that_are_fifos_are_refused_at_once(tmp_path):
+    """A FIFO where a file is expected would block the open for ever: each is one line at once, naming the file."""
+    fifos = {name: tmp_path / name for name in ("web.yml", "scenario.toml")}
+    for path in fifos.values():
+        os.mkfifo(path)
+    cases = [
+        (["--sim", "1", "--web-config-file", str(fifos["web.yml"])],
+         f"{fifos['web.yml']}: not a regular file (a FIFO)"),
+        (["--sim", str(fifos["scenario.toml"])], f"{fifos['scenario.toml']}: not a regular file (a FIFO)"),
+    ]
+    results = finished([run_cli(tmp_path, *flags) for flags, _ in cases])
+    for (flags, line), (code, err) in zip(cases, results):
+        assert code == 1, (flags, err)
+        assert err.count("\n") == 1, err
+        assert err.startswith(ERROR_PREFIX) and line in err, err
+
+
 # ---- unreachable targets: keeps serving the others, /health says which ----------------------------
 
 def test_unreachable_targets_beside_a_live_one(tmp_path):

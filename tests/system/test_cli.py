@@ -384,7 +384,7 @@ def test_bad_env_value_names_the_variable(tmp_path):
     result = run_cli(tmp_path, env=clean_env(DCGM_EXPORTER_INTERVAL="fast"))
     assert result.returncode == 2
     assert result.stderr == ("dcgm-collector: error: environment variable DCGM_EXPORTER_INTERVAL: "
-                             "'fast' is not a whole number of milliseconds\n")
+                             "'fast' is not a whole number of milliseconds (ASCII digits)\n")
 
 
 def test_huge_device_ranges_are_one_line_usage_errors_at_once(tmp_path):

@@ -192,7 +192,9 @@ def test_empty_env_value_counts_as_unset():
     ("DCGM_EXPORTER_DEVICES_STR", "g:0-4294967296", "DCGM_EXPORTER_DEVICES_STR: 'g:0-4294967296': id 4294967296"),
     ("DCGM_EXPORTER_LISTEN", "9400", "DCGM_EXPORTER_LISTEN: bad listen address"),
     ("DCGM_COLLECTOR_AGGREGATIONS", "p99", "DCGM_COLLECTOR_AGGREGATIONS: unknown aggregation 'p99'"),
-    ("DCGM_COLLECTOR_WINDOW", "nan", "DCGM_COLLECTOR_WINDOW: 'nan': must be a positive number"),
+    ("DCGM_COLLECTOR_WINDOW", "nan", "DCGM_COLLECTOR_WINDOW: 'nan' is not a number of seconds (ASCII digits, finite)"),
+    ("DCGM_EXPORTER_INTERVAL", "\u0661\u0660\u0660",
+     "DCGM_EXPORTER_INTERVAL: '\u0661\u0660\u0660' is not a whole number of milliseconds (ASCII digits)"),
     ("DCGM_EXPORTER_LOG_FORMAT", "xml", "DCGM_EXPORTER_LOG_FORMAT: 'xml': choose text or json"),
 ])
 def test_bad_env_values(env, value, message):
@@ -209,6 +211,13 @@ def test_bad_env_values(env, value, message):
     (["-a", "nohost"], "argument -a/--address: bad listen address 'nohost'"),
     (["--aggregations", "median"], "argument --aggregations: unknown aggregation 'median'"),
     (["-n=maybe"], "argument -n/--no-hostname: 'maybe' is not a boolean"),
+    # what int() and float() take but a person did not mean: other scripts' digits, '_', '²', infinity
+    (["-c", "1_000"], "argument -c/--collect-interval: '1_000' is not a whole number of milliseconds (ASCII digits)"),
+    (["-c", "\u0661\u0660\u0660"], "argument -c/--collect-interval: '\u0661\u0660\u0660' is not a whole number"),
+    (["--window", "\u0661\u0665"], "argument --window: '\u0661\u0665' is not a number of seconds (ASCII digits"),
+    (["--retention", "1e400"], "argument --retention: '1e400' is not a number of seconds (ASCII digits, finite)"),
+    (["-d", "g:\u00b2"], "argument -d/--devices: 'g:\u00b2': '\u00b2' is not N or N-M"),
+    (["-d", "g:\u0661"], "argument -d/--devices: 'g:\u0661': '\u0661' is not N or N-M"),
 ])
 def test_bad_flag_values_are_one_line_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as info:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import pytest
 
@@ -113,13 +114,13 @@ def test_unchanged_files_are_not_read_again(tmp_path, clock, monkeypatch):
     mapper = HpcJobMapper(tmp_path, refresh_s=1, clock=clock)
     assert mapper.jobs_for(0) == ["job"]
     opened = []
-    real_open = open
+    real_open = os.open
 
     def spy(path, *args, **kwargs):
         opened.append(path)
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", spy)
+    monkeypatch.setattr(os, "open", spy)
     for _ in range(3):
         clock.now += 2
         assert mapper.jobs_for(0) == ["job"]
@@ -183,17 +184,17 @@ def test_unreadable_file_is_logged_once_and_counts_as_empty(tmp_path, clock, cap
 
 
 def test_read_error_is_logged_once_and_counts_as_empty(tmp_path, clock, caplog, monkeypatch):
-    # the same as above for root, who can read any file: make open fail
+    # the same as above for root, who can read any file: make the open fail
     write(tmp_path / "0", "secret\n")
     write(tmp_path / "1", "fine\n")
-    real_open = open
+    real_open = os.open
 
     def failing_open(path, *args, **kwargs):
         if str(path).endswith(os.sep + "0"):
             raise PermissionError(13, "Permission denied")
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", failing_open)
+    monkeypatch.setattr(os, "open", failing_open)
     mapper = HpcJobMapper(tmp_path, refresh_s=1, clock=clock)
     with caplog.at_level(logging.WARNING, logger="dcgm_collector.attribution.hpc"):
         for _ in range(3):
@@ -202,7 +203,7 @@ def test_read_error_is_logged_once_and_counts_as_empty(tmp_path, clock, caplog, 
             os.utime(tmp_path / "0")      # a changed file is tried again, and fails again
     messages = [r.getMessage() for r in caplog.records]
     assert sum("cannot read HPC job mapping file" in m and "Permission denied" in m for m in messages) == 1
-    monkeypatch.setattr("builtins.open", real_open)
+    monkeypatch.setattr(os, "open", real_open)
     os.utime(tmp_path / "0", ns=(0, 1))
     clock.now += 2
     assert mapper.jobs_for(0) == ["secret"]
@@ -252,3 +253,19 @@ def test_attribution_copies_pods_and_jobs(tmp_path):
     assert GpuAttribution(None, jobs).copies(0, "GPU-a") == ((("hpc_job", "j1"),), (("hpc_job", "j2"),))
     assert GpuAttribution().copies(0, "x") == NO_COPIES and GpuAttribution().generation == (0, 0)
     assert both.generation == (3, jobs.generation)
+
+
+def test_fifos_and_links_out_of_the_folder_are_not_read(tmp_path, clock):
+    """A FIFO would block the reader for ever; a link out of the folder would read what the scheduler never wrote."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    outside = tmp_path / "elsewhere"
+    outside.write_text("not-a-job-of-this-node\n")
+    os.mkfifo(jobs / "0")
+    (jobs / "1").symlink_to(outside)
+    write(jobs / "2", "train-7\n")
+    (jobs / "3").symlink_to(jobs / "2")   # a link inside the folder is fine
+    mapper = HpcJobMapper(jobs, refresh_s=1, clock=clock)
+    started = time.monotonic()
+    assert [mapper.jobs_for(g) for g in range(4)] == [[], [], ["train-7"], ["train-7"]]
+    assert time.monotonic() - started < 1.0
