@@ -85,6 +85,16 @@ def _entity_count(level: EntityType, n: int) -> str:
 STOP_GRACE_S = 1.0
 
 
+def with_notes(answer: tuple[bool, str], *notes: str | None) -> tuple[bool, str]:
+    """A healthy /health answer with each failing output's note appended ("OK; ..."): still 200, but said."""
+    ok, reason = answer
+    said = [note for note in notes if note]
+    if not ok or not said:
+        return answer
+    earlier = [reason.removeprefix("OK; ")] if reason.startswith("OK; ") else []   # a lost GPU, say
+    return True, "OK; " + "; ".join(earlier + said)
+
+
 class StartupError(Exception):
     """Start-up cannot go on; str() is the one line the user sees."""
 
@@ -140,7 +150,8 @@ class Collector:
         failure = self._render_failure
         if failure is not None:
             return False, failure
-        return exposition.health()
+        recorder = self.recorder
+        return with_notes(exposition.health(), recorder.problem() if recorder is not None else None)
 
     def observe_scrape(self, seconds: float) -> None:
         exposition = self.exposition
