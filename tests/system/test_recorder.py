@@ -502,6 +502,29 @@ def test_the_landing_page_and_scrapes_never_read_the_recorder_dir(tmp_path):
         assert "level=WARN" in line and problem in line, line
 
 
+def test_post_recorder_refuses_bodies_it_cannot_act_on_with_one_line(tmp_path):
+    out = tmp_path / "recordings"
+    web = tmp_path / "web.yml"
+    web.write_text(WEB_CONFIG)
+    with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT,
+                   "--web-config-file", str(web)) as c:
+        answers = {body: post(c.url("/recorder"), body, user="prom:secret") for body in (
+            b"[" * 2000, b"{" * 1000, b'{"gpus": []}', b'{"gpus": [0], "gpu": 1}', b'{"gpus": [123456789012345]}',
+            b'{"reason": ' + b"9" * 4000 + b"}", b"\xff\xfe{", b'{"gpus": [0.5]}', b"null")}
+        metrics = get_as(c.url("/metrics"))[1]
+        log = c.log()
+    lines = {body[:30]: (status, text.decode()) for body, (status, text) in answers.items()}
+    assert all(status == 400 for status, _ in lines.values()), lines
+    assert all(text.startswith("POST /recorder: ") and text.count("\n") == 1 for _, text in lines.values()), lines
+    assert lines[b"[" * 30][1] == "POST /recorder: the body is not a request: JSON nested too deeply\n"
+    assert lines[b'{"gpus": []}'][1] == ("POST /recorder: gpus: an empty list records nothing; leave it out to "
+                                         "record every GPU\n")
+    assert lines[b'{"gpus": [0], "gpu": 1}'][1] == 'POST /recorder: unknown key "gpu" (the keys are gpus, reason)\n'
+    assert lines[b'{"gpus": [123456789012345]}'][1] == "POST /recorder: no GPU a number of 15 digits here (GPUs 0-1)\n"
+    assert metric_value(metrics, "dcgm_collector_recorder_pending") == 0 and not out.exists() or recordings(out) == []
+    assert "Traceback" not in log
+
+
 def test_a_flood_of_requests_joins_one_recording_that_lists_a_hundred(tmp_path):
     out = tmp_path / "recordings"
     web = tmp_path / "web.yml"
