@@ -389,27 +389,39 @@ class Recorder:
         if not self.index.scanned:
             self.index.scan()
         total = self.index.total_bytes
+        try:
+            self._remove_oldest(total, keep)
+        finally:
+            self.index.publish()   # once for the batch: each publish walks the whole index
+
+    def _remove_oldest(self, total: int, keep: str) -> None:
         for name, size in self.index.oldest_first():
             if total <= self.max_bytes:
                 return
             if name == keep:   # the newest is kept even alone over the bound: it is why the recorder is on
                 continue
             try:
-                self._remove_recording(name)
+                removed = self._remove_recording(name)
             except OSError as error:   # not the recorder's to remove (immutable, read-only): the others still go
                 self._failed("removing an old recording", error)
                 continue
             total -= size
-            log.info("flight recorder: removed %s: the recordings exceeded --recorder-max-bytes %d", name,
-                     self.max_bytes)
+            if removed:
+                log.info("flight recorder: removed %s: the recordings exceeded --recorder-max-bytes %d", name,
+                         self.max_bytes)
 
-    def _remove_recording(self, name: str) -> None:
-        """Remove a recording and then its sidecar, each only while it is a regular file (never a link's target)."""
+    def _remove_recording(self, name: str) -> bool:
+        """Remove a recording and then its sidecar, each only while it is a regular file (never a link's target).
+
+        Whether the recording went; one no longer there, or replaced by something else, leaves the index too.
+        """
+        removed = False
         for path in (name, name + RECORDING_SIDECAR_SUFFIX):
             full = os.path.join(self.directory, path)
             try:
                 if stat.S_ISREG(os.lstat(full).st_mode):   # replaced since the scan by something not ours: kept
                     os.remove(full)
+                    removed = removed or path == name
             except FileNotFoundError:
                 pass
             except OSError as error:
@@ -418,6 +430,7 @@ class Recorder:
                 self._failed("removing an old recording", error)   # the recording went; its sidecar stays
             if path == name:
                 self.index.remove(name)
+        return removed
 
     def _remove_leftovers(self) -> None:
         """Temporary files a crash left mid-write: never a recording, so removed."""

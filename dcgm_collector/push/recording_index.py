@@ -72,7 +72,7 @@ class RecordingIndex:
     # -- changes
     def scan(self) -> None:
         """Look at the directory again; OSError if it cannot be listed (the index stays as it was)."""
-        recordings: dict[str, os.stat_result] = {}
+        recordings: dict[str, tuple[int, float]] = {}   # (size, mtime): a stat_result per file is 4 times that
         sidecars: dict[str, int] = {}
         skipped: dict[str, str] = {}
         with os.scandir(self.directory) as entries:
@@ -89,14 +89,16 @@ class RecordingIndex:
                     if stat.S_ISREG(info.st_mode):   # a link or FIFO in a sidecar's place takes no room of ours
                         sidecars[name] = info.st_size
                 elif stat.S_ISREG(info.st_mode):
-                    recordings[name] = info
+                    recordings[name] = (info.st_size, info.st_mtime)
                 else:
                     skipped[name] = file_kind(info.st_mode)
         self._say_skipped(skipped)
-        entries_now = {name: (info.st_size + sidecars.get(name + RECORDING_SIDECAR_SUFFIX, 0), info.st_mtime)
-                       for name, info in recordings.items()}
-        self._entries = entries_now
-        self._triggers = {n: t for n, t in self._triggers.items() if n in entries_now}
+        for sidecar_name, size in sidecars.items():
+            name = sidecar_name.removesuffix(RECORDING_SIDECAR_SUFFIX)
+            if name in recordings:
+                recordings[name] = (recordings[name][0] + size, recordings[name][1])
+        self._entries = recordings
+        self._triggers = {n: t for n, t in self._triggers.items() if n in recordings}
         self.scanned = True
         self._publish()
 
@@ -111,8 +113,12 @@ class RecordingIndex:
         self._publish()
 
     def remove(self, name: str) -> None:
+        """A recording the recorder removed; the listing changes at the next :meth:`publish` (one per batch)."""
         self._entries.pop(name, None)
         self._triggers.pop(name, None)
+
+    def publish(self) -> None:
+        """Make the changes so far what the request path reads."""
         self._publish()
 
     # -- reading (recorder's thread)
