@@ -261,11 +261,14 @@ class Recorder:
         log.error("flight recorder: %s: %s", line, why, exc_info=not isinstance(error, OSError))
 
     def _succeeded(self, what: str) -> None:
+        # a cause that comes back after this success is news again
+        self._said = {cause for cause in self._said if cause[0] != what}
         problem = self._problem
         if problem is not None and (what == "writing" or problem[0] == what):
             self._problem = None
-            log.info("flight recorder: %s works again after %d failure%s", what, problem[2],
-                     "s" if problem[2] != 1 else "")
+            if problem[0] == what:
+                log.info("flight recorder: %s works again after %d failure%s", what, problem[2],
+                         "s" if problem[2] != 1 else "")
 
     # -- the recorder's thread
     def _run(self) -> None:
