@@ -70,6 +70,16 @@ def _entity_count(level: EntityType, n: int) -> str:
 STOP_GRACE_S = 1.0
 
 
+def with_notes(answer: tuple[bool, str], *notes: str | None) -> tuple[bool, str]:
+    """A healthy /health answer with each failing output's note appended ("OK; ..."): still 200, but said."""
+    ok, reason = answer
+    said = [note for note in notes if note]
+    if not ok or not said:
+        return answer
+    earlier = [reason.removeprefix("OK; ")] if reason.startswith("OK; ") else []   # a lost GPU, say
+    return True, "OK; " + "; ".join(earlier + said)
+
+
 class StartupError(Exception):
     """Start-up cannot go on; str() is the one line the user sees."""
 
@@ -125,7 +135,8 @@ class Collector:
         failure = self._render_failure
         if failure is not None:
             return False, failure
-        return exposition.health()
+        recorder = self.recorder
+        return with_notes(exposition.health(), recorder.problem() if recorder is not None else None)
 
     def observe_scrape(self, seconds: float) -> None:
         exposition = self.exposition
@@ -318,28 +329,16 @@ class Collector:
         if web is None or not web.users:
             # anyone who reaches the port could otherwise fill the disk
             return Reply(403, b"POST /recorder needs basic_auth_users in --web-config-file\n")
-        reason, gpus = "", None
-        if request.body.strip():
-            try:
-                body = json.loads(request.body)
-                if not isinstance(body, dict):
-                    raise ValueError("the body must be a JSON object")
-                reason = body.get("reason", "")
-                gpus = body.get("gpus")
-                if not isinstance(reason, str):
-                    raise ValueError('"reason" must be a string')
-                if gpus is not None and (not isinstance(gpus, list) or not all(
-                        isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus)):
-                    raise ValueError('"gpus" must be a list of GPU ids')
-            except ValueError as error:
-                return Reply(400, f"POST /recorder: {error}\n".encode())
+        # optional feature, imported only when on (with the recorder)
+        from dcgm_collector.push.recorder_request import RequestRefused, parse_request
+
         known = {g.gpu_id for t in self.targets if (e := t.exposition) is not None for g in e.gpus}
-        unknown = sorted(set(gpus or ()) - known)
-        if unknown and known:
-            return Reply(400, f"POST /recorder: no GPU {', '.join(map(str, unknown))} here "
-                              f"(GPUs {id_ranges(sorted(known))})\n".encode())
-        detail = f"POST /recorder from {request.client}" + (f": {' '.join(reason.split())[:200]}" if reason else "")
-        files = recorder.trigger("request", detail, gpus)
+        try:
+            asked = parse_request(request.body, known)
+        except RequestRefused as error:
+            return Reply(400, f"POST /recorder: {error}\n".encode())
+        detail = f"POST /recorder from {request.client}" + (f": {asked.reason}" if asked.reason else "")
+        files = recorder.trigger("request", detail, asked.gpus)
         answer = {"file": files[0] if files else None, "files": files, "directory": recorder.directory}
         return Reply(202, (json.dumps(answer) + "\n").encode(), "application/json")
 

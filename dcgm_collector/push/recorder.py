@@ -6,7 +6,11 @@ around an incident on disk before they age out.  A trigger opens a
 written once the "after" part has passed (so it holds what followed), by the
 recorder's own thread.  Triggers that come while a recording of the same
 target is pending join it (an XID storm is one file): they add their GPUs
-and push its end later, at most to MAX_AFTER_S after the first trigger.
+and push its end later, at most to MAX_AFTER_S after the first trigger.  The
+sidecar lists the first MAX_LISTED_TRIGGERS of them and counts the rest, so a
+flood of triggers costs no more memory than a hundred.  A target has at most
+one pending recording, so triggers start at most one recording per target
+every --recorder-after (+ WRITE_MARGIN_S) seconds, however many come.
 
 The recorder's thread also watches the targets for triggers, twice a second:
 new XID entries in the event ring, GPUs the sampler lost, and health
@@ -18,16 +22,26 @@ the samples it has so far.
 
 Disk use is bounded by --recorder-max-bytes: after each recording the
 oldest are removed (with their sidecars) until the directory is under it.
+Only regular files named like recordings count; an entry the recorder cannot
+remove is a failure, and the others still go.
+
+The recorder's thread outlives any failure of one round (a write, the disk
+bound, listing the directory): each is counted in
+dcgm_collector_recorder_failures_total, logged once per distinct cause, and
+:meth:`Recorder.problem` says what is failing until the next recording is
+written (/health notes it).  The landing page and /metrics read the
+directory's index (dcgm_collector.push.recording_index), never the directory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import html
-import json
 import logging
 import os
+import re
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +63,7 @@ from dcgm_collector.push.recording_file import (
     window_columns,
     write_recording,
 )
+from dcgm_collector.push.recording_index import RESCAN_EVERY_S, RecordingIndex
 
 __all__ = ["DEFAULT_AFTER_S", "DEFAULT_BEFORE_S", "DEFAULT_MAX_BYTES", "MAX_AFTER_S", "Recorder", "RecorderError",
            "Trigger", "check_directory"]
@@ -61,6 +76,8 @@ WRITE_MARGIN_S = 1.0
 # how long the collector's stop waits for the pending recordings to be written: well inside the 2 s a stop
 # may take; past it the process exits and the half-written temporary file is removed at the next start
 STOP_WAIT_S = 0.5
+MAX_LISTED_TRIGGERS = 100    # the triggers a sidecar lists; it counts those that joined after them
+MAX_CAUSES_SAID = 256        # distinct failure causes logged at ERROR; past that they go to the debug log
 
 
 class RecorderError(Exception):
@@ -87,7 +104,8 @@ class _Pending:
     until_s: float
     latest_until_s: float         # the most a later trigger may push until_s to
     gpus: frozenset[int] | None
-    triggers: list[Trigger] = field(default_factory=list)
+    triggers: list[Trigger] = field(default_factory=list)   # the first MAX_LISTED_TRIGGERS
+    more_triggers: int = 0                                   # those that joined after them
 
 
 @dataclass
@@ -155,7 +173,9 @@ class Recorder:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._listing: dict[str, tuple[float, str]] = {}   # sidecar path -> (mtime, trigger text), for the page
+        self.index = RecordingIndex(directory)   # what the landing page and /metrics read
+        self._problem: tuple[str, str, int] | None = None   # (what, why, failures since), until a write succeeds
+        self._said: set[tuple[str, str]] = set()             # failure causes already logged
         self._remove_leftovers()
 
     # -- life cycle
@@ -203,7 +223,10 @@ class Recorder:
             else:
                 pending.until_s = min(max(pending.until_s, trigger.time_s + self.after_s), pending.latest_until_s)
                 pending.gpus = None if pending.gpus is None or trigger.gpus is None else pending.gpus | trigger.gpus
-            pending.triggers.append(trigger)
+            if len(pending.triggers) < MAX_LISTED_TRIGGERS:
+                pending.triggers.append(trigger)
+            else:
+                pending.more_triggers += 1
             return pending.name
 
     @property
@@ -211,20 +234,64 @@ class Recorder:
         with self._lock:
             return len(self._pending)
 
+    def problem(self) -> str | None:
+        """None while the recorder works, else one line saying what is failing (cleared by the next write)."""
+        problem = self._problem
+        if problem is None:
+            return None
+        what, why, count = problem
+        return f"flight recorder: {what} failed: {why} ({count} failure{'s' if count != 1 else ''})"
+
+    def _failed(self, what: str, error: BaseException, line: str = "") -> None:
+        """One failure of the recorder's work: counted, logged once per distinct cause, noted for /health.
+
+        ``line`` is what the log says failed (default: "<what> failed").
+        """
+        why = _why(error, name_file=what != "writing")   # a write's temporary file name says nothing
+        self.failures += 1
+        problem = self._problem
+        self._problem = (what, why, problem[2] + 1 if problem is not None and problem[0] == what else 1)
+        cause = (what, why)
+        line = line or f"{what} failed"
+        if cause in self._said or len(self._said) >= MAX_CAUSES_SAID:
+            log.debug("flight recorder: %s: %s (again)", line, why)
+            return
+        self._said.add(cause)
+        # a bug (not an OSError) gets its traceback, once
+        log.error("flight recorder: %s: %s", line, why, exc_info=not isinstance(error, OSError))
+
+    def _succeeded(self, what: str) -> None:
+        # a cause that comes back after this success is news again
+        self._said = {cause for cause in self._said if cause[0] != what}
+        problem = self._problem
+        if problem is not None and (what == "writing" or problem[0] == what):
+            self._problem = None
+            if problem[0] == what:
+                log.info("flight recorder: %s works again after %d failure%s", what, problem[2],
+                         "s" if problem[2] != 1 else "")
+
     # -- the recorder's thread
     def _run(self) -> None:
-        next_watch = 0.0
+        next_watch = next_scan = 0.0
         while not self._stop.is_set():
-            now = time.monotonic()
-            if now >= next_watch:
-                next_watch = now + WATCH_EVERY_S
-                try:
-                    self._watch()
-                except Exception:   # a target half rebuilt by a reload: look again next time
-                    log.debug("flight recorder: watching the targets failed", exc_info=True)
-            for pending in self._due(time.time()):
-                self._write(pending)
-            self._wake.wait(max(0.05, min(next_watch - time.monotonic(), self._next_due() - time.time())))
+            try:
+                now = time.monotonic()
+                if now >= next_scan:
+                    next_scan = now + RESCAN_EVERY_S
+                    self._scan()
+                if now >= next_watch:
+                    next_watch = now + WATCH_EVERY_S
+                    try:
+                        self._watch()
+                    except Exception:   # a target half rebuilt by a reload: look again next time
+                        log.debug("flight recorder: watching the targets failed", exc_info=True)
+                for pending in self._due(time.time()):
+                    self._write(pending)
+                wait = max(0.05, min(next_watch - time.monotonic(), self._next_due() - time.time()))
+            except Exception as error:   # a bug of one round must not end the recorder for good
+                self._failed("a round of the recorder", error)
+                wait = WATCH_EVERY_S
+            self._wake.wait(wait)
             self._wake.clear()
         # stopping: what a pending recording holds so far is kept rather than lost with the process
         now = time.time()
@@ -233,7 +300,10 @@ class Recorder:
         for pending in cut:
             pending.until_s = min(pending.until_s, now)
             log.info("flight recorder: stopping: writing %s with the samples up to now", pending.name)
-            self._write(pending)
+            try:
+                self._write(pending)
+            except Exception as error:
+                self._failed("writing", error, f"cannot write {pending.name}")
 
     def _due(self, now_s: float) -> list[_Pending]:
         with self._lock:
@@ -257,28 +327,29 @@ class Recorder:
 
     # -- writing
     def _write(self, pending: _Pending) -> None:
-        target = next((t for t in self._targets() if t.name == pending.target), None)
-        exposition = target.exposition if target is not None else None
-        if exposition is None:
-            self.failures += 1
-            log.error("flight recorder: cannot write %s: the target %s is not sampling", pending.name, pending.target)
-            return
-        model = exposition.sample_model(target.name)
-        window = Window(int(pending.since_s * 1e6), int(pending.until_s * 1e6), pending.gpus)
         try:
+            target = next((t for t in self._targets() if t.name == pending.target), None)
+            exposition = target.exposition if target is not None else None
+            if exposition is None:
+                raise RecorderError(f"the target {pending.target} is not sampling")
+            model = exposition.sample_model(target.name)
+            window = Window(int(pending.since_s * 1e6), int(pending.until_s * 1e6), pending.gpus)
             columns = window_columns(model, window)
             sidecar = self._sidecar(pending, model, len(columns["time"]))
             size = write_recording(self.directory, pending.name, columns, sidecar)
         except Exception as error:
-            self.failures += 1
-            why = (error.strerror if isinstance(error, OSError) and error.strerror else None) or str(error) \
-                or type(error).__name__
-            log.error("flight recorder: cannot write %s into %s: %s", pending.name, self.directory, why)
+            self._failed("writing", error, f"cannot write {pending.name} into {self.directory}")
             return
         self.written += 1
+        self._succeeded("writing")
         log.info("flight recorder: wrote %s (%d samples, %.1f KiB)", os.path.join(self.directory, pending.name),
                  len(columns["time"]), size / 1024)
-        self._bound_disk_use(keep=pending.name)
+        first = pending.first
+        self.index.add(pending.name, size, f"{first.detail} ({first.kind}) at {_iso(first.time_s)}")
+        try:
+            self._bound_disk_use(keep=pending.name)
+        except Exception as error:
+            self._failed("bounding the disk use", error)
 
     def _sidecar(self, pending: _Pending, model: Any, rows: int) -> dict[str, Any]:
         first = pending.first
@@ -293,6 +364,8 @@ class Recorder:
             },
             # the triggers that joined this recording while it was pending (an XID storm), the first included
             "triggers": [{"kind": t.kind, "time": _iso(t.time_s), "detail": t.detail} for t in pending.triggers],
+            # how many joined past the first MAX_LISTED_TRIGGERS: "and N more"
+            **({"more_triggers": pending.more_triggers} if pending.more_triggers else {}),
             "host": pending.target,
             "gpus": [{"gpu": g.gpu_id, "model": g.name, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id} for g in gpus],
             "counters": self.counters_path,
@@ -303,80 +376,88 @@ class Recorder:
         }
 
     # -- disk use and the listing
-    def recordings(self) -> list[tuple[str, int, float]]:
-        """(name, bytes with the sidecar, mtime) of every recording in the directory, newest first."""
-        out = []
+    def _scan(self) -> None:
         try:
-            entries = list(os.scandir(self.directory))
-        except OSError:
-            return []
-        sizes = {e.name: e for e in entries}
-        for entry in entries:
-            if not (entry.name.startswith(RECORDING_PREFIX) and entry.name.endswith(RECORDING_SUFFIX)):
-                continue
-            try:
-                stat = entry.stat()
-                sidecar = sizes.get(entry.name + RECORDING_SIDECAR_SUFFIX)
-                size = stat.st_size + (sidecar.stat().st_size if sidecar is not None else 0)
-            except OSError:
-                continue
-            out.append((entry.name, size, stat.st_mtime))
-        out.sort(key=lambda r: r[0], reverse=True)   # the names start with the trigger's UTC time
-        return out
+            self.index.scan()
+        except OSError as error:
+            self._failed("listing the directory", error, f"cannot list {self.directory}")
+            return
+        self._succeeded("listing the directory")
 
     def disk_bytes(self) -> int:
-        return sum(size for _, size, _ in self.recordings())
+        """What the recordings take, with their sidecars, as the recorder's thread last saw."""
+        return self.index.listing.bytes
 
     def _bound_disk_use(self, keep: str) -> None:
-        recordings = self.recordings()
-        total = sum(size for _, size, _ in recordings)
-        for name, size, _ in reversed(recordings):   # oldest first
+        if not self.index.scanned:
+            self.index.scan()
+        total = self.index.total_bytes
+        try:
+            self._remove_oldest(total, keep)
+        finally:
+            self.index.publish()   # once for the batch: each publish walks the whole index
+
+    def _remove_oldest(self, total: int, keep: str) -> None:
+        for name, size in self.index.oldest_first():
             if total <= self.max_bytes:
                 return
             if name == keep:   # the newest is kept even alone over the bound: it is why the recorder is on
                 continue
-            for path in (name, name + RECORDING_SIDECAR_SUFFIX):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(os.path.join(self.directory, path))
+            try:
+                removed = self._remove_recording(name)
+            except OSError as error:   # not the recorder's to remove (immutable, read-only): the others still go
+                self._failed("removing an old recording", error)
+                continue
             total -= size
-            log.info("flight recorder: removed %s: the recordings exceeded --recorder-max-bytes %d", name,
-                     self.max_bytes)
+            if removed:
+                log.info("flight recorder: removed %s: the recordings exceeded --recorder-max-bytes %d", name,
+                         self.max_bytes)
+
+    def _remove_recording(self, name: str) -> bool:
+        """Remove a recording and then its sidecar, each only while it is a regular file (never a link's target).
+
+        Whether the recording went; one no longer there, or replaced by something else, leaves the index too.
+        """
+        removed = False
+        for path in (name, name + RECORDING_SIDECAR_SUFFIX):
+            full = os.path.join(self.directory, path)
+            try:
+                if stat.S_ISREG(os.lstat(full).st_mode):   # replaced since the scan by something not ours: kept
+                    os.remove(full)
+                    removed = removed or path == name
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                if path == name:
+                    raise
+                self._failed("removing an old recording", error)   # the recording went; its sidecar stays
+            if path == name:
+                self.index.remove(name)
+        return removed
 
     def _remove_leftovers(self) -> None:
         """Temporary files a crash left mid-write: never a recording, so removed."""
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(self.directory):
-                if entry.name.startswith(TEMP_PREFIX) and entry.name.endswith(".tmp"):
+        with contextlib.suppress(OSError), os.scandir(self.directory) as entries:
+            for entry in entries:
+                if entry.name.startswith(TEMP_PREFIX) and entry.name.endswith(".tmp") \
+                        and entry.is_file(follow_symlinks=False):
                     with contextlib.suppress(OSError):
                         os.remove(entry.path)
 
-    def _trigger_text(self, name: str) -> str:
-        path = os.path.join(self.directory, name + RECORDING_SIDECAR_SUFFIX)
-        try:
-            mtime = os.stat(path).st_mtime
-            cached = self._listing.get(path)
-            if cached is not None and cached[0] == mtime:
-                return cached[1]
-            with open(path, encoding="utf-8") as source:
-                trigger = json.load(source).get("trigger", {})
-            text = f"{trigger.get('detail', '?')} ({trigger.get('kind', '?')}) at {trigger.get('time', '?')}"
-        except (OSError, ValueError, AttributeError):
-            return "?"
-        self._listing[path] = (mtime, text)
-        return text
-
     def landing_html(self) -> str:
-        """The landing page's section: each recording with its size and trigger, newest first."""
-        recordings = self.recordings()
+        """The landing page's section: the newest recordings with their size and trigger, from the index."""
+        listing = self.index.listing
         pending = self.pending
-        head = (f"<h2>Flight recordings</h2>\n<p>{html.escape(self.directory)}: {len(recordings)} recording"
-                f"{'s' if len(recordings) != 1 else ''}, {sum(r[1] for r in recordings) / 2**20:.1f} MiB of "
+        head = (f"<h2>Flight recordings</h2>\n<p>{html.escape(self.directory)}: {listing.count} recording"
+                f"{'s' if listing.count != 1 else ''}, {listing.bytes / 2**20:.1f} MiB of "
                 f"{self.max_bytes / 2**20:.0f} MiB" + (f"; {pending} being recorded" if pending else "") + "</p>\n")
-        if not recordings:
+        if not listing.newest:
             return head
-        items = "".join(f"<li>{html.escape(name)}: {size / 1024:.1f} KiB, {html.escape(self._trigger_text(name))}"
-                        "</li>\n" for name, size, _ in recordings)
-        return head + "<ul>\n" + items + "</ul>\n"
+        items = "".join(f"<li>{html.escape(r.name)}: {r.bytes / 1024:.1f} KiB, {html.escape(r.trigger)}</li>\n"
+                        for r in listing.newest)
+        more = listing.count - len(listing.newest)
+        tail = f"<p>and {more} older recording{'s' if more != 1 else ''} not listed</p>\n" if more > 0 else ""
+        return head + "<ul>\n" + items + "</ul>\n" + tail
 
     def render_metrics(self, openmetrics: bool) -> str:
         """The recorder's own families, in the /metrics format asked for."""
@@ -391,8 +472,9 @@ _HEADERS = {
     "dcgm_collector_recordings_written_total": Header.of(
         "dcgm_collector_recordings_written_total", "Flight recordings written.", "counter", "counter"),
     "dcgm_collector_recorder_failures_total": Header.of(
-        "dcgm_collector_recorder_failures_total", "Flight recordings that could not be written.", "counter",
-        "counter"),
+        "dcgm_collector_recorder_failures_total",
+        "Failures of the flight recorder: recordings not written, old ones not removed, its directory not listed.",
+        "counter", "counter"),
     "dcgm_collector_recorder_bytes": Header.of(
         "dcgm_collector_recorder_bytes", "Bytes the flight recordings take in the recorder's directory.",
         "gauge", "gauge"),
@@ -400,6 +482,19 @@ _HEADERS = {
         "dcgm_collector_recorder_pending", "1 while a flight recording waits for the end of its window.",
         "gauge", "gauge"),
 }
+
+
+def _why(error: BaseException, name_file: bool = True) -> str:
+    """An error as one short line: an OSError's words (with the file it names), else the message."""
+    if isinstance(error, OSError) and error.strerror:
+        # pyarrow's "Error writing bytes to file. Detail: [errno 28] ...": the system's own words say it
+        words = os.strerror(error.errno) if _ERRNO.search(error.strerror) and error.errno else error.strerror
+        name = os.path.basename(error.filename) if name_file and isinstance(error.filename, str) else ""
+        return f"{name}: {words}" if name else words
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+_ERRNO = re.compile(r"\[errno (\d+)\]")
 
 
 def _safe(text: str) -> str:

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -343,12 +344,17 @@ def test_a_full_disk_costs_one_error_line_and_no_partial_file(tmp_path):
             left = sorted(p.name for p in out.iterdir())
             errors = [line for line in c.log().splitlines() if "level=ERROR" in line]
             status, _ = c.get()
+            failing = c.get("/health")
             # room again: the next trigger is written
             filler.unlink()
             c.proc.send_signal(signal.SIGUSR2)
             [path] = wait_recordings(c, out, 1)
             rows, side = pq.read_table(path).num_rows, sidecar(path)
+            healed = c.get("/health")
     assert left == ["filler"]   # nothing half written
+    # /health stays 200 (the GPUs are fine) but says which output fails, until a recording is written again
+    assert failing == (200, "OK; flight recorder: writing failed: No space left on device (1 failure)")
+    assert healed == (200, "OK")
     assert len(errors) == 1 and "flight recorder: cannot write recording-" in errors[0] \
         and "No space left on device" in errors[0], errors
     assert status == 200
@@ -385,3 +391,161 @@ def test_without_pyarrow_the_recorder_names_the_extra_to_install(tmp_path):
     assert run.returncode == 1
     assert last_line(run.stderr) == ("dcgm-collector: error: --recorder-dir needs pyarrow (No module named "
                                      "'pyarrow'): pip install 'dcgm-collector[recorder]'")
+
+
+# -- what others place in --recorder-dir, and what clients send
+
+
+def get_as(url: str, user: str = "prom:secret", timeout: float = 5.0) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers={
+        "Authorization": "Basic " + base64.b64encode(user.encode()).decode()})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+@contextmanager
+def immutable(path: Path):
+    """``path`` made undeletable even by root (chattr +i), as a file the collector may not remove."""
+    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot make a file immutable here: {made.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+OLD = "recording-20200101T000000.000000Z-xid.parquet"
+
+
+def test_entries_it_cannot_remove_cost_a_failure_each_and_the_recorder_goes_on(tmp_path):
+    """A directory and an immutable file named like old recordings: new recordings still appear, /health says why."""
+    out = tmp_path / "recordings"
+    out.mkdir()
+    (out / OLD).mkdir()                                   # named like a recording: skipped, never removed
+    (out / OLD / "inside").write_text("kept")
+    stuck = out / "recording-20200102T000000.000000Z-xid.parquet"
+    stuck.write_bytes(b"x" * 1000)
+    removable = out / "recording-20200103T000000.000000Z-xid.parquet"
+    removable.write_bytes(b"x" * 1000)
+    Path(f"{removable}.json").write_text("{}")
+    web = tmp_path / "web.yml"
+    web.write_text(WEB_CONFIG)
+    with immutable(stuck), collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT,
+                                     "--recorder-max-bytes", "1", "--web-config-file", str(web)) as c:
+        files = []
+        for n in (1, 2):
+            status, body = post(c.url("/recorder"), b'{"reason": "look"}', user="prom:secret")
+            assert status == 202, body
+            files.append(json.loads(body)["file"])
+            wait_for(lambda: (out / files[-1]).is_file() and Path(f"{out / files[-1]}.json").is_file(), timeout=30,
+                     what=f"{files[-1]} on disk", log=c.log)
+            wait_for(lambda n=n: metric_value(get_as(c.url("/metrics"))[1],
+                                              "dcgm_collector_recordings_written_total") == n,
+                     timeout=10, what=f"{n} written", log=c.log)
+        metrics = get_as(c.url("/metrics"))[1]
+        health = get_as(c.url("/health"))
+        log = c.log()
+    left = sorted(p.name for p in out.iterdir())
+    # the second recording pushed the first out; the entries it may not remove are still there, nothing else
+    assert left == sorted([OLD, stuck.name, files[1], f"{files[1]}.json"]), left
+    assert metric_value(metrics, "dcgm_collector_recorder_failures_total") == 2   # the immutable file, each time
+    assert health == (200, f"OK; flight recorder: removing an old recording failed: {stuck.name}: Operation not "
+                           "permitted (1 failure)")
+    errors = [line for line in log.splitlines() if "level=ERROR" in line]
+    assert len(errors) == 1 and f"{stuck.name}: Operation not permitted" in errors[0], errors   # said once
+    assert "Traceback" not in log
+    assert f"{OLD} (a directory)" in log
+
+
+def test_the_landing_page_and_scrapes_never_read_the_recorder_dir(tmp_path):
+    """A FIFO sidecar, sidecars linked to /dev/zero and out of the folder, 20,000 recordings: prompt answers."""
+    out = tmp_path / "recordings"
+    out.mkdir()
+    for n in range(20_000):
+        (out / f"recording-2020{n:010d}-xid.parquet").touch()
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text('{"trigger": {"detail": "not from this folder"}}')
+    bad = {"fifo": None, "zero": Path("/dev/zero"), "outside": outside}
+    for n, (kind, target) in enumerate(bad.items()):
+        recording = out / f"recording-2099010{n}T000000.000000Z-{kind}.parquet"
+        recording.write_bytes(b"x" * 100)
+        if target is None:
+            os.mkfifo(f"{recording}.json")
+        else:
+            os.symlink(target, f"{recording}.json")
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT) as c:
+        wait_for(lambda: "20003 recordings" in c.get("/")[1], timeout=20, what="the recorder's first scan",
+                 log=c.log)
+        slowest = 0.0
+        for path in ("/", "/metrics", "/health") * 3:
+            started = time.monotonic()
+            status, body = c.get(path)   # 5 s timeout: a FIFO opened on the request path would hang it
+            slowest = max(slowest, time.monotonic() - started)
+            assert status == 200, (path, body)
+        landing, metrics = c.get("/")[1], c.get("/metrics")[1]
+        with open(f"/proc/{c.proc.pid}/status") as status_file:
+            rss_mib = int(re.search(r"VmRSS:\s+(\d+)", status_file.read())[1]) / 1024
+        log = c.log()
+    assert slowest < 2.0   # generous: each answers in milliseconds; an open of the FIFO never answers
+    assert rss_mib < 500   # reading the /dev/zero link took 2 GiB
+    assert landing.count("<li>recording-") == 50 and "and 19953 older recordings not listed" in landing
+    assert "recording-20990102T000000.000000Z-outside.parquet: 0.1 KiB, ?" in landing   # no trigger from outside
+    assert "not from this folder" not in landing
+    assert metric_value(metrics, "dcgm_collector_recorder_bytes") == 300
+    for kind, problem in (("fifo", "not a regular file (a FIFO)"), ("zero", "a symbolic link out of"),
+                          ("outside", "a symbolic link out of")):
+        [line] = [line for line in log.splitlines() if f"-{kind}.parquet.json" in line]
+        assert "level=WARN" in line and problem in line, line
+
+
+def test_post_recorder_refuses_bodies_it_cannot_act_on_with_one_line(tmp_path):
+    out = tmp_path / "recordings"
+    web = tmp_path / "web.yml"
+    web.write_text(WEB_CONFIG)
+    with collector(tmp_path, "--sim", "2", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT,
+                   "--web-config-file", str(web)) as c:
+        answers = {body: post(c.url("/recorder"), body, user="prom:secret") for body in (
+            b"[" * 2000, b"{" * 1000, b'{"gpus": []}', b'{"gpus": [0], "gpu": 1}', b'{"gpus": [123456789012345]}',
+            b'{"reason": ' + b"9" * 4000 + b"}", b"\xff\xfe{", b'{"gpus": [0.5]}', b"null")}
+        metrics = get_as(c.url("/metrics"))[1]
+        log = c.log()
+    lines = {body[:30]: (status, text.decode()) for body, (status, text) in answers.items()}
+    assert all(status == 400 for status, _ in lines.values()), lines
+    assert all(text.startswith("POST /recorder: ") and text.count("\n") == 1 for _, text in lines.values()), lines
+    assert lines[b"[" * 30][1] == "POST /recorder: the body is not a request: JSON nested too deeply\n"
+    assert lines[b'{"gpus": []}'][1] == ("POST /recorder: gpus: an empty list records nothing; leave it out to "
+                                         "record every GPU\n")
+    assert lines[b'{"gpus": [0], "gpu": 1}'][1] == 'POST /recorder: unknown key "gpu" (the keys are gpus, reason)\n'
+    assert lines[b'{"gpus": [123456789012345]}'][1] == "POST /recorder: no GPU a number of 15 digits here (GPUs 0-1)\n"
+    assert metric_value(metrics, "dcgm_collector_recorder_pending") == 0 and not out.exists() or recordings(out) == []
+    assert "Traceback" not in log
+
+
+def test_a_flood_of_requests_joins_one_recording_that_lists_a_hundred(tmp_path):
+    out = tmp_path / "recordings"
+    web = tmp_path / "web.yml"
+    web.write_text(WEB_CONFIG)
+    accepted = []
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "--recorder-dir", str(out), *SHORT,
+                   "--web-config-file", str(web)) as c:
+        until = time.monotonic() + 3
+
+        def flood():
+            while time.monotonic() < until:
+                status, body = post(c.url("/recorder"), b'{"reason": "' + b"x" * 190 + b'"}', user="prom:secret")
+                if status == 202:
+                    accepted.append(json.loads(body)["file"])
+
+        threads = [threading.Thread(target=flood) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        [path] = wait_recordings(c, out, 1)
+    side = sidecar(path)
+    assert len(accepted) > 200 and set(accepted) == {path.name}   # every request joined the one recording
+    assert len(side["triggers"]) == 100 and side["more_triggers"] == len(accepted) - 100

@@ -175,3 +175,29 @@ def test_a_window_without_samples_is_an_empty_file_with_the_columns(tmp_path):
     write_recording(str(tmp_path), "recording-e.parquet", columns, {"rows": 0})
     table = pq.read_table(tmp_path / "recording-e.parquet")
     assert table.num_rows == 0 and [(f.name, str(f.type)) for f in table.schema] == list(RECORDING_COLUMNS)
+
+
+def test_the_disk_bound_leaves_links_and_directories_named_like_recordings_alone(tmp_path):
+    outside = tmp_path / "outside.parquet"
+    outside.write_bytes(b"y" * 5000)
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    (folder / "recording-20260101T000000.000000Z-xid.parquet").mkdir()
+    (folder / "recording-20260102T000000.000000Z-xid.parquet").symlink_to(outside)
+    (folder / "recording-20260103T000000.000000Z-xid.parquet").write_bytes(b"x" * 1000)
+    (folder / "recording-20260104T000000.000000Z-xid.parquet").write_bytes(b"x" * 1000)
+    recorder = Recorder(str(folder), max_bytes=1500, host="node")
+    recorder._bound_disk_use(keep="recording-20260104T000000.000000Z-xid.parquet")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "recording-20260101T000000.000000Z-xid.parquet", "recording-20260102T000000.000000Z-xid.parquet",
+        "recording-20260104T000000.000000Z-xid.parquet"]
+    assert outside.read_bytes() == b"y" * 5000 and recorder.disk_bytes() == 1000 and recorder.failures == 0
+
+
+def test_the_disk_bound_removes_many_recordings_in_one_pass(tmp_path):
+    for n in range(20_000):
+        (tmp_path / f"recording-2026{n:010d}-xid.parquet").write_bytes(b"x" * 10)
+    recorder = Recorder(str(tmp_path), max_bytes=100, host="node")
+    recorder._bound_disk_use(keep="recording-20260000019999-xid.parquet")
+    assert len(list(tmp_path.iterdir())) == 10 and recorder.disk_bytes() == 100
+    assert recorder.index.listing.count == 10
