@@ -140,7 +140,12 @@ class Collector:
         failure = self._render_failure
         if failure is not None:
             return False, failure
-        return exposition.health()
+        ok, reason = exposition.health()
+        # a failing output leaves the collector healthy (it still samples and serves) and says so in a note
+        notes = [problem for writer in self.remote_writers if (problem := writer.problem()) is not None]
+        if ok and notes:
+            reason = "; ".join([reason, *notes]) if reason.startswith("OK; ") else "OK; " + "; ".join(notes)
+        return ok, reason
 
     def observe_scrape(self, seconds: float) -> None:
         exposition = self.exposition

@@ -12,6 +12,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -451,6 +452,26 @@ def test_a_redirect_is_not_followed_its_batch_is_dropped_as_rejected(tmp_path, r
         assert len(redirects) == 2, redirects
         assert "HTTP 301" in redirects[0] and "Location: http://elsewhere.example/api/v1/write" in redirects[0]
         assert "HTTP 307" in redirects[1] and "Location: /w2" in redirects[1]
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+def test_health_says_which_receiver_is_failing_until_it_recovers(tmp_path, raw):
+    failing = threading.Event()
+    failing.set()
+    raw.respond = lambda n: answer(503, body=b"down for maintenance") if failing.is_set() else answer(204)
+    collector = Collector(tmp_path, "--remote-write-url", raw.url, "--remote-write-flush-interval", "0.5")
+    health = f"{collector.url}/health"
+    try:
+        wait_for(lambda: http_get(health)[1].startswith(b"OK; "), timeout=15, what="a note", log=collector.log)
+        time.sleep(1.5)
+        status, body = http_get(health)
+        assert status == 200
+        assert re.fullmatch(rf"OK; remote write to {re.escape(raw.url)} failing for [1-9]\d* s: HTTP 503",
+                            body.decode()), body
+        failing.clear()
+        wait_for(lambda: http_get(health) == (200, b"OK"), timeout=15, what="the note gone", log=collector.log)
+        assert_every_sample_once(raw)
     finally:
         assert collector.end() == 0, collector.log()
 
