@@ -31,6 +31,7 @@ from support import (
     last_line,
     launch,
     log_messages,
+    lost_gpu_scenario,
     samples,
     start_prometheus,
     stop_process,
@@ -83,9 +84,9 @@ def raw(messages):
 class Collector:
     """The collector process, sampling every 100 ms, with its log in a file."""
 
-    def __init__(self, work: Path, *flags: str) -> None:
+    def __init__(self, work: Path, *flags: str, scenario_text: str = SCENARIO) -> None:
         scenario = work / "scenario.toml"
-        scenario.write_text(SCENARIO)
+        scenario.write_text(scenario_text)
         self.port = free_port()
         self.log_path = work / "collector.log"
         self.log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in end()
@@ -472,6 +473,18 @@ def test_health_says_which_receiver_is_failing_until_it_recovers(tmp_path, raw):
         failing.clear()
         wait_for(lambda: http_get(health) == (200, b"OK"), timeout=15, what="the note gone", log=collector.log)
         assert_every_sample_once(raw)
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+def test_a_failing_receiver_s_note_follows_a_lost_gpu_s(tmp_path, raw):
+    raw.respond = lambda n: answer(503, body=b"down for maintenance")
+    collector = Collector(tmp_path, "--remote-write-url", raw.url, scenario_text=lost_gpu_scenario(1.0))
+    try:
+        body = wait_for(lambda: (b := http_get(f"{collector.url}/health")[1].decode()).startswith("OK; lost GPU 1")
+                        and "remote write" in b and b, timeout=20, what="both notes", log=collector.log)
+        assert re.fullmatch(rf"OK; lost GPU 1 \(its series stop\); remote write to {re.escape(raw.url)} failing for "
+                            rf"\d+ s: HTTP 503", body), body
     finally:
         assert collector.end() == 0, collector.log()
 
