@@ -213,8 +213,8 @@ class RawReceiver:
                     record = Request(headers, decode(self.messages, body))
                     self.requests.append(record)
                     reply = self.respond(len(self.requests))
-                    if isinstance(reply, bytes):
-                        record.status = int(reply.split(b" ", 2)[1])
+                    status = re.match(rb"HTTP/1\.[01] (\d{3}) ", reply) if isinstance(reply, bytes) else None
+                    record.status = int(status[1]) if status else 0   # 0: no status, or not yet
                 try:
                     if isinstance(reply, Hold):
                         self._hold(connection, reply)

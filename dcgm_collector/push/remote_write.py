@@ -308,7 +308,7 @@ class RemoteWriter:
                 self._log_rejection(answer, batch)
                 return
             self.retried += batch.samples
-            self._log_once(f"retry:{answer.code}", logging.WARNING, "remote write to %s: %s; retrying with backoff "
+            self._log_once(f"retry:{answer.what}", logging.WARNING, "remote write to %s: %s; retrying with backoff "
                            "(further failures of this kind are counted, not logged)", self.url,
                            f"HTTP {answer.status}: {answer.text}" if answer.status is not None else answer.text)
             # jittered, so that senders do not retry in step; a receiver that says when to come back is obeyed

@@ -244,3 +244,22 @@ def test_a_tls_request_held_by_the_receiver_ends_at_the_timeout_and_is_sent_agai
     assert writer.failed == {"timeout": 1} and writer.failures == 0
     assert [r.samples for r in receiver.requests] == [5, 5]
     assert 0.8 < receiver.held[0] < 4.0
+
+
+def test_each_kind_of_failed_answer_is_logged_once(messages, caplog):
+    answers = {1: b"NOT HTTP\r\n\r\n", 2: b"NOT HTTP EITHER\r\n\r\n",
+               3: Hold(b"", b"HTTP/1.1 100 Continue\r\n\r\n" * 64, every_s=0)}
+    receiver = RawReceiver(messages, lambda n: answers.get(n, answer(204)))
+    model = one_gpu_model()
+    writer = RemoteWriter(RemoteWriteOptions(receiver.url), lambda: [model], "9.9")
+    with caplog.at_level(logging.WARNING, "dcgm_collector"):
+        writer.start()
+        try:
+            wait_for(lambda: writer.sent == 5, timeout=15, what="the batch sent at the fourth try")
+        finally:
+            writer.stop()
+            receiver.stop()
+    assert writer.failed == {"network": 3}
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 2, logged
+    assert "BadStatusLine" in logged[0] and "AnswerTooLong: the answer is over 65536 bytes" in logged[1]
