@@ -12,6 +12,7 @@ interim answers included, and gives up past a bound.
 from __future__ import annotations
 
 import http.client
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -92,6 +93,7 @@ class Watchdog:
         self._expired = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._wakes_at = math.inf   # when the thread wakes next by itself (monotonic)
 
     def arm(self, seconds: float, cut_off: Callable[[], None]) -> None:
         """Call ``cut_off`` in ``seconds`` unless disarm() comes first."""
@@ -100,7 +102,10 @@ class Watchdog:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
             self._deadline, self._cut_off, self._expired = time.monotonic() + seconds, cut_off, False
-            self._changed.notify()
+            # woken only when it would wake too late: back-to-back requests of one timeout each push the
+            # deadline later, and the thread, waking at the old one, just waits on
+            if self._deadline < self._wakes_at:
+                self._changed.notify()
 
     @property
     def expired(self) -> bool:
@@ -123,10 +128,12 @@ class Watchdog:
         with self._changed:
             while not self._closed:
                 if self._deadline is None or self._cut_off is None:
+                    self._wakes_at = math.inf
                     self._changed.wait()
                     continue
                 left = self._deadline - time.monotonic()
                 if left > 0:
+                    self._wakes_at = self._deadline
                     self._changed.wait(left)
                     continue
                 cut_off, self._deadline, self._cut_off, self._expired = self._cut_off, None, None, True
