@@ -334,11 +334,12 @@ class RemoteWriter:
                              f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
         finally:
             expired = self._watchdog.disarm()
-        if expired or answer.code == "timeout":
-            # even with a status: a status line cut off at the deadline parses as a whole one
-            answer = _Answer(None, "timeout", f"timed out after {timeout:g} s (--remote-write-timeout)")
         if answer.status is None:
             self._close()   # its socket is shut, or in an unknown state
+            if expired or answer.code == "timeout":
+                answer = _Answer(None, "timeout", f"timed out after {timeout:g} s (--remote-write-timeout)")
+        elif expired:
+            self._close()   # shut while the body came; the status and headers had come in time
         return answer
 
     def _exchange(self, body: bytes, headers: dict[str, str]) -> _Answer:
@@ -350,7 +351,13 @@ class RemoteWriter:
                 raise TimeoutError("connect") if self._watchdog.expired else ConnectionAbortedError("stopping")
         connection.request("POST", self._path, body=body, headers=headers)
         response = connection.getresponse()
-        text = response.read(4096).decode("utf-8", "replace")
+        if self._watchdog.expired:   # a status line or header cut off at the deadline reads as a whole one
+            raise TimeoutError("the answer's head")
+        try:
+            text = response.read(4096).decode("utf-8", "replace")
+        except (OSError, ValueError, http.client.HTTPException):   # a garbled chunk size is a ValueError
+            text = ""   # the status is the answer; the body would only have explained it
+            self._close()
         if response.will_close or not response.isclosed():
             self._close()
         status = response.status

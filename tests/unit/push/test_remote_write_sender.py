@@ -263,3 +263,22 @@ def test_each_kind_of_failed_answer_is_logged_once(messages, caplog):
     logged = [r.getMessage() for r in caplog.records]
     assert len(logged) == 2, logged
     assert "BadStatusLine" in logged[0] and "AnswerTooLong: the answer is over 65536 bytes" in logged[1]
+
+
+@pytest.mark.parametrize("reply", [
+    b"HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",       # a garbled chunk size
+    Hold(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 100000\r\n\r\nout of", b"."),  # a body past the timeout
+], ids=["garbled-body", "body-past-the-timeout"])
+def test_a_status_that_came_in_time_is_the_answer_whatever_its_body_does(messages, reply):
+    receiver = RawReceiver(messages, lambda n: reply if n == 1 else answer(204))
+    model = one_gpu_model()
+    writer = RemoteWriter(RemoteWriteOptions(receiver.url, timeout_s=1.0), lambda: [model], "9.9")
+    writer.start()
+    try:
+        wait_for(lambda: writer.dropped["rejected"] or writer.sent, timeout=10, what="the answer taken")
+        model.rings[0].ring.append((T0_MS + 1000) * 1000, [50.0])
+        wait_for(lambda: writer.sent == 1, timeout=10, what="the next request")
+    finally:
+        writer.stop()
+        receiver.stop()
+    assert writer.dropped["rejected"] == 5 and writer.failed == {"400": 1} and writer.failures == 0
