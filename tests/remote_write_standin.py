@@ -124,11 +124,13 @@ def decode(messages: object, body: bytes) -> dict[Labels, list[tuple[int, float]
 
 @dataclass(frozen=True)
 class Hold:
-    """An answer that never ends: ``first`` at once, then ``then`` every ``every_s`` until the client hangs up."""
+    """An answer in pieces: ``first`` at once, then ``then`` every ``every_s``, ``times`` times (None: until the
+    client hangs up)."""
 
     first: bytes
     then: bytes
     every_s: float = 0.2
+    times: int | None = None
 
 
 def answer(status: int, *headers: str, body: bytes = b"") -> bytes:
@@ -217,25 +219,39 @@ class RawReceiver:
                     record.status = int(status[1]) if status else 0   # 0: no status, or not yet
                 try:
                     if isinstance(reply, Hold):
-                        self._hold(connection, reply)
-                        return
-                    connection.sendall(reply)
+                        early = self._hold(connection, reply)
+                        if early is None:
+                            return
+                        buffered += early
+                    else:
+                        connection.sendall(reply)
                 except OSError:
                     return
 
-    def _hold(self, connection: socket.socket, hold: Hold) -> None:
+    def _hold(self, connection: socket.socket, hold: Hold) -> bytes | None:
+        """What the client sent meanwhile once the whole answer is sent, or None when it hung up first (and
+        ``held`` says after how long)."""
         started = time.monotonic()
+        early, sent = b"", 0
         try:
             connection.sendall(hold.first)
-            while not self._stopped.is_set():
+            while not self._stopped.is_set() and (hold.times is None or sent < hold.times):
                 readable, _, _ = select.select([connection], [], [], hold.every_s)
-                if readable and not connection.recv(4096):
-                    break   # the client hung up
+                if readable:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        break   # the client hung up
+                    early += chunk   # its next request
                 connection.sendall(hold.then)
+                sent += 1
+            else:
+                if hold.times is not None:
+                    return early
         except OSError:
             pass
         with self.lock:
             self.held.append(time.monotonic() - started)
+        return None
 
     @staticmethod
     def _recv(connection: socket.socket) -> bytes:

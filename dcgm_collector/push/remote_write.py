@@ -358,9 +358,11 @@ class RemoteWriter:
         except (OSError, ValueError, http.client.HTTPException):   # a garbled chunk size is a ValueError
             text = ""   # the status is the answer; the body would only have explained it
             self._close()
-        if response.will_close or not response.isclosed():
-            self._close()
         status = response.status
+        # an interim answer other than 100 (102, 103) comes back as the answer, its request's real one still
+        # unread on the connection: a next request there would read that instead of its own
+        if response.will_close or not response.isclosed() or status < 200:
+            self._close()
         retry_after = retry_after_s(response.getheader("Retry-After")) if status in (429, 503) else None
         location = " ".join((response.getheader("Location") or "").split())[:300]
         return _Answer(status, str(status), (text.strip().splitlines() or [""])[0][:300], retry_after, location)

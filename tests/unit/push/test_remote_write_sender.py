@@ -282,3 +282,20 @@ def test_a_status_that_came_in_time_is_the_answer_whatever_its_body_does(message
         writer.stop()
         receiver.stop()
     assert writer.dropped["rejected"] == 5 and writer.failed == {"400": 1} and writer.failures == 0
+
+
+def test_an_interim_answer_taken_for_the_answer_leaves_nothing_for_the_next_request(messages):
+    # http.client skips 100 Continue only: a 103 reads as the answer, and the real answer after it stays unread
+    early_hints = Hold(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>\r\n\r\n", answer(400, body=b"late"), 0.3, 1)
+    receiver = RawReceiver(messages, lambda n: early_hints if n == 1 else answer(204))
+    model = one_gpu_model()
+    writer = RemoteWriter(RemoteWriteOptions(receiver.url), lambda: [model], "9.9")
+    writer.start()
+    try:
+        wait_for(lambda: writer.dropped["rejected"], timeout=10, what="the first answer taken")
+        model.rings[0].ring.append((T0_MS + 1000) * 1000, [50.0])
+        wait_for(lambda: writer.sent or writer.dropped["rejected"] > 5, timeout=10, what="the second answer")
+    finally:
+        writer.stop()
+        receiver.stop()
+    assert writer.failed == {"103": 1} and writer.dropped["rejected"] == 5 and writer.sent == 1
