@@ -135,8 +135,11 @@ class Collector:
         failure = self._render_failure
         if failure is not None:
             return False, failure
+        # a failing output leaves the collector healthy (it still samples and serves) and says so in a note
         recorder = self.recorder
-        return with_notes(exposition.health(), recorder.problem() if recorder is not None else None)
+        notes = [writer.problem() for writer in self.remote_writers]
+        notes.append(recorder.problem() if recorder is not None else None)
+        return with_notes(exposition.health(), *notes)
 
     def observe_scrape(self, seconds: float) -> None:
         exposition = self.exposition

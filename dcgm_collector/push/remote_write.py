@@ -4,19 +4,23 @@ Each flush (--remote-write-flush-interval) a sender reads what the rings got
 since its last read (:class:`~dcgm_collector.push.backlog.Backlog`), at most
 --remote-write-queue-limit samples into memory, and posts them in requests of
 at most --remote-write-batch-size samples.  A request that fails with 5xx,
-429 or no answer is retried with capped, jittered exponential backoff, and
-nothing more is read meanwhile: the rings keep the rest, and the sender reads
-on from its cursor once the receiver answers.  Any other 4xx is final: the
-request's samples are dropped and counted, and each distinct cause logged once.
+429, no answer or no answer in time is retried with capped, jittered
+exponential backoff, and nothing more is read meanwhile: the rings keep the
+rest, and the sender reads on from its cursor once the receiver answers.  Any
+other answer (3xx, other 4xx) is final, as it is to Prometheus: the request's
+samples are dropped and counted, and each distinct cause logged once.
 
 The sender never holds up the collector: it runs on a daemon thread, reads
-the rings without locks, its requests time out (--remote-write-timeout), and
-stop() aborts an in-flight request rather than wait for it.
+the rings without locks, each request as a whole (connect to body) ends at
+--remote-write-timeout (push.bounded_http), and stop() aborts an in-flight
+request rather than wait for it.  An unexpected error in one round keeps its
+batch for the next round, and is counted and logged once per cause.
 """
 
 from __future__ import annotations
 
 import base64
+import email.utils
 import http.client
 import logging
 import random
@@ -25,18 +29,21 @@ import socket
 import ssl
 import threading
 import time
+import traceback
 import urllib.parse
 from collections import Counter as Tally
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timezone
 
 from dcgm_collector.expose.samples import Labels, SampleModel
 from dcgm_collector.expose.text import Header, label_text
 from dcgm_collector.push.backlog import Backlog
+from dcgm_collector.push.bounded_http import BoundedResponse, Watchdog
 from dcgm_collector.push.wire import SeriesSamples, compress, encode_write_request
 
-__all__ = ["RemoteWriteError", "RemoteWriteOptions", "RemoteWriter", "render_remote_write_metrics"]
+__all__ = ["RemoteWriteError", "RemoteWriteOptions", "RemoteWriter", "render_remote_write_metrics", "retry_after_s"]
 
 log = logging.getLogger("dcgm_collector")
 
@@ -110,6 +117,29 @@ class _Batch:
     samples: int
 
 
+@dataclass(frozen=True)
+class _Answer:
+    """What one request got: an HTTP status, or none (``code`` says why: "network" or "timeout")."""
+
+    status: int | None
+    code: str           # the requests_failed_total label, should it fail
+    text: str           # the first line of the body, or why no answer came
+    retry_after_s: float | None = None
+    location: str = ""
+
+    @property
+    def what(self) -> str:
+        """The failure in a few words, as the log and /health give it."""
+        if self.status is not None:
+            return f"HTTP {self.status}"
+        return self.text if self.code == "timeout" else f"no answer ({self.text.split(':')[0]})"
+
+
+def _recoverable(status: int) -> bool:
+    """Whether a non-2xx answer is worth sending the request again for: Prometheus' own rule (5xx and 429)."""
+    return 500 <= status <= 599 or status == 429
+
+
 class RemoteWriter:
     """One receiver: its thread, its backlog cursor, its counts (the self-metrics)."""
 
@@ -140,15 +170,20 @@ class RemoteWriter:
         self._pending: deque[SeriesSamples] = deque()
         self._stop = threading.Event()
         self._connection: http.client.HTTPConnection | None = None
+        self._watchdog = Watchdog(f"remote-write deadline {self.url}")
         self._thread: threading.Thread | None = None
         self._causes_logged: set[str] = set()
+        # the batch being delivered: off the pending queue, kept here until the receiver takes or refuses it, so
+        # that an unexpected error on the way loses nothing
+        self._batch: _Batch | None = None
+        self._failing: tuple[str, float] | None = None   # (what, since when, monotonic) until a request succeeds
         # the self-metrics (written by the thread, read by scrapes: plain ints)
         self.sent = 0
         self.retried = 0
         self.dropped: Tally[str] = Tally()
         self.failed: Tally[str] = Tally()
         self.newest_sent_ms = 0
-        self._in_flight = 0    # samples of the request being sent (off the pending queue, not yet delivered)
+        self.failures = 0      # rounds cut short by an unexpected error (its batch kept for the next round)
 
     # -- life
     def start(self) -> None:
@@ -164,17 +199,25 @@ class RemoteWriter:
     def request_stop(self) -> None:
         """Tell the thread to stop; a request in flight is cut off rather than waited for."""
         self._stop.set()
+        self._cut_off()
+
+    def _cut_off(self) -> None:
+        """End the request in flight now: its socket is shut, so whatever http.client waits for ends."""
         connection = self._connection
-        if connection is not None and connection.sock is not None:
+        sock = connection.sock if connection is not None else None
+        if sock is not None:
             try:
-                connection.sock.shutdown(socket.SHUT_RDWR)
+                # the plain socket's shutdown, also under TLS: SSLSocket.shutdown() would unwrap it under the
+                # sender's feet, which then fails with a ValueError instead of the end of the stream
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
             except OSError:
                 pass
 
     # -- what /metrics shows
     @property
     def queued(self) -> int:
-        return sum(len(s.ts_ms) for s in list(self._pending)) + self._in_flight
+        batch = self._batch
+        return sum(len(s.ts_ms) for s in list(self._pending)) + (batch.samples if batch is not None else 0)
 
     @property
     def lost(self) -> int:
@@ -186,6 +229,16 @@ class RemoteWriter:
             return None
         return max(0.0, (time.time() if now_s is None else now_s) - self.newest_sent_ms / 1000)
 
+    def problem(self, now_s: float | None = None) -> str | None:
+        """None while the last request succeeded (or none was made), else one line saying since when it fails
+        and how it failed last (``now_s`` is monotonic)."""
+        failing = self._failing
+        if failing is None:
+            return None
+        what, since = failing
+        seconds = (time.monotonic() if now_s is None else now_s) - since
+        return f"remote write to {self.url} failing for {seconds:.0f} s: {what}"
+
     # -- the thread
     def _run(self) -> None:
         interval = self.options.flush_interval_s
@@ -193,17 +246,32 @@ class RemoteWriter:
             started = time.monotonic()
             full = False
             try:
-                if not self._pending:
+                if self._batch is None and not self._pending:
                     models = self._models()
                     self._pending.extend(self._backlog.read(models, self.options.queue_limit))
                     full = self._backlog.more   # a backlog: read on at once once this is sent
-                while self._pending and not self._stop.is_set():
-                    self._send(self._next_batch())
-            except Exception:   # a sender must outlive any surprise; the collector keeps serving
-                log.exception("remote write to %s: unexpected error; carrying on", self.url)
+                while (self._batch is not None or self._pending) and not self._stop.is_set():
+                    if self._batch is None:
+                        self._batch = self._next_batch()
+                    self._deliver(self._batch)
+            except Exception as error:   # a sender must outlive any surprise; the collector keeps serving
+                full = False   # the next round after the flush interval, not at once
+                self._unexpected(error)
             if not full:
                 self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        self._watchdog.close()
         self._close()
+
+    def _unexpected(self, error: Exception) -> None:
+        self.failures += 1
+        self._note_failure(f"unexpected error ({type(error).__name__})")
+        frame = traceback.extract_tb(error.__traceback__)[-1:]
+        where = f" (at {frame[0].filename.rsplit('/', 1)[-1]}:{frame[0].lineno} in {frame[0].name})" if frame else ""
+        message = " ".join(str(error).split())[:300]
+        self._log_once(f"error:{type(error).__name__}:{re.sub(r'[0-9]+', 'N', message)}{where}", logging.ERROR,
+                       "remote write to %s: unexpected error: %s: %s%s; the batch is kept and sent again next round "
+                       "(further errors of this kind are counted, not logged)", self.url, type(error).__name__,
+                       message, where)
 
     def _next_batch(self) -> _Batch:
         """Up to batch_size samples off the front of the pending series (a long series is split)."""
@@ -220,52 +288,84 @@ class RemoteWriter:
                 room = 0
         return _Batch(series, self.options.batch_size - room)
 
-    def _send(self, batch: _Batch) -> None:
-        self._in_flight = batch.samples
-        try:
-            self._deliver(batch)
-        finally:
-            self._in_flight = 0
-
     def _deliver(self, batch: _Batch) -> None:
+        """Post the batch until the receiver takes or refuses it (or stop()); then it is no longer kept."""
         body = compress(encode_write_request(batch.series))
         backoff = MIN_BACKOFF_S
         while not self._stop.is_set():
-            status, answer, retry_after = self._post(body)
-            if status is not None and 200 <= status < 300:
+            answer = self._post(body)
+            if answer.status is not None and 200 <= answer.status < 300:
+                newest_ms = max(self.newest_sent_ms, max(int(s.ts_ms[-1]) for s in batch.series))
+                self._batch, self._failing = None, None
                 self.sent += batch.samples
-                self.newest_sent_ms = max(self.newest_sent_ms, max(int(s.ts_ms[-1]) for s in batch.series))
+                self.newest_sent_ms = newest_ms
                 return
-            self.failed[str(status) if status is not None else "network"] += 1
-            if status is not None and 400 <= status < 500 and status != 429:
+            self.failed[answer.code] += 1
+            self._note_failure(answer.what)
+            if answer.status is not None and not _recoverable(answer.status):
+                self._batch = None
                 self.dropped["rejected"] += batch.samples
-                self._log_rejection(status, answer, batch)
+                self._log_rejection(answer, batch)
                 return
             self.retried += batch.samples
-            self._log_once(f"retry:{status}", logging.WARNING, "remote write to %s: %s; retrying with backoff "
+            self._log_once(f"retry:{answer.what}", logging.WARNING, "remote write to %s: %s; retrying with backoff "
                            "(further failures of this kind are counted, not logged)", self.url,
-                           f"HTTP {status}: {answer}" if status is not None else answer)
+                           f"HTTP {answer.status}: {answer.text}" if answer.status is not None else answer.text)
             # jittered, so that senders do not retry in step; a receiver that says when to come back is obeyed
-            self._stop.wait(retry_after if retry_after is not None else random.uniform(backoff / 2, backoff))
+            wait = answer.retry_after_s if answer.retry_after_s is not None else random.uniform(backoff / 2, backoff)
+            self._stop.wait(max(MIN_BACKOFF_S, wait))
             backoff = min(MAX_BACKOFF_S, backoff * 2)
 
-    def _post(self, body: bytes) -> tuple[int | None, str, float | None]:
-        """(HTTP status, first line of the answer, its Retry-After in seconds), or (None, why, None) when no
-        answer came."""
+    def _note_failure(self, what: str) -> None:
+        failing = self._failing
+        self._failing = (what, failing[1] if failing is not None else time.monotonic())
+
+    def _post(self, body: bytes) -> _Answer:
+        """One request, ended by the watchdog at --remote-write-timeout whatever the receiver does."""
         headers = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
                    "X-Prometheus-Remote-Write-Version": "0.1.0", "User-Agent": self._user_agent}
         headers.update(self._authorization())
+        timeout = self.options.timeout_s
+        self._watchdog.arm(timeout, self._cut_off)
         try:
-            connection = self._connect()
-            connection.request("POST", self._path, body=body, headers=headers)
-            response = connection.getresponse()
-            text = response.read(4096).decode("utf-8", "replace")
-            if response.will_close or not response.isclosed():
-                self._close()
-            return response.status, (text.strip().splitlines() or [""])[0][:300], _retry_after(response)
+            answer = self._exchange(body, headers)
         except (OSError, http.client.HTTPException) as error:
+            answer = _Answer(None, "timeout" if isinstance(error, TimeoutError) else "network",
+                             f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+        finally:
+            expired = self._watchdog.disarm()
+        if answer.status is None:
+            self._close()   # its socket is shut, or in an unknown state
+            if expired or answer.code == "timeout":
+                answer = _Answer(None, "timeout", f"timed out after {timeout:g} s (--remote-write-timeout)")
+        elif expired:
+            self._close()   # shut while the body came; the status and headers had come in time
+        return answer
+
+    def _exchange(self, body: bytes, headers: dict[str, str]) -> _Answer:
+        connection = self._connect()
+        if connection.sock is None:
+            connection.connect()
+            # a cut-off while connecting found no socket to shut: a connect that ends late ends here
+            if self._watchdog.expired or self._stop.is_set():
+                raise TimeoutError("connect") if self._watchdog.expired else ConnectionAbortedError("stopping")
+        connection.request("POST", self._path, body=body, headers=headers)
+        response = connection.getresponse()
+        if self._watchdog.expired:   # a status line or header cut off at the deadline reads as a whole one
+            raise TimeoutError("the answer's head")
+        try:
+            text = response.read(4096).decode("utf-8", "replace")
+        except (OSError, ValueError, http.client.HTTPException):   # a garbled chunk size is a ValueError
+            text = ""   # the status is the answer; the body would only have explained it
             self._close()
-            return None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, None
+        status = response.status
+        # an interim answer other than 100 (102, 103) comes back as the answer, its request's real one still
+        # unread on the connection: a next request there would read that instead of its own
+        if response.will_close or not response.isclosed() or status < 200:
+            self._close()
+        retry_after = retry_after_s(response.getheader("Retry-After")) if status in (429, 503) else None
+        location = " ".join((response.getheader("Location") or "").split())[:300]
+        return _Answer(status, str(status), (text.strip().splitlines() or [""])[0][:300], retry_after, location)
 
     def _authorization(self) -> dict[str, str]:
         options = self.options
@@ -288,6 +388,7 @@ class RemoteWriter:
                                                                context=self._tls)
             else:
                 self._connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+            self._connection.response_class = BoundedResponse
         return self._connection
 
     def _close(self) -> None:
@@ -295,13 +396,17 @@ class RemoteWriter:
         if connection is not None:
             connection.close()
 
-    def _log_rejection(self, status: int, answer: str, batch: _Batch) -> None:
-        cause = re.sub(r"\d+", "N", answer)   # one cause whatever the timestamps and counts in it
+    def _log_rejection(self, answer: _Answer, batch: _Batch) -> None:
+        cause = re.sub(r"\d+", "N", answer.text)   # one cause whatever the timestamps and counts in it
+        said = f"HTTP {answer.status}" + (f": {answer.text}" if answer.text else "")
+        if answer.status is not None and 300 <= answer.status < 400:
+            said += f" (a redirect, not followed: Location: {answer.location or 'none given'})"
+            cause += f" -> {answer.location}"
         first = batch.series[0]
-        self._log_once(f"{status}:{cause}", logging.ERROR,
-                       "remote write to %s: HTTP %d: %s; dropped %d samples of %d series (the first: %s); other "
+        self._log_once(f"{answer.status}:{cause}", logging.ERROR,
+                       "remote write to %s: %s; dropped %d samples of %d series (the first: %s); other "
                        "batches are still sent, and further refusals of this kind are counted, not logged",
-                       self.url, status, answer, batch.samples, len(batch.series), self._backlog.describe(first.labels))
+                       self.url, said, batch.samples, len(batch.series), self._backlog.describe(first.labels))
 
     def _log_once(self, cause: str, level: int, message: str, *args: object) -> None:
         if cause in self._causes_logged or len(self._causes_logged) > 100:
@@ -310,14 +415,24 @@ class RemoteWriter:
         log.log(level, message, *args)
 
 
-def _retry_after(response: http.client.HTTPResponse) -> float | None:
-    """The seconds of a 429 or 503's Retry-After header (the delay form; a date is ignored), capped."""
-    if response.status not in (429, 503):
+def retry_after_s(value: str | None, now_s: float | None = None) -> float | None:
+    """The seconds a Retry-After header asks a sender to wait, capped at MAX_RETRY_AFTER_S: delay-seconds (ASCII
+    digits only) or an HTTP-date; None for anything else (the sender's own backoff then), never an exception."""
+    value = (value or "").strip()
+    if not value:
         return None
-    value = (response.getheader("Retry-After") or "").strip()
-    if not value.isdigit():
+    if re.fullmatch(r"[0-9]+", value):   # not str.isdigit(): it takes '²' and '١', which int() does not
+        return MAX_RETRY_AFTER_S if len(value) > 6 else min(float(int(value)), MAX_RETRY_AFTER_S)
+    if not re.search(r"[A-Za-z]{3}", value):   # an HTTP-date names its month; a bare number is not one
         return None
-    return min(float(value), MAX_RETRY_AFTER_S)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+        if when.tzinfo is None:   # "-0000": an HTTP-date is always GMT
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = when.timestamp() - (time.time() if now_s is None else now_s)
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
+        return None
+    return min(max(0.0, seconds), MAX_RETRY_AFTER_S)
 
 
 # ---- self-metrics ----------------------------------------------------------------------------
@@ -327,7 +442,10 @@ _HEADERS = {
     "samples_dropped_total": ("counter", "Samples never delivered, by reason: rejected (the receiver refused "
                               "the request with a 4xx), overwritten (a ring dropped them before they were read)."),
     "samples_retried_total": ("counter", "Samples sent again after a 5xx, a 429 or no answer."),
-    "requests_failed_total": ("counter", "Remote-write requests that failed, by HTTP status (network: no answer)."),
+    "requests_failed_total": ("counter", "Remote-write requests that failed, by HTTP status (network: no answer, "
+                              "timeout: no whole answer within --remote-write-timeout)."),
+    "failures_total": ("counter", "Sender rounds cut short by an unexpected error (logged once per cause); the "
+                     "batch is kept and sent again."),
     "queue_samples": ("gauge", "Samples read from the rings and not yet delivered."),
     "lag_seconds": ("gauge", "Seconds from the newest sample the receiver accepted to now."),
 }
@@ -354,6 +472,7 @@ def render_remote_write_metrics(writers: Sequence[RemoteWriter], openmetrics: bo
     failed = [([("url", w.url), ("code", code)], n) for w in writers for code, n in sorted(w.failed.items())]
     if failed:
         family("requests_failed_total", failed)
+    family("failures_total", [([("url", w.url)], w.failures) for w in writers])
     family("queue_samples", [([("url", w.url)], w.queued) for w in writers])
     lags = [([("url", w.url)], f"{lag:f}") for w in writers if (lag := w.lag_s(now_s)) is not None]
     if lags:

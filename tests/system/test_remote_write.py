@@ -12,6 +12,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
-from remote_write_standin import StandIn, write_request_module
+from remote_write_standin import Hold, RawReceiver, StandIn, answer, write_request_module
 from support import (
     COLLECTOR,
     PROMETHEUS,
@@ -30,6 +31,7 @@ from support import (
     last_line,
     launch,
     log_messages,
+    lost_gpu_scenario,
     samples,
     start_prometheus,
     stop_process,
@@ -71,12 +73,20 @@ def standin(messages):
     receiver.stop()
 
 
+@pytest.fixture
+def raw(messages):
+    """A receiver on a bare socket, for answers no HTTP server library gives."""
+    receiver = RawReceiver(messages)
+    yield receiver
+    receiver.stop()
+
+
 class Collector:
     """The collector process, sampling every 100 ms, with its log in a file."""
 
-    def __init__(self, work: Path, *flags: str) -> None:
+    def __init__(self, work: Path, *flags: str, scenario_text: str = SCENARIO) -> None:
         scenario = work / "scenario.toml"
-        scenario.write_text(SCENARIO)
+        scenario.write_text(scenario_text)
         self.port = free_port()
         self.log_path = work / "collector.log"
         self.log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in end()
@@ -342,6 +352,141 @@ def test_an_unanswering_receiver_holds_up_neither_scrapes_nor_sampling_nor_sigte
             assert "Traceback" not in collector.log()
         finally:
             collector.end(signal.SIGKILL)
+
+
+def assert_every_sample_once(receiver: RawReceiver) -> None:
+    """The receiver accepted each power sample once, in order, with no gap: nothing lost, nothing sent twice."""
+    power = {labels: values for labels, values in receiver.accepted().items() if dict(labels)["__name__"] == POWER}
+    assert power
+    for labels, values in power.items():
+        times = [t for t, _ in values]
+        assert times == sorted(set(times)), f"{labels}: a sample sent twice"
+        assert_one_sample_per_tick(labels, times)
+
+
+def test_a_retry_after_of_other_than_ascii_digits_means_the_usual_backoff(tmp_path, raw):
+    # '²' is a digit to str.isdigit() and not a number to float()
+    raw.respond = lambda n: answer(503, "Retry-After: \u00b2", body=b"busy") if n in (2, 3) else answer(204)
+    collector = Collector(tmp_path, "--remote-write-url", raw.url, "--remote-write-flush-interval", "0.5")
+    try:
+        wait_for(lambda: len(raw.requests) >= 6, timeout=30, what="six requests", log=collector.log)
+        requests = list(raw.requests)
+        assert requests[1].series == requests[2].series == requests[3].series   # the same batch, sent again
+        assert requests[3].status == 204
+        assert collector.self_metric("requests_failed_total", url=raw.url, code="503") == 2
+        assert collector.self_metric("samples_dropped_total", url=raw.url) == 0
+        assert_every_sample_once(raw)
+        assert "Traceback" not in collector.log()
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+@pytest.mark.parametrize("hold", [
+    Hold(b"HTTP/1.1 204 No Content", b" "),             # the status line, a byte at a time, for ever
+    Hold(b"", b"HTTP/1.1 100 Continue\r\n\r\n"),      # 100 Continue, for ever
+], ids=["trickled-status-line", "100-continue-for-ever"])
+def test_a_request_the_receiver_holds_ends_at_the_timeout_and_sigterm_does_not_wait_for_one(tmp_path, raw, hold):
+    holds = {2}
+    raw.respond = lambda n: hold if n in holds else answer(204)
+    collector = Collector(tmp_path, "--remote-write-url", raw.url, "--remote-write-flush-interval", "0.5",
+                          "--remote-write-timeout", "2")
+    try:
+        wait_for(lambda: raw.held, timeout=20, what="the sender to give up the held request", log=collector.log)
+        print(f"\nrequest held by the receiver ended after {raw.held[0]:.2f} s (--remote-write-timeout 2)")
+        assert 1.5 < raw.held[0] < 5.0
+        wait_for(lambda: len(raw.requests) >= 5, timeout=30, what="requests after the held one", log=collector.log)
+        requests = list(raw.requests)
+        assert requests[2].series == requests[1].series and requests[2].status == 204   # the batch, sent again
+        assert collector.self_metric("requests_failed_total", url=raw.url, code="timeout") == 1
+        assert collector.self_metric("samples_dropped_total", url=raw.url) == 0
+        assert_every_sample_once(raw)
+        timed_out = [m for level, m in log_messages(collector.log()) if "timed out" in m]
+        assert len(timed_out) == 1 and "2 s" in timed_out[0], timed_out
+        # once more, and SIGTERM while the receiver holds it
+        holds.add(len(raw.requests) + 1)
+        wait_for(lambda: len(raw.requests) in holds, timeout=15, what="a held request", log=collector.log)
+        time.sleep(0.5)
+        started = time.monotonic()
+        collector.proc.send_signal(signal.SIGTERM)
+        code = collector.proc.wait(30)
+        seconds = time.monotonic() - started
+        print(f"SIGTERM -> exit with a request held by the receiver: {seconds:.2f} s")
+        assert code == 0, collector.log()
+        assert seconds < 2.0, collector.log()
+        assert "Traceback" not in collector.log()
+    finally:
+        collector.end(signal.SIGKILL)
+
+
+def test_an_answer_that_never_ends_is_read_only_so_far(tmp_path, raw):
+    # 100 Continue as fast as the socket takes it: the timeout (10 s by default) would come too late
+    raw.respond = lambda n: Hold(b"", b"HTTP/1.1 100 Continue\r\n\r\n" * 64, every_s=0) if n == 2 else answer(204)
+    collector = Collector(tmp_path, "--remote-write-url", raw.url, "--remote-write-flush-interval", "0.5")
+    try:
+        wait_for(lambda: raw.held, timeout=30, what="the sender to give up the answer", log=collector.log)
+        assert raw.held[0] < 5.0
+        wait_for(lambda: len(raw.requests) >= 4, timeout=30, what="requests after it", log=collector.log)
+        requests = list(raw.requests)
+        assert requests[2].series == requests[1].series and requests[2].status == 204   # the batch, sent again
+        assert collector.self_metric("requests_failed_total", url=raw.url, code="network") == 1
+        too_long = [m for level, m in log_messages(collector.log()) if "bytes" in m]
+        assert len(too_long) == 1 and "the answer is over 65536 bytes" in too_long[0], too_long
+        assert_every_sample_once(raw)
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+def test_a_redirect_is_not_followed_its_batch_is_dropped_as_rejected(tmp_path, raw):
+    answers = {2: answer(301, "Location: http://elsewhere.example/api/v1/write"), 3: answer(307, "Location: /w2")}
+    raw.respond = lambda n: answers.get(n, answer(204))
+    collector = Collector(tmp_path, "--remote-write-url", raw.url, "--remote-write-flush-interval", "0.5")
+    try:
+        wait_for(lambda: len(raw.requests) >= 5, timeout=30, what="five requests", log=collector.log)
+        requests = list(raw.requests)
+        assert requests[1].series != requests[2].series != requests[3].series   # none sent again
+        assert collector.self_metric("requests_failed_total", url=raw.url, code="301") == 1
+        assert collector.self_metric("requests_failed_total", url=raw.url, code="307") == 1
+        assert collector.self_metric("samples_dropped_total", url=raw.url, reason="rejected") == \
+            requests[1].samples + requests[2].samples
+        assert requests[3].status == 204 and requests[3].samples > 0   # later batches still sent
+        redirects = [m for level, m in log_messages(collector.log()) if "HTTP 30" in m]
+        assert len(redirects) == 2, redirects
+        assert "HTTP 301" in redirects[0] and "Location: http://elsewhere.example/api/v1/write" in redirects[0]
+        assert "HTTP 307" in redirects[1] and "Location: /w2" in redirects[1]
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+def test_health_says_which_receiver_is_failing_until_it_recovers(tmp_path, raw):
+    failing = threading.Event()
+    failing.set()
+    raw.respond = lambda n: answer(503, body=b"down for maintenance") if failing.is_set() else answer(204)
+    collector = Collector(tmp_path, "--remote-write-url", raw.url, "--remote-write-flush-interval", "0.5")
+    health = f"{collector.url}/health"
+    try:
+        wait_for(lambda: http_get(health)[1].startswith(b"OK; "), timeout=15, what="a note", log=collector.log)
+        time.sleep(1.5)
+        status, body = http_get(health)
+        assert status == 200
+        assert re.fullmatch(rf"OK; remote write to {re.escape(raw.url)} failing for [1-9]\d* s: HTTP 503",
+                            body.decode()), body
+        failing.clear()
+        wait_for(lambda: http_get(health) == (200, b"OK"), timeout=15, what="the note gone", log=collector.log)
+        assert_every_sample_once(raw)
+    finally:
+        assert collector.end() == 0, collector.log()
+
+
+def test_a_failing_receiver_s_note_follows_a_lost_gpu_s(tmp_path, raw):
+    raw.respond = lambda n: answer(503, body=b"down for maintenance")
+    collector = Collector(tmp_path, "--remote-write-url", raw.url, scenario_text=lost_gpu_scenario(1.0))
+    try:
+        body = wait_for(lambda: (b := http_get(f"{collector.url}/health")[1].decode()).startswith("OK; lost GPU 1")
+                        and "remote write" in b and b, timeout=20, what="both notes", log=collector.log)
+        assert re.fullmatch(rf"OK; lost GPU 1 \(its series stop\); remote write to {re.escape(raw.url)} failing for "
+                            rf"\d+ s: HTTP 503", body), body
+    finally:
+        assert collector.end() == 0, collector.log()
 
 
 @pytest.mark.parametrize("flags, code, message", [
