@@ -39,6 +39,7 @@ from datetime import timezone
 
 from dcgm_collector.expose.samples import Labels, SampleModel
 from dcgm_collector.expose.text import Header, label_text
+from dcgm_collector.files import FileRefused, read_regular_file
 from dcgm_collector.push.backlog import Backlog
 from dcgm_collector.push.bounded_http import BoundedResponse, Watchdog
 from dcgm_collector.push.wire import SeriesSamples, compress, encode_write_request
@@ -51,6 +52,7 @@ MIN_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 5.0
 MAX_RETRY_AFTER_S = 60.0   # the most a receiver's Retry-After may hold a sender back
 STOP_WAIT_S = 0.5      # what stop() gives the thread; an in-flight request is aborted, not awaited
+MAX_SECRET_BYTES = 64 << 10   # a password or bearer token file; far larger is not a secret but a mistake
 
 
 class RemoteWriteError(Exception):
@@ -86,9 +88,11 @@ def shown_url(url: str) -> str:
 
 
 def _read_secret(path: str, flag: str) -> str:
+    # re-read for every request: a FIFO or a device put in its place must not hold the sender for ever
     try:
-        with open(path, encoding="utf-8") as file:
-            return file.read().strip()
+        return read_regular_file(path, MAX_SECRET_BYTES).decode("utf-8").strip()
+    except FileRefused as refused:
+        raise RemoteWriteError(f"{flag} {path}: cannot read it: {refused.problem}") from None
     except (OSError, UnicodeDecodeError) as error:
         why = getattr(error, "strerror", None) or error
         raise RemoteWriteError(f"{flag} {path}: cannot read it: {why}") from None

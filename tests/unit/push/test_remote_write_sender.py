@@ -6,6 +6,7 @@ import datetime
 import email.utils
 import ipaddress
 import logging
+import os
 import ssl
 import time
 from pathlib import Path
@@ -299,3 +300,17 @@ def test_an_interim_answer_taken_for_the_answer_leaves_nothing_for_the_next_requ
         writer.stop()
         receiver.stop()
     assert writer.failed == {"103": 1} and writer.dropped["rejected"] == 5 and writer.sent == 1
+
+
+@pytest.mark.parametrize("flag", ["password", "bearer_token"])
+def test_a_secret_file_that_is_a_fifo_is_a_one_line_error_at_once(tmp_path, flag):
+    fifo = tmp_path / "secret"
+    os.mkfifo(fifo)
+    options = (RemoteWriteOptions("http://a/w", username="u", password_file=str(fifo)) if flag == "password"
+               else RemoteWriteOptions("http://a/w", bearer_token_file=str(fifo)))
+    started = time.monotonic()
+    with pytest.raises(RemoteWriteError) as error:
+        RemoteWriter(options, lambda: [], "9.9")
+    assert time.monotonic() - started < 1.0
+    assert str(error.value) == (f"--remote-write-{flag.replace('_', '-')}-file {fifo}: cannot read it: "
+                                "not a regular file (a FIFO)")
