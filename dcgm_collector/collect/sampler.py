@@ -118,6 +118,7 @@ class SamplerStats:
     lost_gpus: tuple[int, ...] = ()     # GPUs taken out of the group because DCGM lost them
     dropped_groups: int = 0             # field groups not watched (a profiling watch DCGM refused, ...)
     tick_failures: int = 0              # ticks that raised something other than a DCGM status
+    last_tick_failure: str | None = None   # what the latest tick raised (not a DCGM status), None once one succeeds
     # what the engine spent per field (dcgm-collector's embedded engine only), with the
     # name each field has in the counters; replaced, never mutated
     field_costs: tuple[tuple[str, FieldCost], ...] = ()
@@ -478,10 +479,19 @@ class Sampler:
         except DcgmError as error:  # e.g. the handle was closed under the sampler
             self.stats.last_tick_ok = False
             self._count(error.code)
-        except Exception:
-            self.stats.last_tick_ok = False
-            self.stats.tick_failures += 1
-            log.exception("sampler tick failed")
+        except Exception as error:
+            stats = self.stats
+            stats.last_tick_ok = False
+            stats.tick_failures += 1
+            cause = f"{type(error).__name__}: {error}"
+            if cause != stats.last_tick_failure:   # once per cause, not once per tick (10 a second at 100 ms)
+                log.exception("sampler tick failed; the sampler goes on (counted in "
+                              "dcgm_collector_tick_failures_total, logged again only if the cause changes)")
+            stats.last_tick_failure = cause
+        else:
+            if self.stats.last_tick_failure is not None:
+                log.info("sampler ticks succeed again after %d failures", self.stats.tick_failures)
+                self.stats.last_tick_failure = None
 
     def tick_once(self) -> None:
         """One pass: drain every field group once, refresh labels when due.

@@ -182,6 +182,8 @@ class Exposition:
         age = max(0.0, now_s - stats.last_sample_time)
         if age > self.stale_after_s:
             return False, f"no sample for {age:.1f} s (stale after {self.stale_after_s:g} s)"
+        if stats.last_tick_failure is not None:
+            return False, f"the last sampler tick failed ({stats.tick_failures} so far): {stats.last_tick_failure}"
         if not stats.last_tick_ok:
             names = stats.error_names
             errors = ", ".join(f"{names.get(code, code)} x{n}" for code, n in sorted(stats.errors_by_code.items()))

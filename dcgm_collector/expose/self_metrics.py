@@ -43,6 +43,8 @@ def render_self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows:
            [_series("dcgm_collector_ticks_total", r.labels, r.stats.ticks) for r in rows])
     family("dcgm_collector_skipped_ticks_total",
            [_series("dcgm_collector_skipped_ticks_total", r.labels, r.stats.skipped_ticks) for r in rows])
+    family("dcgm_collector_tick_failures_total",
+           [_series("dcgm_collector_tick_failures_total", r.labels, r.stats.tick_failures) for r in rows])
     family("dcgm_collector_dcgm_errors_total", [
         _series("dcgm_collector_dcgm_errors_total", ",".join(filter(None, (
             r.labels, f'code="{code}",name="{names.get(code, code)}"'))), n)
@@ -94,6 +96,8 @@ _AGE_HELP = "Seconds since the newest sample DCGM took (its own timestamp)."
 _SAMPLES_HELP = "Samples stored in the rings, blank ones included."
 _TICKS_HELP = "Sampler ticks run (one read of DCGM's sample cache each)."
 _SKIPPED_HELP = "Sampler ticks skipped because an earlier tick overran them."
+_TICK_FAILURES_HELP = ("Sampler ticks that failed with something other than a DCGM status (logged once per cause); "
+                       "the sampler goes on.")
 _ERRORS_HELP = "Failed DCGM calls, by DCGM status code."
 _RECONNECTS_HELP = "Connections to the hostengine made again after one was lost."
 _SCRAPE_HELP = "How long the previous scrape of this endpoint took to render and send, in seconds."
@@ -107,6 +111,7 @@ def _self_headers() -> dict[str, Header]:
         ("dcgm_collector_samples_total", "counter", _SAMPLES_HELP),
         ("dcgm_collector_ticks_total", "counter", _TICKS_HELP),
         ("dcgm_collector_skipped_ticks_total", "counter", _SKIPPED_HELP),
+        ("dcgm_collector_tick_failures_total", "counter", _TICK_FAILURES_HELP),
         ("dcgm_collector_dcgm_errors_total", "counter", _ERRORS_HELP),
         ("dcgm_collector_reconnects_total", "counter", _RECONNECTS_HELP),
         ("dcgm_collector_scrape_duration_seconds", "gauge", _SCRAPE_HELP),

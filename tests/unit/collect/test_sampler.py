@@ -296,6 +296,31 @@ def test_stop_is_prompt_and_leaves_nothing_behind(open_node):
     assert ring.rows_written >= 1  # the rings stay readable
 
 
+def test_a_tick_that_raises_is_counted_logged_once_and_the_sampler_goes_on(open_node, monkeypatch, caplog):
+    handle = open_node("1")
+    real = drain.drain_into
+    broken = threading.Event()
+    broken.set()
+
+    def sometimes_broken(*args):
+        if broken.is_set():
+            raise RuntimeError("a surprise in one tick")
+        return real(*args)
+
+    monkeypatch.setattr(drain, "drain_into", sometimes_broken)
+    with caplog.at_level("INFO", logger="dcgm_collector"), \
+            Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=100)) as sampler:
+        _wait_for(lambda: sampler.stats.tick_failures >= 5)
+        assert sampler.stats.last_tick_failure == "RuntimeError: a surprise in one tick"
+        broken.clear()
+        ring = next(iter(sampler.rings.values()))
+        _wait_for(lambda: ring.rows_written >= 2 and sampler.stats.last_tick_failure is None)
+        assert sampler.running
+    failures = [r for r in caplog.records if "sampler tick failed" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None   # once, with its traceback, not once a tick
+    assert any("sampler ticks succeed again" in r.getMessage() for r in caplog.records)
+
+
 def test_dcgm_errors_are_counted_by_code_and_the_watch_is_restored(open_node):
     handle = open_node("2")
     with Sampler(handle, parse_counters(ONE_GROUP),
