@@ -26,6 +26,7 @@
 #define TRACE_LINE_MAX 65536
 #define TRACE_MAX_COLUMNS 1024     /* a flight recording of every GPU field fits */
 #define TRACE_MAX_ROWS 10000000
+#define TRACE_MAX_SPAN_US (400.0 * 24 * 3600 * 1e6)
 
 struct sim_trace {
     size_t rows, columns;
@@ -173,6 +174,7 @@ typedef struct trace_builder {
     int file_columns;
     int kept_of[TRACE_MAX_COLUMNS]; /* file column -> trace column, or -1 */
     double scale[TRACE_MAX_COLUMNS];
+    bool is_int[TRACE_MAX_COLUMNS];   /* an int64 field: its values must fit one */
     char name[TRACE_MAX_COLUMNS][48]; /* of the columns read, for errors */
     size_t cap;
     double first_t_s;
@@ -205,6 +207,7 @@ static int trace_header(trace_builder *b, char *line, const char *path, char *er
             continue;   /* a column this replay cannot place, or a second one for the same field */
         b->kept_of[index] = (int)tr->columns;
         b->scale[index] = scale;
+        b->is_int[index] = sim_field_meta(field)->fieldType == DCGM_FT_INT64;
         tr->field[tr->columns++] = field;
     }
     if (b->t_column < 0)
@@ -266,19 +269,26 @@ static int trace_row(trace_builder *b, char *line, size_t line_no, const char *p
         if (index == b->t_column) {
             has_t = true;
             t_s = v;
-        } else {
-            row[b->kept_of[index]] = v * b->scale[index];
+            continue;
         }
+        v *= b->scale[index];
+        /* the node reads an int64 field's value as one: beyond int64 there is no such reading */
+        if (b->is_int[index] && !(v >= -0x1p63 && v < 0x1p63))
+            return trace_fail(err, errlen, path, line_no, "column %d (%s): %g does not fit an int64 field",
+                              index + 1, b->name[index], v);
+        row[b->kept_of[index]] = v;
     }
     if (!has_t)
         return trace_fail(err, errlen, path, line_no, "no time in column 't'");
     if (tr->rows == 0)
         b->first_t_s = t_s;
-    int64_t t_us = llround((t_s - b->first_t_s) * 1e6);
+    /* bounded as a double first: llround of a time beyond int64 has no specified answer */
+    double dt_us = (t_s - b->first_t_s) * 1e6;
+    if (dt_us > TRACE_MAX_SPAN_US)
+        return trace_fail(err, errlen, path, line_no, "t = %g is more than 400 days after the first row", t_s);
+    int64_t t_us = dt_us < 0 ? -1 : llround(dt_us);
     if (tr->rows > 0 && t_us < tr->t_us[tr->rows - 1])
         return trace_fail(err, errlen, path, line_no, "t = %g goes back in time (rows must be in time order)", t_s);
-    if (t_us > 400LL * 24 * 3600 * 1000000)
-        return trace_fail(err, errlen, path, line_no, "t = %g is more than 400 days after the first row", t_s);
     tr->t_us[tr->rows++] = t_us;
     return DCGM_ST_OK;
 }

@@ -296,3 +296,13 @@ def test_nvlink_error_events_are_left_out_with_a_warning(tmp_path):
     assert engine.replay_recording(str(recording))[1] == (
         f"{recording}: the NvLink error events (field 450) are not replayed",)
     assert values_at(recording, (0, POWER, 1.0)) == [100.0]
+
+
+def test_the_extreme_readings_each_type_holds_replay_as_recorded(tmp_path):
+    # the largest int64 reading a double can carry, below DCGM's blank sentinels, and the smallest int64;
+    # a double just under DCGM's blank double
+    largest, smallest, double = 2.0 ** 63 - 1024, -(2.0 ** 63), FP64_BLANK - 1
+    rows = [(0.0, 0, GPU_TEMP, largest), (0.0, 0, MEM_CLOCK, smallest), (0.0, 0, POWER, double)]
+    recording = write_recording(tmp_path / "extremes.parquet", rows, sidecar(H200))
+    assert values_at(recording, (0, GPU_TEMP, 0.5), (0, MEM_CLOCK, 0.5), (0, POWER, 0.5)) == [
+        2 ** 63 - 1024, -(2 ** 63), FP64_BLANK - 1]
