@@ -14,12 +14,15 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "node_internal.h"
 
@@ -293,12 +296,35 @@ static int trace_row(trace_builder *b, char *line, size_t line_no, const char *p
     return DCGM_ST_OK;
 }
 
+FILE *sim_open_regular(const char *path, const char **why)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        *why = strerror(errno);
+        return NULL;
+    }
+    struct stat st;
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = NULL;
+    /* checked on the descriptor, so the file read is the file checked */
+    if (fstat(fd, &st) != 0)
+        *why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        *why = S_ISFIFO(st.st_mode) ? "not a regular file (a FIFO)" : "not a regular file";
+    else if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || (f = fdopen(fd, "r")) == NULL)
+        *why = strerror(errno);
+    if (f == NULL)
+        close(fd);
+    return f;
+}
+
 int sim_trace_load(const char *path, sim_trace **out, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
+    const char *why = NULL;
+    FILE *f = sim_open_regular(path, &why);
     if (f == NULL) {
-        trace_fail(err, errlen, path, 0, "cannot open trace: %s", strerror(errno));
+        trace_fail(err, errlen, path, 0, "cannot open trace: %s", why);
         return DCGM_ST_FILE_IO_ERROR;
     }
     char *line = malloc(TRACE_LINE_MAX);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -916,6 +917,23 @@ static void test_recorded_identity(void)
                  "'uuid' has a blank or control character", DCGM_ST_BADPARAM);
 }
 
+/* A FIFO as a trace or as the scenario is refused at once, not waited on for a writer. */
+static void test_fifo_files(void)
+{
+    printf("scenarios: a FIFO as a trace or a scenario is refused without blocking\n");
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/pipe.csv", tmpdir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    expect_error("replay-fifo.toml", "[[gpu]]\nworkload = \"replay\"\ntrace = \"pipe.csv\"\n", 3,
+                 "pipe.csv: cannot open trace: not a regular file (a FIFO)", DCGM_ST_BADPARAM);
+    snprintf(fifo, sizeof fifo, "%s/pipe.toml", tmpdir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    sim_node *node = NULL;
+    char err[700] = "";
+    CHECK(sim_node_load(fifo, &node, err, sizeof err) == DCGM_ST_FILE_IO_ERROR && node == NULL &&
+          strstr(err, "pipe.toml: cannot open scenario: not a regular file (a FIFO)") != NULL, "%s", err);
+}
+
 /* A double becomes an int64 reading without undefined behaviour, whatever it is (run under UBSan). */
 static void test_int64_of(void)
 {
@@ -1027,6 +1045,7 @@ static void test_replay(void)
     }
     expect_error("replay-missing.toml", "[[gpu]]\nworkload = \"replay\"\ntrace = \"nowhere.csv\"\n", 3,
                  "nowhere.csv: cannot open trace", DCGM_ST_BADPARAM);
+    test_fifo_files();
     test_replay_wide();
     test_recorded_identity();
     test_int64_of();

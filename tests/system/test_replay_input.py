@@ -93,6 +93,8 @@ def test_a_recording_or_sidecar_that_is_no_regular_file_or_too_large_is_refused_
     write_recording(tmp_path / "side.parquet", readings())
     os.mkfifo(tmp_path / "side.parquet.json")
     (tmp_path / "folder.parquet").mkdir()
+    os.mkfifo(tmp_path / "trace.csv")       # a scenario's replayed trace, which the engine opens itself
+    (tmp_path / "trace.toml").write_text('[[gpu]]\nmodel = "H200"\nworkload = "replay"\ntrace = "trace.csv"\n')
     (tmp_path / "zero.parquet").symlink_to("/dev/zero")
     with open(tmp_path / "huge.parquet", "wb") as f:
         f.truncate((1 << 30) + 1)           # sparse: no disk
@@ -102,6 +104,7 @@ def test_a_recording_or_sidecar_that_is_no_regular_file_or_too_large_is_refused_
         "fifo.parquet": "fifo.parquet: cannot read recording: not a regular file (a FIFO)",
         "pipe": "pipe: pipe: cannot read scenario: not a regular file (a FIFO)",
         "side.parquet": "side.parquet.json: cannot read the recording's sidecar: not a regular file (a FIFO)",
+        "trace.toml": "trace.toml: trace.toml:4: trace.csv: cannot open trace: not a regular file (a FIFO)",
         "folder.parquet": "folder.parquet: cannot read recording: not a regular file (a directory)",
         "zero.parquet": "zero.parquet: cannot read recording: not a regular file (a character device)",
         "huge.parquet": "huge.parquet: cannot read recording: larger than 1024 MiB",
