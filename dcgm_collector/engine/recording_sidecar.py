@@ -117,7 +117,7 @@ def _checked(sidecar: Path, data: object) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{sidecar}: not a JSON object")
     version = data.get("format_version")
-    if version != RECORDING_FORMAT_VERSION or isinstance(version, bool):
+    if not _is_int(version) or version != RECORDING_FORMAT_VERSION:   # 1.0 or true is no version
         raise ValueError(f"{sidecar}: format_version {_shown(version)} is not one this version reads "
                          f"({RECORDING_FORMAT_VERSION})")
     listed = data.get("gpus", [])

@@ -179,6 +179,7 @@ def test_a_hostile_sidecar_is_one_line_naming_it(tmp_path):
         "digits.parquet": '{"format_version": 1,\n\n"gpus": [{"gpu": ' + "9" * 5000 + "}]}",
         "float.parquet": '{"format_version": 1, "gpus": [{"gpu": 1' + "0" * 400 + ".5}]}",
         "nan.parquet": '{"format_version": NaN}',
+        "version.parquet": '{"format_version": 1.0}',
         "latin1.parquet": b'{"format_version": 1, "host": "n\xe9ud"}',
         "list.parquet": "[1, 2, 3]",
         "trigger.parquet": '{"format_version": 1, "trigger": {"kind": "lost", "gpus": [0], '
@@ -193,6 +194,7 @@ def test_a_hostile_sidecar_is_one_line_naming_it(tmp_path):
         "digits.parquet": "digits.parquet.json:3: a number of 5000 digits (at most 20)",
         "float.parquet": "float.parquet.json:1: a number of 403 characters (at most 64)",
         "nan.parquet": "nan.parquet.json:1: NaN is not a JSON number",
+        "version.parquet": "version.parquet.json: format_version 1.0 is not one this version reads (1)",
         "latin1.parquet": "latin1.parquet.json: not UTF-8 text (invalid continuation byte at byte 32)",
         "list.parquet": "list.parquet.json: not a JSON object",
         "trigger.parquet": "trigger.parquet.json: trigger.time 2099-01-01T00:00:00Z is more than 400 days after the "
