@@ -108,9 +108,9 @@ def replay_recording(path: str) -> tuple[str, tuple[str, ...]]:
     """A scenario replaying the flight recording at ``path``, and one line per thing the replay cannot keep.
 
     The scenario (and its traces) lives in a temporary folder that
-    remove_replay_files() removes (at exit, or sooner: the collector's stop
-    calls it, since an exit by os._exit skips atexit).  ValueError ``path:
-    problem`` (one line) when the recording or its sidecar cannot be read.
+    remove_replay_files() removes at exit (an exit by os._exit skips atexit:
+    the collector's _exit_now calls it first).  ValueError ``path: problem``
+    (one line) when the recording or its sidecar cannot be read.
     """
     from dcgm_collector.engine import recording  # imports pyarrow, only for a recording
     folder = Path(tempfile.mkdtemp(prefix="dcgm-replay-"))
