@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dcgm_collector import engine
 from dcgm_collector.app import STOP_GRACE_S, Collector, StartupError
 from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config
 
@@ -159,6 +160,7 @@ def _exit_now(code: int) -> None:
     """Exit at once, leaving the threads stuck in DCGM calls (and libdcgm's own clean-up) behind."""
     log.warning("the stop did not end within %.1f s (a DCGM call or a library load does not return); "
                 "exiting without waiting for it", STOP_GRACE_S)
+    engine.remove_replay_files()   # os._exit skips atexit, which would have removed them
     logging.shutdown()   # flushes every handler
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import cffi
@@ -45,8 +46,14 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 __all__ = [
     "LIBRARY_NAME", "NVML_LIBRARY_NAME", "NVML_LIB_ENV", "SCENARIO_ENV", "SOURCE_ENV", "check_nvml",
     "check_scenario", "is_recording", "library_dir", "library_path", "nvml_library_dir", "nvml_library_path",
-    "replay_recording", "resolve_scenario", "source_name",
+    "remove_replay_files", "replay_recording", "resolve_scenario", "source_name",
 ]
+
+MAX_SCENARIO_BYTES = 16 << 20   # a scenario is a few KiB of TOML; its traces are files of their own
+
+# The temporary folders replay_recording made, until remove_replay_files removes them.
+_replay_folders: list[Path] = []
+_replay_folders_lock = threading.Lock()
 
 
 def _built_library_dir(name: str) -> Path:
@@ -100,19 +107,39 @@ def is_recording(spec: str) -> bool:
 def replay_recording(path: str) -> tuple[str, tuple[str, ...]]:
     """A scenario replaying the flight recording at ``path``, and one line per thing the replay cannot keep.
 
-    The scenario (and its traces) lives in a temporary folder removed when
-    the process exits.  ValueError ``path: problem`` (one line) when the
-    recording or its sidecar cannot be read.
+    The scenario (and its traces) lives in a temporary folder that
+    remove_replay_files() removes at exit (an exit by os._exit skips atexit:
+    the collector's _exit_now calls it first).  ValueError ``path: problem``
+    (one line) when the recording or its sidecar cannot be read.
     """
     from dcgm_collector.engine import recording  # imports pyarrow, only for a recording
     folder = Path(tempfile.mkdtemp(prefix="dcgm-replay-"))
+    with _replay_folders_lock:
+        if not _replay_folders:
+            atexit.register(remove_replay_files)
+        _replay_folders.append(folder)
     try:
         written = recording.write_scenario(path, folder)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_folder(folder)
         raise
-    atexit.register(shutil.rmtree, folder, True)
     return str(written.path), written.warnings
+
+
+def remove_replay_files() -> None:
+    """Remove every temporary folder replay_recording made; safe to call more than once, from any thread."""
+    with _replay_folders_lock:
+        folders = list(_replay_folders)
+        _replay_folders.clear()
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remove_folder(folder: Path) -> None:
+    with _replay_folders_lock:
+        if folder in _replay_folders:
+            _replay_folders.remove(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def check_scenario(spec: str | os.PathLike[str]) -> None:
@@ -131,18 +158,15 @@ def check_scenario(spec: str | os.PathLike[str]) -> None:
     _check_with_simulator(text)
 
 
-# what the engine reads of a scenario file (traces are files of their own)
-MAX_SCENARIO_BYTES = 16 << 20
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)$")
 
 
 def _check_toml_syntax(path: Path) -> None:
     try:
-        data = read_regular_file(path, MAX_SCENARIO_BYTES)
-    except FileRefused as refused:
-        raise ValueError(str(refused)) from None
+        data = read_regular_file(path, MAX_SCENARIO_BYTES)   # a FIFO in its place must not hold up start-up
     except OSError as e:
-        raise ValueError(f"{path}: cannot read scenario: {e.strerror or e}") from None
+        problem = getattr(e, "problem", None) or e.strerror or e
+        raise ValueError(f"{path}: cannot read scenario: {problem}") from None
     try:
         tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:

@@ -8,51 +8,50 @@ timestamps (the node's time 0 is the recording's first sample, and the last
 readings hold after its end), the XID rows as ``xid`` events at their own
 times, and a GPU whose readings all go blank as a ``lost`` event.  What the
 recording lacks comes from the model.  pyarrow is imported only here, when a
-recording is replayed.
+recording is replayed.  The rows and the sidecar are read, and every value
+checked, by ``recording_rows`` and ``recording_sidecar``: what the scenario
+hands the engine is already known to be in range, so no error names the
+engine's temporary files.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dcgm_collector.files import open_regular_file
-from dcgm_collector.model import (
-    RECORDING_COLUMNS,
-    RECORDING_FORMAT_VERSION,
-    RECORDING_SIDECAR_SUFFIX,
-    RECORDING_STATUSES,
-    EntityType,
+from dcgm_collector.engine.recording_rows import (
+    GROUPS,
+    MAX_GPUS,
+    MAX_SPAN_US,
+    OK,
+    XID_FIELD,
+    read_rows,
+    unknown_fields,
 )
+from dcgm_collector.engine.recording_sidecar import read_sidecar, sidecar_path
+from dcgm_collector.files import open_regular_file
+from dcgm_collector.model import RECORDING_STATUSES
 
 __all__ = ["RecordingScenario", "is_recording", "write_scenario"]
 
 PARQUET_MAGIC = b"PAR1"
-XID_FIELD = 230
 NVLINK_ERROR_FIELD = 450        # the other event field: the simulator has no such events to replay
-STATUSES = RECORDING_STATUSES
-OK, BLANK = STATUSES.index("OK"), STATUSES.index("BLANK")     # rows hold these codes
-GROUPS = tuple(e.name for e in EntityType)                      # entity groups, by their code in rows
-MAX_GPUS = 32                   # the simulator's node
+BLANK = RECORDING_STATUSES.index("BLANK")
 MAX_SWITCHES, MAX_CPUS, MAX_MIG_INSTANCES = 12, 8, 7
 MAX_TRACE_FIELDS = 1023         # replay.c's columns, less the time
 MAX_EVENTS = 4096               # scenario.c's [[event]] tables
+MAX_BURST = 10_000              # scenario.c's count of one XID at one time
+ENGINE_OWN_FIELDS = (156,)      # replay.c leaves these to the node: the energy integrates the replayed power
 # the sim's model for a recorded name, by the chip in it ("NVIDIA H100 80GB HBM3" -> H100)
 MODEL_CHIPS = (("H200", "H200"), ("H100", "H100"), ("H800", "H100"), ("A100", "A100"), ("A800", "A100"),
                ("L4", "L4"), ("T4", "T4"))
 DEFAULT_MODEL = "H100"
 MIG_MODELS = frozenset({"H100", "H200", "A100"})
 _IDENTITY = re.compile(r"[!#-\[\]-~]+")     # printable, no blank, quote or backslash: a TOML string as is
-# entity groups whose rows name the GPU they belong to
-GPU_GROUPS = tuple(GROUPS.index(name) for name in ("GPU", "GPU_I", "GPU_CI", "VGPU"))
 GPU = GROUPS.index("GPU")
 
 
@@ -68,11 +67,12 @@ def is_recording(spec: str) -> bool:
     """Whether a --sim spec names a flight recording: a ``.parquet`` name, or a file that starts as Parquet does."""
     if spec.lower().endswith(".parquet"):
         return True
-    try:   # without blocking: a FIFO is no recording, and the scenario check then says what it is
-        with os.fdopen(open_regular_file(spec), "rb") as f:
-            return f.read(4) == PARQUET_MAGIC
+    try:
+        fd = open_regular_file(spec)    # a FIFO or a device is no recording, and must not hold up the check
     except OSError:
         return False
+    with open(fd, "rb") as f:
+        return f.read(4) == PARQUET_MAGIC
 
 
 @dataclass
@@ -90,8 +90,11 @@ def write_scenario(path: str | Path, folder: Path) -> RecordingScenario:
     """Write a scenario replaying the recording at ``path`` into ``folder``; ValueError ``path: problem`` if bad."""
     path = Path(path)
     warnings: list[str] = []
-    sidecar = _read_sidecar(path, warnings)
-    rows = _read_rows(path)
+    sidecar = read_sidecar(path)
+    if sidecar is None:
+        warnings.append(f"{path}: no sidecar {sidecar_path(path).name}: the GPUs are the recorded rows' and their "
+                        f"model is taken to be the {DEFAULT_MODEL}")
+    rows = _known_rows(path, read_rows(path), warnings)
     t0_us = int(rows["time"].min())
     gpus = _gpus(path, rows, sidecar, warnings)
     readings = _readings_by_gpu(rows)
@@ -118,150 +121,17 @@ def write_scenario(path: str | Path, folder: Path) -> RecordingScenario:
     return RecordingScenario(scenario, tuple(warnings))
 
 
-# ---- reading ---------------------------------------------------------------------------------
-
-def _read_sidecar(path: Path, warnings: list[str]) -> dict[str, Any] | None:
-    sidecar = path.with_name(path.name + RECORDING_SIDECAR_SUFFIX)
-    try:
-        text = sidecar.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        warnings.append(f"{path}: no sidecar {sidecar.name}: the GPUs are the recorded rows' and their model "
-                        f"is taken to be the {DEFAULT_MODEL}")
-        return None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"{sidecar}: cannot read the recording's sidecar: {_why(error)}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{sidecar}:{error.lineno}: not JSON: {error.msg} (column {error.colno})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{sidecar}: not a JSON object")
-    version = data.get("format_version")
-    if version != RECORDING_FORMAT_VERSION:
-        raise ValueError(f"{sidecar}: format_version {json.dumps(version)} is not one this version reads "
-                         f"({RECORDING_FORMAT_VERSION})")
-    listed = data.get("gpus", [])
-    if not isinstance(listed, list) or not all(isinstance(g, dict) for g in listed):
-        raise ValueError(f"{sidecar}: 'gpus' must be a list of objects")
-    for i, entry in enumerate(listed):
-        gpu = entry.get("gpu")
-        if not _is_int(gpu) or not 0 <= gpu < MAX_GPUS:
-            raise ValueError(f"{sidecar}: gpus[{i}].gpu must be a GPU index 0 to {MAX_GPUS - 1}, "
-                             f"not {json.dumps(gpu)}")
-        if not isinstance(entry.get("model", ""), str):
-            raise ValueError(f"{sidecar}: gpus[{i}].model must be a string")
-    trigger = data.get("trigger")
-    if trigger is not None:
-        if not isinstance(trigger, dict):
-            raise ValueError(f"{sidecar}: 'trigger' must be an object")
-        if "time" in trigger:
-            trigger["time_us"] = _iso_us(sidecar, trigger["time"])
-        if not isinstance(trigger.get("gpus", []), list) or not all(_is_int(g) for g in trigger.get("gpus", [])):
-            raise ValueError(f"{sidecar}: trigger.gpus must be a list of GPU indexes")
-    return data
-
-
-def _iso_us(sidecar: Path, text: object) -> int:
-    try:
-        when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"{sidecar}: trigger.time {json.dumps(text)} is not an ISO 8601 time") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return round(when.timestamp() * 1e6)
-
-
-def _read_rows(path: Path) -> dict[str, np.ndarray]:
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ValueError(f"{path}: replaying a flight recording needs pyarrow: "
-                         "pip install 'dcgm-collector[recorder]'") from None
-    try:
-        schema = pq.read_schema(path)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: cannot read recording: no such file") from None
-    except OSError as error:
-        raise ValueError(f"{path}: cannot read recording: {_why(error)}") from None
-    except (pa.ArrowException, ValueError) as error:
-        raise ValueError(f"{path}: not a Parquet file ({_first_line(error)})") from None
-    for name, kind in RECORDING_COLUMNS:
-        if name not in schema.names:
-            raise ValueError(f"{path}: no column '{name}' (a flight recording has "
-                             f"{', '.join(n for n, _ in RECORDING_COLUMNS)})")
-        have = schema.field(name).type
-        if not _type_fits(pa, have, kind):
-            raise ValueError(f"{path}: column '{name}' is {have}, not {kind}")
-    try:
-        table = pq.read_table(path, columns=[name for name, _ in RECORDING_COLUMNS])
-    except (pa.ArrowException, OSError, ValueError) as error:
-        raise ValueError(f"{path}: cannot read recording: {_first_line(error)}") from None
-    if table.num_rows == 0:
-        raise ValueError(f"{path}: the recording has no rows")
-    for name in ("time", "entity_group", "entity_id", "field_id", "status"):
-        _no_nulls(path, pc, table[name], name)
-    rows = {
-        "time": table["time"].cast(pa.timestamp("us", tz="UTC"), safe=False).cast(pa.int64()).to_numpy(),
-        "entity_group": _codes(path, pa, pc, table["entity_group"], "entity_group", GROUPS,
-                               "is not a DCGM entity group"),
-        "entity_id": table["entity_id"].cast(pa.int64()).to_numpy(),
-        "gpu": table["gpu"].cast(pa.float64()).to_numpy(zero_copy_only=False),   # NaN: no GPU
-        "field_id": table["field_id"].cast(pa.int64()).to_numpy(),
-        "value": table["value"].cast(pa.float64()).to_numpy(zero_copy_only=False),
-        "status": _codes(path, pa, pc, table["status"], "status", STATUSES, f"is not {', '.join(STATUSES)}"),
-    }
-    _check_rows(path, rows)
-    return rows
-
-
-def _type_fits(pa: Any, have: Any, kind: str) -> bool:
-    if have.__class__.__name__ == "DictionaryType":
-        have = have.value_type
-    if kind.startswith("timestamp"):
-        return pa.types.is_timestamp(have)
-    if kind == "string":
-        return pa.types.is_string(have) or pa.types.is_large_string(have)
-    if kind == "double":
-        return pa.types.is_floating(have) or pa.types.is_integer(have) or pa.types.is_null(have)
-    return pa.types.is_integer(have) or (kind == "int64" and pa.types.is_null(have))
-
-
-def _codes(path: Path, pa: Any, pc: Any, column: Any, name: str, names: tuple[str, ...], what: str) -> np.ndarray:
-    """A string column as each value's index in ``names``; ValueError naming the first row with another."""
-    if column.type.__class__.__name__ == "DictionaryType":
-        column = column.cast(column.type.value_type)
-    codes = pc.index_in(column.cast(pa.string()), value_set=pa.array(names))
-    if codes.null_count:
-        row = int(pc.index(pc.is_null(codes), True).as_py())
-        known = "" if name == "status" else f" ({', '.join(names)})"
-        raise ValueError(f"{path}: row {row + 1}: {name} {column[row].as_py()!r} {what}{known}")
-    return codes.cast(pa.int8()).to_numpy(zero_copy_only=False)
-
-
-def _no_nulls(path: Path, pc: Any, column: Any, name: str) -> None:
-    if column.null_count:
-        row = int(pc.index(pc.is_null(column), True).as_py())
-        raise ValueError(f"{path}: row {row + 1}: no {name}")
-
-
-def _check_rows(path: Path, rows: dict[str, np.ndarray]) -> None:
-    ok = rows["status"] == OK
-    no_value = ok & np.isnan(rows["value"])
-    if no_value.any():
-        row = int(np.argmax(no_value))
-        raise ValueError(f"{path}: row {row + 1}: status OK without a value")
-    gpu = rows["gpu"]
-    needs_gpu = np.isin(rows["entity_group"], GPU_GROUPS) & np.isnan(gpu)
-    if needs_gpu.any():
-        row = int(np.argmax(needs_gpu))
-        raise ValueError(f"{path}: row {row + 1}: no gpu for a {GROUPS[rows['entity_group'][row]]} entity")
-    out_of_range = ~np.isnan(gpu) & ((gpu < 0) | (gpu >= MAX_GPUS))
-    if out_of_range.any():
-        row = int(np.argmax(out_of_range))
-        raise ValueError(f"{path}: row {row + 1}: gpu {gpu[row]:.0f}: the simulated node has GPUs 0 to "
-                         f"{MAX_GPUS - 1}")
+def _known_rows(path: Path, rows: dict[str, np.ndarray], warnings: list[str]) -> dict[str, np.ndarray]:
+    """The rows of the fields the replay knows; a warning names the others."""
+    unknown = unknown_fields(rows["field_id"])
+    if not unknown:
+        return rows
+    shown = ", ".join(map(str, unknown[:10])) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+    warnings.append(f"{path}: field {shown}: not a numeric DCGM field this version knows, not replayed")
+    keep = ~np.isin(rows["field_id"], unknown)
+    if not keep.any():
+        raise ValueError(f"{path}: no field this version knows is recorded")
+    return {name: column[keep] for name, column in rows.items()}
 
 
 # ---- building the node -------------------------------------------------------------------------
@@ -346,7 +216,10 @@ def _readings_by_gpu(rows: dict[str, np.ndarray]) -> dict[int, _Readings]:
 
 
 def _write_trace(readings: _Readings | None, gpu: int, t0_us: int, folder: Path) -> str | None:
-    if readings is None or not (ok := readings.status == OK).any():
+    if readings is None:
+        return None
+    ok = (readings.status == OK) & ~np.isin(readings.field_id, ENGINE_OWN_FIELDS)
+    if not ok.any():
         return None
     t_ms = (readings.time[ok] - t0_us) // 1000   # one row per millisecond the GPU was read
     fields, values = readings.field_id[ok], readings.value[ok]
@@ -374,9 +247,13 @@ def _find_lost_gpus(path: Path, rows: dict[str, np.ndarray], readings: dict[int,
             continue
         lost_at_us = _lost_at_us(rows, readings[gpu.index], gpu.index, readings_end_us)
         if lost_at_us is not None:
-            gpu.lost_at_s = max(0, lost_at_us - t0_us) / 1e6
+            # one interval after a last reading at the end of the longest replay is still within it
+            gpu.lost_at_s = min(max(0, lost_at_us - t0_us), MAX_SPAN_US) / 1e6
     trigger = (sidecar or {}).get("trigger") or {}
     if trigger.get("kind") == "lost" and "time_us" in trigger:
+        if trigger["time_us"] - t0_us > MAX_SPAN_US:
+            raise ValueError(f"{sidecar_path(path)}: trigger.time {trigger['time']} is more than "
+                             f"{MAX_SPAN_US // 86_400_000_000} days after the recording's first sample")
         for index in trigger.get("gpus", []):
             gpu = gpus.get(index)
             if gpu is None or gpu.lost_at_s is not None:
@@ -431,9 +308,8 @@ def _xid_events(rows: dict[str, np.ndarray], t0_us: int) -> list[tuple[int, int,
     xid = (rows["field_id"] == XID_FIELD) & (rows["status"] == OK) & (rows["entity_group"] == GPU)
     counts: dict[tuple[int, int, int], int] = {}
     for t, value, gpu in zip(rows["time"][xid], rows["value"][xid], rows["gpu"][xid]):
-        if value > 0 and math.isfinite(value):
-            key = (int(t) - t0_us, int(value), int(gpu))
-            counts[key] = counts.get(key, 0) + 1
+        key = (int(t) - t0_us, int(value), int(gpu))     # read_rows checked each XID: 1 to 100000
+        counts[key] = min(counts.get(key, 0) + 1, MAX_BURST)
     events: dict[tuple[int, int, int], list[int]] = {}
     for (t, value, gpu), count in counts.items():
         events.setdefault((t, value, count), []).append(gpu)
@@ -467,18 +343,3 @@ def _scenario_text(path: Path, gpus: dict[int, _Gpu], events: list[tuple[int, in
             # its XID, if one was recorded, is among the xid events
             lines += ["", "[[event]]", f"at = {gpu.lost_at_s:.6f}", f"gpu = {gpu.index}", 'kind = "lost"', "xid = 0"]
     return "\n".join(lines) + "\n"
-
-
-# ---- helpers -----------------------------------------------------------------------------------
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _why(error: BaseException) -> str:
-    return getattr(error, "strerror", None) or _first_line(error)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -269,7 +269,7 @@ static node_inst node_replay_inst(const sim_gpu *gpu, const sim_segment *seg, in
     else
         in.power_w = m->idle_w + (m->full_w - m->idle_w) * util * (0.85 + 0.15 * util);
     if (sim_trace_value(w->trace, 112, at, w->loop, &v))
-        in.reasons = (uint64_t)fmax(v, 0.0);
+        in.reasons = (uint64_t)sim_int64_of(fmax(v, 0.0));
     else if (util < 0.01)
         in.reasons = SIM_CLOCKS_EVENT_GPU_IDLE;
     if (sim_trace_value(w->trace, 100, at, w->loop, &v))
@@ -713,7 +713,25 @@ void sim_put_double(sim_value *v, double x)
 {
     v->kind = SIM_VALUE_OK;
     v->dbl = x;
-    v->i64 = (int64_t)llround(x);
+    v->i64 = sim_int64_of(x);
+}
+
+/*
+ * A double as a DCGM int64 reading, never undefined (a cast of a double beyond int64 is) nor
+ * unspecified (llround's answer there is): NaN is DCGM's blank; beyond the readings it saturates,
+ * at INT64_MIN below and under the blank sentinels above.  The largest double under 2^63 is
+ * 2^63 - 1024, below the sentinels, so whatever is under 2^63 converts as it is.
+ */
+int64_t sim_int64_of(double x)
+{
+    if (isnan(x))
+        return (int64_t)DCGM_INT64_BLANK;
+    double r = round(x);
+    if (r >= 0x1p63)
+        return (int64_t)DCGM_INT64_BLANK - 1;
+    if (r < -0x1p63)
+        return INT64_MIN;
+    return (int64_t)r;
 }
 
 void sim_put_str(sim_value *v, const char *s)
@@ -1119,7 +1137,7 @@ static int node_sample_gpu(sim_node *node, unsigned int index, unsigned short id
         if (out->type == DCGM_FT_DOUBLE)
             sim_put_double(out, replayed);
         else
-            sim_put_int(out, (int64_t)llround(replayed));
+            sim_put_int(out, sim_int64_of(replayed));
         return DCGM_ST_OK;
     }
     int64_t step = t_us / SIM_STEP_US;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "mig_profiles.h"
 #include "sim.h"
@@ -138,6 +139,13 @@ typedef enum sim_workload_kind {
 /* ---- recorded traces (replay.c) ------------------------------------------- */
 
 typedef struct sim_trace sim_trace;
+
+/*
+ * Opens a file a user or another process may have placed, for reading: without
+ * blocking (a FIFO would wait for a writer for ever), and only if it is a
+ * regular file.  NULL on failure, with *why saying what is wrong.
+ */
+NODE_HIDDEN FILE *sim_open_regular(const char *path, const char **why);
 
 /*
  * Reads a trace CSV (see replay.c for its columns).  On failure returns a

@@ -14,18 +14,22 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "node_internal.h"
 
 #define TRACE_LINE_MAX 65536
 #define TRACE_MAX_COLUMNS 1024     /* a flight recording of every GPU field fits */
 #define TRACE_MAX_ROWS 10000000
+#define TRACE_MAX_SPAN_US (400.0 * 24 * 3600 * 1e6)
 
 struct sim_trace {
     size_t rows, columns;
@@ -173,6 +177,7 @@ typedef struct trace_builder {
     int file_columns;
     int kept_of[TRACE_MAX_COLUMNS]; /* file column -> trace column, or -1 */
     double scale[TRACE_MAX_COLUMNS];
+    bool is_int[TRACE_MAX_COLUMNS];   /* an int64 field: its values must fit one */
     char name[TRACE_MAX_COLUMNS][48]; /* of the columns read, for errors */
     size_t cap;
     double first_t_s;
@@ -205,6 +210,7 @@ static int trace_header(trace_builder *b, char *line, const char *path, char *er
             continue;   /* a column this replay cannot place, or a second one for the same field */
         b->kept_of[index] = (int)tr->columns;
         b->scale[index] = scale;
+        b->is_int[index] = sim_field_meta(field)->fieldType == DCGM_FT_INT64;
         tr->field[tr->columns++] = field;
     }
     if (b->t_column < 0)
@@ -266,29 +272,59 @@ static int trace_row(trace_builder *b, char *line, size_t line_no, const char *p
         if (index == b->t_column) {
             has_t = true;
             t_s = v;
-        } else {
-            row[b->kept_of[index]] = v * b->scale[index];
+            continue;
         }
+        v *= b->scale[index];
+        /* the node reads an int64 field's value as one: beyond int64 there is no such reading */
+        if (b->is_int[index] && !(v >= -0x1p63 && v < 0x1p63))
+            return trace_fail(err, errlen, path, line_no, "column %d (%s): %g does not fit an int64 field",
+                              index + 1, b->name[index], v);
+        row[b->kept_of[index]] = v;
     }
     if (!has_t)
         return trace_fail(err, errlen, path, line_no, "no time in column 't'");
     if (tr->rows == 0)
         b->first_t_s = t_s;
-    int64_t t_us = llround((t_s - b->first_t_s) * 1e6);
+    /* bounded as a double first: llround of a time beyond int64 has no specified answer */
+    double dt_us = (t_s - b->first_t_s) * 1e6;
+    if (dt_us > TRACE_MAX_SPAN_US)
+        return trace_fail(err, errlen, path, line_no, "t = %g is more than 400 days after the first row", t_s);
+    int64_t t_us = dt_us < 0 ? -1 : llround(dt_us);
     if (tr->rows > 0 && t_us < tr->t_us[tr->rows - 1])
         return trace_fail(err, errlen, path, line_no, "t = %g goes back in time (rows must be in time order)", t_s);
-    if (t_us > 400LL * 24 * 3600 * 1000000)
-        return trace_fail(err, errlen, path, line_no, "t = %g is more than 400 days after the first row", t_s);
     tr->t_us[tr->rows++] = t_us;
     return DCGM_ST_OK;
+}
+
+FILE *sim_open_regular(const char *path, const char **why)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        *why = strerror(errno);
+        return NULL;
+    }
+    struct stat st;
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = NULL;
+    /* checked on the descriptor, so the file read is the file checked */
+    if (fstat(fd, &st) != 0)
+        *why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        *why = S_ISFIFO(st.st_mode) ? "not a regular file (a FIFO)" : "not a regular file";
+    else if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || (f = fdopen(fd, "r")) == NULL)
+        *why = strerror(errno);
+    if (f == NULL)
+        close(fd);
+    return f;
 }
 
 int sim_trace_load(const char *path, sim_trace **out, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
+    const char *why = NULL;
+    FILE *f = sim_open_regular(path, &why);
     if (f == NULL) {
-        trace_fail(err, errlen, path, 0, "cannot open trace: %s", strerror(errno));
+        trace_fail(err, errlen, path, 0, "cannot open trace: %s", why);
         return DCGM_ST_FILE_IO_ERROR;
     }
     char *line = malloc(TRACE_LINE_MAX);

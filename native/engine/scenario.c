@@ -1119,10 +1119,11 @@ static int scn_count_spec(const char *spec, sim_node *node, char *err, size_t er
 
 static int scn_file_spec(const char *path, sim_node *node, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    const char *why = NULL;
+    FILE *f = sim_open_regular(path, &why);
     if (f == NULL) {
         if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s: cannot open scenario: %s", path, strerror(errno));
+            snprintf(err, errlen, "%s: cannot open scenario: %s", path, why);
         return DCGM_ST_FILE_IO_ERROR;
     }
     scn_parser *p = calloc(1, sizeof *p);

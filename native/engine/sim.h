@@ -55,6 +55,7 @@ typedef struct sim_value {
  * Every value source fills its values through these (node.c). */
 void sim_put_int(sim_value *v, int64_t x);
 void sim_put_double(sim_value *v, double x);
+int64_t sim_int64_of(double x);
 void sim_put_str(sim_value *v, const char *s);
 
 typedef struct sim_event {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -916,6 +917,41 @@ static void test_recorded_identity(void)
                  "'uuid' has a blank or control character", DCGM_ST_BADPARAM);
 }
 
+/* A FIFO as a trace or as the scenario is refused at once, not waited on for a writer. */
+static void test_fifo_files(void)
+{
+    printf("scenarios: a FIFO as a trace or a scenario is refused without blocking\n");
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/pipe.csv", tmpdir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    expect_error("replay-fifo.toml", "[[gpu]]\nworkload = \"replay\"\ntrace = \"pipe.csv\"\n", 3,
+                 "pipe.csv: cannot open trace: not a regular file (a FIFO)", DCGM_ST_BADPARAM);
+    snprintf(fifo, sizeof fifo, "%s/pipe.toml", tmpdir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    sim_node *node = NULL;
+    char err[700] = "";
+    CHECK(sim_node_load(fifo, &node, err, sizeof err) == DCGM_ST_FILE_IO_ERROR && node == NULL &&
+          strstr(err, "pipe.toml: cannot open scenario: not a regular file (a FIFO)") != NULL, "%s", err);
+}
+
+/* A double becomes an int64 reading without undefined behaviour, whatever it is (run under UBSan). */
+static void test_int64_of(void)
+{
+    printf("values: a double as an int64 reading saturates, NaN is blank\n");
+    struct { double in; int64_t out; } cases[] = {
+        {42.4, 42}, {-42.5, -43}, {0x1p63 - 1024, INT64_MAX - 1023}, {-0x1p63, INT64_MIN},
+        {1e300, (int64_t)DCGM_INT64_BLANK - 1}, {0x1p63, (int64_t)DCGM_INT64_BLANK - 1}, {INFINITY, (int64_t)DCGM_INT64_BLANK - 1},
+        {-1e300, INT64_MIN}, {-INFINITY, INT64_MIN}, {NAN, (int64_t)DCGM_INT64_BLANK},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(sim_int64_of(cases[i].in) == cases[i].out, "%g -> %lld, not %lld", cases[i].in,
+              (long long)sim_int64_of(cases[i].in), (long long)cases[i].out);
+    /* a replayed double field keeps its int64 form in range too */
+    sim_value v;
+    sim_put_double(&v, -1e300);
+    CHECK(v.i64 == INT64_MIN && v.dbl == -1e300, "put_double(-1e300): %lld", (long long)v.i64);
+}
+
 /* A flight recording of every GPU field: 1024 columns load, the last one replays; one more is an error. */
 static void test_replay_wide(void)
 {
@@ -992,6 +1028,13 @@ static void test_replay(void)
         {"header-only.csv", "t,temp\n", "header-only.csv:1: no rows after the header"},
         {"wide-row.csv", "t,temp\n0,37,1\n", "wide-row.csv:2: more cells than the header's 2 columns"},
         {"no-time.csv", "t,temp\n,37\n", "no-time.csv:2: no time in column 't'"},
+        /* an int64 field's value beyond int64: refused, never converted */
+        {"int-high.csv", "t,150\n0,37\n0.1,1e300\n", "int-high.csv:3: column 2 (150): 1e+300 does not fit an int64 field"},
+        {"int-low.csv", "t,temp\n0,-1e300\n", "int-low.csv:2: column 2 (temp): -1e+300 does not fit an int64 field"},
+        {"int-2p63.csv", "t,112\n0,9223372036854775808\n", "int-2p63.csv:2: column 2 (112): 9.22337e+18 does not fit"},
+        /* times whose distance is beyond int64 microseconds (or beyond double) */
+        {"far.csv", "t,temp\n-1e308,37\n1e308,38\n", "far.csv:3: t = 1e+308 is more than 400 days after the first row"},
+        {"far-back.csv", "t,temp\n1e308,37\n-1e308,38\n", "far-back.csv:3: t = -1e+308 goes back in time"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_file(bad[i].file, bad[i].text);
@@ -1002,8 +1045,10 @@ static void test_replay(void)
     }
     expect_error("replay-missing.toml", "[[gpu]]\nworkload = \"replay\"\ntrace = \"nowhere.csv\"\n", 3,
                  "nowhere.csv: cannot open trace", DCGM_ST_BADPARAM);
+    test_fifo_files();
     test_replay_wide();
     test_recorded_identity();
+    test_int64_of();
 }
 
 /* The examples shipped with the package must load. */

@@ -157,7 +157,8 @@ def test_files_named_by_flags_that_are_fifos_are_refused_at_once(tmp_path):
     cases = [
         (["--sim", "1", "--web-config-file", str(fifos["web.yml"])],
          f"{fifos['web.yml']}: not a regular file (a FIFO)"),
-        (["--sim", str(fifos["scenario.toml"])], f"{fifos['scenario.toml']}: not a regular file (a FIFO)"),
+        (["--sim", str(fifos["scenario.toml"])],
+         f"{fifos['scenario.toml']}: cannot read scenario: not a regular file (a FIFO)"),
     ]
     results = finished([run_cli(tmp_path, *flags) for flags, _ in cases])
     for (flags, line), (code, err) in zip(cases, results):

@@ -10,6 +10,7 @@ their own timestamps, the model for the rest.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -296,3 +297,26 @@ def test_nvlink_error_events_are_left_out_with_a_warning(tmp_path):
     assert engine.replay_recording(str(recording))[1] == (
         f"{recording}: the NvLink error events (field 450) are not replayed",)
     assert values_at(recording, (0, POWER, 1.0)) == [100.0]
+
+
+def test_the_extreme_readings_each_type_holds_replay_as_recorded(tmp_path):
+    # the largest int64 reading a double can carry, below DCGM's blank sentinels, and the smallest int64;
+    # a double just under DCGM's blank double
+    largest, smallest, double = 2.0 ** 63 - 1024, -(2.0 ** 63), FP64_BLANK - 1
+    rows = [(0.0, 0, GPU_TEMP, largest), (0.0, 0, MEM_CLOCK, smallest), (0.0, 0, POWER, double)]
+    recording = write_recording(tmp_path / "extremes.parquet", rows, sidecar(H200))
+    assert values_at(recording, (0, GPU_TEMP, 0.5), (0, MEM_CLOCK, 0.5), (0, POWER, 0.5)) == [
+        2 ** 63 - 1024, -(2 ** 63), FP64_BLANK - 1]
+
+
+def test_an_exit_that_skips_atexit_still_removes_the_replay_folder(tmp_path):
+    """SIGTERM's exit when the stop hangs is os._exit: the collector removes the replay's folder itself first."""
+    recording = write_recording(tmp_path / "rec.parquet", power_step(), sidecar(H200))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    script = ("import sys\nfrom dcgm_collector import app, engine\nengine.replay_recording(sys.argv[1])\n"
+              "import os\nassert len(os.listdir(sys.argv[2])) == 1\napp._exit_now(0)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(recording), str(tmp)], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp)})
+    assert done.returncode == 0, done.stderr
+    assert os.listdir(tmp) == []
