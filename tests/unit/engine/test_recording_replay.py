@@ -314,8 +314,8 @@ def test_an_exit_that_skips_atexit_still_removes_the_replay_folder(tmp_path):
     recording = write_recording(tmp_path / "rec.parquet", power_step(), sidecar(H200))
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    script = ("import sys\nfrom dcgm_collector import app, engine\nengine.replay_recording(sys.argv[1])\n"
-              "import os\nassert len(os.listdir(sys.argv[2])) == 1\napp._exit_now(0)\n")
+    script = ("import sys\nfrom dcgm_collector import engine, lifecycle\nengine.replay_recording(sys.argv[1])\n"
+              "import os\nassert len(os.listdir(sys.argv[2])) == 1\nlifecycle._exit_now(0)\n")
     done = subprocess.run([sys.executable, "-c", script, str(recording), str(tmp)], capture_output=True, text=True,
                           timeout=60, cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp)})
     assert done.returncode == 0, done.stderr
