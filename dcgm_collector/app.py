@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections import Counter as Tally
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,8 @@ from dcgm_collector.push.remote_write import (
     RemoteWriter,
     render_remote_write_metrics,
 )
+from dcgm_collector.serve import malloc
+from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.server import ListenError, MetricsServer, Reply, Request, Route, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 
@@ -60,6 +63,12 @@ JSON_TYPE = "application/json"
 # how the start-up lines name the entities sampled beside the GPUs: one, several
 _LEVEL_NAMES = {EntityType.LINK: ("NvLink", "NvLinks"), EntityType.SWITCH: ("NvSwitch", "NvSwitches"),
                 EntityType.CPU: ("CPU", "CPUs"), EntityType.CPU_CORE: ("CPU core", "CPU cores")}
+
+
+def _api_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Reply:
+    """A JSON API's error in Prometheus' shape, on one line."""
+    problem = {"status": "error", "errorType": kind, "error": message}
+    return Reply(status, json.dumps(problem).encode() + b"\n", JSON_TYPE, headers=headers or {})
 
 
 def _entity_count(level: EntityType, n: int) -> str:
@@ -102,6 +111,8 @@ class Collector:
         self._render_failure: str | None = None   # why the last render of /metrics failed, until one succeeds
         self._stopping = threading.Event()   # set once stop() begins: a reload still running then gives up
         self.remote_writers: list[RemoteWriter] = []   # one per --remote-write-url
+        # history answers in flight (built or being sent), and /metrics ahead of them; shared with the server
+        self.admission = Admission()
 
     # -- what the server calls (on request threads)
     def metrics(self, openmetrics: bool) -> bytes:
@@ -147,16 +158,39 @@ class Collector:
             exposition.observe_scrape(seconds)
 
     def samples(self, request: Request) -> Reply:
-        """GET /api/v1/samples: the rings' samples as JSON (expose.history)."""
+        """GET /api/v1/samples: the rings' samples as JSON (expose.history).
+
+        At most ``admission.heavy_slots`` answers are built or sent at once;
+        a request beyond them waits up to ``admission.queue_s`` for a slot,
+        then gets a 503 with Retry-After in Prometheus' error shape.  The slot
+        goes back when the server has sent the answer (Reply.sent).  Each
+        answer has ANSWER_BUDGET_S to be built (then it is cut, truncated
+        with next_since) and pauses for /metrics between its series.
+        """
         exposition = self.exposition
         if exposition is None:
             raise Unavailable("starting: no sampler yet")
         try:
-            body = history.answer(exposition.sample_models(), history.parse_query(request.query))
+            query = history.parse_query(request.query)
         except history.QueryError as error:
-            problem = {"status": "error", "errorType": "bad_data", "error": str(error)}
-            return Reply(400, json.dumps(problem).encode() + b"\n", JSON_TYPE)
-        return Reply(200, body, JSON_TYPE, compressible=True)
+            return _api_error(400, "bad_data", str(error))
+        slot = self.admission.heavy()
+        if slot is None:
+            wait = self.admission.retry_after_s
+            return _api_error(503, "unavailable", "busy: the history API is building or sending as many answers as "
+                              f"it may at once ({self.admission.heavy_slots}); retry in {wait} s",
+                              {"Retry-After": str(wait)})
+        try:
+            answer = history.answer(exposition.sample_models(), query,
+                                    deadline=time.monotonic() + history.ANSWER_BUDGET_S,
+                                    pause=self.admission.yield_to_light)
+        except history.QueryError as error:
+            slot.release()
+            return _api_error(400, "bad_data", str(error))
+        except BaseException:
+            slot.release()
+            raise
+        return Reply(200, answer.pieces, JSON_TYPE, compressible=True, sent=slot.release)
 
     def _routes(self) -> dict[str, Route]:
         """The paths served beside /metrics, /health and /."""
@@ -171,12 +205,13 @@ class Collector:
     # -- start-up
     def start(self) -> None:
         config = self.config
+        malloc.limit_arenas()   # before the request threads: answers built on many threads stay bounded in RSS
         counters = self._read_counters()
         web = self._web = self._read_web_config()
         self.recorder = self._make_recorder()
         landing_extra = self.recorder.landing_html if self.recorder is not None else None
         self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape,
-                                    routes=self._routes(), landing_extra=landing_extra,
+                                    routes=self._routes(), landing_extra=landing_extra, admission=self.admission,
                                     **(web.server_options() if web is not None else {}))
         try:
             self.server.start()

@@ -167,15 +167,18 @@ def _pointer(kind: str, array: np.ndarray) -> Any:
 
 
 def _copy_since(native: Any, since_us: int, find: Any, copy: Any,
-                columns: Callable[[int], Any], kinds: tuple[str, ...]) -> tuple[Any, int]:
+                columns: Callable[[int], Any], kinds: tuple[str, ...], max_rows: int | None = None) -> tuple[Any, int]:
     """The newest rows with ts >= since_us, copied into ``columns(n)`` less the torn ones, and how many were torn.
 
     ``find`` and ``copy`` are one ring kind's ``*_find_since`` and ``*_copy``;
-    ``kinds`` gives the C type of each column.
+    ``kinds`` gives the C type of each column.  ``max_rows``: only the oldest
+    that many of those rows.
     """
     since_us = _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX)
     first = ffi.new("int64_t *")
     head = find(native, since_us, first)
+    if max_rows is not None:
+        head = min(head, first[0] + _int(max_rows, "max_rows", 0, _INT64_MAX))
     out = columns(head - first[0])
     if head == first[0]:
         return out, 0
@@ -277,10 +280,14 @@ class RingBuffer:
         )
         _check_write(rc)
 
-    def rows_since(self, since_us: int) -> RingRows:
-        """A consistent copy of the newest rows with ts >= since_us (since_us <= 0: all held), oldest first."""
+    def rows_since(self, since_us: int, max_rows: int | None = None) -> RingRows:
+        """A consistent copy of the newest rows with ts >= since_us (since_us <= 0: all held), oldest first.
+
+        ``max_rows``: only the oldest that many of them (a reader that pages
+        through the ring copies a bounded slice at a time).
+        """
         rows, torn = _copy_since(self._native, since_us, lib.dcgmc_ring_find_since, lib.dcgmc_ring_copy,
-                                 self._empty_rows, ("int64_t[]", "double[]", "int8_t[]"))
+                                 self._empty_rows, ("int64_t[]", "double[]", "int8_t[]"), max_rows)
         self.torn_rows_dropped += torn
         return rows
 

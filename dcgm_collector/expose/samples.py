@@ -52,9 +52,9 @@ class RingSeries:
     ring: RingBuffer
     series: tuple[SeriesInfo, ...]
 
-    def rows_since(self, since_us: int) -> RingRows:
-        """The ring's rows with ts >= since_us, oldest first (a consistent copy)."""
-        return self.ring.rows_since(since_us)
+    def rows_since(self, since_us: int, max_rows: int | None = None) -> RingRows:
+        """The ring's rows with ts >= since_us, oldest first (a consistent copy); at most ``max_rows`` of them."""
+        return self.ring.rows_since(since_us, max_rows)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,15 @@ Hardening, since the port is often reachable from a whole cluster:
 * the request line and headers must arrive whole within REQUEST_HEAD_TIMEOUT_S
   of their first byte, however steadily they trickle in (slowloris), else the
   connection is dropped;
+* every response, whatever its route, must be written whole within
+  RESPONSE_TIMEOUT_S of its request head (as Go's WriteTimeout): a client
+  that reads one byte a second is dropped at the deadline (its connection
+  reset), and its thread and the answer's memory are freed
+  (dcgm_collector.serve.deadline);
+* Content-Length is read strictly on every request (RFC 9112 6.3): ASCII
+  digits only, no sign; two Content-Length headers with different values, or
+  one with Transfer-Encoding, are a 400 and the connection is closed (the
+  same value repeated is taken, as Go takes it);
 * the number of open connections is capped (MAX_CONNECTIONS).  When the cap
   is reached, a new connection evicts the connection that has waited longest
   for a complete request head, provided it has waited more than
@@ -23,7 +32,15 @@ Hardening, since the port is often reachable from a whole cluster:
   within milliseconds and is then no longer evictable), while a burst of
   honest new connections beyond the cap still gets a 503 rather than churning
   each other.  Only a client opening more than MAX_CONNECTIONS connections per
-  EVICTABLE_AFTER_S could keep the server full;
+  EVICTABLE_AFTER_S could keep the server full, and even then LIGHT_RESERVE
+  connections beyond the cap are kept for /metrics, /health and / alone (a
+  connection let in on the reserve that asks for another path gets the 503);
+* heavy answers (the history API's) are capped and light requests go first
+  (dcgm_collector.serve.admission): a route's handler takes a slot from the
+  server's ``admission`` and hands it back through its Reply's ``sent``,
+  which the server calls once the answer is written or its client dropped;
+  /metrics, /health and / run as light requests, which heavy builders pause
+  for;
 * only GET and HEAD are served (405 otherwise), unknown paths get a 404;
   an extra route (``routes``) names the methods it takes and the largest
   body it reads (413 beyond; a chunked body is refused with 411);
@@ -60,18 +77,29 @@ import io
 import ipaddress
 import logging
 import os
+import re
 import selectors
 import socket
 import socketserver
 import ssl
+import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from dcgm_collector import __version__
+from dcgm_collector.serve.admission import Admission
+from dcgm_collector.serve.deadline import DeadlineReader, DeadlineWriter, ResponseDeadline
+from dcgm_collector.serve.framing import FramingError, body_size, content_length, gzip_body
+from dcgm_collector.serve.negotiation import (
+    accepts_gzip,
+    openmetrics_content_type,
+    openmetrics_version,
+    wants_openmetrics,
+)
 
 __all__ = [
     "CONTENT_TYPE_OPENMETRICS",
@@ -93,15 +121,20 @@ log = logging.getLogger(__name__)
 
 CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 CONTENT_TYPE_OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-OPENMETRICS_TYPE = "application/openmetrics-text"
-OPENMETRICS_VERSIONS = ("0.0.1", "1.0.0")
 PLAIN_TYPE = "text/plain; charset=utf-8"
 
 MAX_REQUEST_LINE = 8 * 1024          # bytes, request line with its CRLF
 MAX_HEADER_BYTES = 32 * 1024         # bytes, the whole header section
 REQUEST_TIMEOUT_S = 10.0             # per read or write, as dcgm-exporter's Read/WriteTimeout
 REQUEST_HEAD_TIMEOUT_S = 10.0        # the request line and headers, from their first byte
+RESPONSE_TIMEOUT_S = 10.0            # the whole response, from the end of its request head (Go's WriteTimeout)
 MAX_CONNECTIONS = 64
+LIGHT_RESERVE = 8                    # connections beyond MAX_CONNECTIONS, for the light paths only
+LIGHT_PATHS = frozenset({"/metrics", "/health", "/"})
+WRITE_BYTES = 64 * 1024              # a body given in pieces goes out in writes of about this size
+# the kernel's send buffer per connection (it doubles this): without a cap it grows to megabytes per connection,
+# charged to the pod's memory, and an answer a client does not read would sit there rather than time out
+SEND_BUFFER_BYTES = 256 * 1024
 # A connection this long without a complete request head may be evicted to make room; a
 # scraper's head arrives in milliseconds, so only slow or idle connections ever get this old.
 EVICTABLE_AFTER_S = 1.0
@@ -157,7 +190,7 @@ def parse_listen_address(address: str) -> tuple[str, int]:
             raise ValueError(f"bad listen address {address!r}: missing port; {example}")
         if ":" in host:
             raise ValueError(f"bad listen address {address!r}: put an IPv6 address in brackets, e.g. [::1]:9400")
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+    if not re.fullmatch(r"[0-9]{1,5}", port_text, re.ASCII) or not 0 <= int(port_text) <= 65535:
         raise ValueError(f"bad listen address {address!r}: the port must be a number from 0 to 65535")
     if any(c.isspace() or c in "/[]" for c in host):
         raise ValueError(f"bad listen address {address!r}: {host!r} is not a host name or IP address")
@@ -191,72 +224,6 @@ def _display(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-# ---- content negotiation -----------------------------------------------------------
-
-def _media_ranges(header_values: list[str] | None):
-    """(lower-case media type or coding, params dict, q) for each item of Accept-like headers."""
-    for value in header_values or ():
-        for item in value.split(","):
-            parts = [p.strip() for p in item.split(";")]
-            if not parts[0]:
-                continue
-            params = {}
-            for part in parts[1:]:
-                key, _, val = part.partition("=")
-                params[key.strip().lower()] = val.strip().strip('"')
-            try:
-                q = float(params.get("q", "1"))
-            except ValueError:
-                q = 0.0
-            yield parts[0].lower(), params, max(0.0, min(q, 1.0))
-
-
-def openmetrics_version(accept: list[str] | None) -> str | None:
-    """The OpenMetrics version to serve for these Accept header values, or None for the 0.0.4 text format.
-
-    As Go's client (dcgm-exporter's) negotiates: the version asked for is served
-    when it is one this server writes (0.0.1 and 1.0.0 have the same text), no
-    version means 1.0.0, and among acceptable versions the highest q wins (the
-    newer version on a tie).  Ties with text, wildcards and no header at all go to
-    the text format, the one every scraper reads; a version this server does not
-    write counts as not acceptable.
-    """
-    best: tuple[float, str] | None = None
-    q_text = 0.0
-    for media, params, q in _media_ranges(accept):
-        if media == OPENMETRICS_TYPE:
-            version = params.get("version", OPENMETRICS_VERSIONS[-1])
-            if version in OPENMETRICS_VERSIONS and q > 0:
-                candidate = (q, version)   # same q: the later (newer) version sorts higher
-                best = candidate if best is None else max(best, candidate)
-        elif media in ("text/plain", "text/*", "*/*"):
-            q_text = max(q_text, q)
-    if best is None or best[0] <= q_text:
-        return None
-    return best[1]
-
-
-def wants_openmetrics(accept: list[str] | None) -> bool:
-    """True when the Accept header values prefer OpenMetrics (a version served here) to the 0.0.4 text format."""
-    return openmetrics_version(accept) is not None
-
-
-def _openmetrics_content_type(version: str) -> str:
-    return f"{OPENMETRICS_TYPE}; version={version}; charset=utf-8"
-
-
-def accepts_gzip(accept_encoding: list[str] | None) -> bool:
-    """True when the Accept-Encoding header values allow gzip (an explicit q=0 refuses it)."""
-    explicit = None
-    wildcard = 0.0
-    for coding, _, q in _media_ranges(accept_encoding):
-        if coding in ("gzip", "x-gzip"):
-            explicit = q if explicit is None else max(explicit, q)
-        elif coding == "*":
-            wildcard = q
-    return (explicit if explicit is not None else wildcard) > 0
-
-
 # ---- the request handler ----------------------------------------------------------
 
 class _HeaderBudget:
@@ -278,33 +245,6 @@ class _HeaderBudget:
         return getattr(self._raw, name)
 
 
-class _DeadlineReader(io.RawIOBase):
-    """The connection's raw reader: each read waits at most the idle timeout, and none runs past ``deadline``.
-
-    A per-read timeout alone lets a client that sends a byte every few seconds
-    hold the connection for ever; the deadline bounds the request head as a whole.
-    """
-
-    def __init__(self, sock: socket.socket, idle_timeout_s: float) -> None:
-        super().__init__()
-        self._sock = sock
-        self._idle_timeout_s = idle_timeout_s
-        self.deadline: float | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        timeout = self._idle_timeout_s
-        if self.deadline is not None:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("the request head did not arrive in time")
-            timeout = min(timeout, left)
-        self._sock.settimeout(timeout)
-        return self._sock.recv_into(buffer)
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"   # keep-alive; every response carries Content-Length
     # HTTP/0.9 replies have no status line; nothing here speaks it, so answer such requests as 1.0
@@ -320,12 +260,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.timeout = self.server.request_timeout_s
         self._drain_on_close = False
         super().setup()
-        self._reader = _DeadlineReader(self.connection, self.timeout)
+        self._reader = DeadlineReader(self.connection, self.timeout)
         self.rfile = io.BufferedReader(self._reader)
+        self._writer = DeadlineWriter(self.connection, self.timeout)
+        self.wfile = self._writer
+        self._content_length: int | None = None
         # headers and body go out in separate writes: without this, Nagle's algorithm holds a
         # small body back until the client's delayed ACK (~40 ms per keep-alive scrape)
         if self.connection.family in (socket.AF_INET, socket.AF_INET6):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
 
     def handle_one_request(self) -> None:
         try:
@@ -334,6 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self._reader.deadline = time.monotonic() + self.server.request_head_timeout_s
+            # an error answered while the head comes in: within the head's time and a response's
+            self._writer.deadline = self._reader.deadline + self.server.response_timeout_s
             self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
             if len(self.raw_requestline) > MAX_REQUEST_LINE:
                 self.requestline = self.request_version = self.command = ""
@@ -346,13 +292,24 @@ class _Handler(BaseHTTPRequestHandler):
             if not self.parse_request():
                 return
             self._reader.deadline = None
-            self.connection.settimeout(self.timeout)   # the response's writes: the usual timeout
-            if not self.server.answering(self.connection):
+            self._writer.deadline = time.monotonic() + self.server.response_timeout_s
+            self.connection.settimeout(self.timeout)   # a body's reads: the usual timeout
+            state = self.server.answering(self.connection)
+            if state is None:
                 self.close_connection = True   # evicted while its head came in
+                return
+            if state.reserve and urlsplit(self.path).path not in LIGHT_PATHS:
+                # the reserve is for /metrics, /health and /
+                self._send(503, _TOO_MANY, PLAIN_TYPE, close=True, headers={"Retry-After": "1"})
                 return
             self._dispatch()
             self.wfile.flush()
             self.server.waiting(self.connection)
+        except ResponseDeadline:
+            log.debug("dropping %s: the response was not read within %g s", self.client_address[0],
+                      self.server.response_timeout_s)
+            self._abort()
+            self.close_connection = True
         except TimeoutError:
             self.close_connection = True   # idle or stalled client: drop it
         except (ConnectionError, OSError) as error:
@@ -374,7 +331,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._drain_on_close = True
             self.send_error(400, "Bad Request: malformed header line")
             return False
+        try:
+            self._content_length = content_length(self.headers)
+        except FramingError as error:
+            self._drain_on_close = True
+            self.send_error(400, f"Bad Request: {error}")
+            return False
         return True
+
+    def _abort(self) -> None:
+        """Reset the connection when it closes: the unsent rest of the answer is dropped, not left to the kernel."""
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
 
     def finish(self) -> None:
         try:
@@ -410,11 +380,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.log_error("%d %s", code, message)
         self._send(code, f"{code} {message}\n".encode("utf-8", "replace"), PLAIN_TYPE, close=True)
 
-    def _send(self, code: int, body: bytes, content_type: str, *, close: bool = False,
+    def _send(self, code: int, body: bytes | Sequence[bytes], content_type: str, *, close: bool = False,
               headers: dict[str, str] | None = None) -> None:
+        """The response; a body given as pieces goes out in writes of about WRITE_BYTES, never joined whole."""
         self.send_response(code)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(body_size(body)))
         configured = self.server.app.response_headers
         if "X-Content-Type-Options" not in configured:
             self.send_header("X-Content-Type-Options", "nosniff")
@@ -428,8 +399,22 @@ class _Handler(BaseHTTPRequestHandler):
             # an HTTP/1.0 client keeps the connection only when told so; the stdlib keeps it open silently
             self.send_header("Connection", "keep-alive")
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if isinstance(body, bytes):
             self.wfile.write(body)
+            return
+        pending: list[bytes] = []
+        size = 0
+        for piece in body:
+            pending.append(piece)
+            size += len(piece)
+            if size >= WRITE_BYTES:
+                self.wfile.write(b"".join(pending))
+                pending.clear()
+                size = 0
+        if pending:
+            self.wfile.write(b"".join(pending))
 
     def _dispatch(self) -> None:
         app = self.server.app
@@ -442,8 +427,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(405, f"405 Method Not Allowed: use {allowed.replace(', ', ' or ')}\n".encode(), PLAIN_TYPE,
                        close=True, headers={"Allow": allowed})
             return
-        body_expected = (self.headers.get("Content-Length", "0").strip() not in ("", "0")
-                         or "Transfer-Encoding" in self.headers)
+        body_expected = bool(self._content_length) or "Transfer-Encoding" in self.headers
         if body_expected and (route is None or route.max_body == 0):
             self.close_connection = True  # a body we do not read would be taken for the next request
         if app.allow_request is not None and not app.allow_request():
@@ -469,7 +453,8 @@ class _Handler(BaseHTTPRequestHandler):
         if serve is None:
             self._send(404, b"404 Not Found: try /metrics, /health or /\n", PLAIN_TYPE)
             return
-        serve()
+        with app.admission.light():   # heavy answers being built pause meanwhile
+            serve()
 
     def _route(self, route: Route, path: str) -> None:
         """An extra route: read its body (bounded), call its handler, send its reply."""
@@ -477,13 +462,8 @@ class _Handler(BaseHTTPRequestHandler):
         if "Transfer-Encoding" in self.headers:
             self._send(411, b"411 Length Required: send the body with a Content-Length\n", PLAIN_TYPE, close=True)
             return
-        length_text = self.headers.get("Content-Length", "0").strip() or "0"
-        try:
-            length = int(length_text)
-        except ValueError:
-            self._send(400, b"400 Bad Request: Content-Length is not a number\n", PLAIN_TYPE, close=True)
-            return
-        if length < 0 or length > route.max_body:
+        length = self._content_length or 0   # checked with the head
+        if length > route.max_body:
             self._drain_on_close = True
             self._send(413, f"413 Content Too Large: at most {route.max_body} bytes\n".encode(), PLAIN_TYPE,
                        close=True)
@@ -505,13 +485,21 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("answering %s %s failed: %s", self.command, path, error)
             self._send(500, b"500 Internal Server Error: see the collector's log\n", PLAIN_TYPE)
             return
-        headers = dict(reply.headers)
-        content = reply.body
-        if reply.compressible and accepts_gzip(self.headers.get_all("Accept-Encoding")) and len(content) > 1024:
-            content = gzip.compress(content, compresslevel=GZIP_LEVEL, mtime=0)
-            headers["Content-Encoding"] = "gzip"
-            headers["Vary"] = "Accept-Encoding"
-        self._send(reply.status, content, reply.content_type, headers=headers)
+        try:
+            headers = dict(reply.headers)
+            content = reply.body
+            gzip_ok = accepts_gzip(self.headers.get_all("Accept-Encoding"))
+            if reply.compressible and gzip_ok and body_size(content) > 1024:
+                content = gzip_body(content, GZIP_LEVEL)
+                headers["Content-Encoding"] = "gzip"
+                headers["Vary"] = "Accept-Encoding"
+            self._send(reply.status, content, reply.content_type, headers=headers)
+        finally:
+            if reply.sent is not None:
+                try:
+                    reply.sent()
+                except Exception:
+                    log.exception("the end of %s %s failed", self.command, path)
 
     def _authenticated(self, authenticate: Callable[[str | None, str], bool]) -> bool:
         """The hook's verdict; TooManyRequests and Unavailable pass through to be answered 429 and 503."""
@@ -542,7 +530,7 @@ class _Handler(BaseHTTPRequestHandler):
         if accepts_gzip(self.headers.get_all("Accept-Encoding")):
             body = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
             headers["Content-Encoding"] = "gzip"
-        content_type = _openmetrics_content_type(version) if version is not None else CONTENT_TYPE_TEXT
+        content_type = openmetrics_content_type(version) if version is not None else CONTENT_TYPE_TEXT
         self._send(200, body, content_type, headers=headers)
         if app.observe_scrape is not None:
             try:
@@ -623,13 +611,20 @@ class Request:
 
 @dataclass(frozen=True)
 class Reply:
-    """An extra route's answer; ``compressible``: gzip it for clients that accept gzip."""
+    """An extra route's answer; ``compressible``: gzip it for clients that accept gzip.
+
+    ``body`` is bytes, or a sequence of bytes pieces written one after the
+    other (never joined whole).  ``sent()``, when given, is called once the
+    reply is written or its client dropped, whatever happened: where a
+    handler hands back the admission slot it took.
+    """
 
     status: int
-    body: bytes
+    body: bytes | Sequence[bytes]
     content_type: str = "text/plain; charset=utf-8"
     headers: Mapping[str, str] = field(default_factory=dict)
     compressible: bool = False
+    sent: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -650,7 +645,8 @@ class Route:
 class _App:
     def __init__(self, metrics, health, observe_scrape, *, ssl_context=None, authenticate=None,
                  response_headers=None, allow_request=None, verify_client=None, routes=None,
-                 landing_extra=None) -> None:
+                 landing_extra=None, admission=None) -> None:
+        self.admission: Admission = admission if admission is not None else Admission()
         self.routes: dict[str, Route] = dict(routes or {})
         self.landing_extra = landing_extra
         self.metrics = metrics
@@ -679,6 +675,7 @@ class _Connection:
     """An open connection's place under the cap."""
 
     waiting_since: float | None   # monotonic time it began waiting for a request head; None while answering
+    reserve: bool = False         # let in beyond the cap: for the light paths only
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -688,13 +685,16 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(self, sockaddr: tuple, family: int, dual_stack: bool, app: _App,
-                 request_timeout_s: float, max_connections: int, request_head_timeout_s: float) -> None:
+                 request_timeout_s: float, max_connections: int, request_head_timeout_s: float,
+                 response_timeout_s: float, light_reserve: int) -> None:
         self.address_family = family
         self.dual_stack = dual_stack
         self.app = app
         self.request_timeout_s = request_timeout_s
         self.request_head_timeout_s = request_head_timeout_s
+        self.response_timeout_s = response_timeout_s
         self.max_connections = max_connections
+        self.light_reserve = light_reserve
         self.open_connections: dict[socket.socket, _Connection] = {}
         self.connections_lock = threading.Lock()
         super().__init__(sockaddr, _Handler)
@@ -710,6 +710,7 @@ class _HTTPServer(ThreadingHTTPServer):
     def process_request(self, request, client_address) -> None:
         now = time.monotonic()
         evicted = None
+        reserve = False
         with self.connections_lock:
             full = len(self.open_connections) >= self.max_connections
             if full:
@@ -717,8 +718,10 @@ class _HTTPServer(ThreadingHTTPServer):
                 if evicted is not None:
                     del self.open_connections[evicted]   # its slot is the new one's from now on
                     full = False
+            if full and len(self.open_connections) < self.max_connections + self.light_reserve:
+                full, reserve = False, True   # let in for /metrics, /health or / only
             if not full:
-                self.open_connections[request] = _Connection(waiting_since=now)
+                self.open_connections[request] = _Connection(waiting_since=now, reserve=reserve)
         if evicted is not None:
             log.debug("connection cap reached: dropping a connection that sent no complete request head")
             try:   # the plain socket's shutdown, also under TLS: wakes its thread, which then ends
@@ -739,14 +742,14 @@ class _HTTPServer(ThreadingHTTPServer):
                 oldest, oldest_since = sock, state.waiting_since
         return oldest
 
-    def answering(self, sock: socket.socket) -> bool:
-        """The connection's request head is complete: it is no longer evictable.  False if it was evicted."""
+    def answering(self, sock: socket.socket) -> _Connection | None:
+        """The connection's request head is complete: it is no longer evictable.  None if it was evicted."""
         with self.connections_lock:
             state = self.open_connections.get(sock)
             if state is None:
-                return False
+                return None
             state.waiting_since = None
-            return True
+            return state
 
     def waiting(self, sock: socket.socket) -> None:
         """The response is sent: the connection waits for its next request (and may be evicted)."""
@@ -823,7 +826,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
 _TOO_MANY = b"503 Service Unavailable: too many open connections\n"
 _REFUSAL = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_TOO_MANY), _TOO_MANY))
+            b"Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s" % (len(_TOO_MANY), _TOO_MANY))
 
 
 def _refuse(request: socket.socket) -> None:
@@ -855,6 +858,12 @@ class MetricsServer:
     * ``routes``: extra paths (:class:`Route`), e.g. the history API and the
       recorder's trigger, and ``landing_extra() -> html``: a section the
       landing page adds (the recordings).
+    * ``admission``: the :class:`~dcgm_collector.serve.admission.Admission`
+      that light requests (/metrics, /health, /) are marked in and that
+      heavy route handlers take their slots from (one of its own if None).
+
+    ``response_timeout_s`` bounds each whole response, from the end of its
+    request head to its last byte written.
     """
 
     def __init__(
@@ -866,7 +875,10 @@ class MetricsServer:
         *,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        light_reserve: int = LIGHT_RESERVE,
         request_head_timeout_s: float = REQUEST_HEAD_TIMEOUT_S,
+        response_timeout_s: float = RESPONSE_TIMEOUT_S,
+        admission: Admission | None = None,
         ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         authenticate: Callable[[str | None], bool] | None = None,
         response_headers: Mapping[str, str] | None = None,
@@ -879,9 +891,12 @@ class MetricsServer:
         self.host, self._requested_port = parse_listen_address(address)
         self._app = _App(metrics, health, observe_scrape, ssl_context=ssl_context, authenticate=authenticate,
                          response_headers=response_headers, allow_request=allow_request,
-                         verify_client=verify_client, routes=routes, landing_extra=landing_extra)
+                         verify_client=verify_client, routes=routes, landing_extra=landing_extra,
+                         admission=admission)
         self.request_timeout_s = float(request_timeout_s)
+        self.response_timeout_s = float(response_timeout_s)
         self.max_connections = int(max_connections)
+        self.light_reserve = int(light_reserve)
         self.request_head_timeout_s = float(request_head_timeout_s)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -895,7 +910,7 @@ class MetricsServer:
         family, sockaddr, dual_stack = _socket_address(self.host, self._requested_port)
         try:
             httpd = _HTTPServer(sockaddr, family, dual_stack, self._app, self.request_timeout_s, self.max_connections,
-                                self.request_head_timeout_s)
+                                self.request_head_timeout_s, self.response_timeout_s, self.light_reserve)
         except OSError as error:
             raise ListenError(f"cannot listen on {self.address}: {_why(error)}") from None
         self._httpd = httpd
@@ -946,6 +961,11 @@ class MetricsServer:
         if self._httpd is None:
             return self._requested_port
         return int(self._httpd.server_address[1])
+
+    @property
+    def admission(self) -> Admission:
+        """The cap on heavy answers and the priority of light requests this server keeps."""
+        return self._app.admission
 
     @property
     def running(self) -> bool:

@@ -1,4 +1,5 @@
-"""benchmarks/hardware_check.py: its field map copy, its tolerance parser, and one short dry run.
+"""benchmarks/hardware_check.py: its field map copy, its tolerance parser, and one short dry run;
+benchmarks/history_load.py: one short run.
 
 The script is meant to be copied alone to a machine with a GPU, so it holds
 a copy of the field map's columns it needs: the copy must match
@@ -77,4 +78,17 @@ def test_a_simulated_dry_run_writes_the_report(tmp_path):
     assert "| field | id | served | pynvml |" in report
     assert "| DCGM_FI_DEV_GPU_TEMP | 150 |" in report
     assert "## Summary" in report and "(simulated)" in report
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_history_load_benchmark_runs_short(tmp_path):
+    # a few clients for two seconds over rings three seconds deep: every line it prints, no figure checked
+    script = ROOT / "benchmarks" / "history_load.py"
+    done = subprocess.run([sys.executable, str(script), "--clients", "4", "--seconds", "2", "--baseline-s", "1",
+                           "--fill-s", "3"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for start in ("machine: ", "one answer in process", "collector: 8 GPUs", "baseline: /metrics p50",
+                  "load: 4 clients", "load: /metrics p50", "ratios to the baseline of this run"):
+        assert any(line.startswith(start) for line in done.stdout.splitlines()), (start, done.stdout)
     assert "Traceback" not in done.stderr

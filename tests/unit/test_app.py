@@ -142,3 +142,54 @@ def test_a_stop_that_dcgm_holds_up_is_given_up_after_the_grace(monkeypatch):
     assert 0.3 <= time.monotonic() - started < 1.0
     stuck.set()
     assert lifecycle.stop_within(app.Collector(parse_config(["--sim", "1"], {})), 1.0) is True   # nothing to stop
+
+
+# ---- the history API's admission ------------------------------------------------------------------
+
+class _OneRing:
+    """An exposition stand-in whose sample model is one ring of GPU 0's power."""
+
+    def __init__(self) -> None:
+        from dcgm_collector.collect.ring import EventRing, RingBuffer
+        from dcgm_collector.expose.samples import RingSeries, SampleModel, SeriesInfo
+
+        ring = RingBuffer([(1, 0, 155)], capacity=8)
+        ring.append([1_000_000, 2_000_000], [[300.0], [301.0]])
+        info = SeriesInfo("DCGM_FI_DEV_POWER_USAGE", (("gpu", "0"),), (1, 0), 0, 155, "DCGM_FI_DEV_POWER_USAGE", False,
+                          0)
+        self.model = SampleModel("node", (), (RingSeries(ring, (info,)),), EventRing(4), ())
+
+    def sample_models(self):
+        return (self.model,)
+
+
+def test_history_answers_beyond_the_cap_are_503s_in_prometheus_shape_until_a_slot_comes_back():
+    import json
+
+    from dcgm_collector.serve.admission import Admission
+    from dcgm_collector.serve.server import Request
+
+    collector = app.Collector(parse_config(["-a", "127.0.0.1:0"], {"NODE_NAME": "node"}))
+    collector.exposition = _OneRing()
+    collector.admission = Admission(heavy_slots=1, queue_s=0.0)
+
+    def ask(**query):
+        return collector.samples(Request("GET", "/api/v1/samples", {k: [v] for k, v in query.items()}, b"", "client"))
+
+    first = ask(field="155", since="0")
+    assert first.status == 200 and first.sent is not None and collector.admission.heavy_in_flight == 1
+    assert json.loads(b"".join(first.body))["data"]["series"][0]["samples"] == [[1_000_000, 300.0], [2_000_000, 301.0]]
+    busy = ask(field="155", since="0")   # the slot is held until the server has sent the first answer
+    assert busy.status == 503 and busy.headers == {"Retry-After": "1"} and busy.body.count(b"\n") == 1
+    assert json.loads(busy.body) == {"status": "error", "errorType": "unavailable",
+                                     "error": "busy: the history API is building or sending as many answers as it may "
+                                              "at once (1); retry in 1 s"}
+    bad = ask(field="155", since="1e308")   # a bad query costs no slot and is a 400 while the API is busy
+    assert bad.status == 400 and json.loads(bad.body)["error"].startswith("since: '1e308' is out of range")
+    first.sent()
+    assert collector.admission.heavy_in_flight == 0
+    again = ask(field="155", since="0")
+    assert again.status == 200
+    again.sent()
+    unknown = ask(field="DCGM_FI_NOPE")   # found out while answering: the slot comes back at once
+    assert unknown.status == 400 and collector.admission.heavy_in_flight == 0

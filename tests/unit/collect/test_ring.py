@@ -263,3 +263,16 @@ def test_readers_never_see_a_half_written_row():
         raise failures[0]
     assert reads[0] > 100
     assert ring.rows_written > 10 * STRESS_CAPACITY
+
+
+def test_rows_since_can_stop_after_the_oldest_few():
+    # a reader paging through a ring copies a bounded slice at a time: the oldest rows from since on
+    ring = RingBuffer(TWO, capacity=8)
+    for t in range(1, 11):   # 10 rows into 8: rows 3..10 held
+        ring.append(t * 100, [float(t), float(-t)])
+    assert ring.rows_since(0, 3).ts.tolist() == [300, 400, 500]
+    assert ring.rows_since(650, 2).ts.tolist() == [700, 800]
+    assert ring.rows_since(650, 100).ts.tolist() == [700, 800, 900, 1000]
+    assert ring.rows_since(650, 0).ts.tolist() == []
+    rows = ring.rows_since(900, 1)
+    assert rows.values.tolist() == [[9.0, -9.0]] and rows.status.shape == (1, 2)

@@ -19,6 +19,8 @@ from dcgm_collector.serve.server import (
     REQUEST_HEAD_TIMEOUT_S,
     ListenError,
     MetricsServer,
+    Reply,
+    Route,
     Unavailable,
     accepts_gzip,
     parse_listen_address,
@@ -286,7 +288,7 @@ def test_half_sent_request_is_dropped(server):
 
 
 def test_connections_beyond_the_cap_get_503(stand):
-    with MetricsServer("127.0.0.1:0", stand.metrics, stand.health, max_connections=2,
+    with MetricsServer("127.0.0.1:0", stand.metrics, stand.health, max_connections=2, light_reserve=0,
                        request_timeout_s=5) as s:
         idle = [socket.create_connection(("127.0.0.1", s.port), timeout=5) for _ in range(2)]
         try:
@@ -304,6 +306,28 @@ def test_connections_beyond_the_cap_get_503(stand):
             time.sleep(0.05)
         else:
             pytest.fail("closed connections were not released")
+
+
+def test_the_reserve_beyond_the_cap_is_for_metrics_and_health_only(stand):
+    # a client holding every slot of the cap cannot lock the scrapers out: a few connections beyond it are kept
+    # for /metrics, /health and /, and a connection let in on them that asks for anything else gets the 503
+    routes = {"/api": Route(lambda req: Reply(200, b"api\n"))}
+    with MetricsServer("127.0.0.1:0", stand.metrics, stand.health, max_connections=2, light_reserve=1,
+                       request_timeout_s=5, routes=routes) as s:
+        idle = [socket.create_connection(("127.0.0.1", s.port), timeout=5) for _ in range(2)]
+        try:
+            time.sleep(0.2)
+            assert raw_exchange(s.port, b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n").startswith(
+                b"HTTP/1.1 503 Service Unavailable")
+            assert raw_exchange(s.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") \
+                .endswith(BODY)
+            with socket.create_connection(("127.0.0.1", s.port), timeout=5):   # the reserve is taken now
+                time.sleep(0.2)
+                assert raw_exchange(s.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").startswith(
+                    b"HTTP/1.1 503 ")
+        finally:
+            for sock in idle:
+                sock.close()
 
 
 # ---- addresses and life cycle ---------------------------------------------------------------
@@ -590,3 +614,143 @@ def test_extra_routes_ask_for_the_same_credentials(stand):
         assert response.status == 200 and len(seen) == 1
     finally:
         server.stop()
+
+
+# ---- framing: Content-Length, strictly ------------------------------------------------------------
+
+@pytest.mark.parametrize("lengths", [
+    [b"5", b"6"], [b"0", b"5"], [b"+5"], [b"-1"], [b" 5 5"], [b"5 5"], [b"5,5"], ["\u0665".encode()], [b"0x5"],
+    [b""], [b"1_0"], [b"9" * 40],
+])
+@pytest.mark.parametrize("path", ["/metrics", "/trigger"])
+def test_a_content_length_that_cannot_be_trusted_is_400_and_closes(stand, lengths, path):
+    server, seen = _routed(stand)
+    try:
+        method = b"POST" if path == "/trigger" else b"GET"
+        head = b"".join(b"Content-Length: " + value + b"\r\n" for value in lengths)
+        reply = raw_exchange(server.port, method + b" " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n" + head
+                             + b"\r\nhello")
+        status, _, rest = reply.partition(b"\r\n")
+        assert status == b"HTTP/1.1 400 Bad Request", reply
+        assert b"\r\nConnection: close\r\n" in rest
+        body = rest.partition(b"\r\n\r\n")[2]
+        assert body.startswith(b"400 Bad Request: Content-Length") and body.count(b"\n") == 1
+        assert stand.calls == [] and seen == []
+    finally:
+        server.stop()
+
+
+def test_content_length_beside_transfer_encoding_is_400(server, stand):
+    reply = raw_exchange(server.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                                      b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 ") and b"both Content-Length and Transfer-Encoding" in reply
+    assert stand.calls == []
+
+
+def test_the_same_content_length_twice_is_taken(stand):
+    server, seen = _routed(stand)
+    try:
+        reply = raw_exchange(server.port, b"POST /trigger HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                                          b"Content-Length:  5\r\nConnection: close\r\n\r\nhello")
+        assert reply.startswith(b"HTTP/1.1 200 ") and reply.endswith(b"hello") and seen[-1].body == b"hello"
+    finally:
+        server.stop()
+
+
+# ---- bodies in pieces, the write deadline, light requests first -------------------------------------
+
+def _piece_server(stand: Stand, pieces: list[bytes], **options):
+    sent = threading.Event()
+    routes = {"/big": Route(lambda req: Reply(200, pieces, "application/json", compressible=True, sent=sent.set))}
+    s = MetricsServer("127.0.0.1:0", stand.metrics, stand.health, routes=routes, **options)
+    s.start()
+    return s, sent
+
+
+def test_a_body_in_pieces_goes_out_whole_with_its_length_and_gzip(stand):
+    pieces = [b"[", *(b"%d," % i for i in range(50_000)), b"0]"]
+    whole = b"".join(pieces)
+    server, sent = _piece_server(stand, pieces)
+    try:
+        response, body = request(server, path="/big")
+        assert response.status == 200 and body == whole and response.getheader("Content-Length") == str(len(whole))
+        assert sent.wait(2)
+        sent.clear()
+        response, body = request(server, path="/big", headers={"Accept-Encoding": "gzip"})
+        assert response.getheader("Content-Encoding") == "gzip" and gzip.decompress(body) == whole
+        assert int(response.getheader("Content-Length")) == len(body) < len(whole)
+        assert sent.wait(2)
+        response, _ = request(server, "HEAD", "/big")
+        assert response.status == 200 and response.getheader("Content-Length") == str(len(whole))
+    finally:
+        server.stop()
+
+
+def _slow_reader(port: int, path: str) -> socket.socket:
+    """A client that asks for ``path`` with a tiny receive window and then reads nothing."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return sock
+
+
+def _read_until_closed(sock: socket.socket, timeout: float) -> int:
+    """Bytes read until the server closed or reset the connection (-1 if it stayed open ``timeout`` s)."""
+    sock.settimeout(timeout)
+    total = 0
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return total
+            total += len(chunk)
+    except ConnectionResetError:
+        return total
+    except TimeoutError:
+        return -1
+
+
+@pytest.mark.parametrize("trickle", [False, True])
+def test_a_client_that_does_not_read_the_answer_is_dropped_at_the_deadline(stand, trickle):
+    # 8 MB that the client reads at most a few bytes of at a time: per-write timeouts would let it hold the
+    # thread and the answer for ever; the whole response has RESPONSE_TIMEOUT_S (here 1 s)
+    pieces = [b"x" * 65536 for _ in range(128)]
+    server, sent = _piece_server(stand, pieces, response_timeout_s=1.0, request_timeout_s=5.0)
+    try:
+        started = time.monotonic()
+        with _slow_reader(server.port, "/big") as sock:
+            if trickle:   # one byte every 0.2 s: each write makes progress, the whole never ends in time
+                sock.settimeout(0.5)
+                while not sent.is_set() and time.monotonic() - started < 5:
+                    try:
+                        if not sock.recv(1):
+                            break
+                    except OSError:
+                        break
+                    time.sleep(0.2)
+            assert sent.wait(5), "the answer was never let go"
+            dropped_after = time.monotonic() - started
+            assert 0.9 <= dropped_after < 3.0
+            got = _read_until_closed(sock, 5.0)
+            assert 0 <= got < 8 * 1024 * 1024   # closed (reset) before the whole answer
+        response, body = request(server)   # and the server serves on
+        assert (response.status, body) == (200, BODY)
+    finally:
+        server.stop()
+
+
+def test_metrics_runs_as_a_light_request(stand):
+    from dcgm_collector.serve.admission import Admission
+
+    admission = Admission()
+    during = []
+
+    def metrics(openmetrics: bool) -> bytes:
+        during.append(admission._light)
+        return BODY
+
+    with MetricsServer("127.0.0.1:0", metrics, stand.health, admission=admission) as s:
+        assert s.admission is admission
+        response, _ = request(s)
+        assert response.status == 200 and during == [1] and admission._light == 0
