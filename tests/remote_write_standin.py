@@ -105,13 +105,18 @@ class StandIn:
 
     def accepted(self) -> dict[Labels, list[tuple[int, float]]]:
         """Every sample of the requests answered 2xx, per series, in arrival order."""
-        out: dict[Labels, list[tuple[int, float]]] = {}
         with self.lock:
-            for request in self.requests:
-                if 200 <= request.status < 300:
-                    for labels, samples in request.series.items():
-                        out.setdefault(labels, []).extend(samples)
-        return out
+            return accepted_samples(self.requests)
+
+
+def accepted_samples(requests: list) -> dict[Labels, list[tuple[int, float]]]:
+    """Every sample of the requests answered 2xx, per series, in arrival order."""
+    out: dict[Labels, list[tuple[int, float]]] = {}
+    for request in requests:
+        if 200 <= request.status < 300:
+            for labels, samples in request.series.items():
+                out.setdefault(labels, []).extend(samples)
+    return out
 
 
 def decode(messages: object, body: bytes) -> dict[Labels, list[tuple[int, float]]]:
@@ -171,13 +176,8 @@ class RawReceiver:
 
     def accepted(self) -> dict[Labels, list[tuple[int, float]]]:
         """Every sample of the requests answered 2xx, per series, in arrival order."""
-        out: dict[Labels, list[tuple[int, float]]] = {}
         with self.lock:
-            for request in self.requests:
-                if 200 <= request.status < 300:
-                    for labels, samples in request.series.items():
-                        out.setdefault(labels, []).extend(samples)
-        return out
+            return accepted_samples(self.requests)
 
     def _accept(self) -> None:
         while not self._stopped.is_set():
