@@ -42,7 +42,7 @@ from dcgm_collector.numbers import parse_decimal, parse_whole
 from dcgm_collector.push.options import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
 from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
 from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
-from dcgm_collector.serve.server import parse_listen_address
+from dcgm_collector.serve.addresses import parse_listen_address
 
 __all__ = ["Config", "ConfigError", "DeviceSelection", "build_parser", "parse_bool", "parse_config", "parse_devices"]
 

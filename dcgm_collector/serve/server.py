@@ -77,7 +77,6 @@ import io
 import ipaddress
 import logging
 import os
-import re
 import selectors
 import socket
 import socketserver
@@ -91,6 +90,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from dcgm_collector import __version__
+from dcgm_collector.serve.addresses import parse_listen_address
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.deadline import DeadlineReader, DeadlineWriter, ResponseDeadline
 from dcgm_collector.serve.framing import FramingError, body_size, content_length, gzip_body
@@ -168,34 +168,6 @@ class TooManyRequests(Exception):
 
 
 # ---- addresses ------------------------------------------------------------------
-
-def parse_listen_address(address: str) -> tuple[str, int]:
-    """``host:port`` -> (host, port); host "" means every interface.  ValueError if malformed."""
-    if not isinstance(address, str):
-        raise TypeError(f"address must be a str, not {type(address).__name__}")
-    text = address.strip()
-    example = "write it as host:port, e.g. :9400, 127.0.0.1:9400 or [::1]:9400"
-    if text.startswith("["):
-        close = text.find("]")
-        if close < 0 or not text.startswith(":", close + 1):
-            raise ValueError(f"bad listen address {address!r}: {example}")
-        host, port_text = text[1:close], text[close + 2:]
-        try:
-            ipaddress.IPv6Address(host.split("%", 1)[0])
-        except ValueError:
-            raise ValueError(f"bad listen address {address!r}: {host!r} is not an IPv6 address") from None
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep:
-            raise ValueError(f"bad listen address {address!r}: missing port; {example}")
-        if ":" in host:
-            raise ValueError(f"bad listen address {address!r}: put an IPv6 address in brackets, e.g. [::1]:9400")
-    if not re.fullmatch(r"[0-9]{1,5}", port_text, re.ASCII) or not 0 <= int(port_text) <= 65535:
-        raise ValueError(f"bad listen address {address!r}: the port must be a number from 0 to 65535")
-    if any(c.isspace() or c in "/[]" for c in host):
-        raise ValueError(f"bad listen address {address!r}: {host!r} is not a host name or IP address")
-    return host, int(port_text)
-
 
 def _socket_address(host: str, port: int) -> tuple[int, tuple, bool]:
     """(address family, bind address, dual-stack) for a parsed listen address."""

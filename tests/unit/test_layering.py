@@ -51,3 +51,18 @@ def test_a_stage_that_imports_upstream_breaks_the_layers(tmp_path):
     result = lint_imports(parent, ROOT / "pyproject.toml")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "each stage imports only the stages below it BROKEN" in result.stdout
+
+
+def test_help_loads_neither_the_http_server_nor_ssl(tmp_path):
+    """--help reads the flag table only: no HTTP server, no TLS, no DCGM binding, in a fresh interpreter."""
+    probe = ("import contextlib, io, sys\n"
+             "from dcgm_collector import cli\n"
+             "with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+             "    cli.main(['--help'])\n"
+             "assert 'usage:' in out.getvalue()\n"
+             "loaded = [m for m in ('ssl', 'http.server', 'dcgm_collector.serve.server', 'dcgm_collector.dcgm')\n"
+             "          if m in sys.modules]\n"
+             "print(','.join(loaded))\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"--help loaded {result.stdout.strip()}"
