@@ -4,11 +4,11 @@
  *
  * Written from the layout facts in reference/dcgm (x86_64, LP64).  Every struct
  * here is checked member by member against abi-layout.tsv by
- * tests/test_abi_layout.py, so a one-byte slip fails the suite instead of
+ * tests/unit/dcgm/test_abi_layout.py, so a one-byte slip fails the suite instead of
  * corrupting memory on a GPU node.
  *
  * Everything between the CDEF-BEGIN and CDEF-END markers is also fed to cffi
- * by dcgm_collector/_build_native.py, so that region may only hold what
+ * by dcgm_collector/dcgm/_build.py, so that region may only hold what
  * cffi's cdef parser understands: typedefs, structs, unions, enums, and
  * #defines of plain integer literals.  Function prototypes live in
  * dcgm_functions.h.

@@ -1,7 +1,7 @@
 /*
  * Compile-time checks that every version stamp in dcgm_abi.h encodes the
  * size of its struct, the way DCGM builds its stamps.  Member offsets are
- * checked against reference/dcgm/abi-layout.tsv by tests/test_abi_layout.py.
+ * checked against reference/dcgm/abi-layout.tsv by tests/unit/dcgm/test_abi_layout.py.
  */
 #include "../dcgm_abi.h"
 

@@ -113,6 +113,7 @@ def test_every_checkable_row_matches(probe):
     expected, actual, _ = probe
     mismatches = [(e, a) for e, a in zip(expected, actual) if e != a]
     assert len(expected) == len(actual)
+    assert len(expected) > len(REQUIRED_STRUCTS)   # a probe that checked nothing would match trivially
     assert mismatches == []
 
 
@@ -132,27 +133,32 @@ def test_every_declared_dcgm_struct_is_in_the_layout_file(probe):
     text = HEADER.read_text()
     structs = set(re.findall(r"typedef\s+struct\s+\w+\s*\{[^}]*\}\s*(\w+)\s*;", text, re.S))
     # nested-struct typedefs also use this pattern; each must be known to the TSV
-    assert structs - in_tsv == set()
+    assert structs and structs - in_tsv == set()
 
 
 def test_all_version_stamps_and_return_codes_are_checked(probe):
     expected, _, _ = probe
     versions = [r for r in _layout_rows() if r[0] == "V"]
     checked = {e.split("\t")[1] for e in expected if e.startswith("V\t")}
+    assert versions and checked
     missing = {r[1] for r in versions} - checked
     # PID, policy and job stamps belong to structs this project does not use
     assert {m for m in missing if not re.match(r"dcgm(Pid|Policy)", m)} == set()
     codes = {r[1] for r in _layout_rows() if r[0] == "E" and r[1].startswith("DCGM_ST_")}
-    assert codes <= {e.split("\t")[1] for e in expected if e.startswith("E\t")}
+    assert codes and codes <= {e.split("\t")[1] for e in expected if e.startswith("E\t")}
 
 
 def test_cffi_extension_sees_the_same_layouts():
     native = pytest.importorskip("dcgm_collector.dcgm._native")
     ffi = native.ffi
+    structs, members = set(), 0
     for row in _layout_rows():
         if row[0] == "S" and row[1] in REQUIRED_STRUCTS:
             assert ffi.sizeof(row[1]) == int(row[3]), row
             assert ffi.alignof(row[1]) == int(row[4]), row
+            structs.add(row[1])
         elif row[0] == "M" and row[1] in REQUIRED_STRUCTS:
             path = row[2].split(".")
             assert ffi.offsetof(row[1], *path) == int(row[3]), row
+            members += 1
+    assert structs == set(REQUIRED_STRUCTS) and members > len(structs)   # every struct checked, with members
