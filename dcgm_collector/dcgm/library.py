@@ -159,8 +159,13 @@ def probe_library(path: str) -> str | None:
     """Whether another shared library loads: None, or the dynamic linker's reason it does not.
 
     The load runs in the extension without the GIL (Python's own dlopen wrappers hold it), so a
-    load that blocks holds up the calling thread alone, and SIGTERM still stops the process.
+    load that blocks holds up the calling thread alone, and SIGTERM still stops the process.  A path
+    (not a bare soname for the linker's search) must first be a regular file, as for libdcgm.
     """
+    if "/" in path or os.path.exists(path):
+        problem = _not_loadable(path)
+        if problem is not None:
+            return problem
     error = ffi.new("char[]", 1024)
     if lib.dcgmc_probe_library(path.encode(), error, len(error)) == 0:
         return None

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import cffi
 
-from dcgm_collector.files import FileRefused, open_regular_file, read_regular_file
+from dcgm_collector.files import read_regular_file
 
 LIBRARY_NAME = "libdcgm.so.4"
 NVML_LIBRARY_NAME = "libnvidia-ml.so.1"
@@ -222,15 +222,6 @@ def check_nvml() -> str:
     """The NVML library the engine's NVML source will open: ``$DCGM_ENGINE_NVML_LIB``, else the
     dynamic linker's search for libnvidia-ml.so.1.  ValueError (one line) when there is none."""
     given = os.environ.get(NVML_LIB_ENV, "")
-    if given and ("/" in given or os.path.exists(given)):
-        # before dlopen: a FIFO or a file on a hung mount would block inside the dynamic linker (see
-        # dcgm.library); opened here without blocking, such a file is refused at once
-        try:
-            os.close(open_regular_file(given))
-        except OSError as error:
-            why = error.problem if isinstance(error, FileRefused) else (error.strerror or str(error))
-            raise ValueError(f"cannot open {NVML_LIB_ENV}={given} ({why}); point {NVML_LIB_ENV} at the "
-                             f"driver's {NVML_LIBRARY_NAME}, or leave out --nvml") from None
     from dcgm_collector.dcgm.library import probe_library  # the binding, only once --nvml is asked for
 
     why = probe_library(given or NVML_LIBRARY_NAME)
