@@ -2,7 +2,8 @@
 
 ``from dcgm_collector import dcgm`` gives the public API of the submodules:
 :mod:`.library` (finding and loading the library), :mod:`.handle` (the
-Pythonic calls) and :mod:`.errors` (status codes as exceptions).  The cffi
+Pythonic calls, which re-exports the types of :mod:`.values`, :mod:`.results`
+and :mod:`.groups`) and :mod:`.errors` (status codes as exceptions).  The cffi
 extension ``dcgm_collector.dcgm._native`` is built from ``_build.py``.
 """
 

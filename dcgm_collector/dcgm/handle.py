@@ -17,20 +17,36 @@ Typical use::
 Every method validates its arguments before they reach C, and raises
 TypeError / ValueError for bad ones and :class:`DcgmError` (with the status
 code, its name and DCGM's own text) for what the library refuses.
+
+The parts live beside it: :mod:`.checks` (argument checks), :mod:`.values`
+(field metadata and value decoding), :mod:`.results` (result types),
+:mod:`.groups` (entity and field groups) and :mod:`.discovery` (the
+discovery calls Handle inherits); this module's ``__all__`` re-exports them.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.dcgm.checks import (
+    _INT32_MAX,
+    _INT64_MAX,
+    _UINT32_MAX,
+    _entity,
+    _entity_group,
+    _field_ids,
+    _integer,
+    _number,
+    _parse_address,
+    _text,
+)
+from dcgm_collector.dcgm.discovery import Discovery
 from dcgm_collector.dcgm.errors import (
     DCGM_ST_OK,
     DcgmConnectionError,
@@ -41,15 +57,20 @@ from dcgm_collector.dcgm.errors import (
     HandleClosedError,
     LibraryNotFoundError,
     check,
-    status_name,
 )
-from dcgm_collector.dcgm.library import (
-    Library,
-    _c_string,
-    _parse_build_info,
-    _require_library,
-    load_library,
-    loaded_library,
+from dcgm_collector.dcgm.groups import EntityGroup, FieldGroup, FieldGroupsArg, FieldGroupSet, GroupArg
+from dcgm_collector.dcgm.library import Library, _c_string, _require_library, load_library, loaded_library
+from dcgm_collector.dcgm.results import Cursor, GpuAttributes, MigEntity
+from dcgm_collector.dcgm.values import (
+    _FT_DOUBLE,
+    _FT_INT64,
+    _FT_STRING,
+    FieldMeta,
+    FieldValue,
+    _decode_value,
+    _Records,
+    _values_from_records,
+    field_meta,
 )
 from dcgm_collector.model import EntityType, FieldCost, GpuInfo, HealthIncident, HealthReport
 
@@ -89,326 +110,10 @@ MAX_FIELDS_PER_FIELD_GROUP: int = lib.DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP - 1  # 
 DEFAULT_CONNECT_TIMEOUT_MS = 5000
 
 
-_ENTITY_STATUS = {
-    getattr(lib, name): name[len("DcgmEntityStatus"):]
-    for name in dir(lib) if name.startswith("DcgmEntityStatus")
-}
 _HEALTH_RESULTS = {
     getattr(lib, name): name[len("DCGM_HEALTH_RESULT_"):]
     for name in dir(lib) if name.startswith("DCGM_HEALTH_RESULT_")
 }
-
-# ---- blank values (api-facts §4.4) ------------------------------------------
-_INT64_BLANK: int = lib.DCGM_INT64_BLANK
-_INT32_BLANK: int = lib.DCGM_INT32_BLANK
-_FP64_BLANK = 2.0**47
-_BLANK_KINDS = ("BLANK", "NOT_FOUND", "NOT_SUPPORTED", "NOT_PERMISSIONED")
-_STRING_BLANKS = {
-    "<<<NULL>>>": "BLANK",
-    "<<<NOT_FOUND>>>": "NOT_FOUND",
-    "<<<NOT_SUPPORTED>>>": "NOT_SUPPORTED",
-    "<<<NOT_PERM>>>": "NOT_PERMISSIONED",
-}
-_FT_INT64, _FT_DOUBLE, _FT_STRING = lib.DCGM_FT_INT64, lib.DCGM_FT_DOUBLE, lib.DCGM_FT_STRING
-_FT_BINARY, _FT_TIMESTAMP = lib.DCGM_FT_BINARY, lib.DCGM_FT_TIMESTAMP
-
-_INT32_MAX = 2**31 - 1
-_UINT32_MAX = 2**32 - 1
-_INT64_MAX = 2**63 - 1
-
-
-def _sentinel_kind(offset: float) -> str:
-    return _BLANK_KINDS[int(offset)] if 0 <= offset < len(_BLANK_KINDS) and offset == int(offset) else "BLANK"
-
-
-# ---- argument checks ---------------------------------------------------------
-def _integer(value: Any, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    if not low <= value <= high:
-        raise ValueError(f"{what} {value} is out of range [{low}, {high}]")
-    return int(value)
-
-
-def _number(value: Any, what: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number, not {type(value).__name__}")
-    number = float(value)
-    if not low <= number <= high:  # also rejects NaN
-        raise ValueError(f"{what} {value} is out of range [{low}, {high}]")
-    return number
-
-
-def _text(value: Any, what: str, max_bytes: int) -> bytes:
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
-    data = value.encode("utf-8")
-    if b"\0" in data:
-        raise ValueError(f"{what} contains a NUL character")
-    if len(data) > max_bytes:
-        raise ValueError(f"{what} is longer than {max_bytes} bytes")
-    return data
-
-
-def _entity_group(value: Any) -> int:
-    return _integer(value, "entity group", 0, lib.DCGM_FE_COUNT - 1)
-
-
-def _gpu_id(value: Any) -> int:
-    return _integer(value, "GPU id", 0, _UINT32_MAX)
-
-
-def _entity(spec: Any) -> tuple[int, int]:
-    """A GPU id, or an (entity group, entity id) pair."""
-    if isinstance(spec, tuple):
-        if len(spec) != 2:
-            raise ValueError(f"an entity is a GPU id or an (entity group, entity id) pair, not {spec!r}")
-        return _entity_group(spec[0]), _integer(spec[1], "entity id", 0, _UINT32_MAX)
-    return int(lib.DCGM_FE_GPU), _gpu_id(spec)
-
-
-def _field_ids(values: Any) -> list[int]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise TypeError(f"field ids must be an iterable of ints, not {type(values).__name__}")
-    ids = [_integer(v, "field id", 1, 65535) for v in values]
-    if not ids:
-        raise ValueError("no field ids given")
-    return list(dict.fromkeys(ids))  # duplicates would only be read twice
-
-
-# ---- field metadata and values -----------------------------------------------
-class FieldMeta(NamedTuple):
-    """What the library knows of a field id (``DcgmFieldGetById``)."""
-
-    field_id: int
-    field_type: str     # 'i', 'd', 's', 'b' or 't'
-    tag: str
-    scope: int          # DCGM_FS_GLOBAL (0) or DCGM_FS_ENTITY (1)
-    entity_level: int   # the EntityType it is read on
-
-
-def field_meta(field_id: int) -> FieldMeta | None:
-    """Metadata of field_id from the loaded library, or None if it has none."""
-    field_id = _integer(field_id, "field id", 0, 65535)
-    load_library()
-    if lib.DcgmFieldsInit() != 0:
-        raise DcgmError(lib.DCGM_ST_INIT_ERROR, where="DcgmFieldsInit")
-    meta = lib.DcgmFieldGetById(field_id)
-    if meta == ffi.NULL:
-        return None
-    return FieldMeta(
-        int(meta.fieldId), meta.fieldType.decode("ascii", "replace"), _c_string(meta.tag), int(meta.scope),
-        int(meta.entityLevel),
-    )
-
-
-class FieldValue(NamedTuple):
-    """One field reading of one entity.
-
-    ``value`` is an int ('i', 't'), float ('d'), str ('s') or bytes ('b', the
-    first 256 bytes), or None when the record carries no reading: then
-    ``blank_kind`` says why: a status name ("NO_DATA", "NOT_WATCHED", ...)
-    when ``status`` is not OK, else the sentinel's kind ("BLANK",
-    "NOT_FOUND", "NOT_SUPPORTED", "NOT_PERMISSIONED").
-    """
-
-    entity_group: int
-    entity_id: int
-    field_id: int
-    field_type: str
-    status: int
-    ts: int              # microseconds since the Unix epoch (0 when no reading)
-    value: int | float | str | bytes | None
-    blank_kind: str | None = None
-
-    @property
-    def is_blank(self) -> bool:
-        return self.value is None
-
-
-def _decode_value(
-    entity_group: int, entity_id: int, field_id: int, type_code: int, status: int, ts: int,
-    i64: int, dbl: float, text: Any,
-) -> FieldValue:
-    field_type = chr(type_code) if 0 < type_code < 128 else "?"
-    value: int | float | str | bytes | None = None
-    blank: str | None = None
-    if status != DCGM_ST_OK:
-        blank = status_name(status).removeprefix("DCGM_ST_")
-    elif type_code in (_FT_INT64, _FT_TIMESTAMP):
-        if i64 >= _INT64_BLANK:
-            blank = _sentinel_kind(i64 - _INT64_BLANK)
-        else:
-            value = i64
-    elif type_code == _FT_DOUBLE:
-        if dbl >= _FP64_BLANK:
-            blank = _sentinel_kind(dbl - _FP64_BLANK)
-        else:
-            value = dbl
-    elif type_code == _FT_STRING:
-        string = ffi.string(text).decode("utf-8", "replace")
-        if string.startswith("<<<") and ">>>" in string:
-            blank = _STRING_BLANKS.get(string, "BLANK")
-        else:
-            value = string
-    elif type_code == _FT_BINARY:
-        value = bytes(ffi.buffer(text, 256))
-    else:
-        blank = "UNKNOWN_TYPE"
-    return FieldValue(entity_group, entity_id, field_id, field_type, status, ts, value, blank)
-
-
-def _values_from_records(records: Any) -> list[FieldValue]:
-    items = records.items
-    return [
-        _decode_value(r.entityGroupId, r.entityId, r.fieldId, r.fieldType, r.status, r.ts, r.i64, r.dbl, r.str)
-        for r in (items[i] for i in range(records.count))
-    ]
-
-
-# ---- result types --------------------------------------------------------------
-@dataclass(frozen=True)
-class GpuAttributes:
-    """``dcgmGetDeviceAttributes``; numbers DCGM could not read are None."""
-
-    gpu_id: int
-    name: str
-    brand: str
-    uuid: str
-    pci_bus_id: str
-    serial: str
-    vbios: str
-    inforom_version: str
-    driver_version: str
-    pci_device_id: int | None
-    pci_subsystem_id: int | None
-    power_limit_w: int | None
-    default_power_limit_w: int | None
-    enforced_power_limit_w: int | None
-    min_power_limit_w: int | None
-    max_power_limit_w: int | None
-    slowdown_temp_c: int | None
-    shutdown_temp_c: int | None
-    fb_total_mib: int | None
-    fb_used_mib: int | None
-    fb_free_mib: int | None
-    bar1_total_mib: int | None
-    persistence_mode: int | None
-    mig_mode: int | None
-
-
-@dataclass(frozen=True)
-class MigEntity:
-    """One row of ``dcgmGetGpuInstanceHierarchy``: a GPU instance or compute instance."""
-
-    entity_group: int
-    entity_id: int
-    parent_group: int
-    parent_id: int
-    gpu_uuid: str
-    nvml_gpu_index: int
-    nvml_instance_id: int
-    nvml_compute_instance_id: int
-    nvml_profile_id: int
-    nvml_profile_slices: int
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """Where each field group's values-since read got to (µs, DCGM's nextSinceTimestamp).
-
-    DCGM answers a cursor per call, and a read of several field groups is one
-    call each, so the cursor is kept per field group: passing it back returns
-    every sample exactly once.  A field group it does not know starts at 0.
-    """
-
-    positions: tuple[tuple[int, int], ...]   # (field group id, next since µs)
-
-    def since(self, field_group: FieldGroup | int) -> int:
-        key = field_group.id if isinstance(field_group, FieldGroup) else field_group
-        return dict(self.positions).get(key, 0)
-
-    def __int__(self) -> int:
-        """The earliest position (a conservative single number)."""
-        return min((p for _, p in self.positions), default=0)
-
-
-# ---- groups ----------------------------------------------------------------------
-class EntityGroup:
-    """A DCGM entity group; destroyed by :meth:`destroy`, ``with`` or the handle's close."""
-
-    def __init__(self, handle: Handle, group_id: int, name: str, owned: bool) -> None:
-        self.handle = handle
-        self.id = group_id
-        self.name = name
-        self.owned = owned
-
-    def entities(self) -> list[tuple[int, int]]:
-        """(entity group, entity id) pairs the group holds now (``dcgmGroupGetInfo``)."""
-        return self.handle._group_entities(self)
-
-    def destroy(self) -> None:
-        if self.owned:
-            self.handle._release(("group", self.id))
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.destroy()
-
-    def __repr__(self) -> str:
-        return f"EntityGroup(id={self.id:#x}, name={self.name!r})"
-
-
-class FieldGroup:
-    """One DCGM field group (at most 127 field ids)."""
-
-    def __init__(self, handle: Handle, field_group_id: int, name: str, field_ids: tuple[int, ...]) -> None:
-        self.handle = handle
-        self.id = field_group_id
-        self.name = name
-        self.field_ids = field_ids
-
-    def destroy(self) -> None:
-        self.handle._release(("fieldgroup", self.id))
-
-    def __repr__(self) -> str:
-        return f"FieldGroup(id={self.id}, name={self.name!r}, {len(self.field_ids)} fields)"
-
-
-class FieldGroupSet(Sequence[FieldGroup]):
-    """The DCGM field groups one list of field ids was split into."""
-
-    def __init__(self, groups: Sequence[FieldGroup]) -> None:
-        self._groups = tuple(groups)
-
-    @property
-    def field_ids(self) -> tuple[int, ...]:
-        return tuple(itertools.chain.from_iterable(g.field_ids for g in self._groups))
-
-    def destroy(self) -> None:
-        for group in reversed(self._groups):
-            group.destroy()
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return self._groups[index]
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.destroy()
-
-    def __repr__(self) -> str:
-        return f"FieldGroupSet({list(self._groups)!r})"
-
-
-GroupArg = EntityGroup | int
-FieldGroupsArg = FieldGroup | Iterable[FieldGroup]
 
 _name_counter = itertools.count(1)
 # more rows than fields anyone watches at once (dcgmSimFieldStats says how many there are)
@@ -425,7 +130,7 @@ def _unique_name(prefix: str) -> str:
 
 
 # ---- the handle ------------------------------------------------------------------
-class Handle:
+class Handle(Discovery):
     """A DCGM handle: the embedded engine, or a connection to an nv-hostengine.
 
     Use :meth:`embedded` or :meth:`connect`.  :meth:`close` (or leaving a
@@ -581,165 +286,6 @@ class Handle:
             if ("fieldgroup", group.id) not in self._owned:
                 raise ValueError(f"{group!r} was destroyed")
         return groups
-
-    # -- discovery
-    def gpu_ids(self, supported_only: bool = True) -> list[int]:
-        """GPU ids (``dcgmGetAllSupportedDevices``, or ``dcgmGetAllDevices`` with supported_only=False)."""
-        ids = ffi.new("unsigned int[]", lib.DCGM_MAX_NUM_DEVICES)
-        count = ffi.new("int *")
-        name = "dcgmGetAllSupportedDevices" if supported_only else "dcgmGetAllDevices"
-        check(getattr(lib, name)(self._h(), ids, count), name)
-        return [int(ids[i]) for i in range(max(0, min(count[0], lib.DCGM_MAX_NUM_DEVICES)))]
-
-    def gpu_attributes(self, gpu_id: int) -> GpuAttributes:
-        """Identity, limits and memory of one GPU (``dcgmGetDeviceAttributes``)."""
-        gpu_id = _gpu_id(gpu_id)
-        attrs = ffi.new("dcgmDeviceAttributes_t *", {"version": lib.dcgmDeviceAttributes_version})
-        check(lib.dcgmGetDeviceAttributes(self._h(), gpu_id, attrs), f"dcgmGetDeviceAttributes(gpu {gpu_id})")
-        ids, power, thermal, memory = attrs.identifiers, attrs.powerLimits, attrs.thermalSettings, attrs.memoryUsage
-
-        def number(value: int) -> int | None:
-            return None if _INT32_BLANK <= value <= _INT32_MAX else int(value)
-
-        return GpuAttributes(
-            gpu_id=gpu_id, name=_c_string(ids.deviceName), brand=_c_string(ids.brandName),
-            uuid=_c_string(ids.uuid), pci_bus_id=_c_string(ids.pciBusId), serial=_c_string(ids.serial),
-            vbios=_c_string(ids.vbios), inforom_version=_c_string(ids.inforomImageVersion),
-            driver_version=_c_string(ids.driverVersion),
-            pci_device_id=number(ids.pciDeviceId), pci_subsystem_id=number(ids.pciSubSystemId),
-            power_limit_w=number(power.curPowerLimit), default_power_limit_w=number(power.defaultPowerLimit),
-            enforced_power_limit_w=number(power.enforcedPowerLimit),
-            min_power_limit_w=number(power.minPowerLimit), max_power_limit_w=number(power.maxPowerLimit),
-            slowdown_temp_c=number(thermal.slowdownTemp), shutdown_temp_c=number(thermal.shutdownTemp),
-            fb_total_mib=number(memory.fbTotal), fb_used_mib=number(memory.fbUsed),
-            fb_free_mib=number(memory.fbFree), bar1_total_mib=number(memory.bar1Total),
-            persistence_mode=number(attrs.settings.persistenceModeEnabled),
-            mig_mode=number(attrs.settings.migModeEnabled),
-        )
-
-    def gpu_status(self, gpu_id: int) -> str:
-        """Entity status of one GPU: "Ok", "Lost", "Fake", "Detached", ..."""
-        gpu_id = _gpu_id(gpu_id)
-        status = ffi.new("DcgmEntityStatus_t *")
-        check(lib.dcgmGetGpuStatus(self._h(), gpu_id, status), f"dcgmGetGpuStatus(gpu {gpu_id})")
-        return _ENTITY_STATUS.get(status[0], str(status[0]))
-
-    def gpus(self) -> list[GpuInfo]:
-        """Every GPU DCGM knows (supported or not), with identity and status."""
-        infos = []
-        for gpu_id in self.gpu_ids(supported_only=False):
-            a = self.gpu_attributes(gpu_id)
-            infos.append(GpuInfo(gpu_id, a.name, a.uuid, a.pci_bus_id, a.serial, a.driver_version, a.brand,
-                                 self.gpu_status(gpu_id)))
-        return infos
-
-    def entities(self, entity_group: int, supported_only: bool = False) -> list[int]:
-        """Entity ids of one entity group (``dcgmGetEntityGroupEntities``)."""
-        entity_group = _entity_group(entity_group)
-        flags = lib.DCGM_GEGE_FLAG_ONLY_SUPPORTED if supported_only else 0
-        capacity = 64
-        while True:
-            ids = ffi.new("dcgm_field_eid_t[]", capacity)
-            count = ffi.new("int *", capacity)
-            status = lib.dcgmGetEntityGroupEntities(self._h(), entity_group, ids, count, flags)
-            if status == lib.DCGM_ST_INSUFFICIENT_SIZE and capacity < count[0] <= 1 << 20:
-                capacity = count[0]
-                continue
-            check(status, "dcgmGetEntityGroupEntities")
-            return [int(ids[i]) for i in range(max(0, min(count[0], capacity)))]
-
-    def mig_hierarchy(self) -> list[MigEntity]:
-        """GPU instances and compute instances of MIG-enabled GPUs."""
-        hierarchy = ffi.new("dcgmMigHierarchy_v2 *", {"version": lib.dcgmMigHierarchy_version2})
-        check(lib.dcgmGetGpuInstanceHierarchy(self._h(), hierarchy), "dcgmGetGpuInstanceHierarchy")
-        rows = []
-        for i in range(min(hierarchy.count, lib.DCGM_MAX_HIERARCHY_INFO)):
-            row = hierarchy.entityList[i]
-            info = row.info
-            rows.append(MigEntity(
-                int(row.entity.entityGroupId), int(row.entity.entityId),
-                int(row.parent.entityGroupId), int(row.parent.entityId), _c_string(info.gpuUuid),
-                int(info.nvmlGpuIndex), int(info.nvmlInstanceId), int(info.nvmlComputeInstanceId),
-                int(info.nvmlMigProfileId), int(info.nvmlProfileSlices),
-            ))
-        return rows
-
-    def nvlink_link_states(self) -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
-        """Every GPU's and every NvSwitch's NvLink port states (``dcgmGetNvLinkLinkStatus``).
-
-        ``(gpus, switches)``: entity id -> the dcgmNvLinkLinkState_t of each port, in port order
-        (0 not supported, 1 disabled, 2 down, 3 up).
-        """
-        status = ffi.new("dcgmNvLinkStatus_v5 *", {"version": lib.dcgmNvLinkStatus_version5})
-        check(lib.dcgmGetNvLinkLinkStatus(self._h(), status), "dcgmGetNvLinkLinkStatus")
-        gpus = {int(status.gpus[i].entityId): tuple(int(s) for s in status.gpus[i].linkState)
-                for i in range(min(int(status.numGpus), lib.DCGM_MAX_NUM_DEVICES))}
-        switches = {int(status.nvSwitches[i].entityId): tuple(int(s) for s in status.nvSwitches[i].linkState)
-                    for i in range(min(int(status.numNvSwitches), lib.DCGM_MAX_NUM_SWITCHES))}
-        return gpus, switches
-
-    def cpu_hierarchy(self) -> dict[int, tuple[int, ...]]:
-        """The CPUs DCGM monitors, each with the ids of the cores it owns (``dcgmGetCpuHierarchy_v2``)."""
-        hierarchy = ffi.new("dcgmCpuHierarchy_v2 *", {"version": lib.dcgmCpuHierarchy_version2})
-        check(lib.dcgmGetCpuHierarchy_v2(self._h(), hierarchy), "dcgmGetCpuHierarchy_v2")
-        cpus: dict[int, tuple[int, ...]] = {}
-        for i in range(min(int(hierarchy.numCpus), lib.DCGM_MAX_NUM_CPUS)):
-            row = hierarchy.cpus[i]
-            words = row.ownedCores.bitmask
-            cpus[int(row.cpuId)] = tuple(core for core in range(lib.DCGM_MAX_NUM_CPU_CORES)
-                                         if int(words[core // 64]) >> (core % 64) & 1)
-        return cpus
-
-    def version_info(self) -> dict[str, str]:
-        """The hostengine's build info (``dcgmHostengineVersionInfo``)."""
-        info = ffi.new("dcgmVersionInfo_t *", {"version": lib.dcgmVersionInfo_version})
-        check(lib.dcgmHostengineVersionInfo(self._h(), info), "dcgmHostengineVersionInfo")
-        return _parse_build_info(_c_string(info.rawBuildInfoString))
-
-    def hostengine_healthy(self) -> bool:
-        """Cheap liveness probe (``dcgmHostengineIsHealthy``)."""
-        health = ffi.new("dcgmHostengineHealth_t *", {"version": lib.dcgmHostengineHealth_version})
-        check(lib.dcgmHostengineIsHealthy(self._h(), health), "dcgmHostengineIsHealthy")
-        return health.overallHealth == 0
-
-    def supported_profiling_fields(self, gpu_id: int) -> frozenset[int]:
-        """Profiling (DCP) field ids one GPU can watch (``dcgmProfGetSupportedMetricGroups``).
-
-        Empty when DCGM answers NOT_SUPPORTED (a GPU without profiling);
-        other refusals (no profiling module, no privileges) raise DcgmError.
-        """
-        gpu_id = _gpu_id(gpu_id)
-        groups = ffi.new("dcgmProfGetMetricGroups_t *", {"version": lib.dcgmProfGetMetricGroups_version,
-                                                          "gpuId": gpu_id})
-        status = lib.dcgmProfGetSupportedMetricGroups(self._h(), groups)
-        if status == lib.DCGM_ST_NOT_SUPPORTED:
-            return frozenset()
-        check(status, f"dcgmProfGetSupportedMetricGroups(gpu {gpu_id})")
-        ids: set[int] = set()
-        for i in range(min(groups.numMetricGroups, len(groups.metricGroups))):
-            group = groups.metricGroups[i]
-            ids.update(int(group.fieldIds[j]) for j in range(min(group.numFieldIds, len(group.fieldIds))))
-        return frozenset(ids)
-
-    def nvlink_p2p_status(self) -> dict[int, dict[int, int]]:
-        """Every GPU's NvLink P2P status with every other GPU (``dcgmGetNvLinkP2PStatus``).
-
-        GPU id -> {peer GPU id: dcgmNvLinkGpuP2PStatus_t value (0 OK .. 6 Unknown)}, the pairs of
-        the square matrix DCGM fills for its numGpus GPUs, a GPU with itself left out.  Empty when
-        DCGM answers NOT_SUPPORTED, as go-dcgm reads it.
-        """
-        status = ffi.new("dcgmNvLinkP2PStatus_v1 *", {"version": lib.dcgmNvLinkP2PStatus_version1, "numGpus": 0})
-        rc = lib.dcgmGetNvLinkP2PStatus(self._h(), status)
-        if rc == lib.DCGM_ST_NOT_SUPPORTED:
-            return {}
-        check(rc, "dcgmGetNvLinkP2PStatus")
-        count = min(int(status.numGpus), lib.DCGM_MAX_NUM_DEVICES)
-        matrix: dict[int, dict[int, int]] = {}
-        for i in range(count):
-            row = status.gpus[i]
-            gpu = int(row.entityId)
-            matrix[gpu] = {peer: int(row.linkStatus[peer]) for peer in range(count) if peer != gpu}
-        return matrix
 
     # -- entity groups
     def all_gpus(self) -> EntityGroup:
@@ -1025,17 +571,6 @@ class Handle:
         return HealthReport(overall, tuple(incidents))
 
 
-class _Records:
-    """A C-side record buffer, freed when the block ends."""
-
-    def __enter__(self) -> Self:
-        self.c = ffi.new("dcgmc_records *")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        lib.dcgmc_records_free(self.c)
-
-
 def _unwatcher(h: int, group_id: int, field_group_id: int) -> Callable[[], None]:
     return lambda: check(lib.dcgmUnwatchFields(h, group_id, field_group_id), "dcgmUnwatchFields")
 
@@ -1056,32 +591,3 @@ def _entity_label(entity_group: int, entity_id: int) -> str:
 
 def _id_list(ids: list[int]) -> str:
     return ", ".join(map(str, ids)) if len(ids) <= 8 else f"{ids[0]}..{ids[-1]} ({len(ids)} ids)"
-
-
-_HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[^\s:\[\]/]+))(?::(?P<port>\d{1,5}))?")
-
-
-def _parse_address(address: Any) -> tuple[bool, bool]:
-    """(is a URI for dcgmConnect_v3, is a unix socket path for dcgmConnect_v2)."""
-    if not isinstance(address, str):
-        raise TypeError(f"address must be a str, not {type(address).__name__}")
-    _text(address, "address", 4095)
-    lower = address.lower()
-    if lower.startswith(("tcp://", "unix://", "vsock://")):
-        if len(address) == lower.index("://") + 3:
-            raise ValueError(f"address {address!r} has no target after the scheme")
-        return True, False
-    if address.startswith("/"):
-        return False, True
-    if address.count(":") >= 2 and not address.startswith("["):
-        return False, False  # a bare IPv6 address; DCGM parses it
-    match = _HOST_PORT.fullmatch(address)
-    if match is None:
-        raise ValueError(
-            f"bad hostengine address {address!r}: expected host, host:port, [v6]:port, /socket/path, "
-            "tcp://host:port or unix:///path"
-        )
-    if match["port"] is not None and not 1 <= int(match["port"]) <= 65535:
-        raise ValueError(f"bad port in hostengine address {address!r}")
-    return False, False
-
