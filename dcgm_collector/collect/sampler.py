@@ -18,11 +18,13 @@ on the CPUs and the cores), and drained like the GPUs into rings of their
 own; their label rows are read with the GPUs'.
 
 When the counters ask for DCGM_EXP_GPU_HEALTH_STATUS, the sampler also runs
-DCGM's health checks (on a group of its own that keeps lost GPUs, so their
-failure stays visible) every HEALTH_CHECK_S; readers use :attr:`Sampler.health`.
+DCGM's health checks every HEALTH_CHECK_S; readers use :attr:`Sampler.health`.
 When they ask for DCGM_EXP_P2P_STATUS, it reads DCGM's NvLink P2P status
-matrix with the labels (at start, then every LABEL_REFRESH_S: it changes
-only when the topology does); readers use :attr:`Sampler.p2p`.
+matrix with the labels; readers use :attr:`Sampler.p2p`.  These reads, the
+engine's field costs and the search for lost GPUs are in
+dcgm_collector.collect.side_reads; the tick here decides when each runs.
+What the sampler counts (:class:`SamplerStats`) and the health it saw
+(:class:`HealthState`) are in dcgm_collector.collect.sampler_stats.
 
 Failures are counted by DCGM status code and the thread carries on.  When a
 read fails, the GPUs DCGM reports as lost are taken out of the sampler's
@@ -45,16 +47,33 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from dcgm_collector.collect import drain
 from dcgm_collector.collect.counters import CounterSet
-from dcgm_collector.collect.fields import field_table
 from dcgm_collector.collect.levels import MEMBERS
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.ring import EventRing, RingBuffer, SeriesKey
+from dcgm_collector.collect.sampler_stats import HealthState, SamplerStats
 from dcgm_collector.collect.servable import SAMPLED_LEVELS
+from dcgm_collector.collect.side_reads import (
+    HEALTH_CHECK_S,
+    HEALTH_COUNTER,
+    HOUSEKEEPING_EVERY_S,
+    LABEL_REFRESH_S,
+    P2P_COUNTER,
+    blanker_than_usual,
+    check_health,
+    label_names,
+    quietly,
+    read_field_costs,
+    refresh_labels,
+    refresh_p2p,
+    remove_lost_gpus,
+    start_health,
+    start_p2p,
+)
 from dcgm_collector.collect.watches import WatchGroup, WatchPlan, plan_watches
 from dcgm_collector.dcgm import (
     DcgmError,
@@ -63,12 +82,9 @@ from dcgm_collector.dcgm import (
     FieldGroup,
     FieldValue,
     Handle,
-    HealthIncident,
-    HealthReport,
-    status_name,
 )
 from dcgm_collector.dcgm._native import lib
-from dcgm_collector.model import FieldCost, LevelEntity, MigInstance
+from dcgm_collector.model import LevelEntity, MigInstance
 
 __all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 
@@ -81,69 +97,7 @@ ST_NOT_WATCHED: int = lib.DCGM_ST_NOT_WATCHED
 # Statuses that say the hostengine itself is gone or stuck: asking it about
 # each GPU would only fail the same way.
 CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
-# Entity statuses of a GPU that can no longer be read.
-GONE_STATUSES = frozenset({"Lost", "Inaccessible", "Detached", "Disabled"})
 MAX_GROUP_ENTITIES: int = lib.DCGM_GROUP_MAX_ENTITIES_V2
-# Labels (UUID, names, driver version) hardly ever change; reading them every
-# tick would only make Python objects for nothing.
-LABEL_REFRESH_S = 10.0
-# DCGM reports a counter's incident only while the counter moved within the minute
-# before a check (an XID, from then on); incidents are kept this long so that a
-# scrape some seconds later still sees them.
-HEALTH_CHECK_S = 5.0
-HEALTH_HOLD_S = 60.0
-HEALTH_COUNTER = "DCGM_EXP_GPU_HEALTH_STATUS"
-P2P_COUNTER = "DCGM_EXP_P2P_STATUS"
-# Once a second the sampler reads the engine's per-field costs (enough for a 15 s scrape) and,
-# when more cells came back blank than usual, asks DCGM for the status of each GPU (one call
-# per GPU, which on a remote hostengine is one round trip each: not worth making every second).
-HOUSEKEEPING_EVERY_S = 1.0
-
-
-@dataclass
-class SamplerStats:
-    """What the sampler has done so far.  Written by the sampler thread only."""
-
-    ticks: int = 0                      # ticks run
-    skipped_ticks: int = 0              # deadlines passed over because a tick overran them
-    samples: int = 0                    # cells stored in value rings (blank ones included)
-    rows: int = 0                       # rows committed to value rings
-    events: int = 0                     # entries committed to the event ring
-    # failed DCGM calls by status code; replaced, never mutated, so a reader can iterate it
-    errors_by_code: Mapping[int, int] = field(default_factory=dict)
-    last_sample_time: float | None = None    # Unix time (s) of the newest sample stored
-    last_good_tick_time: float | None = None  # Unix time (s) a tick last ended without a DCGM error
-    last_tick_ok: bool = False          # whether the latest tick ended without a DCGM error
-    last_tick_duration_s: float = 0.0
-    lost_gpus: tuple[int, ...] = ()     # GPUs taken out of the group because DCGM lost them
-    dropped_groups: int = 0             # field groups not watched (a profiling watch DCGM refused, ...)
-    tick_failures: int = 0              # ticks that raised something other than a DCGM status
-    last_tick_failure: str | None = None   # what the latest tick raised (not a DCGM status), None once one succeeds
-    # what the engine spent per field (dcgm-collector's embedded engine only), with the
-    # name each field has in the counters; replaced, never mutated
-    field_costs: tuple[tuple[str, FieldCost], ...] = ()
-
-    @property
-    def errors(self) -> int:
-        return sum(self.errors_by_code.values())
-
-    @property
-    def error_names(self) -> dict[int, str]:
-        """The DCGM_ST_* name of each code in errors_by_code, for readers that do not use the binding."""
-        return {code: status_name(code) for code in self.errors_by_code}
-
-    def count_error(self, code: int) -> None:
-        self.errors_by_code = {**self.errors_by_code, code: self.errors_by_code.get(code, 0) + 1}
-
-
-@dataclass(frozen=True)
-class HealthState:
-    """DCGM's health checks as the sampler last saw them; replaced, never mutated."""
-
-    report: HealthReport                 # the latest check
-    checked_at: float                    # Unix time (s) of that check
-    # incidents of the checks made in the last HEALTH_HOLD_S, with the time of their check
-    recent: tuple[tuple[float, HealthIncident], ...] = ()
 
 
 @dataclass
@@ -351,14 +305,14 @@ class Sampler:
                 self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0)))
         self.rings = MappingProxyType(rings)
         self.field_groups = MappingProxyType(field_groups)
-        self._label_names = _label_names(self.counters)
+        self._label_names = label_names(self.counters)
         if self._label_groups or self._level_label_groups:
-            self._refresh_labels()
+            refresh_labels(self)
         if self._wants_p2p:
-            self._start_p2p()
+            start_p2p(self)
         if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
             # DCGM checks whole GPUs: those sampled whole and those that hold the instances
-            self._start_health(list(dict.fromkeys([*gpus, *(i.gpu_id for i in self.instances)])))
+            start_health(self, list(dict.fromkeys([*gpus, *(i.gpu_id for i in self.instances)])))
 
     def _setup_level(self, watch: WatchGroup, old_rings: Mapping[WatchGroup, RingBuffer],
                      cursors: Mapping[WatchGroup, int], rings: dict[WatchGroup, RingBuffer],
@@ -445,13 +399,13 @@ class Sampler:
         if self.handle.closed or self.connection_lost is not None:
             return  # the handle's close removes everything (a lost connection took it all already)
         for fg in reversed(self._made_field_groups):
-            _quietly(fg.destroy)  # the handle unwatches a field group before destroying it
+            quietly(fg.destroy)  # the handle unwatches a field group before destroying it
         if self._health_group is not None:
-            _quietly(self._health_group.destroy)
+            quietly(self._health_group.destroy)
         for group in self._level_groups.values():
-            _quietly(group.destroy)
+            quietly(group.destroy)
         if self.group is not None:
-            _quietly(self.group.destroy)
+            quietly(self.group.destroy)
 
     # -- the thread
     def _run(self) -> None:
@@ -533,18 +487,18 @@ class Sampler:
         # labels and the P2P matrix change only with the topology: every LABEL_REFRESH_S
         slow_refresh = bool(stats.ticks) and stats.ticks % self._label_every == 0 and not lost
         if slow_refresh and (self._label_groups or self._level_label_groups):
-            good = self._refresh_labels() and good
+            good = refresh_labels(self) and good
         if slow_refresh and self._wants_p2p:
-            good = self._refresh_p2p() and good
+            good = refresh_p2p(self) and good
         if self._health_group is not None and time.monotonic() >= self._next_health and not lost:
-            self._check_health()  # a failed check is counted, but samples still flow
+            check_health(self)  # a failed check is counted, but samples still flow
         if started >= self._next_costs and not lost:
             self._next_costs = started + HOUSEKEEPING_EVERY_S
-            self._read_field_costs()
+            read_field_costs(self)
             # a GPU DCGM lost without failing a drain (its values just go blank) is found here,
             # so that /health can say which one stopped
-            if self._blanker_than_usual():
-                self._remove_lost_gpus()
+            if blanker_than_usual(self):
+                remove_lost_gpus(self)
         stats.ticks += 1
         if newest:
             stats.last_sample_time = newest / 1e6
@@ -592,31 +546,6 @@ class Sampler:
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
 
-    def _blanker_than_usual(self) -> bool:
-        """Whether the cells drained since the last call had more blanks than the best interval had."""
-        cells, blanks = self._cells, self._blank_cells
-        self._cells = self._blank_cells = 0
-        if not cells:
-            return False
-        share = blanks / cells
-        usual = self._usual_blank_share
-        self._usual_blank_share = share if usual < 0 else min(usual, share)
-        return share > usual   # the first interval is always checked
-
-    def _read_field_costs(self) -> None:
-        costs = self.handle.field_costs()
-        if not costs:
-            return
-        self.stats.field_costs = tuple((self._field_name(c.field_id), c) for c in costs)
-
-    def _field_name(self, field_id: int) -> str:
-        """The name a field has in the counters, else DCGM's; worked out once per field, not once a second."""
-        name = self._field_names.get(field_id)
-        if name is None:
-            field = field_table().by_id(field_id)
-            name = self._field_names[field_id] = field.name if field is not None else f"field_{field_id}"
-        return name
-
     def _drain(self, d: _Drain, raw: int) -> drain.DrainResult | None:
         """One drain; on a failure, repair what can be repaired and try once more."""
         result = self._drain_call(d, raw)
@@ -642,36 +571,11 @@ class Sampler:
         """Fix what made a drain fail, if the sampler can; True when a retry is worth it."""
         if rc in CONNECTION_CODES:
             return False
-        if self._remove_lost_gpus():
+        if remove_lost_gpus(self):
             return bool(self._live_gpus)
         if rc == ST_NOT_WATCHED:
             return self._rewatch(d)
         return False
-
-    def _remove_lost_gpus(self) -> bool:
-        lost = []
-        for gpu in sorted(self._live_gpus, key=self.gpu_ids.index):
-            try:
-                status = self.handle.gpu_status(gpu)
-            except DcgmError as error:
-                self._count(error.code)
-                return False
-            if status in GONE_STATUSES:
-                lost.append(gpu)
-        for gpu in lost:
-            self._remove_gpu(gpu)
-        return bool(lost)
-
-    def _remove_gpu(self, gpu: int) -> None:
-        assert self.group is not None
-        try:
-            self.handle.remove_from_group(self.group, [gpu])
-        except DcgmError as error:
-            self._count(error.code)
-            return
-        self._live_gpus.discard(gpu)
-        self.stats.lost_gpus = (*self.stats.lost_gpus, gpu)
-        log.warning("GPU %d is lost: its series stop, the other GPUs carry on", gpu)
 
     def _rewatch(self, d: _Drain) -> bool:
         freq = self.plan.update_freq_us
@@ -683,96 +587,10 @@ class Sampler:
         log.warning("field group %s was not watched any more; watched it again", d.field_group.name)
         return True
 
-    # -- labels
-    def _refresh_labels(self) -> bool:
-        assert self.group is not None
-        try:
-            values = self.handle.latest_values(self.group, self._label_groups) if self._label_groups else []
-            for group, fg in self._level_label_groups:
-                values += self.handle.latest_values(group, [fg])
-        except DcgmError as error:
-            self._count(error.code)
-            return False
-        labels = {key: dict(names) for key, names in self.labels.items()}
-        for v in values:
-            if v.value is None or isinstance(v.value, bytes):
-                continue  # keep the last good value: a lost GPU still has its UUID
-            entity = labels.setdefault((v.entity_group, v.entity_id), {})
-            for name in self._label_names.get(v.field_id, ()):
-                entity[name] = str(v.value)
-        self.labels = MappingProxyType({key: MappingProxyType(names) for key, names in labels.items()})
-        return True
-
-    def _start_p2p(self) -> None:
-        """The first read of the P2P matrix; a row that will show nothing is said so, with its file and line."""
-        why = None
-        try:
-            self._read_p2p()
-            if not self.p2p:
-                why = "DCGM answers NOT_SUPPORTED for the NvLink P2P status"
-        except DcgmError as error:
-            self._count(error.code)
-            why = f"reading DCGM's NvLink P2P status failed ({error}); retried every {LABEL_REFRESH_S:g} s"
-        if why is not None:
-            for row in (c for c in self.counters.exporter_counters() if c.exporter == P2P_COUNTER):
-                log.warning("%s:%d: not serving %s: %s", row.path, row.line, row.name, why)
-
-    def _refresh_p2p(self) -> bool:
-        try:
-            self._read_p2p()
-        except DcgmError as error:
-            self._count(error.code)
-            return False   # the last matrix read stays
-        return True
-
-    def _read_p2p(self) -> None:
-        matrix = self.handle.nvlink_p2p_status()
-        self.p2p = MappingProxyType({gpu: MappingProxyType(peers) for gpu, peers in matrix.items()})
-
-    # -- health
-    def _start_health(self, gpus: Sequence[int]) -> None:
-        try:
-            self._health_group = self.handle.create_group(f"dcgm-collector-health-{id(self):x}", gpus)
-            self.handle.health_set(self._health_group, lib.DCGM_HEALTH_WATCH_ALL)
-        except DcgmError as error:
-            self._count(error.code)
-            for row in (c for c in self.counters.exporter_counters() if c.exporter == HEALTH_COUNTER):
-                log.warning("%s:%d: not serving %s: DCGM's health checks are not available: %s", row.path, row.line,
-                            row.name, error)
-            if self._health_group is not None:
-                _quietly(self._health_group.destroy)
-                self._health_group = None
-            return
-        self._check_health()  # known from the start, not a HEALTH_CHECK_S later
-
-    def _check_health(self) -> bool:
-        assert self._health_group is not None
-        self._next_health = time.monotonic() + self.health_interval_s
-        try:
-            report = self.handle.health_check(self._health_group)
-        except DcgmError as error:
-            self._count(error.code)
-            return False
-        now = time.time()
-        held = () if self.health is None else tuple(r for r in self.health.recent if r[0] > now - HEALTH_HOLD_S)
-        self.health = HealthState(report, now, held + tuple((now, i) for i in report.incidents))
-        return True
-
     def _count(self, code: int) -> None:
         self.stats.count_error(code)
         if code in CONNECTION_CODES and self.connection_lost is None:
             self.connection_lost = code
-
-
-def _label_names(counters: CounterSet) -> dict[int, tuple[str, ...]]:
-    """Field id -> the names of the label rows that read it."""
-    names: dict[int, list[str]] = {}
-    for counter in counters.label_counters():
-        names.setdefault(counter.field.id, []).append(counter.name)
-    for counter in counters.field_counters():
-        if counter.field.type in ("s", "b") and not counter.field.is_event:
-            names.setdefault(counter.field.id, []).append(counter.name)
-    return {field_id: tuple(dict.fromkeys(n)) for field_id, n in names.items()}
 
 
 def _gpu_list(gpu_ids: Sequence[int]) -> list[int]:
@@ -789,9 +607,3 @@ def _gpu_list(gpu_ids: Sequence[int]) -> list[int]:
 def _ids(ids: Sequence[int]) -> str:
     return ", ".join(map(str, ids)) if len(ids) <= 8 else f"{ids[0]}..{ids[-1]} ({len(ids)} ids)"
 
-
-def _quietly(action) -> None:
-    try:
-        action()
-    except DcgmError as error:
-        log.debug("clean-up: %s", error)
