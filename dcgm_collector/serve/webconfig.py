@@ -26,27 +26,10 @@ Behaviour, following exporter-toolkit v0.16:
 * Basic auth protects every path, /health included (probes must send the
   credentials, or probe the TCP port).  A missing or wrong password gets 401
   with ``WWW-Authenticate: Basic``.
-* Every check costs the same bcrypt work, whoever the user: that of the
-  highest cost among the configured users (capped at DUMMY_HASH_MAX_COST).
-  An unknown user is checked against a dummy hash at that cost; a user whose
-  hash has a lower cost c is checked, then padded with dummy checks at costs
-  c, c+1, ... up to the highest (2^c + 2^c + ... + 2^(C-1) = 2^C rounds), so
-  neither the answer time nor success or failure tells which users exist.
-  (exporter-toolkit checks unknown users against one cost-10 hash, which
-  leaves users of other costs tellable apart.)
-* Verdicts are cached for AUTH_CACHE_S (bcrypt at cost 10 takes ~80 ms: a
-  scrape every few seconds should not pay that), keyed by a keyed hash of the
-  credentials, never the password itself.  Good and bad verdicts are cached
-  apart, so a flood of wrong passwords cannot push a scraper's good one out.
-* At most BCRYPT_WORKERS checks run at once and BCRYPT_QUEUE more may wait;
-  beyond that a request that needs a check gets a quick 503 (with
-  Retry-After) instead of queueing without limit.  Cached verdicts never wait.
-* Each client address may fail FAILED_AUTH_BURST uncached checks at once,
-  then one more per FAILED_AUTH_INTERVAL_S; beyond that it gets 429 with
-  Retry-After, without a bcrypt check.  A check that succeeds costs no
-  allowance.  A scraper whose good verdict is cached is never limited; one
-  that must be checked anew from an address that is guessing passwords
-  waits for its allowance like the guesser.
+* Every check costs the same bcrypt work whoever the user, verdicts are
+  cached, and both the bcrypt checks at once and each client address's
+  failed checks are limited (503 and 429): see
+  :mod:`dcgm_collector.serve.basicauth`.
 * The certificate, key and client CA files are checked for changes at most
   once per CERT_RECHECK_S and reloaded when they change, so rotated
   certificates are served without a restart (a reload that fails keeps the
@@ -71,48 +54,55 @@ What Python's ssl module cannot do, and how that is handled:
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
 import ipaddress
 import logging
 import os
 import re
-import secrets
 import ssl
-import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bcrypt
 import yaml
 
 from dcgm_collector.files import FileRefused, read_regular_file
-from dcgm_collector.serve.server import TooManyRequests, Unavailable
+
+# the limits were defined here before basic auth had its own module; tests still read them here
+from dcgm_collector.serve.basicauth import AUTH_CACHE_ENTRIES as AUTH_CACHE_ENTRIES
+from dcgm_collector.serve.basicauth import AUTH_CACHE_S as AUTH_CACHE_S
+from dcgm_collector.serve.basicauth import BCRYPT_QUEUE as BCRYPT_QUEUE
+from dcgm_collector.serve.basicauth import BCRYPT_WORKERS as BCRYPT_WORKERS
+from dcgm_collector.serve.basicauth import DUMMY_HASH_MAX_COST as DUMMY_HASH_MAX_COST
+from dcgm_collector.serve.basicauth import FAILED_AUTH_ADDRESSES as FAILED_AUTH_ADDRESSES
+from dcgm_collector.serve.basicauth import FAILED_AUTH_BURST as FAILED_AUTH_BURST
+from dcgm_collector.serve.basicauth import FAILED_AUTH_INTERVAL_S as FAILED_AUTH_INTERVAL_S
+from dcgm_collector.serve.basicauth import (
+    AuthCache,
+    BcryptSlots,
+    FailureAllowance,
+    basic_credentials,
+    check_cost,
+    check_password,
+    dummy_hashes,
+    hash_cost,
+    is_utf8,
+)
+from dcgm_collector.serve.server import TooManyRequests
+from dcgm_collector.serve.tlscontext import (
+    MAX_WEB_CONFIG_BYTES,
+    TlsSettings,
+    WebConfigError,
+    build_context,
+    file_stamps,
+)
 
 __all__ = ["AUTH_CACHE_S", "WebConfig", "WebConfigError", "load"]
 
 log = logging.getLogger(__name__)
 
-AUTH_CACHE_S = 60.0
-AUTH_CACHE_ENTRIES = 100
-# bcrypt checks run at once (each takes a core) and checks that may wait for one
-BCRYPT_WORKERS = 2
-BCRYPT_QUEUE = 8
-# failed checks a client address may make at once, then one per interval
-FAILED_AUTH_BURST = 20
-FAILED_AUTH_INTERVAL_S = 1.0
-FAILED_AUTH_ADDRESSES = 4096   # addresses remembered; the least recent is forgotten first
-MAX_WEB_CONFIG_BYTES = 1 << 20   # a web config file, a certificate or a CA bundle: far more than any needs
 CERT_RECHECK_S = 1.0
-# making the dummy hash costs as much as one check; past this a start-up would take minutes
-DUMMY_HASH_MAX_COST = 16
 
 CLIENT_AUTH_TYPES = ("NoClientCert", "RequestClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven",
                      "RequireAndVerifyClientCert")
@@ -168,10 +158,6 @@ _TLS_KEYS = ("cert_file", "key_file", "cert", "key", "client_auth_type", "client
              "prefer_server_cipher_suites")
 _HTTP_KEYS = ("http2", "headers")
 _RATE_KEYS = ("interval", "burst")
-
-
-class WebConfigError(Exception):
-    """A bad web config file; str() is one line: ``FILE: KEY: problem``."""
 
 
 # ---- parsing ----------------------------------------------------------------------------
@@ -260,25 +246,6 @@ def parse_duration(text: str) -> float:
 
 # ---- the parts of the config -------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TlsSettings:
-    cert_file: str = ""
-    key_file: str = ""
-    cert: str = ""
-    key: str = ""
-    client_auth_type: str = "NoClientCert"
-    client_ca_file: str = ""
-    client_ca: str = ""
-    client_allowed_sans: tuple[str, ...] = ()
-    min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
-    max_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3
-    openssl_ciphers: tuple[str, ...] = ()      # empty: OpenSSL's defaults
-    prefer_server_cipher_suites: bool = True
-
-    @property
-    def watched_files(self) -> tuple[str, ...]:
-        return tuple(f for f in (self.cert_file, self.key_file, self.client_ca_file) if f)
-
 
 class RateLimiter:
     """Token bucket: ``burst`` requests at once, then one per ``interval_s``."""
@@ -302,99 +269,6 @@ class RateLimiter:
             return False
 
 
-@dataclass
-class _AuthCache:
-    """Recent bcrypt verdicts, keyed by an HMAC of the credentials under a per-process key."""
-
-    ttl_s: float = AUTH_CACHE_S
-    size: int = AUTH_CACHE_ENTRIES
-    clock: Callable[[], float] = time.monotonic
-    _key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
-    _entries: OrderedDict = field(default_factory=OrderedDict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def digest(self, user: bytes, hashed: bytes, password: bytes) -> bytes:
-        message = b"\0".join((user, hashed, password))
-        return hmac.new(self._key, message, hashlib.sha256).digest()
-
-    def get(self, digest: bytes) -> bool | None:
-        with self._lock:
-            found = self._entries.get(digest)
-            if found is None:
-                return None
-            verdict, expires = found
-            if self.clock() >= expires:
-                del self._entries[digest]
-                return None
-            self._entries.move_to_end(digest)
-            return verdict
-
-    def put(self, digest: bytes, verdict: bool) -> None:
-        with self._lock:
-            self._entries[digest] = (verdict, self.clock() + self.ttl_s)
-            self._entries.move_to_end(digest)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-
-
-class _FailureAllowance:
-    """Per client address, a token bucket of failed credential checks; a bounded table of addresses."""
-
-    def __init__(self, burst: int = FAILED_AUTH_BURST, interval_s: float = FAILED_AUTH_INTERVAL_S,
-                 addresses: int = FAILED_AUTH_ADDRESSES, clock: Callable[[], float] = time.monotonic) -> None:
-        self.burst = burst
-        self.interval_s = interval_s
-        self.addresses = addresses
-        self._clock = clock
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()   # address -> (tokens, at)
-        self._lock = threading.Lock()
-
-    def take(self, address: str) -> bool:
-        """Take one attempt's token (before the check, so concurrent guesses cannot overdraw); False if none."""
-        with self._lock:
-            now = self._clock()
-            tokens, at = self._buckets.get(address, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - at) / self.interval_s)
-            allowed = tokens >= 1.0
-            self._buckets[address] = (tokens - 1.0 if allowed else tokens, now)
-            self._buckets.move_to_end(address)
-            while len(self._buckets) > self.addresses:
-                self._buckets.popitem(last=False)
-            return allowed
-
-    def give_back(self, address: str) -> None:
-        """The check succeeded: it costs no allowance."""
-        with self._lock:
-            found = self._buckets.get(address)
-            if found is not None:
-                self._buckets[address] = (min(float(self.burst), found[0] + 1.0), found[1])
-
-    def retry_after_s(self) -> int:
-        return max(1, round(self.interval_s))
-
-
-class _BcryptSlots:
-    """At most ``workers`` checks at once and ``queue`` waiting; Unavailable beyond, at once."""
-
-    def __init__(self, workers: int = BCRYPT_WORKERS, queue: int = BCRYPT_QUEUE) -> None:
-        self._running = threading.Semaphore(workers)
-        self._admitted = 0
-        self._limit = workers + queue
-        self._lock = threading.Lock()
-
-    def run(self, check: Callable[[], bool]) -> bool:
-        with self._lock:
-            if self._admitted >= self._limit:
-                raise Unavailable("503 Service Unavailable: too many credential checks at once, retry shortly")
-            self._admitted += 1
-        try:
-            with self._running:
-                return check()
-        finally:
-            with self._lock:
-                self._admitted -= 1
-
-
 # ---- the config ----------------------------------------------------------------------------------
 
 class WebConfig:
@@ -410,12 +284,12 @@ class WebConfig:
         self.rate_limiter = RateLimiter(*rate_limit, clock=clock) if rate_limit else None
         self._clock = clock
         # apart, so that failures (which anyone can make) never push a good verdict out
-        self._good_verdicts = _AuthCache(clock=clock)
-        self._bad_verdicts = _AuthCache(clock=clock)
-        self._failures = _FailureAllowance(clock=clock)
-        self._bcrypt_slots = _BcryptSlots()
-        self._check_cost = _check_cost(self.users)
-        self._dummy_hashes = _dummy_hashes(self.users, self._check_cost)
+        self._good_verdicts = AuthCache(clock=clock)
+        self._bad_verdicts = AuthCache(clock=clock)
+        self._failures = FailureAllowance(clock=clock)
+        self._bcrypt_slots = BcryptSlots()
+        self._check_cost = check_cost(self.users)
+        self._dummy_hashes = dummy_hashes(self.users, self._check_cost)
         self._dummy_hash = self._dummy_hashes.get(self._check_cost, b"")
         self._context: ssl.SSLContext | None = None
         self._stamps: tuple = ()
@@ -423,8 +297,8 @@ class WebConfig:
         self._context_lock = threading.Lock()
         self._reload_failed = False
         if tls is not None:
-            self._context = _build_context(tls, source)
-            self._stamps = _stamps(tls.watched_files)
+            self._context = build_context(tls, source)
+            self._stamps = file_stamps(tls.watched_files)
             self._checked_at = clock()
 
     # -- TLS
@@ -446,11 +320,11 @@ class WebConfig:
 
     def _reload_if_changed(self) -> None:
         assert self.tls is not None
-        stamps = _stamps(self.tls.watched_files)
+        stamps = file_stamps(self.tls.watched_files)
         if stamps == self._stamps:
             return
         try:
-            context = _build_context(self.tls, self.source)
+            context = build_context(self.tls, self.source)
         except WebConfigError as error:
             if not self._reload_failed:
                 log.warning("TLS files changed but cannot be loaded, still serving the previous ones: %s", error)
@@ -487,11 +361,11 @@ class WebConfig:
         """
         if not self.users:
             return True
-        credentials = _basic_credentials(header)
+        credentials = basic_credentials(header)
         if credentials is None:
             return False
         user, password = credentials
-        known = self.users.get(user.decode("utf-8", "replace")) if _is_utf8(user) else None
+        known = self.users.get(user.decode("utf-8", "replace")) if is_utf8(user) else None
         hashed = known if known is not None else self._dummy_hash
         digest = self._good_verdicts.digest(user, hashed, password)
         if self._good_verdicts.get(digest):
@@ -517,9 +391,9 @@ class WebConfig:
 
     def _padded_check(self, password: bytes, hashed: bytes) -> bool:
         """bcrypt against ``hashed``, then dummy checks up to the common cost, so every check costs the same."""
-        verdict = _checkpw(password, hashed)
-        for cost in range(_cost(hashed), self._check_cost):
-            _checkpw(password, self._dummy_hashes[cost])
+        verdict = check_password(password, hashed)
+        for cost in range(hash_cost(hashed), self._check_cost):
+            check_password(password, self._dummy_hashes[cost])
         return verdict
 
     # -- the server's hooks
@@ -722,176 +596,6 @@ def _rate_limit(reader: _Reader, section: dict) -> tuple[float, int] | None:
     if burst == 0:
         raise reader.fail("rate_limit.burst", "must be at least 1 when an interval is set (0 refuses every request)")
     return interval, burst
-
-
-# ---- TLS context ---------------------------------------------------------------------------------
-
-def _build_context(tls: TlsSettings, source: str) -> ssl.SSLContext:
-    key = "tls_server_config."
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    try:
-        context.minimum_version = tls.min_version
-        context.maximum_version = tls.max_version
-    except (ValueError, ssl.SSLError) as error:
-        raise WebConfigError(f"{source}: {key}min_version: not supported here: {error}") from None
-    if tls.prefer_server_cipher_suites:
-        context.options |= ssl.OP_CIPHER_SERVER_PREFERENCE
-    else:
-        context.options &= ~ssl.OP_CIPHER_SERVER_PREFERENCE
-    if tls.openssl_ciphers:
-        try:
-            context.set_ciphers(":".join(tls.openssl_ciphers))
-        except ssl.SSLError:
-            raise WebConfigError(f"{source}: {key}cipher_suites: none of them is available in this OpenSSL") from None
-    with _pem_files(tls) as (cert_path, key_path):
-        _check_certificates(cert_path, f"{source}: {key}{'cert_file' if tls.cert_file else 'cert'}")
-        try:
-            context.load_cert_chain(cert_path, key_path, password=_no_password)
-        except (ssl.SSLError, OSError, ValueError) as error:
-            where = f"{source}: {key}{'key_file' if tls.key_file else 'key'}"
-            raise WebConfigError(f"{where}: cannot use the key with the certificate "
-                                 f"(not a PEM private key, encrypted, or not the certificate's key): "
-                                 f"{_ssl_reason(error)}") from None
-    if tls.client_auth_type in ("VerifyClientCertIfGiven", "RequireAndVerifyClientCert"):
-        where = f"{source}: {key}{'client_ca' if tls.client_ca else 'client_ca_file'}"
-        try:
-            if tls.client_ca_file:
-                context.load_verify_locations(cafile=tls.client_ca_file)
-            elif tls.client_ca:
-                context.load_verify_locations(cadata=tls.client_ca)
-            else:
-                context.load_default_certs(ssl.Purpose.CLIENT_AUTH)   # Go verifies against the system's roots
-        except (ssl.SSLError, OSError, ValueError) as error:
-            raise WebConfigError(f"{where}: no usable CA certificate: {_ssl_reason(error)}") from None
-        context.verify_mode = (ssl.CERT_REQUIRED if tls.client_auth_type == "RequireAndVerifyClientCert"
-                               else ssl.CERT_OPTIONAL)
-    else:
-        context.verify_mode = ssl.CERT_NONE
-    return context
-
-
-def _no_password() -> bytes:
-    # without a callback OpenSSL would prompt on the terminal for an encrypted key
-    raise ValueError("the private key is encrypted")
-
-
-class _pem_files:
-    """The cert and key as file paths; inline PEM goes to private temporary files for the load."""
-
-    def __init__(self, tls: TlsSettings) -> None:
-        self.tls = tls
-        self.directory: tempfile.TemporaryDirectory | None = None
-
-    def __enter__(self) -> tuple[str, str]:
-        cert, key = self.tls.cert_file, self.tls.key_file
-        if self.tls.cert or self.tls.key:
-            self.directory = tempfile.TemporaryDirectory(prefix="dcgm-collector-tls-")
-            if self.tls.cert:
-                cert = self._write("cert.pem", self.tls.cert)
-            if self.tls.key:
-                key = self._write("key.pem", self.tls.key)
-        return cert, key
-
-    def _write(self, name: str, text: str) -> str:
-        assert self.directory is not None
-        path = os.path.join(self.directory.name, name)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        return path
-
-    def __exit__(self, *exc: object) -> None:
-        if self.directory is not None:
-            self.directory.cleanup()
-
-
-def _check_certificates(path: str, where: str) -> None:
-    """A clear error for a certificate file that holds no PEM certificate (load_cert_chain's is vague)."""
-    try:
-        # a regular file, checked at every (re)load: OpenSSL's own open would wait on a FIFO put in its place
-        text = read_regular_file(path, MAX_WEB_CONFIG_BYTES).decode("ascii", errors="replace")
-    except FileRefused as refused:
-        raise WebConfigError(f"{where}: {refused}") from None
-    except OSError as error:
-        raise WebConfigError(f"{where}: cannot read {path}: {error.strerror}") from None
-    try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=text)
-    except (ssl.SSLError, ValueError) as error:
-        raise WebConfigError(f"{where}: no PEM certificate in it: {_ssl_reason(error)}") from None
-
-
-def _ssl_reason(error: BaseException) -> str:
-    reason = getattr(error, "reason", None)
-    text = reason or getattr(error, "strerror", None) or str(error)
-    return " ".join(str(text).split())
-
-
-def _stamps(paths: tuple[str, ...]) -> tuple:
-    stamps = []
-    for path in paths:
-        try:
-            info = os.stat(path)
-            stamps.append((info.st_mtime_ns, info.st_size, info.st_ino))
-        except OSError:
-            stamps.append(None)
-    return tuple(stamps)
-
-
-# ---- basic auth ---------------------------------------------------------------------------------
-
-def _basic_credentials(header: str | None) -> tuple[bytes, bytes] | None:
-    if not header:
-        return None
-    scheme, _, encoded = header.strip().partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        decoded = base64.b64decode(encoded.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    user, sep, password = decoded.partition(b":")
-    if not sep:
-        return None
-    return user, password
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _checkpw(password: bytes, hashed: bytes) -> bool:
-    try:
-        return bcrypt.checkpw(password, hashed)
-    except ValueError:   # bcrypt >= 5 refuses passwords over 72 bytes: not a match
-        return False
-
-
-def _cost(hashed: bytes) -> int:
-    return int(hashed[4:6])   # hashes are $2?$NN$...
-
-
-def _check_cost(users: Mapping[str, bytes]) -> int:
-    """The bcrypt cost every check is brought up to: the highest users' cost, within reason."""
-    if not users:
-        return 0
-    return min(max(_cost(h) for h in users.values()), DUMMY_HASH_MAX_COST)
-
-
-def _dummy_hashes(users: Mapping[str, bytes], check_cost: int) -> dict[int, bytes]:
-    """Hashes of a random password at every cost from the lowest users' cost to ``check_cost``.
-
-    The one at ``check_cost`` stands in for unknown users; the lower ones pad the
-    checks of users with cheaper hashes.  Making them costs about two checks.
-    """
-    if not users:
-        return {}
-    lowest = min(min(_cost(h) for h in users.values()), check_cost)
-    secret = secrets.token_bytes(16)
-    return {cost: bcrypt.hashpw(secret, bcrypt.gensalt(cost)) for cost in range(lowest, check_cost + 1)}
 
 
 def _normal_ip(value: str) -> str:
