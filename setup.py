@@ -1,7 +1,7 @@
 """Build steps pyproject.toml cannot express.
 
-1. The cffi extension ``dcgm_collector.dcgm._native`` (API mode), from
-   ``dcgm_collector/dcgm/_build.py``.
+1. The cffi extension ``dcgm_collector.ext._native`` (API mode), from
+   ``dcgm_collector/ext/_build.py``.
 2. The simulated ``libdcgm.so.4`` from ``native/engine/*.c``: a plain shared
    library (not a Python extension) installed as
    ``dcgm_collector/engine/lib/libdcgm.so.4``, so that ``--sim`` and any DCGM
@@ -144,6 +144,6 @@ def _up_to_date(output: str, inputs: list[str]) -> bool:
 
 
 setup(
-    cffi_modules=["dcgm_collector/dcgm/_build.py:ffibuilder"],
+    cffi_modules=["dcgm_collector/ext/_build.py:ffibuilder"],
     cmdclass={"build_ext": build_ext_with_simulator},
 )

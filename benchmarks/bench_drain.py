@@ -27,11 +27,11 @@ from collections import defaultdict
 
 import _workload as w
 import pytest
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 
 from dcgm_collector import dcgm, engine
 from dcgm_collector.collect.drain import drain_into
-from dcgm_collector.collect.ring import RingBuffer, SeriesKey
+from dcgm_collector.rings.ring import RingBuffer, SeriesKey
 
 VALUE_FIELDS = (100, 101, 140, 150, 155, 156, 202, 203, 204, 206, 207, 251, 252, 253, 393, 394, 395)
 PROFILING_FIELDS = (1001, 1004, 1005, 1009, 1010)

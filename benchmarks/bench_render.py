@@ -46,7 +46,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from dcgm_collector import dcgm, engine
-from dcgm_collector.collect.counters import load_counters
+from dcgm_collector.catalog.counters import load_counters
 from dcgm_collector.collect.discovery import discover
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler

@@ -34,10 +34,10 @@ import time
 
 import _workload as w
 
-from dcgm_collector.collect.counters import load_counters
+from dcgm_collector.catalog.counters import load_counters
 from dcgm_collector.collect.options import SamplingOptions
-from dcgm_collector.collect.ring import RingBuffer
 from dcgm_collector.collect.watches import plan_watches
+from dcgm_collector.rings.ring import RingBuffer
 
 SETTLE_S = 3.0
 SCRAPE_EVERY_S = 15.0

@@ -107,7 +107,7 @@ def scenario_text(t0: float, phases: list[tuple[str, float, float]]) -> str:
 def simulate(scenario: Path, times_us: list[int], fields: list[int]) -> list[dict[int, float]]:
     """Each field of the simulated H200 at each time (the library reads the scenario once)."""
     os.environ["DCGM_SIM_SCENARIO"] = str(scenario)
-    from dcgm_collector.dcgm._native import ffi, lib
+    from dcgm_collector.ext._native import ffi, lib
 
     from dcgm_collector import dcgm, engine
 

@@ -44,11 +44,11 @@ import _workload as w
 import numpy as np
 
 from dcgm_collector import dcgm, engine
-from dcgm_collector.collect.counters import load_counters
+from dcgm_collector.catalog.counters import load_counters
 from dcgm_collector.collect.options import SamplingOptions
-from dcgm_collector.collect.ring import SAMPLE_OK
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
+from dcgm_collector.rings.ring import SAMPLE_OK
 
 GPU_UTIL = 203
 THRESHOLD = 50.0

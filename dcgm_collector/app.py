@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from dcgm_collector import __version__, dcgm, engine
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.hpc import HpcJobMapper
-from dcgm_collector.collect.counters import CountersError, CounterSet, load_counters
+from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
 from dcgm_collector.collect.discovery import id_ranges
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.servable import unservable_rows

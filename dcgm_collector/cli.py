@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from dcgm_collector.collect.counters import Counter, CountersError, CounterSet, load_counters
+from dcgm_collector.catalog.counters import Counter, CountersError, CounterSet, load_counters
 from dcgm_collector.collect.servable import unservable_rows
 from dcgm_collector.config import (
     CHECK_COMMAND,

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcgm_collector.collect.counters import default_counters_path
+from dcgm_collector.catalog.counters import default_counters_path
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.model import DeviceSelection
 from dcgm_collector.options.parser import (

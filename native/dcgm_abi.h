@@ -8,7 +8,7 @@
  * corrupting memory on a GPU node.
  *
  * Everything between the CDEF-BEGIN and CDEF-END markers is also fed to cffi
- * by dcgm_collector/dcgm/_build.py, so that region may only hold what
+ * by dcgm_collector/ext/_build.py, so that region may only hold what
  * cffi's cdef parser understands: typedefs, structs, unions, enums, and
  * #defines of plain integer literals.  Function prototypes live in
  * dcgm_functions.h.

@@ -208,8 +208,8 @@ xid = 79
 
 def gpu_ring_series(sampler: Any, gpu: int, fields: tuple[int, ...]) -> dict[int, tuple[Any, Any]]:
     """Each field's good samples on one GPU across a sampler's rings: {field: (timestamps us, values)}."""
-    from dcgm_collector.collect.ring import SAMPLE_OK
     from dcgm_collector.dcgm import EntityType
+    from dcgm_collector.rings.ring import SAMPLE_OK
 
     out = {}
     for ring in sampler.rings.values():

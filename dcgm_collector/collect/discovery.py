@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.catalog.counters import CounterSet
 from dcgm_collector.collect.levels import ALL, LevelSelectionError, discover_levels
 from dcgm_collector.collect.sampler import CONNECTION_CODES
 from dcgm_collector.dcgm import DcgmError, Handle

@@ -20,8 +20,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from dcgm_collector.collect.ring import EventRing, RingBuffer
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
+from dcgm_collector.rings.ring import EventRing, RingBuffer
 
 __all__ = ["DrainResult", "drain_events_into", "drain_into"]
 

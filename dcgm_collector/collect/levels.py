@@ -34,10 +34,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from dcgm_collector.collect.counters import Counter, CounterSet
-from dcgm_collector.collect.watches import watch_level
+from dcgm_collector.catalog.counters import Counter, CounterSet
+from dcgm_collector.catalog.fields import watch_level
 from dcgm_collector.dcgm import DcgmError, Handle
-from dcgm_collector.dcgm._native import lib
+from dcgm_collector.ext._native import lib
 from dcgm_collector.model import DeviceSelection, EntityType, LevelEntity
 
 __all__ = ["LEVELS", "LINK_UP", "MEMBERS", "LevelSelectionError", "discover_levels", "levels_wanted", "link_entity_id"]

@@ -50,11 +50,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from dcgm_collector.catalog.counters import CounterSet
 from dcgm_collector.collect import drain
-from dcgm_collector.collect.counters import CounterSet
 from dcgm_collector.collect.levels import MEMBERS
 from dcgm_collector.collect.options import SamplingOptions
-from dcgm_collector.collect.ring import EventRing, RingBuffer, SeriesKey
 from dcgm_collector.collect.sampler_stats import HealthState, SamplerStats
 from dcgm_collector.collect.servable import SAMPLED_LEVELS
 from dcgm_collector.collect.side_reads import (
@@ -83,8 +82,9 @@ from dcgm_collector.dcgm import (
     FieldValue,
     Handle,
 )
-from dcgm_collector.dcgm._native import lib
+from dcgm_collector.ext._native import lib
 from dcgm_collector.model import LevelEntity, MigInstance
+from dcgm_collector.rings.ring import EventRing, RingBuffer, SeriesKey
 
 __all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 

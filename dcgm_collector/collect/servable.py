@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dcgm_collector.collect.counters import EXPORTER_COUNTERS, Counter, CounterSet
-from dcgm_collector.collect.fields import watch_level
+from dcgm_collector.catalog.counters import EXPORTER_COUNTERS, Counter, CounterSet
+from dcgm_collector.catalog.fields import watch_level
 
 __all__ = ["NO_EVENTS_LEVELS", "SAMPLED_LEVELS", "SERVED_EXPORTER_COUNTERS", "UnservableRow", "unservable_rows"]
 

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from dcgm_collector.collect.counters import CounterSet
-from dcgm_collector.collect.fields import field_table
+from dcgm_collector.catalog.counters import CounterSet
+from dcgm_collector.catalog.fields import field_table
 from dcgm_collector.collect.sampler_stats import HealthState
 from dcgm_collector.dcgm import DcgmError
-from dcgm_collector.dcgm._native import lib
+from dcgm_collector.ext._native import lib
 
 if TYPE_CHECKING:   # for the annotations only: the sampler imports this module
     from dcgm_collector.collect.sampler import Sampler

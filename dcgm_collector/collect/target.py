@@ -45,13 +45,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dcgm_collector.collect.counters import CounterSet
+from dcgm_collector.catalog.counters import CounterSet
 from dcgm_collector.collect.discovery import DiscoveryError, Topology, discover
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler, SamplerStats
 from dcgm_collector.dcgm import DcgmError, GpuInfo, Handle
-from dcgm_collector.dcgm._native import lib
 from dcgm_collector.dcgm.errors import status_name
+from dcgm_collector.ext._native import lib
 from dcgm_collector.model import DeviceSelection
 
 __all__ = ["RETRY_START_CODES", "Backoff", "Generation", "State", "Target", "TargetError", "Topology"]

@@ -28,8 +28,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dcgm_collector.collect.counters import CounterSet
-from dcgm_collector.collect.fields import Field, field_table, watch_level
+from dcgm_collector.catalog.counters import CounterSet
+from dcgm_collector.catalog.fields import CLOCK_EVENT_REASONS, XID_FIELD, Field, field_table, watch_level
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.dcgm import MAX_FIELDS_PER_FIELD_GROUP
 
@@ -64,8 +64,6 @@ EVENT_CAPACITY = 8192
 # What a DCGM_EXP_* row needs watched: the exporter derives these counters
 # from DCGM fields.  Health status is read through the health API instead,
 # and P2P status from link status, neither from a watch.
-XID_FIELD = 230               # DCGM_FI_DEV_XID_ERROR, an event field
-CLOCK_EVENT_REASONS = 112     # DCGM_FI_DEV_CLOCKS_EVENT_REASONS
 _EXPORTER_NEEDS: dict[str, tuple[int, ...]] = {
     "DCGM_EXP_XID_ERRORS_COUNT": (XID_FIELD,),
     "DCGM_EXP_CLOCK_EVENTS_COUNT": (CLOCK_EVENT_REASONS,),

@@ -37,7 +37,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from dcgm_collector.collect.counters import (
+from dcgm_collector.catalog.counters import (
     AGGREGATIONS,
     Counter,
     CountersError,
@@ -46,7 +46,7 @@ from dcgm_collector.collect.counters import (
     default_counters_path,
     load_counters,
 )
-from dcgm_collector.collect.fields import FieldTable, field_table
+from dcgm_collector.catalog.fields import FieldTable, field_table
 from dcgm_collector.dashboard.panels import (
     CLOCK_EVENT_REASONS,
     COLLECTOR,

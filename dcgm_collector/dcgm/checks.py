@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from dcgm_collector.dcgm._native import lib
+from dcgm_collector.ext._native import lib
 
 _INT32_MAX = 2**31 - 1
 _UINT32_MAX = 2**32 - 1

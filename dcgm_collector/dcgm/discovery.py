@@ -6,12 +6,12 @@ it reads through the handle's ``_h()`` and creates nothing, so it owns no state.
 
 from __future__ import annotations
 
-from dcgm_collector.dcgm._native import ffi, lib
 from dcgm_collector.dcgm.checks import _INT32_MAX, _entity_group, _gpu_id
 from dcgm_collector.dcgm.errors import check
 from dcgm_collector.dcgm.library import _c_string, _parse_build_info
 from dcgm_collector.dcgm.results import GpuAttributes, MigEntity
 from dcgm_collector.dcgm.values import _INT32_BLANK
+from dcgm_collector.ext._native import ffi, lib
 from dcgm_collector.model import GpuInfo
 
 _ENTITY_STATUS = {

@@ -7,7 +7,7 @@ as every other DCGM tool's.
 
 from __future__ import annotations
 
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 
 STATUS_NAMES: dict[int, str] = {
     getattr(lib, name): name for name in dir(lib) if name.startswith("DCGM_ST_")

@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from dcgm_collector.dcgm._native import ffi, lib
 from dcgm_collector.dcgm.checks import (
     _INT32_MAX,
     _INT64_MAX,
@@ -72,6 +71,7 @@ from dcgm_collector.dcgm.values import (
     _values_from_records,
     field_meta,
 )
+from dcgm_collector.ext._native import ffi, lib
 from dcgm_collector.model import EntityType, FieldCost, GpuInfo, HealthIncident, HealthReport
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from dcgm_collector.dcgm._native import ffi, lib
 from dcgm_collector.dcgm.errors import DCGM_ST_OK, DcgmError, LibraryNotFoundError, check
+from dcgm_collector.ext._native import ffi, lib
 from dcgm_collector.files import FileRefused, open_regular_file
 
 __all__ = ["HOW_TO_FIX", "LIBRARY_ENV", "LIBRARY_NAME", "STANDARD_DIRS", "Library", "load_library",

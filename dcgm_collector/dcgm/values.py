@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dcgm_collector.dcgm._native import ffi, lib
 from dcgm_collector.dcgm.checks import _integer
 from dcgm_collector.dcgm.errors import DCGM_ST_OK, DcgmError, status_name
 from dcgm_collector.dcgm.library import _c_string, load_library
+from dcgm_collector.ext._native import ffi, lib
 
 if TYPE_CHECKING:
     from typing_extensions import Self

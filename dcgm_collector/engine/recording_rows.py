@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dcgm_collector.collect.fields import field_table
+from dcgm_collector.catalog.fields import field_table
 from dcgm_collector.files import FileRefused, open_regular_file
 from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_STATUSES, EntityType
 

@@ -58,10 +58,9 @@ import time
 from collections.abc import Sequence
 
 from dcgm_collector.attribution.copies import NO_COPIES
-from dcgm_collector.collect.counters import AGGREGATIONS, Counter
-from dcgm_collector.collect.ring import EventRows, RingBuffer
+from dcgm_collector.catalog.counters import AGGREGATIONS, Counter
+from dcgm_collector.catalog.fields import CLOCK_EVENT_REASONS, watch_level
 from dcgm_collector.collect.sampler import Sampler
-from dcgm_collector.collect.watches import CLOCK_EVENT_REASONS, watch_level
 from dcgm_collector.expose.clock_events import CLOCK_EVENTS_COUNT, ClockEventCounter, ClockEventsFamily
 from dcgm_collector.expose.families import EventFamily, Family, FieldFamily
 from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
@@ -74,6 +73,7 @@ from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.text import Header, family_types, label_text
 from dcgm_collector.expose.xid_count import XID_COUNT, XidCountFamily
 from dcgm_collector.model import EntityType, GpuInfo, MigInstance
+from dcgm_collector.rings.ring import EventRows, RingBuffer
 
 __all__ = ["Exposition", "ExpositionOptions"]
 

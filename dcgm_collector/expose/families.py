@@ -6,12 +6,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from dcgm_collector.collect.ring import RingBuffer
-from dcgm_collector.collect.watches import XID_FIELD
+from dcgm_collector.catalog.fields import XID_FIELD
 from dcgm_collector.expose.labels import EntityKey, EntityLabels
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.text import Header
 from dcgm_collector.expose.xid_messages import xid_message
+from dcgm_collector.rings.ring import RingBuffer
 
 __all__ = ["EventFamily", "Family", "FieldFamily"]
 

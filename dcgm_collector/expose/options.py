@@ -11,7 +11,7 @@ import socket
 from dataclasses import dataclass, field
 
 from dcgm_collector.attribution.copies import GpuAttribution
-from dcgm_collector.collect.counters import AGGREGATIONS
+from dcgm_collector.catalog.counters import AGGREGATIONS
 
 __all__ = ["DEFAULT_COUNT_WINDOW_MS", "DEFAULT_WINDOW_S", "MIN_STALE_AFTER_S", "STALE_AFTER_INTERVALS",
            "ExpositionOptions"]

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from dcgm_collector.collect.ring import EventRing, EventRows, RingBuffer, RingRows
 from dcgm_collector.expose.labels import EntityKey
 from dcgm_collector.model import EntityType, GpuInfo
+from dcgm_collector.rings.ring import EventRing, EventRows, RingBuffer, RingRows
 
 __all__ = ["EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo"]
 

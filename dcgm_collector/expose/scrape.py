@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dcgm_collector.collect.ring import SAMPLE_OK, EventRows, RingBuffer
+from dcgm_collector.rings.ring import SAMPLE_OK, EventRows, RingBuffer
 
 __all__ = ["RingView", "Scrape"]
 

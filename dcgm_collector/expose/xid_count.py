@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dcgm_collector.collect.watches import XID_FIELD
+from dcgm_collector.catalog.fields import XID_FIELD
 from dcgm_collector.expose.families import Family
 from dcgm_collector.expose.labels import EntityKey, EntityLabels
 from dcgm_collector.expose.scrape import Scrape

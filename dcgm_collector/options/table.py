@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dcgm_collector.collect.counters import aggregations_argument
+from dcgm_collector.catalog.counters import aggregations_argument
 from dcgm_collector.collect.options import DEFAULT_COLLECT_INTERVAL_MS, DEFAULT_RETENTION_S, MAX_INTERVAL_MS
 from dcgm_collector.expose.options import DEFAULT_COUNT_WINDOW_MS, DEFAULT_WINDOW_S
 from dcgm_collector.model import DeviceSelection

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from dcgm_collector.collect.watches import XID_FIELD
+from dcgm_collector.catalog.fields import XID_FIELD
 from dcgm_collector.expose.samples import SampleModel
 from dcgm_collector.expose.text import Header
 from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX

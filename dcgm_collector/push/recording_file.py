@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
 from dcgm_collector.expose.samples import SampleModel
 from dcgm_collector.model import (
     RECORDING_COLUMNS,
@@ -28,6 +27,7 @@ from dcgm_collector.model import (
     entity_group_name,
     recording_schema,
 )
+from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
 
 __all__ = ["RECORDING_PREFIX", "RECORDING_SUFFIX", "TEMP_PREFIX", "PyarrowMissing", "Window", "load_pyarrow",
            "window_columns", "write_recording"]

@@ -3,7 +3,7 @@
  *
  * A ring holds rows of samples that share one DCGM timestamp (DCGM stamps
  * every sample of one update pass with the pass's time).  Its arrays belong
- * to the caller (numpy, in dcgm_collector/collect/ring.py); the native ring only
+ * to the caller (numpy, in dcgm_collector/rings/ring.py); the native ring only
  * keeps pointers to them, the series lookup and a staging buffer that the
  * drain (drain.h) reuses from one drain to the next.  An event ring holds
  * one entry per event instead of rows.
@@ -20,7 +20,7 @@
  * Every access to the shared arrays is an __atomic load or store, so the
  * races the protocol tolerates are not undefined behaviour.
  *
- * The CDEF region is also read by dcgm_collector/dcgm/_build.py as cffi
+ * The CDEF region is also read by dcgm_collector/ext/_build.py as cffi
  * declarations: keep it to plain typedefs, structs and prototypes.
  */
 #ifndef DCGM_COLLECTOR_RING_H

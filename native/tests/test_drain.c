@@ -57,7 +57,7 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-/* ---- a sample ring over caller-owned arrays, as collect/ring.py makes one ---------- */
+/* ---- a sample ring over caller-owned arrays, as rings/ring.py makes one ---------- */
 
 typedef struct test_ring {
     int64_t capacity, n_series;
@@ -129,7 +129,7 @@ static int64_t rows_copy(const test_ring *r, int64_t first, int64_t end, rows *o
     return out->valid;
 }
 
-/* The newest run of rows with ts >= since, the way collect/ring.py reads a window. */
+/* The newest run of rows with ts >= since, the way rings/ring.py reads a window. */
 static int64_t rows_since(const test_ring *r, int64_t since, rows *out)
 {
     int64_t first = -1;

@@ -22,7 +22,7 @@ import pytest
 from support import COLLECTOR, SERVING, command, http_get, last_line, launch, samples, stop_process, wait_for
 
 from dcgm_collector import __version__, app, cli, engine
-from dcgm_collector.collect.counters import default_counters_path
+from dcgm_collector.catalog.counters import default_counters_path
 from dcgm_collector.config import OPTIONS, UNSUPPORTED, parse_config
 
 # Every variable the CLI reads, so the caller's environment cannot leak into a test.

@@ -33,7 +33,7 @@ from support import (
     write_scrape_config,
 )
 
-from dcgm_collector.collect.counters import default_counters_path, load_counters, parse_counters
+from dcgm_collector.catalog.counters import default_counters_path, load_counters, parse_counters
 from dcgm_collector.dashboard import build_dashboard, dashboard_json, main
 from dcgm_collector.dashboard import panels as dashboard_panels
 
@@ -539,7 +539,7 @@ def _query_until_every_panel_has_data(url: str, queries: list[tuple[str, dict]],
 
 def test_the_collector_cli_prints_the_dashboard(capsys):
     from dcgm_collector import cli
-    from dcgm_collector.collect.counters import default_counters_path
+    from dcgm_collector.catalog.counters import default_counters_path
 
     assert cli.main(["dashboard", "-f", str(default_counters_path())]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -231,7 +231,7 @@ def test_a_content_length_that_cannot_be_trusted_is_a_400(node, head):
 @pytest.fixture(scope="module")
 def busy_node(tmp_path_factory):
     """32 simulated GPUs every 100 ms, one minute of rings: the largest answer is megabytes within seconds."""
-    from dcgm_collector.collect.counters import default_counters_path
+    from dcgm_collector.catalog.counters import default_counters_path
 
     tmp_path = tmp_path_factory.mktemp("busy")
     fields = sorted({line.split(",")[0].strip() for line in open(default_counters_path())

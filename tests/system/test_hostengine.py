@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 from support import ENGINE, command, launch
 
 from dcgm_collector.dcgm import DcgmConnectionError, DcgmError, DcgmTimeoutError, Handle
@@ -156,10 +156,10 @@ def test_values_since_delivers_one_no_data_record_for_an_empty_series(hostengine
 
 
 def test_the_sampler_drains_a_remote_node_into_its_rings_exactly_once(hostengine, library):
-    from dcgm_collector.collect.counters import parse_counters
+    from dcgm_collector.catalog.counters import parse_counters
     from dcgm_collector.collect.options import SamplingOptions
-    from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_OK
     from dcgm_collector.collect.sampler import Sampler
+    from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK
 
     he = hostengine("--port", "0", "--scenario", "3")
     counters = parse_counters("DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n")

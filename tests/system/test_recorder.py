@@ -220,7 +220,7 @@ def test_a_lost_gpu_and_its_failed_health_check_record_that_gpu(tmp_path):
 
 
 def default_counters() -> str:
-    from dcgm_collector.collect.counters import default_counters_path
+    from dcgm_collector.catalog.counters import default_counters_path
 
     return default_counters_path()
 

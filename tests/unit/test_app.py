@@ -17,7 +17,7 @@ from dcgm_collector.serve.server import MetricsServer
 
 def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
     from dcgm_collector import dcgm
-    from dcgm_collector.collect.counters import parse_counters
+    from dcgm_collector.catalog.counters import parse_counters
 
     calls = []
 
@@ -150,8 +150,8 @@ class _OneRing:
     """An exposition stand-in whose sample model is one ring of GPU 0's power."""
 
     def __init__(self) -> None:
-        from dcgm_collector.collect.ring import EventRing, RingBuffer
         from dcgm_collector.expose.samples import RingSeries, SampleModel, SeriesInfo
+        from dcgm_collector.rings.ring import EventRing, RingBuffer
 
         ring = RingBuffer([(1, 0, 155)], capacity=8)
         ring.append([1_000_000, 2_000_000], [[300.0], [301.0]])

@@ -10,7 +10,7 @@ import time
 import pytest
 from support import last_line
 
-from dcgm_collector.collect.counters import default_counters_path
+from dcgm_collector.catalog.counters import default_counters_path
 from dcgm_collector.config import (
     OPTIONS,
     REMOTE_FORMS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dcgm_collector.dcgm._native import lib
+from dcgm_collector.ext._native import lib
 
 from dcgm_collector.model import HEALTH_RESULTS, HEALTH_SYSTEMS, HEALTH_WATCH_ALL, DeviceSelection, EntityType
 

@@ -13,7 +13,7 @@ import time
 import numpy as np
 from support import gpu_ring_series
 
-from dcgm_collector.collect.counters import parse_counters
+from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
 

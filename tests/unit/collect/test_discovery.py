@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect import discovery
-from dcgm_collector.collect.counters import parse_counters
 from dcgm_collector.config import parse_devices
 
 COUNTERS = parse_counters("DCGM_FI_DEV_GPU_TEMP, gauge, temperature\n")

@@ -9,10 +9,11 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 
 from dcgm_collector.collect.drain import DrainResult, drain_events_into, drain_into
-from dcgm_collector.collect.ring import (
+from dcgm_collector.dcgm import EntityType
+from dcgm_collector.rings.ring import (
     SAMPLE_ABSENT,
     SAMPLE_BLANK,
     SAMPLE_NOT_SUPPORTED,
@@ -21,7 +22,6 @@ from dcgm_collector.collect.ring import (
     RingBuffer,
     SeriesKey,
 )
-from dcgm_collector.dcgm import EntityType
 
 FE_GPU = int(EntityType.GPU)
 MEM_TEMP, GPU_TEMP, POWER, ENERGY, GPU_UTIL, XID, FB_USED, UUID = 140, 150, 155, 156, 203, 230, 252, 54

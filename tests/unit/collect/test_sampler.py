@@ -14,15 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 
 import dcgm_collector.engine
+from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect import drain
-from dcgm_collector.collect.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
-from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
 from dcgm_collector.collect.sampler import THREAD_NAME, Sampler
 from dcgm_collector.dcgm import DcgmError, EntityType
+from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
 
 FE_GPU = int(EntityType.GPU)
 TEMP, POWER, UTIL, FB_USED, FAN, SM_ACTIVE, XID = 150, 155, 203, 252, 191, 1002, 230

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dcgm_collector.collect.counters import EXPORTER_COUNTERS, parse_counters
+from dcgm_collector.catalog.counters import EXPORTER_COUNTERS, parse_counters
 from dcgm_collector.collect.servable import unservable_rows
 
 PATH = "f.csv"

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from support import wait_for as support_wait_for
 
-from dcgm_collector.collect.counters import parse_counters
+from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.target import Backoff, State, Target
 from dcgm_collector.dcgm import DcgmError, Handle

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from dcgm_collector.collect.counters import load_counters, parse_counters
-from dcgm_collector.collect.fields import field_table
+from dcgm_collector.catalog.counters import load_counters, parse_counters
+from dcgm_collector.catalog.fields import field_table
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.watches import (
     EVENT_CAPACITY,
@@ -189,7 +189,7 @@ def test_instance_and_vgpu_fields_are_watched_on_gpus():
 
 
 def test_the_shipped_counters_files_make_a_valid_plan():
-    from dcgm_collector.collect.counters import default_counters_path
+    from dcgm_collector.catalog.counters import default_counters_path
 
     for name in ("default-counters.csv", "dcp-metrics.csv"):
         counters = load_counters(default_counters_path(name))

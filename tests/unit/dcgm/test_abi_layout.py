@@ -149,7 +149,7 @@ def test_all_version_stamps_and_return_codes_are_checked(probe):
 
 
 def test_cffi_extension_sees_the_same_layouts():
-    native = pytest.importorskip("dcgm_collector.dcgm._native")
+    native = pytest.importorskip("dcgm_collector.ext._native")
     ffi = native.ffi
     structs, members = set(), 0
     for row in _layout_rows():

@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 
 import dcgm_collector
 from dcgm_collector.dcgm import STANDARD_DIRS, DcgmError, Handle, Library, load_library
@@ -31,7 +31,7 @@ NATIVE = ROOT / "native"
 
 def _load_builder():
     """The checkout's cffi builder (an installed copy has no native/ headers beside it)."""
-    spec = importlib.util.spec_from_file_location("_build_native", ROOT / "dcgm_collector" / "dcgm" / "_build.py")
+    spec = importlib.util.spec_from_file_location("_build_native", ROOT / "dcgm_collector" / "ext" / "_build.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -61,7 +61,7 @@ def run_child(code: str, tmp_path: Path, **env_changes: str | None) -> dict:
 
 NOT_FOUND_CHILD = """
     import json
-    from dcgm_collector.dcgm._native import lib
+    from dcgm_collector.ext._native import lib
     from dcgm_collector.dcgm import LibraryNotFoundError, load_library
     from dcgm_collector.dcgm.errors import status_text
     out = {"init": lib.dcgmInit(), "text": status_text(-21), "loaded": lib.dcgmc_loaded()}
@@ -142,7 +142,7 @@ def test_a_library_without_dcgm_symbols_answers_function_not_found(tmp_path):
     out = run_child(
         """
         import json
-        from dcgm_collector.dcgm._native import ffi, lib
+        from dcgm_collector.ext._native import ffi, lib
         from dcgm_collector.dcgm import DcgmError, Handle, load_library
         loaded = load_library("libm.so.6")
         out = {"has": loaded.has("dcgmInit"), "meta_null": lib.DcgmFieldGetById(150) == ffi.NULL,
@@ -214,7 +214,7 @@ def test_the_extension_never_links_libdcgm():
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("no nm")
-    import dcgm_collector.dcgm._native as native
+    import dcgm_collector.ext._native as native
 
     dynamic = subprocess.run([nm, "-D", native.__file__], capture_output=True, text=True, check=True).stdout
     undefined = {line.split()[-1] for line in dynamic.splitlines() if " U " in line}

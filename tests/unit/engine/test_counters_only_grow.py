@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from dcgm_collector import engine
-from dcgm_collector.collect.counters import load_counters, parse_counters
-from dcgm_collector.collect.fields import field_table
+from dcgm_collector.catalog.counters import load_counters, parse_counters
+from dcgm_collector.catalog.fields import field_table
 
 DATA = Path(engine.__file__).resolve().parents[1] / "data"
 REFERENCE = Path(__file__).resolve().parents[3] / "reference" / "dcgm"
@@ -27,7 +27,7 @@ SCENARIOS = sorted((Path(engine.__file__).resolve().parent / "scenarios").glob("
 _WALK = """
 import json, sys
 from dcgm_collector import dcgm, engine
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 fields = json.loads(sys.argv[1])
 backwards = []
 with dcgm.Handle.embedded(library=engine.library_path()) as handle:

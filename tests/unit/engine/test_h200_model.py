@@ -60,7 +60,7 @@ print(json.dumps(out))
 _DCGM = """
 import json
 from dcgm_collector import dcgm, engine
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 with dcgm.Handle.embedded(library=engine.library_path()):
     record = ffi.new("dcgmFieldValue_v1 *")
     out = {}

@@ -56,7 +56,7 @@ print(json.dumps(out))
 _DCGM_READ = """
 import json
 from dcgm_collector import dcgm, engine
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 fields = (50, 54, 150, 155, 100, 101, 203, 252, 250, 156, 164)
 with dcgm.Handle.embedded(library=engine.library_path()):
     record = ffi.new("dcgmFieldValue_v1 *")

@@ -30,7 +30,7 @@ H200 = {"gpu": 0, "model": "NVIDIA H200", "uuid": "GPU-0", "pci_bus_id": "000000
 _VALUES_AT = """
 import json, os, sys
 from dcgm_collector import dcgm, engine
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 spec, warnings = engine.replay_recording(sys.argv[1])
 os.environ[engine.SCENARIO_ENV] = spec
 out = []

@@ -16,7 +16,7 @@ import time
 from collections import defaultdict
 
 import pytest
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 
 from dcgm_collector import engine
 from dcgm_collector.dcgm import DcgmNotWatchedError, EntityType
@@ -43,7 +43,7 @@ def _series(values):
 _VALUES_AT = """
 import json, sys
 from dcgm_collector import dcgm, engine
-from dcgm_collector.dcgm._native import ffi, lib
+from dcgm_collector.ext._native import ffi, lib
 with dcgm.Handle.embedded(library=engine.library_path()):
     out = []
     record = ffi.new("dcgmFieldValue_v1 *")

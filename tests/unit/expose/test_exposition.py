@@ -18,12 +18,12 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from dcgm_collector.dcgm._native import lib
+from dcgm_collector.ext._native import lib
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 import dcgm_collector.engine
-from dcgm_collector.collect.counters import default_counters_path, parse_counters
+from dcgm_collector.catalog.counters import default_counters_path, parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.dcgm import EntityType, GpuInfo

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from dcgm_collector.collect.counters import parse_counters
+from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.levels import ALL, discover_levels, link_entity_id
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler

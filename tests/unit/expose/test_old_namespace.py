@@ -20,7 +20,7 @@ from kubelet_standin import Container, KubeletStandIn, Pod
 
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.podresources import PodMapper
-from dcgm_collector.collect.counters import parse_counters
+from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.dcgm import EntityType

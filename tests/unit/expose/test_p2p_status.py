@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from dcgm_collector.collect.counters import parse_counters
+from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.servable import SERVED_EXPORTER_COUNTERS

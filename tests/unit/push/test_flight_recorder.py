@@ -14,12 +14,12 @@ pq = pytest.importorskip("pyarrow.parquet")
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 openmetrics_parser = pytest.importorskip("prometheus_client.openmetrics.parser")
 
-from dcgm_collector.collect.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_OK, EventRing, RingBuffer  # noqa: E402
 from dcgm_collector.expose.samples import EventSeries, RingSeries, SampleModel, SeriesInfo  # noqa: E402
 from dcgm_collector.model import RECORDING_COLUMNS, EntityType, GpuInfo  # noqa: E402
 from dcgm_collector.push import recording_file  # noqa: E402
 from dcgm_collector.push.recorder import MAX_AFTER_S, Recorder, RecorderError, check_directory  # noqa: E402
 from dcgm_collector.push.recording_file import Window, window_columns, write_recording  # noqa: E402
+from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_OK, EventRing, RingBuffer  # noqa: E402
 
 GPU, GPU_I, LINK = int(EntityType.GPU), int(EntityType.GPU_I), int(EntityType.LINK)
 S = 1_000_000   # µs

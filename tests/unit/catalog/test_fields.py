@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dcgm_collector.collect.counters import default_counters_path, load_counters
-from dcgm_collector.collect.fields import ENTITY_LEVELS, FIELD_TYPES, Field, FieldTable, field_table
+from dcgm_collector.catalog.counters import default_counters_path, load_counters
+from dcgm_collector.catalog.fields import ENTITY_LEVELS, FIELD_TYPES, Field, FieldTable, field_table
 
 REPO = Path(__file__).resolve().parents[3]
 EXPORTER_COUNTERS_TSV = REPO / "reference" / "dcgm" / "exporter-counters.tsv"

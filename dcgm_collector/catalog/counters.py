@@ -18,7 +18,7 @@ character '#'), and this module follows that reader rule for rule:
   field then does not start with the quote.
 * Every field is then trimmed of spaces, and only spaces: a tab stays.
 * Column 1 is a DCGM field name (current, deprecated alias or legacy, see
-  :mod:`dcgm_collector.collect.fields`) or one of :data:`EXPORTER_COUNTERS`;
+  :mod:`dcgm_collector.catalog.fields`) or one of :data:`EXPORTER_COUNTERS`;
   column 2 the Prometheus type, one of :data:`PROM_TYPES` (case-sensitive;
   any text for a DCGM_EXP_* row, which dcgm-exporter does not check);
   column 3 the help text.
@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 
-from dcgm_collector.collect.fields import Field, FieldTable, field_table
+from dcgm_collector.catalog.fields import Field, FieldTable, field_table
 from dcgm_collector.files import FileRefused, read_regular_file
 
 __all__ = [

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from dcgm_collector.collect.ring import (
+from dcgm_collector.rings.ring import (
     SAMPLE_ABSENT,
     SAMPLE_BLANK,
     SAMPLE_NOT_SUPPORTED,

@@ -1,4 +1,4 @@
-"""cffi builder (API mode) for ``dcgm_collector.dcgm._native``.
+"""cffi builder (API mode) for ``dcgm_collector.ext._native``.
 
 The declarations are read from the project's C headers rather than retyped:
 the ``CDEF-BEGIN``/``CDEF-END`` regions of ``native/dcgm_abi.h``,
@@ -7,7 +7,7 @@ row of ``native/dcgm_functions.h``.  The module source maps each DCGM name onto 
 loader's forwarder, so Python calls ``lib.dcgmInit()`` and reaches whichever
 libdcgm.so.4 was dlopen'd at run time.
 
-Run directly (``python dcgm_collector/dcgm/_build.py [DIR]``) to build the
+Run directly (``python dcgm_collector/ext/_build.py [DIR]``) to build the
 extension into DIR without installing, e.g. while working on the loader.
 """
 
@@ -102,7 +102,7 @@ def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
     ffi = FFI()
     ffi.cdef(cdef)
     ffi.set_source(
-        "dcgm_collector.dcgm._native",
+        "dcgm_collector.ext._native",
         f'#include "loader.h"\n#include "drain.h"\n{redirects}\n',
         sources=[where(ext / name) for name in ("loader.c", "ring.c", "drain.c")],
         include_dirs=[where(ext)],

@@ -27,9 +27,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["ENTITY_LEVELS", "FIELD_TYPES", "Field", "FieldTable", "field_table", "load_field_table", "watch_level"]
+__all__ = ["CLOCK_EVENT_REASONS", "ENTITY_LEVELS", "FIELD_TYPES", "XID_FIELD", "Field", "FieldTable", "field_table",
+           "load_field_table", "watch_level"]
 
 FIELD_TYPES = ("i", "d", "s", "b", "t")
+
+# Two fields several stages name: the XID event field and the clock-event reason bits
+XID_FIELD = 230               # DCGM_FI_DEV_XID_ERROR, an event field
+CLOCK_EVENT_REASONS = 112     # DCGM_FI_DEV_CLOCKS_EVENT_REASONS
 ENTITY_LEVELS = ("NONE", "GPU", "VGPU", "SWITCH", "GPU_I", "GPU_CI", "LINK", "CPU", "CPU_CORE", "CONNECTX")
 SCOPES = ("global", "entity")
 DATA_FORMAT = 1

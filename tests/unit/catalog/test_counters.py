@@ -2,7 +2,7 @@
 
 The grammar is dcgm-exporter 4.8's (Go encoding/csv with '#' comments, three
 space-trimmed fields) plus our optional fourth column; see the docstring of
-dcgm_collector.collect.counters for the rules and the deliberate differences.
+dcgm_collector.catalog.counters for the rules and the deliberate differences.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcgm_collector.collect.counters import (
+from dcgm_collector.catalog.counters import (
     EXPORTER_COUNTERS,
     MAX_COUNTERS_FILE_BYTES,
     Counter,
