@@ -58,11 +58,11 @@ import time
 from collections.abc import Sequence
 
 from dcgm_collector.attribution.copies import NO_COPIES
-from dcgm_collector.catalog.counters import AGGREGATIONS, Counter
+from dcgm_collector.catalog.counters import Counter
 from dcgm_collector.catalog.fields import CLOCK_EVENT_REASONS, watch_level
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.expose.clock_events import CLOCK_EVENTS_COUNT, ClockEventCounter, ClockEventsFamily
-from dcgm_collector.expose.families import EventFamily, Family, FieldFamily
+from dcgm_collector.expose.families import EventFamily, Family, FieldFamily, field_family_specs
 from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
 from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
@@ -70,10 +70,18 @@ from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
 from dcgm_collector.expose.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
+from dcgm_collector.expose.store_families import (
+    StoreFieldFamily,
+    StoreNames,
+    names_bound,
+    store_series,
+    with_store_series,
+)
 from dcgm_collector.expose.text import Header, family_types, label_text
 from dcgm_collector.expose.xid_count import XID_COUNT, XidCountFamily
 from dcgm_collector.model import EntityType, GpuInfo, MigInstance
 from dcgm_collector.rings.ring import EventRows, RingBuffer
+from dcgm_collector.rings.series_store import SeriesStore
 
 __all__ = ["Exposition", "ExpositionOptions"]
 
@@ -135,6 +143,7 @@ class Exposition:
         self._events_cache: tuple[int, EventRows] | None = None
         self._last_scrape_s: float | None = None
         self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
+        self._stores: tuple[SeriesStore, ...] = ()   # attached stores of series that come and go
         self._refresh_families()
 
     # -- public
@@ -161,7 +170,32 @@ class Exposition:
     @property
     def window_families(self) -> int:
         """How many _min/_max/_avg families the counters asked for (served once they have samples)."""
-        return sum(1 for family in self._families if isinstance(family, FieldFamily) and family.aggregate)
+        return sum(1 for family in self._families
+                   if isinstance(family, (FieldFamily, StoreFieldFamily)) and family.aggregate)
+
+    def attach_store(self, store: SeriesStore) -> None:
+        """Serve a store's series beside the rings' (see expose.store_families) on /metrics and in the sample model.
+
+        The store stays this exposition's (one sampler's): a reload's new
+        exposition has none until one is attached to it.
+        """
+        if not isinstance(store, SeriesStore):
+            raise TypeError(f"store must be a SeriesStore, not {type(store).__name__}")
+        with self._lock:
+            if any(s is store for s in self._stores):
+                return
+            self._stores = (*self._stores, store)
+            self._labels_seen = self._label_values = None   # rebuild the families (and so the sample model)
+        self._refresh_families()
+
+    @property
+    def stores(self) -> tuple[SeriesStore, ...]:
+        return self._stores
+
+    @property
+    def stores_written(self) -> tuple[int, ...]:
+        """Rows written to each attached store: what a cached /metrics text must match."""
+        return tuple(store.rows_written for store in self._stores)
 
     def health(self, now_s: float | None = None) -> tuple[bool, str]:
         """(ok, reason): ok only while DCGM answers and the newest sample is fresh; a healthy
@@ -275,6 +309,9 @@ class Exposition:
                         level_labels: dict[EntityKey, EntityLabels] | None = None) -> tuple[Family, ...]:
         families: list[Family] = []
         names: set[str] = set()
+        stores = self._stores
+        store_names = StoreNames({**{e.entity: e for e in entities}, **(level_labels or {})},
+                                 names_bound(stores))
 
         def add(family: Family | None) -> None:
             if family is not None and family.name not in names:
@@ -285,7 +322,11 @@ class Exposition:
             if counter.exporter is not None:
                 add(self._exporter_family(counter, entities))
             elif counter.field is not None and counter.prom_type != "label" and counter.field.is_numeric:
-                for family in self._field_families(counter, entities, level_labels or {}):
+                found = self._field_families(counter, entities, level_labels or {})
+                if stores and not counter.field.is_event:
+                    found = with_store_series(found, counter, field_family_specs(
+                        counter, self.options.window_s, self.options.aggregations), stores, store_names)
+                for family in found:
                     add(family)
         return tuple(families)
 
@@ -294,28 +335,17 @@ class Exposition:
         field = counter.field
         assert field is not None
         name = counter.name
-        header = Header.of(name, counter.help, *family_types(counter.served_type, name))
         if field.is_event:
-            return [EventFamily(name, header, field.id, entities)]
+            return [EventFamily(name, Header.of(name, counter.help, *family_types(counter.served_type, name)),
+                                field.id, entities)]
         found = self._field_columns(field.id, entities, level_labels or {})
         if found is None:
             return []  # not sampled (a refused profiling watch, an entity level not sampled)
         ring, columns, entities = found
-        fmt = "%d" if field.type == "i" else "%f"
-        families: list[Family] = [
-            FieldFamily(name, header, ring, columns, [tuple(f"{name}{{{t}}} " for t in e.commons) for e in entities],
-                         fmt)]
-        wanted = set(counter.aggregations)
-        if counter.served_type != "counter":   # --aggregations: gauges only (a counter's max is its last value)
-            wanted |= set(self.options.aggregations)
-        for aggregate in (a for a in AGGREGATIONS if a in wanted):
-            window_name = f"{name}_{aggregate}"
-            help_text = f"{counter.help} ({aggregate} over the last {self.options.window_s:g} s window)"
-            families.append(FieldFamily(
-                window_name, Header.of(window_name, help_text, "gauge", "gauge"), ring, columns,
-                [tuple(f"{window_name}{{{t}}} " for t in e.commons) for e in entities],
-                "%f" if aggregate == "avg" else fmt, aggregate))
-        return families
+        return [FieldFamily(spec.name, spec.header, ring, columns,
+                            [tuple(f"{spec.name}{{{t}}} " for t in e.commons) for e in entities], spec.fmt,
+                            spec.aggregate)
+                for spec in field_family_specs(counter, self.options.window_s, self.options.aggregations)]
 
     def _field_columns(self, field_id: int, entities: list[EntityLabels], level_labels: dict[EntityKey, EntityLabels]
                        ) -> tuple[RingBuffer, list[int], list[EntityLabels]] | None:
@@ -338,6 +368,7 @@ class Exposition:
         gpu_of = {key: gpu.gpu_id for key, gpu, _ in self._owners}
         gpu_of.update({entity.key: entity.parent for entity in self.levels if entity.parent_level == EntityType.GPU})
         event_families = {f.name: f for f in families if isinstance(f, EventFamily)}
+        store_rows: list[Counter] = []   # the rows store series are served under, sampled in a ring or not
         for counter in self.sampler.counters:
             field = counter.field
             if (counter.exporter is not None or field is None or counter.prom_type == "label"
@@ -349,6 +380,7 @@ class Exposition:
                 if family is not None:
                     events.append(EventSeries(counter.name, field.id, field.name, family.label_pairs))
                 continue
+            store_rows.append(counter)
             found = self._field_columns(field.id, entities, level_labels)
             if found is None:
                 continue
@@ -360,7 +392,9 @@ class Exposition:
                                              field.id, field.name, field.type == "i", column))
         rings = tuple(RingSeries(ring, tuple(by_ring[id(ring)])) for ring in self.sampler.rings.values()
                       if by_ring.get(id(ring)))
-        return SampleModel(target, self.gpus, rings, self.sampler.events, tuple(events), gpu_of)
+        names_of = StoreNames({**{e.entity: e for e in entities}, **level_labels}, names_bound(self._stores))
+        stores = store_series(self._stores, store_rows, names_of, gpu_of)
+        return SampleModel(target, self.gpus, rings, self.sampler.events, tuple(events), gpu_of, stores)
 
     def sample_model(self, target: str = "") -> SampleModel:
         """Where this exposition's samples are and what /metrics calls them (see expose.samples).

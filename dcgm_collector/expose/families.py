@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
+from dcgm_collector.catalog.counters import AGGREGATIONS, Counter
 from dcgm_collector.catalog.fields import XID_FIELD
 from dcgm_collector.expose.labels import EntityKey, EntityLabels
 from dcgm_collector.expose.scrape import Scrape
-from dcgm_collector.expose.text import Header
+from dcgm_collector.expose.text import Header, family_types
 from dcgm_collector.expose.xid_messages import xid_message
 from dcgm_collector.rings.ring import RingBuffer
 
-__all__ = ["EventFamily", "Family", "FieldFamily"]
+__all__ = ["EventFamily", "Family", "FieldFamily", "FieldFamilySpec", "field_family_specs"]
 
 
 class Family:
@@ -34,6 +36,37 @@ class Family:
             texts = entity.render(extra, attributes)
             prefixes = self._prefixes[key] = tuple(f"{self.name}{{{text}}} " for text in texts)
         return prefixes
+
+
+class FieldFamilySpec(NamedTuple):
+    """One family of a numeric field row: its name, header, value format and window aggregate (None: last value)."""
+
+    name: str
+    header: Header
+    fmt: str
+    aggregate: str | None
+
+
+def field_family_specs(counter: Counter, window_s: float, aggregations: Sequence[str]) -> list[FieldFamilySpec]:
+    """The families of a numeric field row: its last value, then each window aggregate it asks for.
+
+    ``aggregations`` (--aggregations) adds window families to gauge rows only:
+    a counter's maximum over a window is its last value.
+    """
+    field = counter.field
+    assert field is not None
+    name = counter.name
+    fmt = "%d" if field.type == "i" else "%f"
+    specs = [FieldFamilySpec(name, Header.of(name, counter.help, *family_types(counter.served_type, name)), fmt, None)]
+    wanted = set(counter.aggregations)
+    if counter.served_type != "counter":
+        wanted |= set(aggregations)
+    for aggregate in (a for a in AGGREGATIONS if a in wanted):
+        window_name = f"{name}_{aggregate}"
+        help_text = f"{counter.help} ({aggregate} over the last {window_s:g} s window)"
+        specs.append(FieldFamilySpec(window_name, Header.of(window_name, help_text, "gauge", "gauge"),
+                                     "%f" if aggregate == "avg" else fmt, aggregate))
+    return specs
 
 
 class FieldFamily(Family):

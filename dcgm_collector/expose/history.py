@@ -9,7 +9,11 @@ such as ``30s``, ``5m``, ``1h``; ``since`` defaults to one minute back,
 ``until`` to now).  The answer carries, per series, the name and labels
 /metrics gives it and every sample the rings hold in the span, oldest first,
 as ``[ts_us, value]`` pairs (``value`` null for a blank or not-supported
-sample).  XID rows come from the event ring, each event a sample.
+sample).  XID rows come from the event ring, each event a sample.  The series
+of attached stores (series that come and go, expose.store_families) are
+answered as the fixed ones, under the names and labels /metrics gives them,
+for as long as their store holds their samples (an expired series' past
+samples included).
 
 Numbers are read strictly: ASCII digits only (no sign, no ``_``, no
 ``inf``/``nan``, no other script's digits), and every time must land within
@@ -53,7 +57,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from dcgm_collector.expose.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
+from dcgm_collector.expose.samples import EventSeries, Labels, RingSeries, SampleModel, SeriesInfo, StoreSeries
 from dcgm_collector.model import entity_group_name
 from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK
 
@@ -339,6 +343,86 @@ class _RingPart:
         self.ts = self.values = self.status = None   # type: ignore[assignment]
 
 
+class _StorePart:
+    """The chosen series of one store: each of their samples in the span, found a slice of rows at a time.
+
+    A store's series come and go, so they are found as its rows are read,
+    and its samples are kept one entry each (ts, series, value, status), not
+    as a table of rows by series: a store's rows hold a few of its series each.
+    """
+
+    def __init__(self, store: StoreSeries, query: HistoryQuery) -> None:
+        self.outputs: list[_Output] = []
+        self.integer: list[bool] = []
+        self.horizon: int | None = None   # the last row copied, when rows after it were left in the store
+        index: dict[tuple[str, Labels], int] = {}
+        parts: list[tuple[np.ndarray, ...]] = []
+        got, cursor = 0, query.since_us
+        while True:
+            rows, series = store.read(cursor, COPY_ROWS)
+            if len(rows.ts) == 0:
+                break
+            inside = int(np.searchsorted(rows.ts, query.until_us, side="right"))   # a store's rows ascend
+            chosen = [s for s in series if _wanted(s.name, s.field_id, s.field_name, query.fields)
+                      and (query.gpus is None or s.gpu in query.gpus)]
+            if chosen and inside:
+                outputs = np.array([self._output(index, s) for s in chosen], dtype=np.intp)
+                columns = np.array([s.column for s in chosen], dtype=np.intp)
+                status = rows.status[:inside][:, columns]
+                at_row, at = np.nonzero(status != SAMPLE_ABSENT)   # row by row: time order
+                parts.append((rows.ts[at_row], outputs[at], rows.values[:inside][:, columns][at_row, at],
+                              status[at_row, at]))
+                got += len(at_row)
+            if inside < len(rows.ts) or len(rows.ts) < COPY_ROWS:
+                break
+            if got > query.limit:
+                self.horizon = int(rows.ts[-1])
+                break
+            cursor = int(rows.ts[-1]) + 1
+        columns_of = zip(*parts) if parts else ([np.empty(0, np.int64)], [np.empty(0, np.intp)], [np.empty(0)],
+                                                 [np.empty(0, np.int8)])
+        self.ts, self.which, self.values, self.status = (np.concatenate(c) for c in columns_of)
+
+    def _output(self, index: dict[tuple[str, Labels], int], s: SeriesInfo) -> int:
+        found = index.get((s.name, s.labels))
+        if found is None:
+            found = index[(s.name, s.labels)] = len(self.outputs)
+            self.outputs.append(_Output(_head(s.name, s.labels, s.field_id, s.field_name, s.gpu, s.entity)))
+            self.integer.append(s.integer)
+        return found
+
+    def weights(self) -> np.ndarray:
+        return np.ones(len(self.ts), dtype=np.int64)
+
+    def write(self, low_us: int, high_us: int, pause: Callable[[], None] | None) -> None:
+        """The samples stamped in [low_us, high_us] into each series' pieces; ``pause()`` between series."""
+        start, end = np.searchsorted(self.ts, low_us, side="left"), np.searchsorted(self.ts, high_us, side="right")
+        if start >= end:
+            return
+        order = np.argsort(self.which[start:end], kind="stable")   # series by series, each in time order
+        which = self.which[start:end][order]
+        ts, values = self.ts[start:end][order], self.values[start:end][order]
+        good = (self.status[start:end][order] == SAMPLE_OK) & np.isfinite(values)
+        bounds = [0, *(np.flatnonzero(which[1:] != which[:-1]) + 1).tolist(), len(which)]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            k = int(which[a])
+            times, ok = ts[a:b].tolist(), good[a:b]
+            if self.integer[k]:   # integer fields as integers (not-OK cells are 0 here, null below)
+                with np.errstate(invalid="ignore"):
+                    numbers = np.where(ok, values[a:b], 0.0).astype(np.int64).tolist()
+            else:
+                numbers = values[a:b].tolist()
+            if ok.all():
+                self.outputs[k].add(list(zip(times, numbers)))
+            else:
+                self.outputs[k].add([(t, v if g else None) for t, v, g in zip(times, numbers, ok.tolist())])
+            if pause is not None:
+                pause()
+
+    def release(self) -> None:
+        self.ts = self.which = self.values = self.status = None   # type: ignore[assignment]
+
+
 class _EventPart:
     """The chosen event families of one target: each event in the span, under each copy of its series."""
 
@@ -429,7 +513,7 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: floa
     ``deadline`` (time.monotonic()): past it the answer is cut at the slab
     it reached.  ``pause()`` is called between slabs.
     """
-    parts: list[_RingPart | _EventPart] = []
+    parts: list[_RingPart | _StorePart | _EventPart] = []
     known = False
     for model in models:
         for ring in model.rings:
@@ -438,6 +522,16 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: floa
             known = known or any(_wanted(s.name, s.field_id, s.field_name, query.fields) for s in ring.series)
             if chosen:
                 parts.append(_RingPart(ring, chosen))
+        for store in model.stores:
+            if not any(_wanted(name, field_id, field_name, query.fields)
+                       for name, field_id, field_name in store.fields):
+                continue
+            known = True
+            part = _StorePart(store, query)
+            if part.outputs:
+                parts.append(part)
+            if pause is not None:
+                pause()
         families = [f for f in model.event_series if _wanted(f.name, f.field_id, f.field_name, query.fields)]
         if families:
             known = True
@@ -476,8 +570,8 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: floa
     pieces = [head.encode()]
     for part in parts:
         for output in part.outputs:
-            if isinstance(part, _EventPart) and not output.pieces:
-                continue   # an event series appears only with samples
+            if isinstance(part, (_EventPart, _StorePart)) and not output.pieces:
+                continue   # an event or store series appears only with samples
             if len(pieces) > 1:
                 pieces.append(b",")
             pieces.append(output.head)

@@ -64,8 +64,8 @@ class MultiExposition:
         # DCGM families, so the text is kept per format until a target ticks again (the
         # windows are then as of the scrape that rendered them, at most one tick earlier).
         # Self-metrics (sample age, scrape duration) are always rendered afresh.
-        version = tuple((id(e), id(e._families) if e is not None else None, t.stats.ticks)
-                        for e, t in zip(expositions, self.targets))
+        version = tuple((id(e), id(e._families) if e is not None else None, t.stats.ticks,
+                         e.stores_written if e is not None else None) for e, t in zip(expositions, self.targets))
         cached = self._families_text.get(openmetrics)
         if reuse and cached is not None and cached[0] == version:
             parts = [cached[1]]

@@ -9,20 +9,23 @@ whichever way it goes out.
 A :class:`SampleModel` is one target's view, rebuilt with its exposition's
 families (a reload, new label values, new pod attribution); it holds no
 samples itself, only where they are: each ring with the series of its columns
-(:class:`RingSeries`), and the event families (XID) that are kept in the
-event ring with their own timestamps.
+(:class:`RingSeries`), the stores of series that come and go
+(:class:`StoreSeries`, whose series each read names), and the event families
+(XID) that are kept in the event ring with their own timestamps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from dcgm_collector.expose.labels import EntityKey
 from dcgm_collector.model import EntityType, GpuInfo
 from dcgm_collector.rings.ring import EventRing, EventRows, RingBuffer, RingRows
+from dcgm_collector.rings.series_store import SeriesStore, StoreKey, StoreRows
 
-__all__ = ["EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo"]
+__all__ = ["EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo", "StoreRead", "StoreSeries"]
 
 Labels = tuple[tuple[str, str], ...]   # (name, value) pairs in the order /metrics writes them
 
@@ -57,6 +60,46 @@ class RingSeries:
         return self.ring.rows_since(since_us, max_rows)
 
 
+class StoreRead(NamedTuple):
+    """Rows copied out of a store, and the /metrics series of their columns (``column`` indexes ``rows``)."""
+
+    rows: StoreRows
+    series: tuple[SeriesInfo, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class StoreSeries:
+    """A store of series that come and go, and what /metrics calls each of them.
+
+    Its series are not known when the model is built: each :meth:`read`
+    names the series of the rows it copied.  ``describe(key)`` gives the
+    /metrics series of one store key (one per copy, ``column`` left at 0),
+    or () when the key is not served; ``fields`` names every counters row
+    (metric name, field id, DCGM field name) a store series may be served under.
+    """
+
+    store: SeriesStore
+    describe: Callable[[StoreKey], tuple[SeriesInfo, ...]]
+    fields: tuple[tuple[str, int, str], ...] = ()
+    # describe's answers; cleared when it outgrows what the store can hold, so churn never grows it
+    _described: dict[StoreKey, tuple[SeriesInfo, ...]] = field(default_factory=dict, repr=False)
+
+    def read(self, since_us: int, max_rows: int | None = None) -> StoreRead:
+        """The store's rows with ts >= since_us, oldest first, and the served series of their columns."""
+        rows = self.store.rows_since(since_us, max_rows)
+        return StoreRead(rows, tuple(replace(info, column=j) for j, key in enumerate(rows.keys)
+                                     for info in self.series_of(key)))
+
+    def series_of(self, key: StoreKey) -> tuple[SeriesInfo, ...]:
+        """The /metrics series of one key of the store (() when it is not served)."""
+        found = self._described.get(key)
+        if found is None:
+            if len(self._described) >= 2 * self.store.max_assignments:
+                self._described.clear()
+            found = self._described[key] = self.describe(key)
+        return found
+
+
 @dataclass(frozen=True)
 class EventSeries:
     """An event field (XID) of the counters: its samples are the event ring's entries of that field.
@@ -82,6 +125,7 @@ class SampleModel:
     events: EventRing
     event_series: tuple[EventSeries, ...]
     gpu_of: Mapping[EntityKey, int] = field(default_factory=dict)   # the GPU an entity is or belongs to
+    stores: tuple[StoreSeries, ...] = ()                            # series that come and go, store by store
 
     def gpu(self, entity: EntityKey) -> int | None:
         """The GPU an entity is or belongs to (a MIG instance's, a link's); None for a switch, a CPU, a core."""

@@ -10,6 +10,12 @@ Series are keyed by (target, metric name, labels), not by ring: a reload or a
 reconnect makes new rings, new samplers and a new sample model, and the
 series that keep their name and labels keep their place, so nothing is sent
 twice (a receiver refuses a second sample at a time it already holds).
+
+A store of series that come and go keeps one place for all its series (its
+rows are in time order, each series' samples in them): the ts of the last
+row taken, so no cursor per series piles up as series come and go.  Each
+row says how many samples the store had stored through it, so what the
+store overwrote before it was read is counted exactly.
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dcgm_collector.expose.samples import Labels, SampleModel
+from dcgm_collector.expose.samples import Labels, SampleModel, StoreSeries
 from dcgm_collector.expose.text import label_text
 from dcgm_collector.push.wire import SeriesSamples, encode_labels
-from dcgm_collector.rings.ring import SAMPLE_OK, RingBuffer
+from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK, RingBuffer
+from dcgm_collector.rings.series_store import SeriesStore
 
 __all__ = ["Backlog", "SeriesKey"]
 
@@ -34,6 +41,14 @@ SeriesKey = tuple[str, str, Labels]   # (target, metric name, labels)
 class _RingPlace:
     ring: RingBuffer
     next_row: int        # the ring's row number (rows_written counting) after the last row read
+
+
+@dataclass
+class _StorePlace:
+    store: SeriesStore
+    cursor_us: int = 0            # ts of the last row taken (0: none yet)
+    last_ms: int = -1             # its millisecond: a later row's samples in it would be refused
+    through: int | None = None    # samples the store had stored through the last row taken
 
 
 @dataclass
@@ -54,6 +69,8 @@ class Backlog:
     _events_taken: dict[str, int] = field(default_factory=dict)     # per target, last event time taken, ms
     _newest: dict[str, int] = field(default_factory=dict)           # per target, the newest sample time taken
     _places: dict[int, _RingPlace] = field(default_factory=dict)
+    _store_places: dict[int, _StorePlace] = field(default_factory=dict)
+    _store_labels: dict[SeriesKey, bytes] = field(default_factory=dict)   # store series' encoded labels, last read
 
     def read(self, models: Sequence[SampleModel], budget: int) -> list[SeriesSamples]:
         """Every series' new samples, oldest first, at most about ``budget`` samples in all.
@@ -66,6 +83,8 @@ class Backlog:
         self.more = False
         present: set[SeriesKey] = set()
         places: dict[int, _RingPlace] = {}
+        store_places: dict[int, _StorePlace] = {}
+        store_labels: dict[SeriesKey, bytes] = {}
         for model in models:
             # A series new to a target the sender already reads (new pod labels, a field a reload
             # added) starts at the target's newest sample: what its ring held before it was
@@ -77,8 +96,11 @@ class Backlog:
                 taken, newest = self._read_ring(ring_series.ring, ring_series.series, keys, floor, left, out, places)
                 left = max(0, left - taken)
                 self._newest[model.target] = max(self._newest.get(model.target, 0), newest)
+            for store in model.stores:
+                left = max(0, left - self._read_store(model.target, store, left, out, store_places, store_labels))
             self._read_events(model, out, present)
         self._places = places   # rings no model names any more are let go
+        self._store_places, self._store_labels = store_places, store_labels   # and stores, and their gone series
         self._forget(present)
         return out
 
@@ -126,6 +148,42 @@ class Backlog:
             self._taken[key] = max(int(cursors[j]), last)
         return taken, last
 
+    def _read_store(self, target: str, store: StoreSeries, budget: int, out: list[SeriesSamples],
+                    places: dict[int, _StorePlace], labels: dict[SeriesKey, bytes]) -> int:
+        """Append the store's samples after its place to ``out``: how many.
+
+        Rows are taken whole, oldest first, while their samples fit the budget (at least one row).
+        """
+        place = places.get(id(store.store)) or self._store_places.get(id(store.store))
+        if place is None or place.store is not store.store:
+            place = _StorePlace(store.store)
+        places[id(store.store)] = place
+        rows, series = store.read(place.cursor_us + 1 if place.cursor_us else 0)
+        copied = len(rows.ts)
+        if copied == 0:
+            return 0
+        per_row = (rows.status != SAMPLE_ABSENT).sum(axis=1)
+        n = min(copied, max(1, int(np.searchsorted(np.cumsum(per_row), budget, side="right"))))
+        self.more = self.more or n < copied
+        if place.through is not None:   # what the rows between the last taken and these held, less what came
+            self.lost += max(0, int(rows.stored[n - 1]) - place.through - int(per_row[:n].sum()))
+        after_ms = place.last_ms
+        ts_ms = rows.ts[:n] // 1000
+        place.cursor_us, place.last_ms, place.through = int(rows.ts[n - 1]), int(ts_ms[-1]), int(rows.stored[n - 1])
+        taken = 0
+        for info in series:
+            ok = rows.status[:n, info.column] == SAMPLE_OK
+            if not ok.any():
+                continue
+            t, v = _increasing(ts_ms[ok], rows.values[:n, info.column][ok], after_ms)
+            if len(t):
+                key = (target, info.name, info.labels)
+                encoded = labels.get(key) or self._store_labels.get(key) or encode_labels(key[1], key[2], self.extra)
+                labels[key] = encoded
+                out.append(SeriesSamples(encoded, t, v))
+                taken += len(t)
+        return taken
+
     def _read_events(self, model: SampleModel, out: list[SeriesSamples], present: set[SeriesKey]) -> None:
         """XID and the other event fields: each event is a sample of its series at its own time."""
         if not model.event_series:
@@ -164,7 +222,8 @@ class Backlog:
 
     def describe(self, encoded: bytes) -> str:
         """``name{labels}`` of a series read here, by its encoded labels, as a log line names it."""
-        key = next((k for k, labels in self._labels.items() if labels == encoded), None)   # rare: a log line
+        known = (*self._labels.items(), *self._store_labels.items())
+        key = next((k for k, labels in known if labels == encoded), None)   # rare: a log line
         if key is None:
             return "?"
         pairs = dict(self.extra)

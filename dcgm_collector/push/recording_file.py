@@ -14,12 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dcgm_collector.expose.samples import SampleModel
+from dcgm_collector.expose.samples import SampleModel, SeriesInfo
 from dcgm_collector.model import (
     RECORDING_COLUMNS,
     RECORDING_SIDECAR_SUFFIX,
@@ -72,7 +73,9 @@ def window_columns(model: SampleModel, window: Window) -> dict[str, np.ndarray]:
     the entity belongs to no GPU, ``value`` NaN where the sample is not OK; an
     ABSENT cell (no record at that row's time) is no sample.
     Series that /metrics serves several times (one copy per HPC job) are one
-    column of a ring, and so one sample here.
+    column of a ring, and so one sample here.  The series of the model's
+    stores (series that come and go) are read the same way, each read naming
+    the series of the rows it copied.
     """
     parts: list[dict[str, np.ndarray]] = []
     names: list[str] = []          # metric and field names, indexed by the *_index columns
@@ -85,40 +88,58 @@ def window_columns(model: SampleModel, window: Window) -> dict[str, np.ndarray]:
         return name_index[name]
 
     for ring in model.rings:
-        chosen = {}
-        for s in ring.series:
-            if s.column not in chosen and (window.gpus is None or s.gpu in window.gpus):
-                chosen[s.column] = s
-        if not chosen:
-            continue
-        rows = ring.rows_since(window.since_us)
-        keep = rows.ts <= window.until_us
-        ts = rows.ts[keep]
-        if not len(ts):
-            continue
-        series = list(chosen.values())
-        columns = np.array([s.column for s in series], dtype=np.intp)
-        status = rows.status[keep][:, columns].ravel()
-        values = rows.values[keep][:, columns].ravel()
-        n = len(ts)
-        present = status != SAMPLE_ABSENT
-        parts.append({
-            "time": np.repeat(ts, len(series))[present],
-            "entity_group": np.tile([s.entity[0] for s in series], n)[present],
-            "entity_id": np.tile([s.entity[1] for s in series], n)[present],
-            "gpu": np.tile([-1 if s.gpu is None else s.gpu for s in series], n)[present],
-            "field_id": np.tile([s.field_id for s in series], n)[present],
-            "field_name": np.tile([index(s.field_name) for s in series], n)[present],
-            "metric": np.tile([index(s.name) for s in series], n)[present],
-            "value": values[present],
-            "status": status[present],
-        })
+        chosen = _chosen(ring.series, window)
+        if chosen:
+            part = _rows_part(ring.rows_since(window.since_us), chosen, window, index)
+            if part is not None:
+                parts.append(part)
+    for store in model.stores:
+        rows, series = store.read(window.since_us)
+        chosen = _chosen(series, window)
+        if chosen:
+            part = _rows_part(rows, chosen, window, index)
+            if part is not None:
+                parts.append(part)
     parts.extend(_event_parts(model, window, index))
     if not parts:
         return {**{name: np.zeros(0, dtype=np.int64) for name, _ in RECORDING_COLUMNS}, "names": np.array(names)}
     joined = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
     order = np.argsort(joined["time"], kind="stable")
     return {**{key: column[order] for key, column in joined.items()}, "names": np.array(names, dtype=object)}
+
+
+def _chosen(series: Sequence[SeriesInfo], window: Window) -> list[SeriesInfo]:
+    """The series of the window's GPUs, one per column (the first copy of a series served several times)."""
+    chosen: dict[int, SeriesInfo] = {}
+    for s in series:
+        if s.column not in chosen and (window.gpus is None or s.gpu in window.gpus):
+            chosen[s.column] = s
+    return list(chosen.values())
+
+
+def _rows_part(rows: Any, series: list[SeriesInfo], window: Window, index: Callable[[str], int]
+               ) -> dict[str, np.ndarray] | None:
+    """The samples of ``series`` (columns of ``rows``) stamped up to the window's end, one per row of the part."""
+    keep = rows.ts <= window.until_us
+    ts = rows.ts[keep]
+    if not len(ts):
+        return None
+    columns = np.array([s.column for s in series], dtype=np.intp)
+    status = rows.status[keep][:, columns].ravel()
+    values = rows.values[keep][:, columns].ravel()
+    n = len(ts)
+    present = status != SAMPLE_ABSENT
+    return {
+        "time": np.repeat(ts, len(series))[present],
+        "entity_group": np.tile([s.entity[0] for s in series], n)[present],
+        "entity_id": np.tile([s.entity[1] for s in series], n)[present],
+        "gpu": np.tile([-1 if s.gpu is None else s.gpu for s in series], n)[present],
+        "field_id": np.tile([s.field_id for s in series], n)[present],
+        "field_name": np.tile([index(s.field_name) for s in series], n)[present],
+        "metric": np.tile([index(s.name) for s in series], n)[present],
+        "value": values[present],
+        "status": status[present],
+    }
 
 
 def _event_parts(model: SampleModel, window: Window, index) -> list[dict]:

@@ -40,6 +40,10 @@ slot never overlap, so at most one assignment covers a cell: a reader never
 attributes a sample to the wrong series.  A cell whose assignment was
 retired (its rows overwritten after the copy) has none and is left out.
 
+Each row also carries, in one more column, how many samples the store had
+stored through it, so a reader that keeps its place (remote write) counts
+exactly the samples it never saw.
+
 **Threads.**  One writer (:meth:`SeriesStore.append`; a second writer at the
 same time gets RuntimeError), any number of readers, which take no lock.
 A reader sees the table that was current when its copy ended, and that
@@ -99,13 +103,16 @@ class StoreRows(NamedTuple):
 
     Column j holds the samples of ``keys[j]``; a cell with no sample of it
     is SAMPLE_ABSENT (NaN).  Only series with at least one sample appear,
-    in key order.
+    in key order.  ``stored[i]``: samples the store had stored through row i
+    (every series', since it was made), so ``stored[-1] - stored[0]`` plus
+    row 0's samples is what these rows held when they were written.
     """
 
     ts: np.ndarray
     values: np.ndarray
     status: np.ndarray
     keys: tuple[StoreKey, ...]
+    stored: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -208,8 +215,9 @@ class SeriesStore:
         if self.fixed_bytes > self.max_bytes:
             raise ValueError(f"a store of {self.max_series} series x {self.capacity} rows needs {self.fixed_bytes} "
                              f"bytes before any label, more than max_bytes {self.max_bytes}")
-        # the ring's columns are slots, not series: column i is (0, i, 0), a key no DCGM record has
-        self._ring = RingBuffer([SeriesKey(0, slot, 0) for slot in range(self.max_series)], self.capacity)
+        # the ring's columns are slots, not series: column i is (0, i, 0), a key no DCGM record has;
+        # one more column holds each row's count of samples stored through it
+        self._ring = RingBuffer([SeriesKey(0, slot, 0) for slot in range(self.max_series + 1)], self.capacity)
         # -- the writer's state (only append touches it)
         self._writing = threading.Lock()
         self._live: dict[StoreKey, int] = {}                       # series holding a slot -> the slot
@@ -222,6 +230,7 @@ class SeriesStore:
         self._key_refs: dict[StoreKey, int] = {}                   # assignments naming each key
         self._label_bytes = 0
         self._rows = 0
+        self._stored = 0
         self._newest: int | None = None
         # -- what readers take
         self._table: _Table = _EMPTY_TABLE
@@ -235,7 +244,7 @@ class SeriesStore:
         """Bytes a store of that shape holds before any label: its ring, slots and assignment table."""
         if max_assignments is None:
             max_assignments = 2 * max_series
-        return (RingBuffer.bytes_for(max_series, capacity) + max_series * SLOT_BYTES
+        return (RingBuffer.bytes_for(max_series + 1, capacity) + max_series * SLOT_BYTES
                 + max_assignments * ASSIGNMENT_BYTES)
 
     # -- what the store holds
@@ -257,6 +266,11 @@ class SeriesStore:
     def newest_ts(self) -> int | None:
         """ts of the newest row (µs), or None before the first."""
         return self._ring.newest_ts
+
+    @property
+    def samples_stored(self) -> int:
+        """Samples stored since the store was made (the writer's count)."""
+        return self._stored
 
     @property
     def torn_rows_dropped(self) -> int:
@@ -321,8 +335,8 @@ class SeriesStore:
         # ring holds after it are exactly the ones retire counts with.
         row = self._rows
         changed = self._retire(row + 1 - self.capacity) or changed
-        values = np.full(self.max_series, np.nan)
-        cells = np.full(self.max_series, SAMPLE_ABSENT, dtype=np.int8)
+        values = np.full(self.max_series + 1, np.nan)
+        cells = np.full(self.max_series + 1, SAMPLE_ABSENT, dtype=np.int8)
         stored = 0
         for key, slot, value, code in samples:
             if slot is None:
@@ -341,7 +355,9 @@ class SeriesStore:
             stored += 1
         if changed:
             self._publish()   # before the commit: a reader that copies the row finds its assignment
+        values[self.max_series], cells[self.max_series] = self._stored + stored, SAMPLE_OK
         self._ring.append(ts, values, cells)
+        self._stored += stored
         self._rows += 1
         self._newest = ts
         return stored
@@ -434,7 +450,7 @@ class SeriesStore:
         rows = self.rows_since(since)
         keep = rows.ts <= now_us
         if not keep.all():
-            rows = StoreRows(rows.ts[keep], rows.values[keep], rows.status[keep], rows.keys)
+            rows = StoreRows(rows.ts[keep], rows.values[keep], rows.status[keep], rows.keys, rows.stored[keep])
         series = tuple(SeriesKey(k.entity_group, k.entity_id, k.field_id) for k in rows.keys)
         stats = WindowStats.from_rows(series, RingRows(rows.ts, rows.values, rows.status), since, now_us)
         live = (stats.last_status != SAMPLE_ABSENT) & (stats.last_ts >= now_us - self.ttl_us)
@@ -454,8 +470,9 @@ class SeriesStore:
 def _attribute(rows: RingRows, table: _Table) -> StoreRows:
     """Each copied cell given to the assignment of its slot whose span covers its row's ts."""
     n = len(rows.ts)
+    stored = rows.values[:, -1].astype(np.int64)
     if n == 0 or len(table.slot) == 0:
-        return StoreRows(rows.ts, np.empty((n, 0)), np.empty((n, 0), dtype=np.int8), ())
+        return StoreRows(rows.ts, np.empty((n, 0)), np.empty((n, 0), dtype=np.int8), (), stored)
     # rows are strictly increasing in ts, so each assignment covers one run of them
     start = np.searchsorted(rows.ts, table.first_ts, side="left")
     end = np.searchsorted(rows.ts, table.last_ts, side="right")
@@ -470,4 +487,4 @@ def _attribute(rows: RingRows, table: _Table) -> StoreRows:
     present = (status != SAMPLE_ABSENT).any(axis=0)
     if not present.all():
         values, status, series = values[:, present], status[:, present], series[present]
-    return StoreRows(rows.ts, values, status, tuple(table.keys[i] for i in series.tolist()))
+    return StoreRows(rows.ts, values, status, tuple(table.keys[i] for i in series.tolist()), stored)
