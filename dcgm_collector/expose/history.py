@@ -363,16 +363,22 @@ class _StorePart:
             if len(rows.ts) == 0:
                 break
             inside = int(np.searchsorted(rows.ts, query.until_us, side="right"))   # a store's rows ascend
-            chosen = [s for s in series if _wanted(s.name, s.field_id, s.field_name, query.fields)
-                      and (query.gpus is None or s.gpu in query.gpus)]
-            if chosen and inside:
-                outputs = np.array([self._output(index, s) for s in chosen], dtype=np.intp)
-                columns = np.array([s.column for s in chosen], dtype=np.intp)
-                status = rows.status[:inside][:, columns]
-                at_row, at = np.nonzero(status != SAMPLE_ABSENT)   # row by row: time order
-                parts.append((rows.ts[at_row], outputs[at], rows.values[:inside][:, columns][at_row, at],
-                              status[at_row, at]))
-                got += len(at_row)
+            copies: dict[int, list[int]] = {}   # series number -> the outputs of its chosen copies
+            for s in series:
+                if _wanted(s.name, s.field_id, s.field_name, query.fields) and (query.gpus is None
+                                                                                 or s.gpu in query.gpus):
+                    copies.setdefault(s.column, []).append(self._output(index, s))
+            if copies and inside:
+                mine = rows.row < inside
+                for copy in range(max(len(outputs) for outputs in copies.values())):
+                    output_of = np.full(len(rows.keys), -1, dtype=np.intp)
+                    for number, outputs in copies.items():
+                        if copy < len(outputs):
+                            output_of[number] = outputs[copy]
+                    which = output_of[rows.series]
+                    take = mine & (which >= 0)
+                    parts.append((rows.ts[rows.row[take]], which[take], rows.values[take], rows.status[take]))
+                    got += int(take.sum())
             if inside < len(rows.ts) or len(rows.ts) < COPY_ROWS:
                 break
             if got > query.limit:
@@ -381,7 +387,9 @@ class _StorePart:
             cursor = int(rows.ts[-1]) + 1
         columns_of = zip(*parts) if parts else ([np.empty(0, np.int64)], [np.empty(0, np.intp)], [np.empty(0)],
                                                  [np.empty(0, np.int8)])
-        self.ts, self.which, self.values, self.status = (np.concatenate(c) for c in columns_of)
+        ts, which, values, status = (np.concatenate(c) for c in columns_of)
+        order = np.argsort(ts, kind="stable")   # copies of a series were gathered one after the other
+        self.ts, self.which, self.values, self.status = ts[order], which[order], values[order], status[order]
 
     def _output(self, index: dict[tuple[str, Labels], int], s: SeriesInfo) -> int:
         found = index.get((s.name, s.labels))

@@ -61,7 +61,12 @@ class RingSeries:
 
 
 class StoreRead(NamedTuple):
-    """Rows copied out of a store, and the /metrics series of their columns (``column`` indexes ``rows``)."""
+    """Rows copied out of a store, and the /metrics series of their samples.
+
+    A SeriesInfo's ``column`` is the series number its samples carry in
+    ``rows.series``; a series served several times (HPC jobs) has one
+    SeriesInfo per copy, all with that number.
+    """
 
     rows: StoreRows
     series: tuple[SeriesInfo, ...]

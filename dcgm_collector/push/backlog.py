@@ -29,7 +29,7 @@ import numpy as np
 from dcgm_collector.expose.samples import Labels, SampleModel, StoreSeries
 from dcgm_collector.expose.text import label_text
 from dcgm_collector.push.wire import SeriesSamples, encode_labels
-from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK, RingBuffer
+from dcgm_collector.rings.ring import SAMPLE_OK, RingBuffer
 from dcgm_collector.rings.series_store import SeriesStore
 
 __all__ = ["Backlog", "SeriesKey"]
@@ -162,20 +162,24 @@ class Backlog:
         copied = len(rows.ts)
         if copied == 0:
             return 0
-        per_row = (rows.status != SAMPLE_ABSENT).sum(axis=1)
+        per_row = np.bincount(rows.row, minlength=copied)
         n = min(copied, max(1, int(np.searchsorted(np.cumsum(per_row), budget, side="right"))))
         self.more = self.more or n < copied
         if place.through is not None:   # what the rows between the last taken and these held, less what came
             self.lost += max(0, int(rows.stored[n - 1]) - place.through - int(per_row[:n].sum()))
         after_ms = place.last_ms
-        ts_ms = rows.ts[:n] // 1000
-        place.cursor_us, place.last_ms, place.through = int(rows.ts[n - 1]), int(ts_ms[-1]), int(rows.stored[n - 1])
+        place.cursor_us, place.through = int(rows.ts[n - 1]), int(rows.stored[n - 1])
+        place.last_ms = int(rows.ts[n - 1]) // 1000
+        ok = (rows.row < n) & (rows.status == SAMPLE_OK)
+        numbers = rows.series[ok]
+        order = np.argsort(numbers, kind="stable")   # series by series, each in time order
+        numbers, ts_ms, values = numbers[order], (rows.ts[rows.row[ok]] // 1000)[order], rows.values[ok][order]
         taken = 0
         for info in series:
-            ok = rows.status[:n, info.column] == SAMPLE_OK
-            if not ok.any():
+            a, b = np.searchsorted(numbers, info.column, side="left"), np.searchsorted(numbers, info.column, "right")
+            if a == b:
                 continue
-            t, v = _increasing(ts_ms[ok], rows.values[:n, info.column][ok], after_ms)
+            t, v = _increasing(ts_ms[a:b], values[a:b], after_ms)
             if len(t):
                 key = (target, info.name, info.labels)
                 encoded = labels.get(key) or self._store_labels.get(key) or encode_labels(key[1], key[2], self.extra)

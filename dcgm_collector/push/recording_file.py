@@ -28,7 +28,8 @@ from dcgm_collector.model import (
     entity_group_name,
     recording_schema,
 )
-from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
+from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK, RingRows
+from dcgm_collector.rings.series_store import StoreRows
 
 __all__ = ["RECORDING_PREFIX", "RECORDING_SUFFIX", "TEMP_PREFIX", "PyarrowMissing", "Window", "load_pyarrow",
            "window_columns", "write_recording"]
@@ -97,7 +98,7 @@ def window_columns(model: SampleModel, window: Window) -> dict[str, np.ndarray]:
         rows, series = store.read(window.since_us)
         chosen = _chosen(series, window)
         if chosen:
-            part = _rows_part(rows, chosen, window, index)
+            part = _store_part(rows, chosen, window, index)
             if part is not None:
                 parts.append(part)
     parts.extend(_event_parts(model, window, index))
@@ -117,7 +118,7 @@ def _chosen(series: Sequence[SeriesInfo], window: Window) -> list[SeriesInfo]:
     return list(chosen.values())
 
 
-def _rows_part(rows: Any, series: list[SeriesInfo], window: Window, index: Callable[[str], int]
+def _rows_part(rows: RingRows, series: list[SeriesInfo], window: Window, index: Callable[[str], int]
                ) -> dict[str, np.ndarray] | None:
     """The samples of ``series`` (columns of ``rows``) stamped up to the window's end, one per row of the part."""
     keep = rows.ts <= window.until_us
@@ -139,6 +140,33 @@ def _rows_part(rows: Any, series: list[SeriesInfo], window: Window, index: Calla
         "metric": np.tile([index(s.name) for s in series], n)[present],
         "value": values[present],
         "status": status[present],
+    }
+
+
+def _store_part(rows: StoreRows, series: list[SeriesInfo], window: Window, index: Callable[[str], int]
+                ) -> dict[str, np.ndarray] | None:
+    """The samples of ``series`` (by series number in ``rows``) stamped up to the window's end."""
+    chosen = np.zeros(len(rows.keys), dtype=bool)
+    chosen[[s.column for s in series]] = True
+    keep = chosen[rows.series] & (rows.ts[rows.row] <= window.until_us)
+    if not keep.any():
+        return None
+
+    def per_series(values: list[int]) -> np.ndarray:
+        column = np.zeros(len(rows.keys), dtype=np.int64)
+        column[[s.column for s in series]] = values
+        return column[rows.series[keep]]
+
+    return {
+        "time": rows.ts[rows.row[keep]],
+        "entity_group": per_series([s.entity[0] for s in series]),
+        "entity_id": per_series([s.entity[1] for s in series]),
+        "gpu": per_series([-1 if s.gpu is None else s.gpu for s in series]),
+        "field_id": per_series([s.field_id for s in series]),
+        "field_name": per_series([index(s.field_name) for s in series]),
+        "metric": per_series([index(s.name) for s in series]),
+        "value": rows.values[keep],
+        "status": rows.status[keep],
     }
 
 

@@ -58,7 +58,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -99,20 +99,29 @@ class StoreKey(NamedTuple):
 
 
 class StoreRows(NamedTuple):
-    """Samples copied out of a store, oldest first: ts (n,), values and status (n, len(keys)).
+    """Rows copied out of a store, oldest first, and their samples, one entry each.
 
-    Column j holds the samples of ``keys[j]``; a cell with no sample of it
-    is SAMPLE_ABSENT (NaN).  Only series with at least one sample appear,
-    in key order.  ``stored[i]``: samples the store had stored through row i
-    (every series', since it was made), so ``stored[-1] - stored[0]`` plus
-    row 0's samples is what these rows held when they were written.
+    ``ts`` (n,): each row's ts.  Sample i is of series ``keys[series[i]]``
+    in row ``row[i]``, with ``values[i]`` (NaN unless OK) and ``status[i]``;
+    samples are in row order (so in time order), a row's in slot order.
+    ``keys`` holds the series with at least one sample, in key order.
+    ``stored[r]``: samples the store had stored through row r (every
+    series', since it was made): a reader that keeps its place compares it
+    with what it was given to count what it never saw.
     """
 
     ts: np.ndarray
+    row: np.ndarray
+    series: np.ndarray
     values: np.ndarray
     status: np.ndarray
     keys: tuple[StoreKey, ...]
     stored: np.ndarray
+
+    def only(self, keep: np.ndarray) -> StoreRows:
+        """These rows with only the samples ``keep`` (a mask over samples) selects; keys stay as they are."""
+        return StoreRows(self.ts, self.row[keep], self.series[keep], self.values[keep], self.status[keep],
+                         self.keys, self.stored)
 
 
 @dataclass(frozen=True)
@@ -127,25 +136,25 @@ class StoreWindow:
 class _Table:
     """The slot table as readers see it: one entry per assignment still covering rows of the ring."""
 
-    keys: tuple[StoreKey, ...]
+    keys: tuple[StoreKey | None, ...]   # by key id (None: an id free when the table was made)
     slot: np.ndarray       # int64: the slot (ring column) of each assignment
-    key: np.ndarray        # intp: its series, an index into keys
+    key: np.ndarray        # intp: its series, a key id
     first_ts: np.ndarray   # int64: ts of its first sample
     last_ts: np.ndarray    # int64: ts of its last sample, _OPEN while the series holds the slot
+    _rank: list = field(default_factory=list, repr=False)   # each key id's place in key order, once asked
+
+    def rank(self) -> np.ndarray:
+        """Each key id's place in key order (reads list series sorted); worked out once per table."""
+        if not self._rank:   # readers racing here work out the same array
+            ids = [i for i, key in enumerate(self.keys) if key is not None]
+            ids.sort(key=self.keys.__getitem__)
+            rank = np.zeros(len(self.keys), dtype=np.intp)
+            rank[ids] = np.arange(len(ids))
+            self._rank.append(rank)
+        return self._rank[0]
 
 
 _EMPTY_TABLE = _Table((), *(np.zeros(0, dtype=t) for t in (np.int64, np.intp, np.int64, np.int64)))
-
-
-class _Assignment:
-    """The writer's record of one series holding one slot."""
-
-    __slots__ = ("key", "slot", "first_ts", "last_ts", "last_row")
-
-    def __init__(self, key: StoreKey, slot: int, first_ts: int, row: int) -> None:
-        self.key, self.slot, self.first_ts = key, slot, first_ts
-        self.last_ts: int | None = None   # set when the series expires
-        self.last_row = row               # the row number of its newest sample
 
 
 def _whole(value: Any, what: str, low: int, high: int) -> int:
@@ -220,14 +229,25 @@ class SeriesStore:
         self._ring = RingBuffer([SeriesKey(0, slot, 0) for slot in range(self.max_series + 1)], self.capacity)
         # -- the writer's state (only append touches it)
         self._writing = threading.Lock()
+        n, m = self.max_series, self.max_assignments
         self._live: dict[StoreKey, int] = {}                       # series holding a slot -> the slot
-        self._open: list[_Assignment | None] = [None] * self.max_series
-        self._slot_live = np.zeros(self.max_series, dtype=bool)
-        self._slot_last = np.zeros(self.max_series, dtype=np.int64)   # ts of each live slot's last sample
-        self._free = list(range(self.max_series - 1, -1, -1))      # free slots, the lowest on top
-        self._closed: list[tuple[int, int, _Assignment]] = []      # heap by last row: expired, rows still held
-        self._closed_seq = 0
-        self._key_refs: dict[StoreKey, int] = {}                   # assignments naming each key
+        self._slot_assignment = np.full(n, -1, dtype=np.intp)    # each slot's open assignment (-1: free)
+        self._slot_last = np.zeros(n, dtype=np.int64)             # ts of each slot's last sample
+        self._slot_last_row = np.zeros(n, dtype=np.int64)         # and its row number
+        self._free_slots = list(range(n - 1, -1, -1))              # the lowest on top
+        # the assignments, as the tables readers take them: open ones and expired ones the ring still holds
+        self._slot_of = np.zeros(m, dtype=np.int64)
+        self._key_of = np.zeros(m, dtype=np.intp)
+        self._first_ts = np.zeros(m, dtype=np.int64)
+        self._last_ts = np.full(m, _OPEN, dtype=np.int64)
+        self._in_use = np.zeros(m, dtype=bool)
+        self._free_assignments = list(range(m - 1, -1, -1))
+        self._expired: list[tuple[int, int]] = []                  # heap of (last row, assignment)
+        # key ids: at most one per assignment, reused once no assignment names the key
+        self._key_id: dict[StoreKey, int] = {}
+        self._keys: list[StoreKey | None] = []
+        self._key_refs: list[int] = []
+        self._free_key_ids: list[int] = []
         self._label_bytes = 0
         self._rows = 0
         self._stored = 0
@@ -288,46 +308,38 @@ class SeriesStore:
         the newest row's stores nothing (counted in ``late_rows``).  An
         empty ``samples`` writes no row but expires the series whose TTL
         passed at ts_us (a writer with nothing to store calls it as a tick).
+        Every key, value and status is checked before anything changes.
         """
         ts = _whole(ts_us, "ts_us", 1, _INT64_MAX)
+        if not isinstance(samples, Mapping):
+            raise TypeError(f"samples must map series to values, not {type(samples).__name__}")
         if not self._writing.acquire(blocking=False):
             raise RuntimeError("another thread is writing this store; a store has one writer")
         try:
-            return self._append(ts, self._checked(samples, status))
+            return self._append(ts, samples, status)
         finally:
             self._writing.release()
 
-    def _checked(self, samples: Mapping[Any, float], status: Mapping[Any, int] | None
-                 ) -> list[tuple[StoreKey, int | None, float, int]]:
-        """(key, its slot or None, value, code) per sample, every one checked before anything changes."""
-        if not isinstance(samples, Mapping):
-            raise TypeError(f"samples must map series to values, not {type(samples).__name__}")
-        checked = []
-        for given_key, given in samples.items():
-            try:
-                slot = self._live.get(given_key)
-            except TypeError:   # unhashable labels (a dict): store_key says what is wrong or fixes it
-                slot = None
-            key = given_key
-            if slot is None:
-                key = store_key(given_key)
-                slot = self._live.get(key)
-            value = float(given)
-            code = status.get(given_key) if status is not None else None
-            if code is None:
-                code = SAMPLE_BLANK if math.isnan(value) else SAMPLE_OK
-            elif code not in _CODES:
-                raise ValueError(f"status of {key} is {code!r}, not one of SAMPLE_OK, SAMPLE_BLANK, "
-                                 "SAMPLE_NOT_SUPPORTED")
-            checked.append((key, slot, value if code == SAMPLE_OK else math.nan, int(code)))
-        return checked
-
-    def _append(self, ts: int, samples: list[tuple[StoreKey, int | None, float, int]]) -> int:
+    def _append(self, ts: int, samples: Mapping[Any, float], status: Mapping[Any, int] | None) -> int:
+        given = list(samples)
+        values = np.fromiter(samples.values(), dtype=np.float64, count=len(given))
+        codes = _codes(given, values, status)
+        try:
+            slots: list[int | None] = list(map(self._live.get, given))
+        except TypeError:   # an unhashable key: store_key says what is wrong with it
+            slots = [None] * len(given)
+        new: dict[int, StoreKey] = {}   # index in the row -> the checked key, for keys holding no slot
+        if None in slots:
+            for i, slot in enumerate(slots):
+                if slot is None:
+                    key = new[i] = store_key(given[i])
+                    slots[i] = self._live.get(key)
+        # -- checked: from here on the store changes
         if self._newest is not None and ts <= self._newest:
-            self.late_rows += 1 if samples else 0
+            self.late_rows += 1 if given else 0
             return 0
-        changed = self._expire(ts, {key for key, *_ in samples})
-        if not samples:   # a tick: series expire, no row is written
+        changed = self._expire(ts, samples, set(new.values()))
+        if not given:   # a tick: series expire, no row is written
             if changed:
                 self._publish()
             return 0
@@ -335,49 +347,49 @@ class SeriesStore:
         # ring holds after it are exactly the ones retire counts with.
         row = self._rows
         changed = self._retire(row + 1 - self.capacity) or changed
-        values = np.full(self.max_series + 1, np.nan)
-        cells = np.full(self.max_series + 1, SAMPLE_ABSENT, dtype=np.int8)
-        stored = 0
-        for key, slot, value, code in samples:
-            if slot is None:
-                slot = self._live.get(key)   # two spellings of one new key in one row
-            if slot is None:
-                slot = self._admit(key, ts, row)
+        if None in slots:
+            for i, key in new.items():
+                slot = slots[i] if slots[i] is not None else self._live.get(key)   # two spellings, one row
                 if slot is None:
-                    self.refused += 1
-                    continue
-                changed = True
-            values[slot], cells[slot] = value, code
-            self._slot_last[slot] = ts
-            assignment = self._open[slot]
-            assert assignment is not None
-            assignment.last_row = row
-            stored += 1
+                    slot = self._admit(key, ts, row)
+                    changed = changed or slot >= 0
+                slots[i] = slot
+        where = np.array(slots, dtype=np.intp)
+        refused = where < 0
+        if refused.any():
+            self.refused += int(refused.sum())
+            where, values, codes = where[~refused], values[~refused], codes[~refused]
+        stored = len(where)
+        row_values = np.full(self.max_series + 1, np.nan)
+        row_cells = np.full(self.max_series + 1, SAMPLE_ABSENT, dtype=np.int8)
+        row_values[where] = np.where(codes == SAMPLE_OK, values, np.nan)
+        row_cells[where] = codes
+        row_values[self.max_series], row_cells[self.max_series] = self._stored + stored, SAMPLE_OK
+        self._slot_last[where] = ts
+        self._slot_last_row[where] = row
         if changed:
             self._publish()   # before the commit: a reader that copies the row finds its assignment
-        values[self.max_series], cells[self.max_series] = self._stored + stored, SAMPLE_OK
-        self._ring.append(ts, values, cells)
+        self._ring.append(ts, row_values, row_cells)
         self._stored += stored
         self._rows += 1
         self._newest = ts
         return stored
 
-    def _expire(self, ts: int, in_row: set[StoreKey]) -> bool:
+    def _expire(self, ts: int, samples: Mapping[Any, float], new: set[StoreKey]) -> bool:
         """Give back the slots of series with no sample for ttl_us (those with one in this row keep theirs)."""
-        stale = np.flatnonzero(self._slot_live & (self._slot_last < ts - self.ttl_us))
+        stale = np.flatnonzero((self._slot_assignment >= 0) & (self._slot_last < ts - self.ttl_us))
         changed = False
         for slot in stale.tolist():
-            assignment = self._open[slot]
-            assert assignment is not None
-            if assignment.key in in_row:
+            assignment = int(self._slot_assignment[slot])
+            key = self._keys[self._key_of[assignment]]
+            assert key is not None
+            if key in samples or key in new:
                 continue
-            assignment.last_ts = int(self._slot_last[slot])
-            self._open[slot] = None
-            del self._live[assignment.key]
-            self._slot_live[slot] = False
-            self._free.append(slot)
-            heapq.heappush(self._closed, (assignment.last_row, self._closed_seq, assignment))
-            self._closed_seq += 1
+            self._last_ts[assignment] = self._slot_last[slot]
+            heapq.heappush(self._expired, (int(self._slot_last_row[slot]), assignment))
+            self._slot_assignment[slot] = -1
+            del self._live[key]
+            self._free_slots.append(slot)
             self.expired += 1
             changed = True
         return changed
@@ -385,46 +397,57 @@ class SeriesStore:
     def _retire(self, first_held_row: int) -> bool:
         """Forget expired assignments whose every row is before ``first_held_row`` (overwritten)."""
         changed = False
-        while self._closed and self._closed[0][0] < first_held_row:
-            _, _, assignment = heapq.heappop(self._closed)
-            self._release(assignment.key)
+        while self._expired and self._expired[0][0] < first_held_row:
+            _, assignment = heapq.heappop(self._expired)
+            self._in_use[assignment] = False
+            self._free_assignments.append(assignment)
+            self._release(int(self._key_of[assignment]))
             changed = True
         return changed
 
-    def _release(self, key: StoreKey) -> None:
-        refs = self._key_refs[key] - 1
-        if refs:
-            self._key_refs[key] = refs
-        else:
-            del self._key_refs[key]
+    def _release(self, key_id: int) -> None:
+        self._key_refs[key_id] -= 1
+        if not self._key_refs[key_id]:
+            key = self._keys[key_id]
+            assert key is not None
+            self._keys[key_id] = None
+            del self._key_id[key]
+            self._free_key_ids.append(key_id)
             self._label_bytes -= _key_bytes(key)
 
-    def _admit(self, key: StoreKey, ts: int, row: int) -> int | None:
-        """A free slot for a new series, or None when a bound refuses it."""
-        if not self._free or len(self._live) + len(self._closed) >= self.max_assignments:
-            return None
-        cost = 0 if key in self._key_refs else _key_bytes(key)
-        if self.fixed_bytes + self._label_bytes + cost > self.max_bytes:
-            return None
-        slot = self._free.pop()
-        self._label_bytes += cost
-        self._key_refs[key] = self._key_refs.get(key, 0) + 1
+    def _admit(self, key: StoreKey, ts: int, row: int) -> int:
+        """A free slot for a new series, or -1 when a bound refuses it."""
+        if not self._free_slots or not self._free_assignments:
+            return -1
+        key_id = self._key_id.get(key)
+        if key_id is None:
+            cost = _key_bytes(key)
+            if self.fixed_bytes + self._label_bytes + cost > self.max_bytes:
+                return -1
+            self._label_bytes += cost
+            if self._free_key_ids:
+                key_id = self._free_key_ids.pop()
+                self._keys[key_id], self._key_refs[key_id] = key, 0
+            else:
+                key_id = len(self._keys)
+                self._keys.append(key)
+                self._key_refs.append(0)
+            self._key_id[key] = key_id
+        self._key_refs[key_id] += 1
+        slot, assignment = self._free_slots.pop(), self._free_assignments.pop()
+        self._slot_of[assignment], self._key_of[assignment] = slot, key_id
+        self._first_ts[assignment], self._last_ts[assignment] = ts, _OPEN
+        self._in_use[assignment] = True
+        self._slot_assignment[slot] = assignment
         self._live[key] = slot
-        self._open[slot] = _Assignment(key, slot, ts, row)
-        self._slot_live[slot] = True
-        self._slot_last[slot] = ts
+        self._slot_last[slot], self._slot_last_row[slot] = ts, row
         return slot
 
     def _publish(self) -> None:
         """Swap in a new table of every assignment: the live ones, and the expired ones the ring still holds."""
-        assignments = [a for a in self._open if a is not None] + [entry[2] for entry in self._closed]
-        ordered = sorted({a.key for a in assignments})   # key order is read order: reads list series sorted
-        index = {key: i for i, key in enumerate(ordered)}
-        self._table = _Table(
-            tuple(ordered), np.array([a.slot for a in assignments], dtype=np.int64),
-            np.array([index[a.key] for a in assignments], dtype=np.intp),
-            np.array([a.first_ts for a in assignments], dtype=np.int64),
-            np.array([_OPEN if a.last_ts is None else a.last_ts for a in assignments], dtype=np.int64))
+        used = self._in_use
+        self._table = _Table(tuple(self._keys), self._slot_of[used], self._key_of[used], self._first_ts[used],
+                             self._last_ts[used])
 
     # -- reading
     def rows_since(self, since_us: int, max_rows: int | None = None) -> StoreRows:
@@ -442,49 +465,116 @@ class SeriesStore:
 
         A series is live while its last sample is at most ttl_s before
         ``now_us`` (the current time by default), whether or not a row came
-        to expire it.
+        to expire it.  The statistics are WindowStats': min, max, avg and
+        count over OK samples, and the newest sample whatever its status.
         """
         window_us = _whole(window_us, "window_us", 0, _INT64_MAX)
         now_us = time.time_ns() // 1000 if now_us is None else _whole(now_us, "now_us", 0, _INT64_MAX)
         since = now_us - window_us
         rows = self.rows_since(since)
-        keep = rows.ts <= now_us
-        if not keep.all():
-            rows = StoreRows(rows.ts[keep], rows.values[keep], rows.status[keep], rows.keys, rows.stored[keep])
-        series = tuple(SeriesKey(k.entity_group, k.entity_id, k.field_id) for k in rows.keys)
-        stats = WindowStats.from_rows(series, RingRows(rows.ts, rows.values, rows.status), since, now_us)
-        live = (stats.last_status != SAMPLE_ABSENT) & (stats.last_ts >= now_us - self.ttl_us)
-        if live.all():
-            return StoreWindow(rows.keys, stats)
-        chosen = np.flatnonzero(live)
-        arrays = {name: getattr(stats, name)[chosen]
-                  for name in ("last", "last_ts", "last_status", "min", "max", "avg", "count")}
-        stats = replace(stats, series=tuple(series[i] for i in chosen.tolist()), **arrays)
-        return StoreWindow(tuple(rows.keys[i] for i in chosen.tolist()), stats)
+        inside = int(np.searchsorted(rows.ts, now_us, side="right"))   # rows ascend: later ones are after now
+        if inside < len(rows.ts):
+            rows = rows.only(rows.row < inside)
+        stats = _window_stats(rows, inside, since, now_us)
+        live = np.flatnonzero((stats.last_status != SAMPLE_ABSENT) & (stats.last_ts >= now_us - self.ttl_us))
+        keys = tuple(rows.keys[i] for i in live.tolist())
+        if len(live) < len(rows.keys):
+            arrays = {name: getattr(stats, name)[live]
+                      for name in ("last", "last_ts", "last_status", "min", "max", "avg", "count")}
+            stats = replace(stats, series=tuple(stats.series[i] for i in live.tolist()), **arrays)
+        return StoreWindow(keys, stats)
 
     def __repr__(self) -> str:
         return (f"SeriesStore({self.live_series}/{self.max_series} series x {self.capacity} rows, "
                 f"{self.rows_written} written, {self.refused} refused)")
 
 
+def _codes(given: list, values: np.ndarray, status: Mapping[Any, int] | None) -> np.ndarray:
+    """The SAMPLE_* code of each sample: ``status``'s where it gives one, else BLANK for NaN and OK."""
+    codes = np.where(np.isnan(values), SAMPLE_BLANK, SAMPLE_OK).astype(np.int8)
+    if status:
+        for i, key in enumerate(given):
+            code = status.get(key)
+            if code is not None:
+                if isinstance(code, bool) or code not in _CODES:
+                    raise ValueError(f"status of {key} is {code!r}, not one of SAMPLE_OK, SAMPLE_BLANK, "
+                                     "SAMPLE_NOT_SUPPORTED")
+                codes[i] = code
+    return codes
+
+
 def _attribute(rows: RingRows, table: _Table) -> StoreRows:
-    """Each copied cell given to the assignment of its slot whose span covers its row's ts."""
-    n = len(rows.ts)
-    stored = rows.values[:, -1].astype(np.int64)
-    if n == 0 or len(table.slot) == 0:
-        return StoreRows(rows.ts, np.empty((n, 0)), np.empty((n, 0), dtype=np.int8), (), stored)
-    # rows are strictly increasing in ts, so each assignment covers one run of them
+    """Each copied sample given to the assignment of its slot whose span covers its row's ts.
+
+    Rows are strictly increasing in ts, so an assignment covers one run of
+    rows [start, end) of its slot.  A sample no assignment covers (its
+    assignment was retired after the copy) is left out.
+    """
+    n, slots = len(rows.ts), rows.status.shape[1] - 1
+    stored = rows.values[:, slots].astype(np.int64)
+    cells = rows.status[:, :slots]
+    present = cells != SAMPLE_ABSENT
+    at_row, at_slot = np.nonzero(present)   # row by row: time order
     start = np.searchsorted(rows.ts, table.first_ts, side="left")
     end = np.searchsorted(rows.ts, table.last_ts, side="right")
     covering = np.flatnonzero(end > start)
-    series, column = np.unique(table.key[covering], return_inverse=True)
-    values = np.full((n, len(series)), np.nan)
-    status = np.full((n, len(series)), SAMPLE_ABSENT, dtype=np.int8)
-    for j, c in zip(covering.tolist(), column.tolist()):
-        a, b, slot = int(start[j]), int(end[j]), int(table.slot[j])
-        values[a:b, c] = rows.values[a:b, slot]
-        status[a:b, c] = rows.status[a:b, slot]
-    present = (status != SAMPLE_ABSENT).any(axis=0)
-    if not present.all():
-        values, status, series = values[:, present], status[:, present], series[present]
-    return StoreRows(rows.ts, values, status, tuple(table.keys[i] for i in series.tolist()), stored)
+    if len(at_row) == 0 or len(covering) == 0:
+        empty = np.zeros(0, dtype=np.intp)
+        return StoreRows(rows.ts, empty, empty, np.zeros(0), np.zeros(0, dtype=np.int8), (), stored)
+    slot_of, start, end = table.slot[covering], start[covering], end[covering]
+    # the series of the covering assignments, numbered in key order
+    key_ids = table.key[covering]
+    ids = np.unique(key_ids)
+    ids = ids[np.argsort(table.rank()[ids])]
+    number = np.zeros(len(table.keys), dtype=np.intp)
+    number[ids] = np.arange(len(ids))
+    series_of = number[key_ids]
+    # a slot that one assignment holds through every row: its samples are that series'
+    whole = (np.bincount(slot_of, minlength=slots)[slot_of] == 1) & (start == 0) & (end == n)
+    series_of_slot = np.full(slots, -1, dtype=np.intp)
+    series_of_slot[slot_of[whole]] = series_of[whole]
+    series = series_of_slot[at_slot]
+    rest = np.flatnonzero(series < 0)
+    if len(rest):   # slots passed from one series to another, or held for part of these rows
+        width = n + 1   # runs as [slot * width + start, slot * width + end): disjoint, sortable
+        low, high = slot_of * width + start, slot_of * width + end
+        by_low = np.argsort(low)
+        cell = at_slot[rest].astype(np.int64) * width + at_row[rest]
+        at = np.maximum(np.searchsorted(low[by_low], cell, side="right") - 1, 0)
+        inside = (low[by_low][at] <= cell) & (cell < high[by_low][at])
+        series[rest] = np.where(inside, series_of[by_low[at]], -1)
+    values, status = rows.values[:, :slots][present], cells[present]
+    if len(rest) and (series < 0).any():   # cells of assignments retired after the copy
+        keep = series >= 0
+        at_row, series, values, status = at_row[keep], series[keep], values[keep], status[keep]
+    has = np.bincount(series, minlength=len(ids)) > 0
+    if not has.all():   # series whose run holds no sample of theirs
+        series = (np.cumsum(has) - 1)[series]
+        ids = ids[has]
+    return StoreRows(rows.ts, at_row, series, values, status, tuple(table.keys[i] for i in ids.tolist()), stored)
+
+
+def _window_stats(rows: StoreRows, n_rows: int, since_us: int, until_us: int) -> WindowStats:
+    """WindowStats of every series of ``rows`` (index = series number), from its samples."""
+    k = len(rows.keys)
+    ok = rows.status == SAMPLE_OK
+    series, values = rows.series[ok], rows.values[ok]
+    count = np.bincount(series, minlength=k).astype(np.int64)
+    total = np.bincount(series, weights=values, minlength=k)
+    low, high = np.full(k, np.inf), np.full(k, -np.inf)
+    np.minimum.at(low, series, values)
+    np.maximum.at(high, series, values)
+    none = count == 0
+    low[none], high[none] = np.nan, np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        avg = total / count
+    # the newest sample of each series: its last entry (samples are in time order)
+    last_at = np.full(k, -1, dtype=np.intp)
+    np.maximum.at(last_at, rows.series, np.arange(len(rows.series), dtype=np.intp))
+    has = last_at >= 0
+    last, last_ts = np.full(k, np.nan), np.zeros(k, dtype=np.int64)
+    last_status = np.full(k, SAMPLE_ABSENT, dtype=np.int8)
+    at = last_at[has]
+    last[has], last_ts[has], last_status[has] = rows.values[at], rows.ts[rows.row[at]], rows.status[at]
+    series_keys = tuple(SeriesKey(key.entity_group, key.entity_id, key.field_id) for key in rows.keys)
+    return WindowStats(series_keys, n_rows, since_us, until_us, last, last_ts, last_status, low, high, avg, count)

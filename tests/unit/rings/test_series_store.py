@@ -29,9 +29,9 @@ def samples_of(rows, key: StoreKey) -> list[tuple[int, float, int]]:
     """(ts, value, status) of every sample of one series in rows read from a store."""
     if key not in rows.keys:
         return []
-    j = rows.keys.index(key)
-    here = rows.status[:, j] != AB
-    return [(int(t), float(v), int(s)) for t, v, s in zip(rows.ts[here], rows.values[here, j], rows.status[here, j])]
+    mine = rows.series == rows.keys.index(key)
+    return [(int(t), float(v), int(s)) for t, v, s in zip(rows.ts[rows.row[mine]], rows.values[mine],
+                                                          rows.status[mine])]
 
 
 def test_samples_come_back_under_their_series_in_key_order():
@@ -101,6 +101,15 @@ def test_series_beyond_the_bound_are_refused_and_counted_and_memory_stays_put():
     # the two admitted series' labels are all that was added, and nothing more for the refused ones
     assert 0 < store.nbytes - before < 2_000
     assert store.nbytes <= store.max_bytes
+
+
+def test_each_row_says_how_many_samples_were_stored_through_it():
+    store = SeriesStore(2, 3, ttl_s=60, max_bytes=MB)
+    for t, row in enumerate(({pid(1): 1.0}, {pid(1): 2.0, pid(2): 3.0, pid(3): 4.0}, {pid(2): 5.0}, {pid(1): 6.0})):
+        store.append(t + 1, row)
+    assert store.refused == 1 and store.samples_stored == 5
+    rows = store.rows_since(0)   # the first row is overwritten: the counts go on from it
+    assert rows.ts.tolist() == [2, 3, 4] and rows.stored.tolist() == [3, 4, 5]
 
 
 def test_the_byte_bound_is_set_when_made_and_refuses_labels_that_do_not_fit():
@@ -285,16 +294,15 @@ def test_readers_see_every_sample_under_its_own_series_while_a_writer_churns(sho
     stored_by_row: dict[int, int] = {}
 
     def check(rows) -> int:
-        n = 0
-        row_of = rows.ts // ROW_US
-        for j, key in enumerate(rows.keys):
-            here = rows.status[:, j] != AB
-            values = rows.values[here, j].astype(np.int64)
-            assert (values // STEP == int(key.labels[0][1])).all(), f"a sample of another series under {key}"
-            assert (values % STEP == row_of[here]).all(), f"a sample of another row under {key}"
-            assert key.entity_id == int(key.labels[0][1]) % 4
-            n += int(here.sum())
-        return n
+        pids = np.array([int(key.labels[0][1]) for key in rows.keys], dtype=np.int64)
+        assert all(key.entity_id == pid % 4 for key, pid in zip(rows.keys, pids.tolist()))
+        values = rows.values.astype(np.int64)
+        assert (rows.status != AB).all()
+        wrong = values // STEP != pids[rows.series]
+        assert not wrong.any(), f"a sample of another series under {rows.keys[rows.series[wrong][0]]}"
+        assert (values % STEP == rows.ts[rows.row] // ROW_US).all(), "a sample of another row"
+        assert np.all(np.diff(rows.row) >= 0), "samples out of time order"
+        return len(values)
 
     def writer() -> None:
         rng = random.Random(7)
