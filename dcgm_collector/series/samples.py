@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from dcgm_collector.expose.labels import EntityKey
 from dcgm_collector.model import EntityType, GpuInfo
 from dcgm_collector.rings.ring import EventRing, EventRows, RingBuffer, RingRows
 
-__all__ = ["EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo"]
+__all__ = ["EntityKey", "EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo"]
 
+EntityKey = tuple[int, int]     # (DCGM entity group, entity id): how families and the model key an entity
 Labels = tuple[tuple[str, str], ...]   # (name, value) pairs in the order /metrics writes them
 
 
