@@ -50,6 +50,7 @@ from dcgm_collector.catalog.counters import load_counters
 from dcgm_collector.collect.discovery import discover
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.model import DeviceSelection
 
@@ -113,8 +114,8 @@ class RenderNode:
                         np.repeat(rows.status[-1:], WINDOW_ROWS, axis=0))
             newest = max(newest, int(ts[-1]))
         self.now_us = newest
-        self.exposition = Exposition(self.sampler, topology.gpus, ExpositionOptions(aggregations=aggregations),
-                                     version="bench")
+        self.exposition = Exposition(target_view(self.sampler), topology.gpus,
+                                     ExpositionOptions(aggregations=aggregations), version="bench")
         self.ring_bytes = sum(ring.nbytes for ring in self.sampler.rings.values())
 
     def render(self) -> bytes:

@@ -192,9 +192,9 @@ def answer_memory(history_file: str | None, gpus: int = 8, fields: int = 29, row
 
     import numpy as np
 
-    from dcgm_collector.expose.samples import RingSeries, SampleModel, SeriesInfo
     from dcgm_collector.model import EntityType
     from dcgm_collector.rings.ring import SAMPLE_OK, EventRing, RingBuffer
+    from dcgm_collector.series.samples import RingSeries, SampleModel, SeriesInfo
 
     if history_file is None:
         from dcgm_collector.expose import history

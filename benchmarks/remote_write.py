@@ -30,9 +30,9 @@ import _workload as w
 import numpy as np
 
 from dcgm_collector import __version__
-from dcgm_collector.expose.samples import RingSeries, SampleModel, SeriesInfo
 from dcgm_collector.push.remote_write import RemoteWriteOptions, RemoteWriter
 from dcgm_collector.rings.ring import EventRing, RingBuffer
+from dcgm_collector.series.samples import RingSeries, SampleModel, SeriesInfo
 
 SETTLE_S = 3.0
 GPUS, FIELDS, HZ = 8, 30, 10

@@ -47,6 +47,7 @@ from dcgm_collector import dcgm, engine
 from dcgm_collector.catalog.counters import load_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.rings.ring import SAMPLE_OK
 
@@ -135,7 +136,8 @@ def run(seconds: float) -> None:
                 begin_us = time.time_ns() // 1000
                 time.sleep(seconds)
                 end_us = time.time_ns() // 1000 - 1_500_000   # the last collect may still be on its way
-            exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(window_s=SCRAPE_S), version="bench")
+            exposition = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(window_s=SCRAPE_S),
+                                    version="bench")
             model = Model()
             first_us = begin_us + 1_000_000      # the first drain's rows
             spikes = {gpu: model.spikes(gpu, first_us, end_us) for gpu in sampler.gpu_ids}

@@ -9,6 +9,11 @@ failing to start is fatal, as it is for dcgm-exporter; a hostengine that
 cannot be reached is not: its target keeps trying (and reconnects whenever a
 connection is lost) while /health says why.
 
+/metrics, the history API, remote write and the flight recorder all go
+through one registry (dcgm_collector.series.registry): the exposition, remote
+write and the recorder register their families with it, and the outputs that
+read samples find the targets' views and sample models there.
+
 SIGHUP re-reads the counters file (reload()): a bad file is logged in one
 line and the running configuration keeps serving; a good one gets a new
 sampler and exposition, swapped in at once.  SIGUSR2 starts a flight
@@ -30,23 +35,24 @@ from dcgm_collector import __version__, dcgm, engine
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
-from dcgm_collector.collect.discovery import id_ranges
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.servable import unservable_rows
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.config import Config, hostname_label
 from dcgm_collector.dcgm import DcgmError, Handle, Library
 from dcgm_collector.expose import history
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
-from dcgm_collector.model import EntityType, GpuInfo
+from dcgm_collector.model import EntityType, GpuInfo, id_ranges
 from dcgm_collector.push.remote_write import (
     STOP_WAIT_S,
     RemoteWriteError,
+    RemoteWriteFamilies,
     RemoteWriteOptions,
     RemoteWriter,
-    render_remote_write_metrics,
 )
+from dcgm_collector.series.registry import Registry
 from dcgm_collector.serve import malloc
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.server import ListenError, MetricsServer, Reply, Request, Route, Unavailable
@@ -103,6 +109,8 @@ class Collector:
         self.library_version = "unknown"
         self.targets: list[Any] = []
         self.exposition: Any = None     # MultiExposition over the targets, once they exist
+        # what /metrics writes (every output's families) and where the outputs find the targets' samples
+        self.registry = Registry()
         self.pods: Any = None           # PodMapper (-k)
         self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
         self.recorder: Recorder | None = None   # the flight recorder (--recorder-dir), or None
@@ -116,27 +124,18 @@ class Collector:
 
     # -- what the server calls (on request threads)
     def metrics(self, openmetrics: bool) -> bytes:
-        exposition = self.exposition
-        if exposition is None:
+        """Every family registered with the registry: the exposition's, then remote write's and the recorder's."""
+        if self.exposition is None:
             raise Unavailable("starting: no sampler yet")
+        registry = self.registry
         try:
-            body = self._renders.do((id(exposition), openmetrics), lambda: exposition.render(openmetrics))
+            body = self._renders.do((id(registry), openmetrics), lambda: registry.render(openmetrics))
         except Exception as error:
             # the server answers 500 and logs it; /health must say so too, or an orchestrator sees a healthy
             # collector that serves nothing
             self._render_failure = f"rendering /metrics failed: {type(error).__name__}: {error}"
             raise
         self._render_failure = None
-        extra = ""
-        if self.remote_writers:
-            extra += render_remote_write_metrics(self.remote_writers, openmetrics)
-        recorder = self.recorder
-        if recorder is not None:
-            extra += recorder.render_metrics(openmetrics)
-        if extra:   # the outputs' own families, inside the body (before OpenMetrics' # EOF)
-            if openmetrics and body.endswith(b"# EOF\n"):
-                return body[: -len(b"# EOF\n")] + extra.encode() + b"# EOF\n"
-            return body + extra.encode()
         return body
 
     def health(self) -> tuple[bool, str]:
@@ -167,8 +166,7 @@ class Collector:
         answer has ANSWER_BUDGET_S to be built (then it is cut, truncated
         with next_since) and pauses for /metrics between its series.
         """
-        exposition = self.exposition
-        if exposition is None:
+        if self.exposition is None:
             raise Unavailable("starting: no sampler yet")
         try:
             query = history.parse_query(request.query)
@@ -181,7 +179,7 @@ class Collector:
                               f"it may at once ({self.admission.heavy_slots}); retry in {wait} s",
                               {"Retry-After": str(wait)})
         try:
-            answer = history.answer(exposition.sample_models(), query,
+            answer = history.answer(self.registry.sample_models(), query,
                                     deadline=time.monotonic() + history.ANSWER_BUDGET_S,
                                     pause=self.admission.yield_to_light)
         except history.QueryError as error:
@@ -225,9 +223,17 @@ class Collector:
         self.targets = self._make_targets(counters)
         for target in self.targets:
             self._start_target(target)
-        self.exposition = MultiExposition(self.targets, version=__version__, library_version=self.library_version)
+        exposition = MultiExposition(self.targets, version=__version__, library_version=self.library_version)
+        # /metrics writes the families in the order they are registered: DCGM's and the collector's own, remote
+        # write's, the recorder's; all of them before /metrics serves (self.exposition), so no scrape misses one
+        self.registry.register(exposition)
+        for source in exposition.sources():
+            self.registry.add_source(source)
+        if self.remote_writers:
+            self.registry.register(RemoteWriteFamilies(self.remote_writers))
         if self.recorder is not None:
-            self.recorder.start(lambda: self.targets)
+            self.recorder.start(self.registry)
+        self.exposition = exposition
         for line in self._summary(counters, web):
             log.info("%s", line)
         for writer in self.remote_writers:
@@ -246,10 +252,6 @@ class Collector:
         except ImportError:
             raise StartupError("--remote-write-url needs the cramjam package (pip install cramjam)") from None
 
-        def models() -> list:
-            exposition = self.exposition
-            return exposition.sample_models() if exposition is not None else []
-
         writers = []
         for url in config.remote_write_urls:
             options = RemoteWriteOptions(
@@ -260,7 +262,7 @@ class Collector:
                 queue_limit=config.remote_write_queue_limit, timeout_s=config.remote_write_timeout_s,
                 labels=config.remote_write_labels)
             try:
-                writers.append(RemoteWriter(options, models, __version__,
+                writers.append(RemoteWriter(options, self.registry.sample_models, __version__,
                                             forget_after_s=max(3600.0, 2 * config.retention_s)))
             except RemoteWriteError as error:
                 raise StartupError(str(error)) from None
@@ -520,7 +522,8 @@ class Collector:
             clock_events_count_window_ms=config.clock_events_count_window_ms,
             attribution=self.attribution,
         )
-        return Exposition(sampler, gpus, options, version=__version__, library_version=self.library_version)
+        return Exposition(target_view(sampler), gpus, options, version=__version__,
+                          library_version=self.library_version)
 
     # -- reload
     def reload(self) -> bool:

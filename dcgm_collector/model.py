@@ -9,6 +9,7 @@ against the constants compiled into the extension.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "RECORDING_SIDECAR_SUFFIX",
     "RECORDING_STATUSES",
     "entity_group_name",
+    "id_ranges",
     "recording_schema",
 ]
 
@@ -180,6 +182,22 @@ class DeviceSelection:
         if self.ids is None:
             return self.kind
         return f"{self.kind}:{','.join(map(str, self.ids))}"
+
+
+def id_ranges(ids: Sequence[int]) -> str:
+    """Entity ids as the -d grammar writes them, runs as ranges: ``0-3,5`` (start-up lines, refusals)."""
+    ids = sorted(ids)
+    parts = []
+    start = prev = None
+    for i in ids + [None]:
+        if start is None:
+            start = prev = i
+        elif i is not None and i == prev + 1:
+            prev = i
+        else:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = i
+    return ",".join(parts)
 
 
 # ---- flight recordings -------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dcgm_collector.catalog.counters import CounterSet
 from dcgm_collector.collect.levels import ALL, LevelSelectionError, discover_levels
 from dcgm_collector.collect.sampler import CONNECTION_CODES
 from dcgm_collector.dcgm import DcgmError, Handle
-from dcgm_collector.model import DeviceSelection, EntityType, GpuInfo, LevelEntity, MigInstance
+from dcgm_collector.model import DeviceSelection, EntityType, GpuInfo, LevelEntity, MigInstance, id_ranges
 
 __all__ = ["DiscoveryError", "Topology", "discover", "drop_unsupported_profiling", "id_ranges", "mig_instances",
            "select_gpus"]
@@ -149,18 +149,3 @@ def drop_unsupported_profiling(handle: Handle, counters: CounterSet, gpu_ids: Se
         log.warning("cannot ask DCGM which profiling metrics GPU %d has (%s); skipping profiling rows", gpu, error)
         supported = frozenset()
     return counters.without_unsupported_profiling(supported, warn=log.warning)
-
-
-def id_ranges(ids: Sequence[int]) -> str:
-    ids = sorted(ids)
-    parts = []
-    start = prev = None
-    for i in ids + [None]:
-        if start is None:
-            start = prev = i
-        elif i is not None and i == prev + 1:
-            prev = i
-        else:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = prev = i
-    return ",".join(parts)

@@ -24,7 +24,7 @@ matrix with the labels; readers use :attr:`Sampler.p2p`.  These reads, the
 engine's field costs and the search for lost GPUs are in
 dcgm_collector.collect.side_reads; the tick here decides when each runs.
 What the sampler counts (:class:`SamplerStats`) and the health it saw
-(:class:`HealthState`) are in dcgm_collector.collect.sampler_stats.
+(:class:`HealthState`) are in dcgm_collector.series.stats, where the outputs read them.
 
 Failures are counted by DCGM status code and the thread carries on.  When a
 read fails, the GPUs DCGM reports as lost are taken out of the sampler's
@@ -54,7 +54,6 @@ from dcgm_collector.catalog.counters import CounterSet
 from dcgm_collector.collect import drain
 from dcgm_collector.collect.levels import MEMBERS
 from dcgm_collector.collect.options import SamplingOptions
-from dcgm_collector.collect.sampler_stats import HealthState, SamplerStats
 from dcgm_collector.collect.servable import SAMPLED_LEVELS
 from dcgm_collector.collect.side_reads import (
     HEALTH_CHECK_S,
@@ -85,6 +84,7 @@ from dcgm_collector.dcgm import (
 from dcgm_collector.ext._native import lib
 from dcgm_collector.model import LevelEntity, MigInstance
 from dcgm_collector.rings.ring import EventRing, RingBuffer, SeriesKey
+from dcgm_collector.series.stats import HealthState, SamplerStats
 
 __all__ = ["CONNECTION_CODES", "THREAD_NAME", "HealthState", "Sampler", "SamplerStats"]
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 from dcgm_collector.catalog.counters import CounterSet
 from dcgm_collector.catalog.fields import field_table
-from dcgm_collector.collect.sampler_stats import HealthState
 from dcgm_collector.dcgm import DcgmError
 from dcgm_collector.ext._native import lib
+from dcgm_collector.series.stats import HealthState
 
 if TYPE_CHECKING:   # for the annotations only: the sampler imports this module
     from dcgm_collector.collect.sampler import Sampler

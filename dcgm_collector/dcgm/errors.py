@@ -8,17 +8,10 @@ as every other DCGM tool's.
 from __future__ import annotations
 
 from dcgm_collector.ext._native import ffi, lib
+from dcgm_collector.ext.status import status_name  # the names are the extension's, below every stage
 
-STATUS_NAMES: dict[int, str] = {
-    getattr(lib, name): name for name in dir(lib) if name.startswith("DCGM_ST_")
-}
 DCGM_ST_OK: int = lib.DCGM_ST_OK
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-
-
-def status_name(code: int) -> str:
-    """``DCGM_ST_*`` name of a status code (``DCGM_ST_UNKNOWN_<code>`` if DCGM has none)."""
-    return STATUS_NAMES.get(code, f"DCGM_ST_UNKNOWN_{code}")
 
 
 def status_text(code: int) -> str:

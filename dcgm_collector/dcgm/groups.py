@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from dcgm_collector.dcgm.handle import Handle
+
+class GroupOwner(Protocol):
+    """What a group needs of the handle that made it (the handle itself; named here so groups need not import it)."""
+
+    def _group_entities(self, group: EntityGroup) -> list[tuple[int, int]]: ...
+
+    def _release(self, key: tuple, quiet: bool = False) -> None: ...
 
 
 class EntityGroup:
     """A DCGM entity group; destroyed by :meth:`destroy`, ``with`` or the handle's close."""
 
-    def __init__(self, handle: Handle, group_id: int, name: str, owned: bool) -> None:
+    def __init__(self, handle: GroupOwner, group_id: int, name: str, owned: bool) -> None:
         self.handle = handle
         self.id = group_id
         self.name = name
@@ -42,7 +48,7 @@ class EntityGroup:
 class FieldGroup:
     """One DCGM field group (at most 127 field ids)."""
 
-    def __init__(self, handle: Handle, field_group_id: int, name: str, field_ids: tuple[int, ...]) -> None:
+    def __init__(self, handle: GroupOwner, field_group_id: int, name: str, field_ids: tuple[int, ...]) -> None:
         self.handle = handle
         self.id = field_group_id
         self.name = name

@@ -10,8 +10,8 @@ import numpy as np
 from dcgm_collector.expose.families import Family
 from dcgm_collector.expose.labels import EntityLabels
 from dcgm_collector.expose.scrape import Scrape
-from dcgm_collector.expose.text import Header
 from dcgm_collector.rings.ring import SAMPLE_OK, RingBuffer
+from dcgm_collector.series.text import Header
 
 __all__ = ["CLOCK_EVENTS", "CLOCK_EVENTS_COUNT", "ClockEventCounter", "ClockEventsFamily"]
 

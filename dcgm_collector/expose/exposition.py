@@ -1,7 +1,9 @@
 """The /metrics text: the sampler's rings rendered as dcgm-exporter 4.8 writes them.
 
 A scrape never calls DCGM.  It reads the rings (one window read per ring),
-the event ring, and what the sampler thread refreshed (labels, health).
+the event ring, and what the sampler thread refreshed (labels, health),
+through the sampler's read-only view (dcgm_collector.series.view), never the
+sampler itself.
 
 Compatibility with dcgm-exporter 4.8 (reference §2.2-2.6):
 
@@ -60,14 +62,12 @@ from collections.abc import Sequence
 from dcgm_collector.attribution.copies import NO_COPIES
 from dcgm_collector.catalog.counters import Counter
 from dcgm_collector.catalog.fields import CLOCK_EVENT_REASONS, watch_level
-from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.expose.clock_events import CLOCK_EVENTS_COUNT, ClockEventCounter, ClockEventsFamily
 from dcgm_collector.expose.families import EventFamily, Family, FieldFamily, field_family_specs
 from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
 from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
-from dcgm_collector.expose.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.store_families import (
@@ -77,28 +77,32 @@ from dcgm_collector.expose.store_families import (
     store_series,
     with_store_series,
 )
-from dcgm_collector.expose.text import Header, family_types, label_text
 from dcgm_collector.expose.xid_count import XID_COUNT, XidCountFamily
 from dcgm_collector.model import EntityType, GpuInfo, MigInstance
 from dcgm_collector.rings.ring import EventRows, RingBuffer
 from dcgm_collector.rings.series_store import SeriesStore
+from dcgm_collector.series.registry import EOF, TargetSeries
+from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
+from dcgm_collector.series.text import Header, family_types, label_text
+from dcgm_collector.series.view import TargetView
 
 __all__ = ["Exposition", "ExpositionOptions"]
 
 
 class Exposition:
-    """Renders a started sampler's state as the Prometheus text format (or OpenMetrics).
+    """Renders a started sampler's state, read through its view, as the Prometheus text format (or OpenMetrics).
 
     Safe to call from several server threads at once.  Built once per
     sampler (a reload makes a new one); label text is rebuilt only when the
     values of the label rows change.
     """
 
-    def __init__(self, sampler: Sampler, gpus: Sequence[GpuInfo], options: ExpositionOptions | None = None,
+    def __init__(self, view: TargetView, gpus: Sequence[GpuInfo], options: ExpositionOptions | None = None,
                  *, version: str, library_version: str = "unknown") -> None:
-        if not isinstance(sampler, Sampler):
-            raise TypeError(f"sampler must be a Sampler, not {type(sampler).__name__}")
-        self.sampler = sampler
+        if not isinstance(view, TargetView):
+            raise TypeError(f"view must be a TargetView (dcgm_collector.collect.view.target_view), "
+                            f"not {type(view).__name__}")
+        self.view = view
         self.options = options = options if options is not None else ExpositionOptions()
         self.version = version
         self.library_version = library_version
@@ -107,8 +111,8 @@ class Exposition:
         def info(gpu: int) -> GpuInfo:
             return by_id.get(gpu) or GpuInfo(gpu, "", "", "", "", "", "", "Unknown")
 
-        self.gpus = tuple(info(i) for i in sampler.gpu_ids)
-        self.instances: tuple[MigInstance, ...] = tuple(sampler.instances)
+        self.gpus = tuple(info(i) for i in view.gpu_ids)
+        self.instances: tuple[MigInstance, ...] = tuple(view.instances)
         # the entities whose series this exposition serves, in series order, with the GPU
         # each is or belongs to and the instance it is (None for a whole GPU)
         owners = ([((int(EntityType.GPU), g.gpu_id), g, None) for g in self.gpus]
@@ -120,14 +124,14 @@ class Exposition:
         self.entities: tuple[EntityKey, ...] = tuple(owner[0] for owner in self._owners)
         # the NvLinks, NvSwitches, CPUs and cores sampled, in series order; they carry the node-wide
         # label rows (DCGM_FI_DRIVER_VERSION, ...) as dcgm-exporter's collectors of those levels do
-        self.levels = sampler.levels
-        self._node_label_names = frozenset(c.name for c in sampler.counters.label_counters()
+        self.levels = view.levels
+        self._node_label_names = frozenset(c.name for c in view.counters.label_counters()
                                            if watch_level(c.field) == "NONE")
         self._gpu_by_id = by_id
         self.window_us = round(options.window_s * 1e6)
         stale = options.stale_after_s
         if stale is None:
-            stale = max(MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS * sampler.interval_s)
+            stale = max(MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS * view.interval_s)
         self.stale_after_s = float(stale)
         self.lookback_us = max(self.window_us, round(self.stale_after_s * 1e6))
         self._columns = self._index_columns()
@@ -149,19 +153,23 @@ class Exposition:
     # -- public
     def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
         """The whole /metrics body; ``now_us`` (µs since the epoch) defaults to now."""
+        parts: list[str] = []
+        self.write_families(parts, openmetrics, now_us)
+        if openmetrics:
+            parts.append(EOF)
+        return "".join(parts).encode()
+
+    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+        """The body without OpenMetrics' ``# EOF``: the families, then the self-metrics (series.registry.Families)."""
         now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
         self._refresh_families()
         scrape = self.scrape(now_us)
-        parts: list[str] = []
         for family in self._families:
             lines = family.lines(scrape)
             if lines:
                 parts.append(family.header.get(openmetrics))
                 parts.extend(lines)
         self._self_metrics(parts, openmetrics, now_us / 1e6)
-        if openmetrics:
-            parts.append("# EOF\n")
-        return "".join(parts).encode()
 
     def scrape(self, now_us: int) -> Scrape:
         """What one render at ``now_us`` reads of this exposition's rings and events."""
@@ -208,8 +216,8 @@ class Exposition:
 
     # -- health / up
     def _state(self, now_s: float) -> tuple[bool, str]:
-        sampler, stats = self.sampler, self.sampler.stats
-        if not sampler.connected:
+        view, stats = self.view, self.view.stats
+        if not view.connected:
             return False, "the DCGM handle is closed"
         if stats.last_sample_time is None:
             return False, "no sample from DCGM yet"
@@ -231,7 +239,7 @@ class Exposition:
     def _index_columns(self) -> dict[int, tuple[RingBuffer, list[int]]]:
         """Field id -> (ring, column of each entity in entity order), for fields every entity has in one ring."""
         where: dict[tuple[EntityKey, int], tuple[RingBuffer, int]] = {}
-        for ring in self.sampler.rings.values():
+        for ring in self.view.rings:
             for column, key in enumerate(ring.series):
                 where[((key.entity_group, key.entity_id), key.field_id)] = (ring, column)
         columns: dict[int, tuple[RingBuffer, list[int]]] = {}
@@ -246,7 +254,7 @@ class Exposition:
         """Field id -> (ring, columns, entity of each column) for the fields of links, switches, CPUs and cores."""
         wanted = {e.key for e in self.levels}
         columns: dict[int, tuple[RingBuffer, list[int], list[EntityKey]]] = {}
-        for ring in self.sampler.rings.values():
+        for ring in self.view.rings:
             for column, key in enumerate(ring.series):
                 entity = (key.entity_group, key.entity_id)
                 if entity in wanted:
@@ -274,7 +282,7 @@ class Exposition:
         return labels
 
     def _clock_counter(self) -> ClockEventCounter | None:
-        if not any(c.exporter == CLOCK_EVENTS_COUNT for c in self.sampler.counters):
+        if not any(c.exporter == CLOCK_EVENTS_COUNT for c in self.view.counters):
             return None
         found = self._columns.get(CLOCK_EVENT_REASONS)
         if found is None:
@@ -283,7 +291,7 @@ class Exposition:
 
     def _refresh_families(self) -> None:
         """Rebuild the families' label text when the label rows' values or the attribution changed."""
-        labels = self.sampler.labels
+        labels = self.view.labels
         attribution = self.options.attribution
         generation = attribution.generation if attribution is not None else None
         if labels is self._labels_seen and generation == self._attribution_seen:
@@ -318,7 +326,7 @@ class Exposition:
                 names.add(family.name)
                 families.append(family)
 
-        for counter in self.sampler.counters:
+        for counter in self.view.counters:
             if counter.exporter is not None:
                 add(self._exporter_family(counter, entities))
             elif counter.field is not None and counter.prom_type != "label" and counter.field.is_numeric:
@@ -369,7 +377,7 @@ class Exposition:
         gpu_of.update({entity.key: entity.parent for entity in self.levels if entity.parent_level == EntityType.GPU})
         event_families = {f.name: f for f in families if isinstance(f, EventFamily)}
         store_rows: list[Counter] = []   # the rows store series are served under, sampled in a ring or not
-        for counter in self.sampler.counters:
+        for counter in self.view.counters:
             field = counter.field
             if (counter.exporter is not None or field is None or counter.prom_type == "label"
                     or not field.is_numeric or counter.name in names):
@@ -390,14 +398,14 @@ class Exposition:
                 for labels in owner.pairs():
                     series.append(SeriesInfo(counter.name, labels, owner.entity, gpu_of.get(owner.entity),
                                              field.id, field.name, field.type == "i", column))
-        rings = tuple(RingSeries(ring, tuple(by_ring[id(ring)])) for ring in self.sampler.rings.values()
+        rings = tuple(RingSeries(ring, tuple(by_ring[id(ring)])) for ring in self.view.rings
                       if by_ring.get(id(ring)))
         names_of = StoreNames({**{e.entity: e for e in entities}, **level_labels}, names_bound(self._stores))
         stores = store_series(self._stores, store_rows, names_of, gpu_of)
-        return SampleModel(target, self.gpus, rings, self.sampler.events, tuple(events), gpu_of, stores)
+        return SampleModel(target, self.gpus, rings, self.view.events, tuple(events), gpu_of, stores)
 
     def sample_model(self, target: str = "") -> SampleModel:
-        """Where this exposition's samples are and what /metrics calls them (see expose.samples).
+        """Where this exposition's samples are and what /metrics calls them (see series.samples).
 
         Built from the labels the families were last built with, and kept until they change.
         """
@@ -411,6 +419,10 @@ class Exposition:
         self._sample_model = (families, model)
         return model
 
+    def target_series(self, target: str) -> TargetSeries:
+        """This exposition's view and sample model, as the outputs read a target (series.registry)."""
+        return TargetSeries(target, self.view, self.sample_model(target))
+
     def _exporter_family(self, counter: Counter, entities: list[EntityLabels]) -> Family | None:
         name = counter.name
         header = Header.of(name, counter.help, *family_types(counter.prom_type, name, exporter=True))
@@ -420,15 +432,15 @@ class Exposition:
             return ClockEventsFamily(name, header, self._clock, self.options.clock_events_count_window_ms, entities)
         if counter.exporter == HEALTH_STATUS:
             checked_as = {(int(EntityType.GPU_I), i.entity_id): (int(EntityType.GPU), i.gpu_id) for i in self.instances}
-            return HealthFamily(name, header, self.sampler, entities, checked_as)
+            return HealthFamily(name, header, self.view, entities, checked_as)
         if counter.exporter == P2P_STATUS:
-            return P2PStatusFamily(name, header, self.sampler, entities)
+            return P2PStatusFamily(name, header, self.view, entities)
         return None
 
     # -- per scrape
     def _event_rows(self) -> EventRows:
         """Every event the ring holds; copied again only when new ones arrived."""
-        events = self.sampler.events
+        events = self.view.events
         written = events.rows_written
         cached = self._events_cache
         if cached is None or cached[0] != written:
@@ -437,5 +449,5 @@ class Exposition:
 
     def _self_metrics(self, parts: list[str], openmetrics: bool, now_s: float) -> None:
         up, _ = self._state(now_s)
-        render_self_metrics(parts, openmetrics, now_s, [SelfRow("", self.sampler.stats, up)], self._last_scrape_s,
+        render_self_metrics(parts, openmetrics, now_s, [SelfRow("", self.view.stats, up)], self._last_scrape_s,
                             self._build_info)

@@ -11,9 +11,9 @@ from dcgm_collector.catalog.counters import AGGREGATIONS, Counter
 from dcgm_collector.catalog.fields import XID_FIELD
 from dcgm_collector.expose.labels import EntityKey, EntityLabels
 from dcgm_collector.expose.scrape import Scrape
-from dcgm_collector.expose.text import Header, family_types
 from dcgm_collector.expose.xid_messages import xid_message
 from dcgm_collector.rings.ring import RingBuffer
+from dcgm_collector.series.text import Header, family_types
 
 __all__ = ["EventFamily", "Family", "FieldFamily", "FieldFamilySpec", "field_family_specs"]
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.expose.families import Family
 from dcgm_collector.expose.labels import EntityKey, EntityLabels
 from dcgm_collector.expose.scrape import Scrape
-from dcgm_collector.expose.text import Header
 from dcgm_collector.model import HEALTH_RESULTS as HEALTH_VALUES
 from dcgm_collector.model import HEALTH_SYSTEMS
+from dcgm_collector.series.text import Header
+from dcgm_collector.series.view import TargetView
 
 __all__ = ["HEALTH_STATUS", "HEALTH_SYSTEMS", "HEALTH_VALUES", "HealthFamily", "health_error_name"]
 
@@ -57,9 +57,9 @@ class HealthFamily(Family):
     incidents (``checked_as`` maps an entity to the one DCGM checks).
     """
 
-    def __init__(self, name: str, header: Header, sampler: Sampler, entities: Sequence[EntityLabels],
+    def __init__(self, name: str, header: Header, view: TargetView, entities: Sequence[EntityLabels],
                  checked_as: Mapping[EntityKey, EntityKey] | None = None) -> None:
-        self.name, self.header, self.sampler, self.entities = name, header, sampler, list(entities)
+        self.name, self.header, self.view, self.entities = name, header, view, list(entities)
         self.checked_as = dict(checked_as or {})
         self._prefixes = {}
 
@@ -68,7 +68,7 @@ class HealthFamily(Family):
                                      {"health_watch": system, "health_error_code": code_name})
 
     def lines(self, scrape: Scrape) -> list[str]:
-        state = self.sampler.health
+        state = self.view.health
         if state is None:
             return []
         # (entity, system bit) -> (result, error code)

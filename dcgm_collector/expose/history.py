@@ -57,9 +57,9 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from dcgm_collector.expose.samples import EventSeries, Labels, RingSeries, SampleModel, SeriesInfo, StoreSeries
 from dcgm_collector.model import entity_group_name
 from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK
+from dcgm_collector.series.samples import EventSeries, Labels, RingSeries, SampleModel, SeriesInfo, StoreSeries
 
 __all__ = ["ANSWER_BUDGET_S", "DEFAULT_SPAN_S", "MAX_SAMPLES", "Answer", "HistoryQuery", "QueryError", "answer",
            "parse_query"]

@@ -13,13 +13,12 @@ from typing import Protocol
 
 from dcgm_collector.attribution.copies import NO_COPIES, AttributeCopies
 from dcgm_collector.expose.options import ExpositionOptions
-from dcgm_collector.expose.text import label_text
 from dcgm_collector.model import EntityType, GpuInfo, LevelEntity, MigInstance
+from dcgm_collector.series.samples import EntityKey
+from dcgm_collector.series.text import label_text
 
 __all__ = ["LABELLERS", "CpuCoreLabeller", "CpuLabeller", "EntityKey", "EntityLabels", "GpuLabeller", "Labeller",
            "LevelLabeller", "LinkLabeller", "MigLabeller", "SwitchLabeller"]
-
-EntityKey = tuple[int, int]     # (DCGM entity group, entity id)
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,18 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from dcgm_collector.collect.sampler import SamplerStats
 from dcgm_collector.expose.exposition import Exposition
 from dcgm_collector.expose.families import Family
-from dcgm_collector.expose.samples import SampleModel
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
-from dcgm_collector.expose.text import Header, label_text
+from dcgm_collector.series.registry import EOF, Source, TargetSeries
+from dcgm_collector.series.samples import SampleModel
+from dcgm_collector.series.stats import SamplerStats
+from dcgm_collector.series.text import Header, label_text
 
-__all__ = ["MultiExposition", "TargetView"]
+__all__ = ["MultiExposition", "ServedTarget"]
 
 
-class TargetView(Protocol):
+class ServedTarget(Protocol):
     """What MultiExposition reads of a target (dcgm_collector.collect.target.Target)."""
 
     name: str
@@ -31,6 +32,21 @@ class TargetView(Protocol):
     def health(self, now_s: float | None = None) -> tuple[bool, str]: ...
 
 
+class _TargetSource:
+    """One target as the outputs read it through the registry (series.registry.Source)."""
+
+    def __init__(self, target: ServedTarget) -> None:
+        self._target = target
+
+    @property
+    def name(self) -> str:
+        return self._target.name
+
+    def series(self) -> TargetSeries | None:
+        exposition = self._target.exposition   # read once: a reconnect may replace it meanwhile
+        return None if exposition is None else exposition.target_series(self._target.name)
+
+
 class MultiExposition:
     """The /metrics body and /health of one collector and its targets (one or several).
 
@@ -39,7 +55,7 @@ class MultiExposition:
     target that never connected contributes its own metrics only.
     """
 
-    def __init__(self, targets: Sequence[TargetView], *, version: str, library_version: str = "unknown",
+    def __init__(self, targets: Sequence[ServedTarget], *, version: str, library_version: str = "unknown",
                  labelled: bool | None = None) -> None:
         if not targets:
             raise ValueError("no targets")
@@ -54,6 +70,14 @@ class MultiExposition:
         self._families_text: dict[bool, tuple[tuple, str]] = {}   # per format: (data version, text)
 
     def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
+        parts: list[str] = []
+        self.write_families(parts, openmetrics, now_us)
+        if openmetrics:
+            parts.append(EOF)
+        return "".join(parts).encode()
+
+    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+        """Every target's families, then the self-metrics, without OpenMetrics' ``# EOF`` (series.registry)."""
         reuse = now_us is None
         now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
         expositions = [t.exposition for t in self.targets]
@@ -68,18 +92,16 @@ class MultiExposition:
                          e.stores_written if e is not None else None) for e, t in zip(expositions, self.targets))
         cached = self._families_text.get(openmetrics)
         if reuse and cached is not None and cached[0] == version:
-            parts = [cached[1]]
+            parts.append(cached[1])
         else:
-            parts = [self._render_families(expositions, openmetrics, now_us)]
+            text = self._render_families(expositions, openmetrics, now_us)
+            parts.append(text)
             if reuse:
-                self._families_text[openmetrics] = (version, parts[0])
+                self._families_text[openmetrics] = (version, text)
         now_s = now_us / 1e6
         rows = [SelfRow(labels, t.stats, t.health(now_s)[0], t.reconnects if t.remote else None)
                 for labels, t in zip(self._target_labels, self.targets)]
         render_self_metrics(parts, openmetrics, now_s, rows, self._last_scrape_s, self._build_info)
-        if openmetrics:
-            parts.append("# EOF\n")
-        return "".join(parts).encode()
 
     def _render_families(self, expositions: Sequence[Exposition | None], openmetrics: bool, now_us: int) -> str:
         scrapes = [e.scrape(now_us) if e is not None else None for e in expositions]
@@ -96,6 +118,10 @@ class MultiExposition:
     def sample_models(self) -> list[SampleModel]:
         """The sample model of each target that has an exposition now, in target order."""
         return [e.sample_model(t.name) for t in self.targets if (e := t.exposition) is not None]
+
+    def sources(self) -> tuple[Source, ...]:
+        """Each target as the outputs read it (its view and sample model), for the registry, in target order."""
+        return tuple(_TargetSource(t) for t in self.targets)
 
     def health(self) -> tuple[bool, str]:
         """OK when every target is up and fresh; else one line per target that is not."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.expose.families import Family
 from dcgm_collector.expose.labels import EntityLabels
 from dcgm_collector.expose.scrape import Scrape
-from dcgm_collector.expose.text import Header
 from dcgm_collector.model import EntityType
+from dcgm_collector.series.text import Header
+from dcgm_collector.series.view import TargetView
 
 __all__ = ["LINK_STATUS_NAMES", "P2P_STATUS", "P2PStatusFamily", "link_status_name"]
 
@@ -36,8 +36,8 @@ def link_status_name(status: int) -> str:
 class P2PStatusFamily(Family):
     """One series per sampled GPU and each other GPU DCGM reports a P2P status for."""
 
-    def __init__(self, name: str, header: Header, sampler: Sampler, entities: Sequence[EntityLabels]) -> None:
-        self.name, self.header, self.sampler = name, header, sampler
+    def __init__(self, name: str, header: Header, view: TargetView, entities: Sequence[EntityLabels]) -> None:
+        self.name, self.header, self.view = name, header, view
         self.entities = [e for e in entities if e.entity[0] == FE_GPU]
         self._prefixes = {}
 
@@ -46,7 +46,7 @@ class P2PStatusFamily(Family):
                                      {"peer_gpu": str(peer), "link_status": link_status_name(status)})
 
     def lines(self, scrape: Scrape) -> list[str]:
-        matrix = self.sampler.p2p
+        matrix = self.view.p2p
         out = []
         for entity in self.entities:
             peers = matrix.get(entity.entity[1])

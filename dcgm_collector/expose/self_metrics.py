@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dcgm_collector.collect.sampler import SamplerStats
-from dcgm_collector.expose.text import Header, family_types
 from dcgm_collector.model import FieldCost
+from dcgm_collector.series.stats import SamplerStats
+from dcgm_collector.series.text import Header, family_types
 
 __all__ = ["SelfRow", "render_self_metrics"]
 

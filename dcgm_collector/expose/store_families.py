@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from dcgm_collector.catalog.counters import Counter
 from dcgm_collector.expose.families import Family, FieldFamilySpec
 from dcgm_collector.expose.labels import EntityKey, EntityLabels
-from dcgm_collector.expose.samples import Labels, SeriesInfo, StoreSeries
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.rings.series_store import SeriesStore, StoreKey
+from dcgm_collector.series.samples import Labels, SeriesInfo, StoreSeries
 
 __all__ = ["StoreFieldFamily", "StoreNames", "store_series", "with_store_series"]
 

@@ -8,7 +8,7 @@ from dcgm_collector.catalog.fields import XID_FIELD
 from dcgm_collector.expose.families import Family
 from dcgm_collector.expose.labels import EntityKey, EntityLabels
 from dcgm_collector.expose.scrape import Scrape
-from dcgm_collector.expose.text import Header
+from dcgm_collector.series.text import Header
 
 __all__ = ["XID_COUNT", "XidCountFamily"]
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dcgm_collector.expose.samples import Labels, SampleModel, StoreSeries
-from dcgm_collector.expose.text import label_text
 from dcgm_collector.push.wire import SeriesSamples, encode_labels
 from dcgm_collector.rings.ring import SAMPLE_OK, RingBuffer
 from dcgm_collector.rings.series_store import SeriesStore
+from dcgm_collector.series.samples import Labels, SampleModel, StoreSeries
+from dcgm_collector.series.text import label_text
 
 __all__ = ["Backlog", "SeriesKey"]
 

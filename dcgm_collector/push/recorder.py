@@ -14,7 +14,9 @@ every --recorder-after (+ WRITE_MARGIN_S) seconds, however many come.
 
 The recorder's thread also watches the targets for triggers, twice a second:
 new XID entries in the event ring, GPUs the sampler lost, and health
-incidents that turned FAIL.  SIGUSR2 and ``POST /recorder`` (both in
+incidents that turned FAIL.  It finds the targets in the registry
+(dcgm_collector.series.registry) and reads each through its sampler's view and
+sample model; its own families go into /metrics through the registry too.  SIGUSR2 and ``POST /recorder`` (both in
 dcgm_collector.app) call :meth:`Recorder.trigger` directly.
 
 When the collector stops, a pending recording is written at once with
@@ -50,8 +52,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dcgm_collector.catalog.fields import XID_FIELD
-from dcgm_collector.expose.samples import SampleModel
-from dcgm_collector.expose.text import Header
 from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX
 from dcgm_collector.push.options import DEFAULT_AFTER_S, DEFAULT_BEFORE_S, DEFAULT_MAX_BYTES, MAX_AFTER_S
 from dcgm_collector.push.recording_file import (
@@ -64,6 +64,10 @@ from dcgm_collector.push.recording_file import (
     write_recording,
 )
 from dcgm_collector.push.recording_index import RESCAN_EVERY_S, RecordingIndex
+from dcgm_collector.series.registry import Registry, Source
+from dcgm_collector.series.samples import SampleModel
+from dcgm_collector.series.text import Header
+from dcgm_collector.series.view import TargetView
 
 __all__ = ["DEFAULT_AFTER_S", "DEFAULT_BEFORE_S", "DEFAULT_MAX_BYTES", "MAX_AFTER_S", "Recorder", "RecorderError",
            "Trigger", "check_directory"]
@@ -140,9 +144,10 @@ def _stamp(time_s: float) -> str:
 class Recorder:
     """Watches the targets for incidents and writes flight recordings into ``directory``.
 
-    ``targets()`` gives the collector's current targets (each with ``name``
-    and ``exposition``, None until it samples).  Start it once the targets
-    exist.  stop() writes the pending recordings, cut at the stop, waiting
+    ``start(registry)`` registers the recorder's families with the registry and
+    reads the collector's targets from it (each a series.registry.Source: a
+    name, and its view and sample model while it samples).  Start it once the
+    targets exist.  stop() writes the pending recordings, cut at the stop, waiting
     for them at most STOP_WAIT_S (past that the process may exit mid-write: the
     temporary file is removed at the next start, and no partial recording is left).
     """
@@ -166,7 +171,7 @@ class Recorder:
         self.host = host or socket.gethostname()
         self.written = 0
         self.failures = 0
-        self._targets: Callable[[], Sequence[Any]] = list
+        self._targets: Callable[[], Sequence[Source]] = tuple
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
         self._seen: dict[str, _Seen] = {}
@@ -179,8 +184,10 @@ class Recorder:
         self._remove_leftovers()
 
     # -- life cycle
-    def start(self, targets: Callable[[], Sequence[Any]]) -> None:
-        self._targets = targets
+    def start(self, registry: Registry) -> None:
+        """Register the recorder's families and watch the registry's targets, on the recorder's own thread."""
+        registry.register(self)
+        self._targets = registry.sources
         self._thread = threading.Thread(target=self._run, name="dcgm-collector-recorder", daemon=True)
         self._thread.start()
 
@@ -317,22 +324,22 @@ class Recorder:
             return min((p.until_s + WRITE_MARGIN_S for p in self._pending.values()), default=float("inf"))
 
     def _watch(self) -> None:
-        for target in self._targets():
-            exposition = target.exposition
-            if exposition is None:
+        for source in self._targets():
+            found = source.series()
+            if found is None:   # not sampling (connecting, reconnecting)
                 continue
-            seen = self._seen.setdefault(target.name, _Seen())
-            for trigger in _new_triggers(target.name, exposition.sampler, exposition.sample_model(target.name), seen):
-                self.trigger(trigger.kind, trigger.detail, trigger.gpus, target.name, trigger.time_s)
+            seen = self._seen.setdefault(source.name, _Seen())
+            for trigger in _new_triggers(source.name, found.view, found.model, seen):
+                self.trigger(trigger.kind, trigger.detail, trigger.gpus, source.name, trigger.time_s)
 
     # -- writing
     def _write(self, pending: _Pending) -> None:
         try:
-            target = next((t for t in self._targets() if t.name == pending.target), None)
-            exposition = target.exposition if target is not None else None
-            if exposition is None:
+            source = next((t for t in self._targets() if t.name == pending.target), None)
+            found = source.series() if source is not None else None
+            if found is None:
                 raise RecorderError(f"the target {pending.target} is not sampling")
-            model = exposition.sample_model(target.name)
+            model = found.model
             window = Window(int(pending.since_s * 1e6), int(pending.until_s * 1e6), pending.gpus)
             columns = window_columns(model, window)
             sidecar = self._sidecar(pending, model, len(columns["time"]))
@@ -351,7 +358,7 @@ class Recorder:
         except Exception as error:
             self._failed("bounding the disk use", error)
 
-    def _sidecar(self, pending: _Pending, model: Any, rows: int) -> dict[str, Any]:
+    def _sidecar(self, pending: _Pending, model: SampleModel, rows: int) -> dict[str, Any]:
         first = pending.first
         gpus = [g for g in model.gpus if pending.gpus is None or g.gpu_id in pending.gpus]
         return {
@@ -459,6 +466,10 @@ class Recorder:
         tail = f"<p>and {more} older recording{'s' if more != 1 else ''} not listed</p>\n" if more > 0 else ""
         return head + "<ul>\n" + items + "</ul>\n" + tail
 
+    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+        """The recorder's own families, for /metrics (series.registry.Families)."""
+        parts.append(self.render_metrics(openmetrics))
+
     def render_metrics(self, openmetrics: bool) -> str:
         """The recorder's own families, in the /metrics format asked for."""
         values = (("dcgm_collector_recordings_written_total", self.written),
@@ -501,14 +512,14 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-def _new_triggers(target: str, sampler: Any, model: SampleModel, seen: _Seen) -> list[Trigger]:
-    """XIDs, lost GPUs and FAIL health incidents the watcher has not seen yet on one target's sampler."""
+def _new_triggers(target: str, view: TargetView, model: SampleModel, seen: _Seen) -> list[Trigger]:
+    """XIDs, lost GPUs and FAIL health incidents the watcher has not seen yet on one target's sampler (its view)."""
     out: list[Trigger] = []
 
     def gpu_of(group: int, entity: int) -> int | None:
         return model.gpu((group, entity))
 
-    events = sampler.events.since(seen.xid_us + 1)
+    events = view.events.since(seen.xid_us + 1)
     for ts, group, entity, field_id, value in zip(events.ts, events.entity_group, events.entity_id,
                                                   events.field_id, events.value):
         seen.xid_us = max(seen.xid_us, int(ts))
@@ -517,11 +528,11 @@ def _new_triggers(target: str, sampler: Any, model: SampleModel, seen: _Seen) ->
         gpu = gpu_of(int(group), int(entity))
         out.append(Trigger("xid", int(ts) / 1e6, frozenset({gpu}) if gpu is not None else None,
                            f"XID {int(value)}", target))
-    lost = frozenset(sampler.stats.lost_gpus)
+    lost = frozenset(view.stats.lost_gpus)
     for gpu in sorted(lost - seen.lost):
         out.append(Trigger("lost", time.time(), frozenset({gpu}), f"GPU {gpu} lost", target))
     seen.lost = lost
-    health = sampler.health
+    health = view.health
     if health is not None:
         failing = {}
         for incident in health.report.incidents:

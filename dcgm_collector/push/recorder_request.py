@@ -15,7 +15,7 @@ import json
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from dcgm_collector.collect.discovery import id_ranges
+from dcgm_collector.model import id_ranges
 
 __all__ = ["KEYS", "MAX_GPU_ID", "RecordRequest", "RequestRefused", "parse_request"]
 

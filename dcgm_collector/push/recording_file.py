@@ -1,6 +1,6 @@
 """One flight recording on disk: a window of samples as a Parquet file, and its JSON sidecar.
 
-The rows come from the sample model (dcgm_collector.expose.samples), so each
+The rows come from the sample model (dcgm_collector.series.samples), so each
 sample carries the metric name /metrics serves its series under; the columns
 are dcgm_collector.model.RECORDING_COLUMNS, which the engine's replay reads
 too.  A file is written under a temporary name in the same directory,
@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from dcgm_collector.expose.samples import SampleModel, SeriesInfo
 from dcgm_collector.model import (
     RECORDING_COLUMNS,
     RECORDING_SIDECAR_SUFFIX,
@@ -30,6 +29,7 @@ from dcgm_collector.model import (
 )
 from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK, RingRows
 from dcgm_collector.rings.series_store import StoreRows
+from dcgm_collector.series.samples import SampleModel, SeriesInfo
 
 __all__ = ["RECORDING_PREFIX", "RECORDING_SUFFIX", "TEMP_PREFIX", "PyarrowMissing", "Window", "load_pyarrow",
            "window_columns", "write_recording"]

@@ -37,14 +37,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timezone
 
-from dcgm_collector.expose.samples import Labels, SampleModel
-from dcgm_collector.expose.text import Header, label_text
 from dcgm_collector.files import FileRefused, read_regular_file
 from dcgm_collector.push.backlog import Backlog
 from dcgm_collector.push.bounded_http import BoundedResponse, Watchdog
 from dcgm_collector.push.wire import SeriesSamples, compress, encode_write_request
+from dcgm_collector.series.samples import Labels, SampleModel
+from dcgm_collector.series.text import Header, label_text
 
-__all__ = ["RemoteWriteError", "RemoteWriteOptions", "RemoteWriter", "render_remote_write_metrics", "retry_after_s"]
+__all__ = ["RemoteWriteError", "RemoteWriteFamilies", "RemoteWriteOptions", "RemoteWriter",
+           "render_remote_write_metrics", "retry_after_s"]
 
 log = logging.getLogger("dcgm_collector")
 
@@ -453,6 +454,16 @@ _HEADERS = {
     "queue_samples": ("gauge", "Samples read from the rings and not yet delivered."),
     "lag_seconds": ("gauge", "Seconds from the newest sample the receiver accepted to now."),
 }
+
+
+class RemoteWriteFamilies:
+    """The senders' dcgm_collector_remote_write_* families as /metrics writes them (series.registry.Families)."""
+
+    def __init__(self, writers: Sequence[RemoteWriter]) -> None:
+        self.writers = tuple(writers)
+
+    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+        parts.append(render_remote_write_metrics(self.writers, openmetrics, None if now_us is None else now_us / 1e6))
 
 
 def render_remote_write_metrics(writers: Sequence[RemoteWriter], openmetrics: bool, now_s: float | None = None

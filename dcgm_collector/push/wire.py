@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dcgm_collector.expose.samples import Labels
+from dcgm_collector.series.samples import Labels
 
 __all__ = ["SeriesSamples", "compress", "encode_labels", "encode_write_request"]
 

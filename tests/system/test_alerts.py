@@ -77,7 +77,9 @@ def test_the_alerts_the_issue_asks_for_are_there():
 
 
 def test_every_alert_has_a_severity_and_names_host_and_gpu():
-    for name, rule in _alerts().items():
+    alerts = _alerts()
+    assert len(alerts) >= 10, f"only {len(alerts)} alerts read from {RULES}"
+    for name, rule in alerts.items():
         assert rule["labels"]["severity"] in SEVERITIES, name
         annotations = rule["annotations"]
         assert annotations.get("summary") and annotations.get("description"), name
@@ -92,7 +94,9 @@ def test_every_alert_has_a_unit_test_where_it_fires_and_one_where_it_does_not():
     for group in yaml.safe_load(RULE_TESTS.read_text())["tests"]:
         for check in group.get("alert_rule_test", []):
             checks.setdefault(check["alertname"], []).append(bool(check["exp_alerts"]))
-    for name in _alerts():
+    alerts = _alerts()
+    assert len(alerts) >= 10 and checks, f"{len(alerts)} alerts, {len(checks)} alert tests read"
+    for name in alerts:
         assert True in checks.get(name, []), f"no unit test where {name} fires"
         assert False in checks.get(name, []), f"no unit test where {name} stays quiet"
 

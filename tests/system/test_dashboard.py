@@ -235,10 +235,13 @@ def test_temperature_panel_draws_the_alert_threshold():
 
 
 def test_legends_name_host_and_gpu():
+    checked = 0
     for panel in _panels(_dashboard_of(E2E_COUNTERS_EXTRA + _default_rows())):
         for target in panel["targets"]:
             if "gpu=~" in target["expr"] and panel["type"] in ("timeseries", "state-timeline"):
+                checked += 1
                 assert target["legendFormat"].startswith("{{hostname}} GPU {{gpu}}"), (panel["title"], target)
+    assert checked >= 10, f"only {checked} per-GPU panel queries found"
 
 
 # ---- entity levels: MIG instances, NvLink links, NvSwitches, CPUs ------------------------------

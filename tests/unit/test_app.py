@@ -80,10 +80,9 @@ class _BrokenLabels:
     def __init__(self) -> None:
         self.broken = True
 
-    def render(self, openmetrics: bool = False) -> bytes:
-        if self.broken:
-            return 'DCGM_FI_DEV_GPU_TEMP{hostname="node-\udcff"} 40\n'.encode()
-        return b'DCGM_FI_DEV_GPU_TEMP{hostname="node"} 40\n'
+    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None) -> None:
+        parts.append('DCGM_FI_DEV_GPU_TEMP{hostname="node-\udcff"} 40\n' if self.broken
+                     else 'DCGM_FI_DEV_GPU_TEMP{hostname="node"} 40\n')
 
     def health(self) -> tuple[bool, str]:
         return True, "OK"
@@ -92,6 +91,7 @@ class _BrokenLabels:
 def test_health_turns_503_while_metrics_cannot_be_rendered():
     collector = app.Collector(parse_config(["-a", "127.0.0.1:0"], {"NODE_NAME": "node"}))
     exposition = collector.exposition = _BrokenLabels()
+    collector.registry.register(exposition)
     server = MetricsServer("127.0.0.1:0", collector.metrics, collector.health)
     server.start()
     try:
@@ -147,11 +147,13 @@ def test_a_stop_that_dcgm_holds_up_is_given_up_after_the_grace(monkeypatch):
 # ---- the history API's admission ------------------------------------------------------------------
 
 class _OneRing:
-    """An exposition stand-in whose sample model is one ring of GPU 0's power."""
+    """A target stand-in whose sample model is one ring of GPU 0's power (what the registry reads)."""
+
+    name = "node"
 
     def __init__(self) -> None:
-        from dcgm_collector.expose.samples import RingSeries, SampleModel, SeriesInfo
         from dcgm_collector.rings.ring import EventRing, RingBuffer
+        from dcgm_collector.series.samples import RingSeries, SampleModel, SeriesInfo
 
         ring = RingBuffer([(1, 0, 155)], capacity=8)
         ring.append([1_000_000, 2_000_000], [[300.0], [301.0]])
@@ -159,8 +161,10 @@ class _OneRing:
                           0)
         self.model = SampleModel("node", (), (RingSeries(ring, (info,)),), EventRing(4), ())
 
-    def sample_models(self):
-        return (self.model,)
+    def series(self):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(name=self.name, view=None, model=self.model)
 
 
 def test_history_answers_beyond_the_cap_are_503s_in_prometheus_shape_until_a_slot_comes_back():
@@ -170,7 +174,8 @@ def test_history_answers_beyond_the_cap_are_503s_in_prometheus_shape_until_a_slo
     from dcgm_collector.serve.server import Request
 
     collector = app.Collector(parse_config(["-a", "127.0.0.1:0"], {"NODE_NAME": "node"}))
-    collector.exposition = _OneRing()
+    collector.exposition = source = _OneRing()
+    collector.registry.add_source(source)
     collector.admission = Admission(heavy_slots=1, queue_s=0.0)
 
     def ask(**query):

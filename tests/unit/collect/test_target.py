@@ -24,6 +24,7 @@ from support import wait_for as support_wait_for
 from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.target import Backoff, State, Target
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.dcgm import DcgmError, Handle
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
@@ -87,7 +88,7 @@ class RecordingBackoff(Backoff):
 
 
 def _expose(sampler, gpus) -> Exposition:
-    return Exposition(sampler, gpus, ExpositionOptions(hostname="fake"), version="test")
+    return Exposition(target_view(sampler), gpus, ExpositionOptions(hostname="fake"), version="test")
 
 
 def make_target(fake: FakeHostengine, backoff: Backoff | None = None) -> Target:
@@ -268,7 +269,7 @@ def test_two_targets_one_exposition_and_one_failure(library, monkeypatch):
     targets = []
     for name, fake in zip("ab", fakes):
         def expose(sampler, gpus, name=name):
-            return Exposition(sampler, gpus, ExpositionOptions(hostname=name), version="test")
+            return Exposition(target_view(sampler), gpus, ExpositionOptions(hostname=name), version="test")
         targets.append(Target(name, parse_counters(COUNTERS), connect=fake.connect,
                               expose=expose, sampling=SamplingOptions(collect_interval_ms=100),
                               address=f"{name}:5555", backoff=Backoff(first_s=0.02, cap_s=0.1)))

@@ -126,6 +126,7 @@ def test_nvidia_ml_py_reads_the_simulated_node(nvml_view):
 
 
 def test_the_same_scenario_gives_the_same_values_through_dcgm_and_nvml(nvml_view, dcgm_view):
+    assert len(nvml_view["gpus"]) == len(dcgm_view) >= 1
     for nvml, dcgm in zip(nvml_view["gpus"], dcgm_view):
         assert nvml["name"] == dcgm["50"] and nvml["uuid"] == dcgm["54"]
         assert nvml["temp"] == dcgm["150"]                                  # degC both

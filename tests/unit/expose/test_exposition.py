@@ -26,6 +26,7 @@ import dcgm_collector.engine
 from dcgm_collector.catalog.counters import default_counters_path, parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.dcgm import EntityType, GpuInfo
 from dcgm_collector.expose.clock_events import CLOCK_EVENTS
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
@@ -96,17 +97,24 @@ def _inject_golden(handle) -> int:
 
 
 @pytest.fixture
-def golden(open_node, tmp_path):
-    """(exposition, render time) of the golden scenario."""
+def golden_run(open_node, tmp_path):
+    """(sampler, exposition, render time) of the golden scenario."""
     handle, sampler = _manual_sampler(open_node, tmp_path, GOLDEN_COUNTERS)
     try:
         t0 = _inject_golden(handle)
         sampler.tick_once()
-        exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(hostname="golden-host"), version="test",
-                                library_version=handle.library.version_info()["version"])
-        yield exposition, t0 - 500_000
+        exposition = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(hostname="golden-host"),
+                                version="test", library_version=handle.library.version_info()["version"])
+        yield sampler, exposition, t0 - 500_000
     finally:
         sampler.stop()
+
+
+@pytest.fixture
+def golden(golden_run):
+    """(exposition, render time) of the golden scenario."""
+    _, exposition, now = golden_run
+    return exposition, now
 
 
 def _check_golden(name: str, text: str) -> None:
@@ -239,7 +247,7 @@ def test_label_names_and_order(golden):
 def test_no_hostname_and_blanks_in_model_name(golden):
     exposition, now = golden
     options = ExpositionOptions(hostname=None, replace_blanks_in_model_name=True)
-    other = Exposition(exposition.sampler, exposition.gpus, options, version="test",
+    other = Exposition(exposition.view, exposition.gpus, options, version="test",
                        library_version=exposition.library_version)
     text = other.render(now_us=now).decode()
     assert "hostname=" not in text
@@ -257,7 +265,7 @@ def test_label_values_and_help_are_escaped(open_node, tmp_path):
         tricky = 'Model "X" \\ beta\nrev'
         gpus = [GpuInfo(g.gpu_id, tricky, g.uuid, g.pci_bus_id, g.serial, g.driver_version, g.brand, g.status)
                 for g in handle.gpus()]
-        exposition = Exposition(sampler, gpus, ExpositionOptions(hostname='host"1'), version="test")
+        exposition = Exposition(target_view(sampler), gpus, ExpositionOptions(hostname='host"1'), version="test")
         text = exposition.render().decode()
         om = exposition.render(openmetrics=True).decode()
     finally:
@@ -280,8 +288,8 @@ def test_default_counters_on_eight_gpus_parse_in_both_formats(handle):
         deadline = time.monotonic() + 5
         while sampler.stats.ticks < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-        exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(aggregations=("min", "max", "avg")),
-                                version="test")
+        exposition = Exposition(target_view(sampler), handle.gpus(),
+                                ExpositionOptions(aggregations=("min", "max", "avg")), version="test")
         body = exposition.render().decode()
         om = exposition.render(openmetrics=True).decode()
     families = list(parse_text(body))
@@ -309,7 +317,7 @@ def test_not_supported_and_blank_values_are_dropped_live(open_node, tmp_path):
         deadline = time.monotonic() + 5
         while sampler.stats.rows < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-        text = Exposition(sampler, handle.gpus(), ExpositionOptions(), version="t").render().decode()
+        text = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(), version="t").render().decode()
     samples = _samples(text)
     assert [labels["gpu"] for labels, _ in samples["DCGM_FI_DEV_MEMORY_TEMP"]] == ["0"]
     assert [labels["gpu"] for labels, _ in samples["DCGM_FI_DEV_MEMORY_TEMP_max"]] == ["0"]
@@ -330,7 +338,7 @@ def test_window_max_catches_a_spike_the_last_value_misses(open_node):
                 break
             time.sleep(0.2)
         assert calm, "no spike-free row after 2.2 s of samples"
-        exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(window_s=2.1), version="t")
+        exposition = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(window_s=2.1), version="t")
         text = exposition.render(now_us=int(rows.ts[calm[0]])).decode()
     samples = _samples(text)
     last = [value for _, value in samples["DCGM_FI_DEV_GPU_UTIL"]]
@@ -351,7 +359,7 @@ def test_xid_and_clock_event_windows(open_node, tmp_path):
         t0 = _inject_golden(handle)
         sampler.tick_once()
         options = ExpositionOptions(xid_count_window_ms=2000, clock_events_count_window_ms=1600)
-        exposition = Exposition(sampler, handle.gpus(), options, version="t")
+        exposition = Exposition(target_view(sampler), handle.gpus(), options, version="t")
         first = _samples(exposition.render(now_us=t0 - 500_000).decode())
         # the window moves on: later scrapes read only the new rows, old ones leave the counts
         later = _samples(exposition.render(now_us=t0 - 200_000).decode())
@@ -385,7 +393,7 @@ def test_health_status_shows_an_incident(open_node, tmp_path):
         deadline = time.monotonic() + 5
         while not (sampler.health and sampler.health.recent) and time.monotonic() < deadline:
             time.sleep(0.05)
-        text = Exposition(sampler, handle.gpus(), ExpositionOptions(), version="t").render().decode()
+        text = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(), version="t").render().decode()
     assert handle._owned == owned_before  # the health group went with the sampler
     samples = _samples(text)
     bad = {(labels["gpu"], labels["health_watch"], labels["health_error_code"], v)
@@ -400,9 +408,8 @@ def test_health_status_shows_an_incident(open_node, tmp_path):
     assert health_error_name(999) == ""
 
 
-def test_label_rows_that_change_relabel_every_series(golden):
-    exposition, now = golden
-    sampler = exposition.sampler
+def test_label_rows_that_change_relabel_every_series(golden_run):
+    sampler, exposition, now = golden_run
     labels = {key: dict(values) for key, values in sampler.labels.items()}
     labels[(FE_GPU, 1)]["DCGM_FI_DRIVER_VERSION"] = "560.1"
     sampler.labels = MappingProxyType({k: MappingProxyType(v) for k, v in labels.items()})
@@ -416,16 +423,16 @@ def test_label_rows_that_change_relabel_every_series(golden):
 
 def test_self_metrics(golden):
     exposition, now = golden
-    sampler = exposition.sampler
-    sampler.stats.errors_by_code = {-16: 2, int(lib.DCGM_ST_NOT_SUPPORTED): 1}
+    stats = exposition.view.stats   # the live counts the sampler writes into
+    stats.errors_by_code = {-16: 2, int(lib.DCGM_ST_NOT_SUPPORTED): 1}
     exposition.observe_scrape(0.0125)
     samples = _samples(exposition.render(now_us=now).decode())
     assert samples["dcgm_collector_dcgm_errors"] == [({"code": "-16", "name": "DCGM_ST_NOT_WATCHED"}, 2),
                                                       ({"code": str(lib.DCGM_ST_NOT_SUPPORTED),
                                                         "name": "DCGM_ST_NOT_SUPPORTED"}, 1)]
     assert samples["dcgm_collector_scrape_duration_seconds"] == [({}, 0.0125)]
-    assert samples["dcgm_collector_ticks"] == [({}, sampler.stats.ticks)]
-    assert samples["dcgm_collector_samples"] == [({}, sampler.stats.samples)]
+    assert samples["dcgm_collector_ticks"] == [({}, stats.ticks)]
+    assert samples["dcgm_collector_samples"] == [({}, stats.samples)]
     assert samples["dcgm_collector_skipped_ticks"] == [({}, 0)]
     assert samples["dcgm_collector_build_info"] == [({"version": "test", "dcgm_library": "4.6.0"}, 1)]
 
@@ -434,7 +441,7 @@ def test_up_and_health_follow_sample_freshness(open_node, tmp_path):
     handle, sampler = _manual_sampler(open_node, tmp_path, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n")
     try:
         sampler.tick_once()
-        exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(stale_after_s=0.3), version="t")
+        exposition = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(stale_after_s=0.3), version="t")
         assert exposition.health() == (True, "OK")
         newest = sampler.stats.last_sample_time
         stale_at = int((newest + 1.5) * 1e6)
@@ -496,7 +503,7 @@ def test_pod_labels_and_job_copies(golden, tmp_path):
     pods = _Pods({0: {"pod": "train-0", "namespace": "ml", "container": "main"}})
     jobs = HpcJobMapper(jobs_dir, refresh_s=0)
     options = ExpositionOptions(hostname="golden-host", attribution=GpuAttribution(pods, jobs))
-    other = Exposition(exposition.sampler, exposition.gpus, options, version="test",
+    other = Exposition(exposition.view, exposition.gpus, options, version="test",
                        library_version=exposition.library_version)
     text = other.render(now_us=now).decode()
     gpu_labels = IDENTITY + ["hostname", "DCGM_FI_DRIVER_VERSION", "DCGM_FI_NVML_VERSION"]
@@ -528,11 +535,34 @@ def test_pod_labels_and_job_copies(golden, tmp_path):
     assert text == exposition.render(now_us=now).decode()   # back to the plain series
 
 
+def test_the_outputs_read_each_target_through_its_exposition(golden):
+    """The registry's sources are the targets: a sampling one gives its exposition's view and sample model (what
+    the history API, remote write and the recorder read), one that does not sample yet gives nothing."""
+    from types import SimpleNamespace
+
+    from dcgm_collector.expose.multi import MultiExposition
+    from dcgm_collector.series.registry import Registry
+
+    exposition, _ = golden
+    up = SimpleNamespace(name="golden-host", remote=False, stats=exposition.view.stats, reconnects=0,
+                         exposition=exposition, health=exposition.health)
+    down = SimpleNamespace(name="other", remote=True, stats=exposition.view.stats, reconnects=0, exposition=None,
+                           health=lambda now_s=None: (False, "connecting"))
+    registry = Registry()
+    for source in MultiExposition([up, down], version="test").sources():
+        registry.add_source(source)
+    assert [source.name for source in registry.sources()] == ["golden-host", "other"]
+    [found] = registry.series()
+    assert found.name == "golden-host" and found.view is exposition.view
+    assert found.model is exposition.sample_model("golden-host")
+    assert registry.sample_models() == [found.model]
+
+
 def test_scrapes_between_two_ticks_reuse_the_families_text(monkeypatch):
     from types import SimpleNamespace
 
-    from dcgm_collector.collect.sampler import SamplerStats
     from dcgm_collector.expose.multi import MultiExposition
+    from dcgm_collector.series.stats import SamplerStats
 
     target = SimpleNamespace(name="a", remote=False, stats=SamplerStats(), reconnects=0, exposition=None,
                              health=lambda now_s=None: (True, "OK"))
@@ -559,14 +589,14 @@ def test_scrapes_between_two_ticks_reuse_the_families_text(monkeypatch):
     assert renders == [False, True, False, False]
 
 
-def test_a_scrape_makes_no_call_into_libdcgm(golden):
+def test_a_scrape_makes_no_call_into_libdcgm(golden_run):
     """Rendering reads the rings: the loader's count of calls into the library does not move."""
     from types import SimpleNamespace
 
     from dcgm_collector.expose.multi import MultiExposition
 
-    exposition, now = golden
-    target = SimpleNamespace(name="node", remote=False, stats=exposition.sampler.stats, reconnects=0,
+    sampler, exposition, now = golden_run
+    target = SimpleNamespace(name="node", remote=False, stats=exposition.view.stats, reconnects=0,
                              exposition=exposition, health=exposition.health)
     collector = MultiExposition([target], version="test")
     before = lib.dcgmc_call_count()
@@ -576,13 +606,13 @@ def test_a_scrape_makes_no_call_into_libdcgm(golden):
         exposition.health()
         collector.health()
     assert lib.dcgmc_call_count() == before
-    exposition.sampler.tick_once()   # the sampler's reads do go through the same count
+    sampler.tick_once()   # the sampler's reads do go through the same count
     assert lib.dcgmc_call_count() > before
 
 
 def _model_lines(exposition, now_us: int) -> dict[str, float]:
     """What the sample model says each served series' last value is, as /metrics text keys (name{labels})."""
-    from dcgm_collector.expose.text import label_text
+    from dcgm_collector.series.text import label_text
 
     out: dict[str, float] = {}
     model = exposition.sample_model("golden-host")
@@ -616,7 +646,7 @@ def test_the_sample_model_names_every_series_as_metrics_does(golden, tmp_path):
     (jobs_dir / "1").write_text("slurm-17\nslurm-18\n")
     pods = _Pods({0: {"pod": "train-0", "namespace": "ml", "container": "main"}})
     options = ExpositionOptions(hostname="golden-host", attribution=GpuAttribution(pods, HpcJobMapper(jobs_dir)))
-    for served in (exposition, Exposition(exposition.sampler, exposition.gpus, options, version="test")):
+    for served in (exposition, Exposition(exposition.view, exposition.gpus, options, version="test")):
         text = served.render(now_us=now).decode()
         field_rows = {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
                       "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_CUDA_DRIVER_VERSION", "DCGM_FI_DEV_XID_ERRORS",

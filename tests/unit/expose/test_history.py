@@ -11,9 +11,9 @@ import pytest
 
 from dcgm_collector.expose import history
 from dcgm_collector.expose.history import DEFAULT_SPAN_S, MAX_SAMPLES, QueryError, answer, parse_query
-from dcgm_collector.expose.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 from dcgm_collector.model import EntityType
 from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_OK, EventRing, RingBuffer
+from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 
 NOW_US = 1_764_590_400_000_000   # 2025-12-01T12:00:00Z
 

@@ -29,6 +29,7 @@ from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.levels import ALL, discover_levels, link_entity_id
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.config import parse_devices
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.model import EntityType
@@ -74,7 +75,8 @@ def rendered(open_node, tmp_path) -> str:
         handle.inject(CORE, 0, CORE_CLOCK, 3100000, ts)
         handle.inject(CORE, 1, CORE_CLOCK, 3050000, ts)
         sampler.tick_once()
-        exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(hostname="golden-host"), version="test")
+        exposition = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(hostname="golden-host"),
+                                version="test")
         return exposition.render(now_us=t0 - 500_000).decode()
     finally:
         sampler.stop()

@@ -17,6 +17,7 @@ from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.discovery import mig_instances
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.dcgm import EntityType
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 
@@ -106,13 +107,13 @@ def test_instances_of_the_node(mig_exposition):
 
 def test_golden_mig_text_as_dcgm_exporter_writes_it(mig_exposition):
     handle, sampler, now = mig_exposition
-    exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(hostname="mig-host"), version="test")
+    exposition = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(hostname="mig-host"), version="test")
     assert _body(exposition, now) == EXPECTED
 
 
 def test_mig_labels_without_hostname(mig_exposition):
     handle, sampler, now = mig_exposition
-    exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(hostname=None), version="test")
+    exposition = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(hostname=None), version="test")
     first = _body(exposition, now).splitlines()[2]
     assert first == (f'DCGM_FI_DEV_FB_USED{{{GPU0},GPU_I_PROFILE="3g.40gb",GPU_I_ID="0",'
                      'DCGM_FI_DRIVER_VERSION="550.54.15"} 20000')
@@ -137,8 +138,8 @@ def test_pods_are_attributed_per_instance(mig_exposition):
 
     handle, sampler, now = mig_exposition
     options = ExpositionOptions(hostname="mig-host", attribution=GpuAttribution(_Pods()))
-    lines = [line for line in _body(Exposition(sampler, handle.gpus(), options, version="test"), now).splitlines()
-             if line.startswith("DCGM_FI_DEV_FB_USED{")]
+    exposition = Exposition(target_view(sampler), handle.gpus(), options, version="test")
+    lines = [line for line in _body(exposition, now).splitlines() if line.startswith("DCGM_FI_DEV_FB_USED{")]
     assert lines == [
         f'DCGM_FI_DEV_FB_USED{{{GPU0},GPU_I_PROFILE="3g.40gb",GPU_I_ID="0",{TAIL}}} 20000',
         f'DCGM_FI_DEV_FB_USED{{{GPU0},GPU_I_PROFILE="2g.20gb",GPU_I_ID="1",{TAIL},'
@@ -156,8 +157,8 @@ def test_an_instance_shows_the_health_of_its_gpu(mig_exposition):
     from dcgm_collector.expose.health_status import HealthFamily
     from dcgm_collector.expose.labels import EntityLabels
     from dcgm_collector.expose.scrape import Scrape
-    from dcgm_collector.expose.text import Header
     from dcgm_collector.model import HealthIncident, HealthReport
+    from dcgm_collector.series.text import Header
 
     incident = HealthIncident(0x10, "FAIL", "double-bit ECC", 20, FE_GPU, 0)
     state = HealthState(HealthReport("FAIL", (incident,)), 0.0, ((0.0, incident),))
@@ -174,7 +175,7 @@ def test_window_families_per_instance(mig_exposition):
     """--aggregations gives every instance series its own _min/_max/_avg, over that instance's samples only."""
     handle, sampler, now = mig_exposition
     options = ExpositionOptions(hostname="mig-host", aggregations=("min", "max", "avg"))
-    text = _body(Exposition(sampler, handle.gpus(), options, version="test"), now)
+    text = _body(Exposition(target_view(sampler), handle.gpus(), options, version="test"), now)
     instance_1 = f'{{{GPU0},GPU_I_PROFILE="2g.20gb",GPU_I_ID="1",{TAIL}}}'
     lines = [line for line in text.splitlines() if instance_1 in line]
     # the rows were 9000, 9002, 9000 (FB used) and 0.25 three times (graphics engine active)

@@ -23,6 +23,7 @@ from dcgm_collector.attribution.podresources import PodMapper
 from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.dcgm import EntityType
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 
@@ -93,7 +94,7 @@ def sampled(open_node, tmp_path):
 
 def _body(sampler, gpus, now: int, old: bool, pods: PodMapper) -> str:
     options = ExpositionOptions(hostname="old-host", use_old_namespace=old, attribution=GpuAttribution(pods))
-    text = Exposition(sampler, gpus, options, version="test").render(now_us=now).decode()
+    text = Exposition(target_view(sampler), gpus, options, version="test").render(now_us=now).decode()
     return text[:text.index("# HELP dcgm_collector_")]
 
 

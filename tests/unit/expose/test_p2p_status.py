@@ -13,6 +13,7 @@ from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.servable import SERVED_EXPORTER_COUNTERS
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.p2p_status import link_status_name
 
@@ -52,7 +53,8 @@ def sampler(open_node, tmp_path):
 
 
 def _families(sampler, gpus, **options) -> str:
-    text = Exposition(sampler, gpus, ExpositionOptions(hostname="p2p-host", **options), version="t").render().decode()
+    exposition = Exposition(target_view(sampler), gpus, ExpositionOptions(hostname="p2p-host", **options), version="t")
+    text = exposition.render().decode()
     return text[:text.index("# HELP dcgm_collector_")]
 
 

@@ -17,6 +17,7 @@ from support import wait_for
 from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import Sampler
+from dcgm_collector.collect.view import target_view
 from dcgm_collector.dcgm import EntityType
 from dcgm_collector.expose import history
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
@@ -59,7 +60,8 @@ def target(open_node, tmp_path):
             handle.inject(GPU, 0, FB_USED, 30_000 + k, now - (3 - k) * S)
             handle.inject(GPU, 0, TEMP, 60 + k, now - (3 - k) * S)
         sampler.tick_once()
-        exposition = Exposition(sampler, handle.gpus(), ExpositionOptions(hostname="node7"), version="test")
+        exposition = Exposition(target_view(sampler), handle.gpus(), ExpositionOptions(hostname="node7"),
+                                version="test")
         store = SeriesStore(8, 64, ttl_s=3.0, max_bytes=1 << 20)
         store.append(now - 6 * S, {process(99): 100})                                   # ended: 6 s ago
         store.append(now - 2 * S, {process(4242): 1024, process(7, gpu=1): 512, process(4242, POWER): 100.5})
@@ -198,7 +200,7 @@ def test_a_backlog_reads_a_store_attached_to_a_new_exposition_from_where_it_stop
     exposition, store, now = target
     backlog = Backlog()
     first = [s for s in backlog.read([exposition.sample_model("node7")], 10_000) if b"pid" in s.labels]
-    reloaded = Exposition(exposition.sampler, exposition.gpus, ExpositionOptions(hostname="node7"), version="test")
+    reloaded = Exposition(exposition.view, exposition.gpus, ExpositionOptions(hostname="node7"), version="test")
     reloaded.attach_store(store)
     store.append(now + 1, {process(4242): 1.0})
     again = [s for s in backlog.read([reloaded.sample_model("node7")], 10_000) if b"pid" in s.labels]

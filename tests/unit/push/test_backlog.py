@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcgm_collector.expose.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 from dcgm_collector.push.backlog import Backlog
 from dcgm_collector.push.wire import encode_labels
 from dcgm_collector.rings.ring import SAMPLE_BLANK, SAMPLE_OK, EventRing, RingBuffer
+from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 
 GPU = 1
 POWER, TEMP, XID = 155, 150, 230

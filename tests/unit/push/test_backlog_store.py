@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcgm_collector.expose.samples import SampleModel, SeriesInfo, StoreSeries
 from dcgm_collector.push.backlog import Backlog
 from dcgm_collector.push.wire import encode_labels
 from dcgm_collector.rings.ring import SAMPLE_NOT_SUPPORTED, EventRing
 from dcgm_collector.rings.series_store import SeriesStore, StoreKey
+from dcgm_collector.series.samples import SampleModel, SeriesInfo, StoreSeries
 
 GPU, FB_USED = 1, 252
 T0_US = 1_796_000_000_000_000

@@ -14,12 +14,16 @@ pq = pytest.importorskip("pyarrow.parquet")
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 openmetrics_parser = pytest.importorskip("prometheus_client.openmetrics.parser")
 
-from dcgm_collector.expose.samples import EventSeries, RingSeries, SampleModel, SeriesInfo  # noqa: E402
-from dcgm_collector.model import RECORDING_COLUMNS, EntityType, GpuInfo  # noqa: E402
+from dcgm_collector.catalog.counters import parse_counters  # noqa: E402
+from dcgm_collector.model import RECORDING_COLUMNS, EntityType, GpuInfo, HealthIncident, HealthReport  # noqa: E402
 from dcgm_collector.push import recording_file  # noqa: E402
 from dcgm_collector.push.recorder import MAX_AFTER_S, Recorder, RecorderError, check_directory  # noqa: E402
 from dcgm_collector.push.recording_file import Window, window_columns, write_recording  # noqa: E402
 from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_OK, EventRing, RingBuffer  # noqa: E402
+from dcgm_collector.series.registry import Registry, TargetSeries  # noqa: E402
+from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo  # noqa: E402
+from dcgm_collector.series.stats import HealthState, SamplerStats  # noqa: E402
+from dcgm_collector.series.view import TargetView  # noqa: E402
 
 GPU, GPU_I, LINK = int(EntityType.GPU), int(EntityType.GPU_I), int(EntityType.LINK)
 S = 1_000_000   # µs
@@ -201,3 +205,48 @@ def test_the_disk_bound_removes_many_recordings_in_one_pass(tmp_path):
     recorder._bound_disk_use(keep="recording-20260000019999-xid.parquet")
     assert len(list(tmp_path.iterdir())) == 10 and recorder.disk_bytes() == 100
     assert recorder.index.listing.count == 10
+
+
+class _Source:
+    """A target as the registry gives it to the recorder: its name, and its view and sample model while it samples."""
+
+    def __init__(self, name: str, found) -> None:
+        self.name, self.found = name, found
+
+    def series(self):
+        return self.found
+
+
+def _view(model: SampleModel, stats, health) -> TargetView:
+    """The read-only view of a sampler holding ``model``'s rings and events, with these counts and health."""
+    return TargetView(counters=parse_counters("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"), gpu_ids=(0, 1), instances=(),
+                      levels=(), interval_s=1.0, rings=tuple(r.ring for r in model.rings), events=model.events,
+                      stats=stats, read_labels=dict, read_health=lambda: health, read_p2p=dict,
+                      read_connected=lambda: True)
+
+
+def test_the_recorder_watches_each_target_through_its_view_and_writes_its_sample_model(tmp_path):
+    """XIDs in the event ring, a lost GPU and a failed health check of a target's view start one recording,
+    written from the target's sample model; the recorder's families join /metrics through the registry."""
+    from support import wait_for
+
+    model = _model()
+    incident = HealthIncident(0x10, "FAIL", "double-bit ECC", 20, GPU, 0)
+    view = _view(model, SamplerStats(lost_gpus=(1,)), HealthState(HealthReport("FAIL", (incident,)), 12.0))
+    registry = Registry()
+    registry.add_source(_Source("node", TargetSeries("node", view, model)))
+    registry.add_source(_Source("idle", None))   # not sampling: nothing to watch or write yet
+    recorder = Recorder(str(tmp_path), before_s=5, after_s=1, host="node")
+    recorder.start(registry)
+    try:
+        wait_for(lambda: recorder.written == 1, timeout=30, what="the recording")
+    finally:
+        recorder.stop()
+    [sidecar] = tmp_path.glob("*.parquet.json")
+    meta = json.loads(sidecar.read_text())
+    assert [(t["kind"], t["detail"]) for t in meta["triggers"]] == [
+        ("xid", "XID 79"), ("xid", "XID 13"), ("lost", "GPU 1 lost"),
+        ("health", "health FAIL on GPU 0: double-bit ECC")]
+    assert meta["host"] == "node" and [g["gpu"] for g in meta["gpus"]] == [0, 1]
+    assert meta["rows"] == len(pq.read_table(str(sidecar)[: -len(".json")])) > 0
+    assert b"dcgm_collector_recordings_written_total 1\n" in registry.render()

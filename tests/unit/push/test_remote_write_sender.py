@@ -16,7 +16,6 @@ import pytest
 from remote_write_standin import Hold, RawReceiver, StandIn, answer, write_request_module
 from support import wait_for
 
-from dcgm_collector.expose.samples import RingSeries, SampleModel, SeriesInfo
 from dcgm_collector.push import remote_write
 from dcgm_collector.push.remote_write import (
     RemoteWriteError,
@@ -26,6 +25,7 @@ from dcgm_collector.push.remote_write import (
     retry_after_s,
 )
 from dcgm_collector.rings.ring import EventRing, RingBuffer
+from dcgm_collector.series.samples import RingSeries, SampleModel, SeriesInfo
 
 T0_MS = 1_796_000_000_000
 

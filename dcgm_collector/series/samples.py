@@ -20,13 +20,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from dcgm_collector.expose.labels import EntityKey
 from dcgm_collector.model import EntityType, GpuInfo
 from dcgm_collector.rings.ring import EventRing, EventRows, RingBuffer, RingRows
 from dcgm_collector.rings.series_store import SeriesStore, StoreKey, StoreRows
 
-__all__ = ["EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo", "StoreRead", "StoreSeries"]
+__all__ = ["EntityKey", "EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo", "StoreRead",
+           "StoreSeries"]
 
+EntityKey = tuple[int, int]     # (DCGM entity group, entity id): how families and the model key an entity
 Labels = tuple[tuple[str, str], ...]   # (name, value) pairs in the order /metrics writes them
 
 

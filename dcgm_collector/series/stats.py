@@ -2,7 +2,10 @@
 
 Both are written by the sampler thread only; :class:`HealthState` (and the
 mappings in :class:`SamplerStats`) are replaced, never mutated, so a reader on
-another thread sees one consistent value.
+another thread sees one consistent value.  They live here, between the collect
+stage that writes them and the outputs that read them (the self-metrics,
+/health, DCGM_EXP_GPU_HEALTH_STATUS, the flight recorder), so that neither
+imports the other; the status names come from the extension, not the binding.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dcgm_collector.dcgm import HealthIncident, HealthReport, status_name
-from dcgm_collector.model import FieldCost
+from dcgm_collector.ext.status import status_name
+from dcgm_collector.model import FieldCost, HealthIncident, HealthReport
 
 __all__ = ["HealthState", "SamplerStats"]
 
