@@ -16,11 +16,11 @@
 
 #include "engine_internal.h"
 #include "engine_log.h"
+#include "../dcgm_field_ids.h"
 
 /* bind/unbind states of DCGM_FI_SYSTEM_GPU_BIND_EVENT (dcgmBindUnbindEventState_t) */
 #define BIND_EVENT_REINITIALIZING 1
 #define BIND_EVENT_REINITIALIZED 2
-#define FIELD_BIND_EVENT 6
 
 void engine_admin_init_locked(sim_engine *e)
 {
@@ -154,13 +154,13 @@ int engine_pause_resume(sim_engine *e, int pause)
  * whether anyone watches it or not. */
 static void record_bind_event_locked(sim_engine *e, int64_t state)
 {
-    const dcgm_field_meta_t *meta = sim_field_meta(FIELD_BIND_EVENT);
+    const dcgm_field_meta_t *meta = sim_field_meta(DCGM_FI_SYSTEM_GPU_BIND_EVENT);
     if (!meta)
         return;
     dcgm_field_entity_group_t group = DCGM_FE_NONE;
     dcgm_field_eid_t entity = 0;
     engine_storage_key(meta, &group, &entity);
-    engine_series *s = engine_series_get_locked(e, group, entity, FIELD_BIND_EVENT, DCGM_FT_INT64);
+    engine_series *s = engine_series_get_locked(e, group, entity, DCGM_FI_SYSTEM_GPU_BIND_EVENT, DCGM_FT_INT64);
     if (!s)
         return;
     engine_sample sample = { 0 };

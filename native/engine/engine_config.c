@@ -37,26 +37,10 @@
 #include <unistd.h>
 
 #include "engine_internal.h"
+#include "../dcgm_field_ids.h"
 
 #define BLANK32 ((unsigned int)DCGM_INT32_BLANK)
 #define IS_BLANK32(v) ((unsigned int)(v) >= (unsigned int)DCGM_INT32_BLANK)
-
-/* fields the config manager writes and reads */
-enum {
-    F_COMPUTE_MODE = 65,
-    F_SYNC_BOOST = 91,
-    F_APP_SM_CLOCK = 110,
-    F_APP_MEM_CLOCK = 111,
-    F_MAX_SM_CLOCK = 113,
-    F_MAX_MEM_CLOCK = 114,
-    F_AUTOBOOST = 120,
-    F_POWER_LIMIT = 160,
-    F_POWER_MIN = 161,
-    F_POWER_MAX = 162,
-    F_POWER_PROFILE_MASK = 165,
-    F_ECC_CURRENT = 300,
-    F_ECC_PENDING = 301,
-};
 
 /* a workload power profile write (DCGM's dcgmcmWorkloadPowerProfile_t actions) */
 enum { PROFILE_NONE, PROFILE_CLEAR, PROFILE_SET };
@@ -70,19 +54,19 @@ void engine_config_overlay_locked(const sim_engine *e, unsigned int gpu,
         return;
     const engine_gpu_settings *g = &e->config.applied[gpu];
     switch (field_id) {
-    case F_ECC_PENDING:
+    case DCGM_FI_DEV_ECC_PENDING:
         if (g->has_ecc_pending)
             sim_put_int(out, g->ecc_pending);
         break;
-    case F_COMPUTE_MODE:
+    case DCGM_FI_DEV_GPU_COMPUTE_MODE:
         if (g->has_compute_mode)
             sim_put_int(out, g->compute_mode);
         break;
-    case F_APP_MEM_CLOCK:
+    case DCGM_FI_DEV_APP_MEM_CLOCK:
         if (g->has_app_clocks)
             sim_put_int(out, g->app_mem_mhz);
         break;
-    case F_APP_SM_CLOCK:
+    case DCGM_FI_DEV_APP_SM_CLOCK:
         if (g->has_app_clocks)
             sim_put_int(out, g->app_sm_mhz);
         break;
@@ -216,21 +200,21 @@ static int current_config(sim_engine *e, unsigned int gpu, dcgmConfig_v2 *c)
     if (!ent)
         return DCGM_ST_GPU_IS_LOST;
     engine_record rec;
-    read_live(e, ent, F_ECC_CURRENT, &rec);
+    read_live(e, ent, DCGM_FI_DEV_ECC_MODE, &rec);
     if (rec.status == DCGM_ST_OK)
         c->eccMode = record_int32(&rec);
-    read_live(e, ent, F_APP_MEM_CLOCK, &rec);
+    read_live(e, ent, DCGM_FI_DEV_APP_MEM_CLOCK, &rec);
     if (rec.status == DCGM_ST_OK)
         c->perfState.targetClocks.memClock = record_int32(&rec);
-    read_live(e, ent, F_APP_SM_CLOCK, &rec);
+    read_live(e, ent, DCGM_FI_DEV_APP_SM_CLOCK, &rec);
     if (rec.status == DCGM_ST_OK)
         c->perfState.targetClocks.smClock = record_int32(&rec);
-    read_live(e, ent, F_POWER_LIMIT, &rec);
+    read_live(e, ent, DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS, &rec);
     if (rec.status == DCGM_ST_OK) {
         c->powerLimit.type = DCGM_CONFIG_POWER_CAP_INDIVIDUAL;
         c->powerLimit.val = record_int32(&rec);
     }
-    read_live(e, ent, F_COMPUTE_MODE, &rec);
+    read_live(e, ent, DCGM_FI_DEV_GPU_COMPUTE_MODE, &rec);
     if (rec.status == DCGM_ST_OK)
         c->computeMode = record_int32(&rec);
     /* 165 is a binary field no simulated model has: the profiles stay blank */
@@ -280,7 +264,7 @@ static int write_gpu(sim_engine *e, unsigned int gpu, const gpu_write *w)
     const engine_entity *ent = live_gpu(e, gpu, now);
     if (!ent)
         return DCGM_ST_GPU_IS_LOST;
-    if (w->field == F_POWER_PROFILE_MASK && w->profile_action == PROFILE_NONE)
+    if (w->field == DCGM_FI_DEV_BOARD_POWER_PROFILE_REQUESTED_MASK && w->profile_action == PROFILE_NONE)
         return DCGM_ST_OK;
     /* only the simulated node's GPUs take settings */
     if (ent->fake || ent->gpu == ENGINE_NO_GPU || ent->gpu >= DCGM_MAX_NUM_DEVICES ||
@@ -290,9 +274,9 @@ static int write_gpu(sim_engine *e, unsigned int gpu, const gpu_write *w)
         return DCGM_ST_NOT_SUPPORTED;
     engine_gpu_settings *g = &e->config.applied[ent->gpu];
     switch (w->field) {
-    case F_POWER_LIMIT: {
+    case DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS: {
         sim_value lo, hi;
-        if (!node_reading(e, ent, F_POWER_MIN, &lo) || !node_reading(e, ent, F_POWER_MAX, &hi))
+        if (!node_reading(e, ent, DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS, &lo) || !node_reading(e, ent, DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS, &hi))
             return DCGM_ST_NOT_SUPPORTED;
         /* compared in milliwatts, as NVML takes the limit */
         double mw = w->dbl * 1000.0;
@@ -308,29 +292,29 @@ static int write_gpu(sim_engine *e, unsigned int gpu, const gpu_write *w)
         int rc = e->src->ops->set_power_limit(e->src->impl, ent->gpu, now - e->t0_us,
                                               new_mw / 1000.0);
         if (rc == DCGM_ST_OK)
-            note_written(e, ent, F_POWER_LIMIT);
+            note_written(e, ent, DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS);
         return rc;
     }
-    case F_ECC_PENDING:
+    case DCGM_FI_DEV_ECC_PENDING:
         g->has_ecc_pending = 1;
         g->ecc_pending = w->i1 == 1;
-        note_written(e, ent, F_ECC_PENDING);
+        note_written(e, ent, DCGM_FI_DEV_ECC_PENDING);
         return DCGM_ST_OK;
-    case F_COMPUTE_MODE:
+    case DCGM_FI_DEV_GPU_COMPUTE_MODE:
         if (w->i1 != DCGM_CONFIG_COMPUTEMODE_DEFAULT && w->i1 != DCGM_CONFIG_COMPUTEMODE_PROHIBITED &&
             w->i1 != DCGM_CONFIG_COMPUTEMODE_EXCLUSIVE_PROCESS)
             return DCGM_ST_BADPARAM;
         g->has_compute_mode = 1;
         g->compute_mode = w->i1;
-        note_written(e, ent, F_COMPUTE_MODE);
+        note_written(e, ent, DCGM_FI_DEV_GPU_COMPUTE_MODE);
         return DCGM_ST_OK;
-    case F_APP_MEM_CLOCK: {
+    case DCGM_FI_DEV_APP_MEM_CLOCK: {
         if (w->i1 == 0 && w->i2 == 0) { /* back to the GPU's own clocks */
             g->has_app_clocks = 0;
         } else {
             sim_value mem_max, sm_max;
-            if (!node_reading(e, ent, F_MAX_MEM_CLOCK, &mem_max) ||
-                !node_reading(e, ent, F_MAX_SM_CLOCK, &sm_max))
+            if (!node_reading(e, ent, DCGM_FI_DEV_MAX_MEM_CLOCK, &mem_max) ||
+                !node_reading(e, ent, DCGM_FI_DEV_MAX_SM_CLOCK, &sm_max))
                 return DCGM_ST_NOT_SUPPORTED;
             if (w->i1 <= 0 || w->i2 <= 0 || w->i1 > mem_max.i64 || w->i2 > sm_max.i64)
                 return DCGM_ST_BADPARAM;
@@ -338,8 +322,8 @@ static int write_gpu(sim_engine *e, unsigned int gpu, const gpu_write *w)
             g->app_mem_mhz = w->i1;
             g->app_sm_mhz = w->i2;
         }
-        note_written(e, ent, F_APP_MEM_CLOCK);
-        note_written(e, ent, F_APP_SM_CLOCK);
+        note_written(e, ent, DCGM_FI_DEV_APP_MEM_CLOCK);
+        note_written(e, ent, DCGM_FI_DEV_APP_SM_CLOCK);
         return DCGM_ST_OK;
     }
     default:
@@ -356,7 +340,7 @@ static int set_ecc(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want,
 {
     if (IS_BLANK32(want->eccMode) || IS_BLANK32(cur->eccMode) || cur->eccMode == want->eccMode)
         return DCGM_ST_OK;
-    gpu_write w = { .field = F_ECC_PENDING, .i1 = want->eccMode };
+    gpu_write w = { .field = DCGM_FI_DEV_ECC_PENDING, .i1 = want->eccMode };
     int rc = write_gpu(e, gpu, &w);
     if (rc == DCGM_ST_OK)
         *reset_needed = 1;
@@ -367,7 +351,7 @@ static int set_power(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want)
 {
     if (IS_BLANK32(want->powerLimit.val))
         return DCGM_ST_OK;
-    gpu_write w = { .field = F_POWER_LIMIT, .dbl = want->powerLimit.val };
+    gpu_write w = { .field = DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS, .dbl = want->powerLimit.val };
     return write_gpu(e, gpu, &w);
 }
 
@@ -384,13 +368,13 @@ static int set_clocks(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want
     unsigned int sm = want->perfState.targetClocks.smClock;
     if (IS_BLANK32(mem) && IS_BLANK32(sm))
         return DCGM_ST_OK;
-    gpu_write w = { .field = F_APP_MEM_CLOCK, .i1 = i64_of_int32(mem), .i2 = i64_of_int32(sm) };
+    gpu_write w = { .field = DCGM_FI_DEV_APP_MEM_CLOCK, .i1 = i64_of_int32(mem), .i2 = i64_of_int32(sm) };
     int rc = write_gpu(e, gpu, &w);
     if (rc != DCGM_ST_OK)
         return rc;
     /* autoboost back on after a reset, off with fixed clocks; NOT_SUPPORTED
      * (every model here) is no error */
-    gpu_write boost = { .field = F_AUTOBOOST, .i1 = mem == 0 && sm == 0 };
+    gpu_write boost = { .field = DCGM_FI_DEV_CLOCKS_AUTOBOOST_MODE, .i1 = mem == 0 && sm == 0 };
     rc = write_gpu(e, gpu, &boost);
     return rc == DCGM_ST_NOT_SUPPORTED ? DCGM_ST_OK : rc;
 }
@@ -399,7 +383,7 @@ static int set_compute_mode(sim_engine *e, unsigned int gpu, const dcgmConfig_v2
 {
     if (IS_BLANK32(want->computeMode))
         return DCGM_ST_OK;
-    gpu_write w = { .field = F_COMPUTE_MODE, .i1 = want->computeMode };
+    gpu_write w = { .field = DCGM_FI_DEV_GPU_COMPUTE_MODE, .i1 = want->computeMode };
     return write_gpu(e, gpu, &w);
 }
 
@@ -434,7 +418,7 @@ static int profile_action(const dcgmConfig_v2 *target, const dcgmConfig_v2 *cur,
 
 static int set_profiles(sim_engine *e, unsigned int gpu, int action)
 {
-    gpu_write w = { .field = F_POWER_PROFILE_MASK, .profile_action = action };
+    gpu_write w = { .field = DCGM_FI_DEV_BOARD_POWER_PROFILE_REQUESTED_MASK, .profile_action = action };
     return write_gpu(e, gpu, &w);
 }
 
@@ -456,31 +440,31 @@ static int enforce_gpu(sim_engine *e, unsigned int gpu, engine_config_msg *m)
     rc = set_ecc(e, gpu, t, &cur, &reset_needed);
     if (rc != DCGM_ST_OK) {
         failures++;
-        add_status(m, gpu, F_ECC_CURRENT, rc);
+        add_status(m, gpu, DCGM_FI_DEV_ECC_MODE, rc);
     }
     if (reset_needed) {
         /* the new ECC mode waits for a GPU reset nobody will do */
         failures++;
-        add_status(m, gpu, F_ECC_CURRENT, DCGM_ST_RESET_REQUIRED);
+        add_status(m, gpu, DCGM_FI_DEV_ECC_MODE, DCGM_ST_RESET_REQUIRED);
     }
     if ((rc = set_power(e, gpu, t)) != DCGM_ST_OK) {
         failures++;
-        add_status(m, gpu, F_POWER_LIMIT, rc);
+        add_status(m, gpu, DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS, rc);
     }
     if ((rc = set_clocks(e, gpu, t)) != DCGM_ST_OK) {
         failures++;
-        add_status(m, gpu, F_APP_SM_CLOCK, rc);
-        add_status(m, gpu, F_APP_MEM_CLOCK, rc);
+        add_status(m, gpu, DCGM_FI_DEV_APP_SM_CLOCK, rc);
+        add_status(m, gpu, DCGM_FI_DEV_APP_MEM_CLOCK, rc);
     }
     if ((rc = set_compute_mode(e, gpu, t)) != DCGM_ST_OK) {
         failures++;
-        add_status(m, gpu, F_COMPUTE_MODE, rc);
+        add_status(m, gpu, DCGM_FI_DEV_GPU_COMPUTE_MODE, rc);
     }
     unsigned int merged[DCGM_POWER_PROFILE_ARRAY_SIZE];
     int merge = 0;
     if ((rc = set_profiles(e, gpu, profile_action(t, &cur, t, merged, &merge))) != DCGM_ST_OK) {
         failures++;
-        add_status(m, gpu, F_POWER_PROFILE_MASK, rc);
+        add_status(m, gpu, DCGM_FI_DEV_BOARD_POWER_PROFILE_REQUESTED_MASK, rc);
     }
     return failures ? DCGM_ST_GENERIC_ERROR : DCGM_ST_OK;
 }
@@ -515,7 +499,7 @@ static int set_gpu(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want,
     rc = set_ecc(e, gpu, want, &cur, &reset_needed);
     if (rc != DCGM_ST_OK && rc != DCGM_ST_GPU_IS_LOST) {
         failures++;
-        add_status(m, gpu, F_ECC_CURRENT, rc);
+        add_status(m, gpu, DCGM_FI_DEV_ECC_MODE, rc);
     }
     if (kept_despite(rc) && !IS_BLANK32(want->eccMode))
         t->eccMode = want->eccMode;
@@ -525,7 +509,7 @@ static int set_gpu(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want,
     rc = set_power(e, gpu, want);
     if (rc != DCGM_ST_OK && rc != DCGM_ST_GPU_IS_LOST) {
         failures++;
-        add_status(m, gpu, F_POWER_LIMIT, rc);
+        add_status(m, gpu, DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS, rc);
     }
     if (kept_despite(rc) && !IS_BLANK32(want->powerLimit.val))
         t->powerLimit.val = want->powerLimit.val;
@@ -533,8 +517,8 @@ static int set_gpu(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want,
     rc = set_clocks(e, gpu, want);
     if (rc != DCGM_ST_OK && rc != DCGM_ST_GPU_IS_LOST) {
         failures++;
-        add_status(m, gpu, F_APP_SM_CLOCK, rc);
-        add_status(m, gpu, F_APP_MEM_CLOCK, rc);
+        add_status(m, gpu, DCGM_FI_DEV_APP_SM_CLOCK, rc);
+        add_status(m, gpu, DCGM_FI_DEV_APP_MEM_CLOCK, rc);
     }
     if (kept_despite(rc)) {
         if (!IS_BLANK32(want->perfState.targetClocks.memClock))
@@ -546,7 +530,7 @@ static int set_gpu(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want,
     rc = set_compute_mode(e, gpu, want);
     if (rc != DCGM_ST_OK && rc != DCGM_ST_GPU_IS_LOST) {
         failures++;
-        add_status(m, gpu, F_COMPUTE_MODE, rc);
+        add_status(m, gpu, DCGM_FI_DEV_GPU_COMPUTE_MODE, rc);
     }
     if (kept_despite(rc) && !IS_BLANK32(want->computeMode))
         t->computeMode = want->computeMode;
@@ -556,7 +540,7 @@ static int set_gpu(sim_engine *e, unsigned int gpu, const dcgmConfig_v2 *want,
     rc = set_profiles(e, gpu, profile_action(t, &cur, want, merged, &merge));
     if (rc != DCGM_ST_OK && rc != DCGM_ST_GPU_IS_LOST) {
         failures++;
-        add_status(m, gpu, F_POWER_PROFILE_MASK, rc);
+        add_status(m, gpu, DCGM_FI_DEV_BOARD_POWER_PROFILE_REQUESTED_MASK, rc);
     }
     if (kept_despite(rc) && merge)
         memcpy(t->workloadPowerProfiles, merged, sizeof merged);
@@ -604,10 +588,10 @@ int engine_config_set(sim_engine *e, dcgmGpuGrp_t group, engine_config_msg *m)
     /* sync boost (SetSyncBoost): no longer a DCGM feature */
     if (!IS_BLANK32(want.perfState.syncBoost)) {
         if (n <= 1) {
-            add_status(m, BLANK32, F_SYNC_BOOST, DCGM_ST_BADPARAM);
+            add_status(m, BLANK32, DCGM_FI_SYSTEM_GPU_SYNC_BOOST, DCGM_ST_BADPARAM);
             failures++;
         } else {
-            add_status(m, BLANK32, F_SYNC_BOOST, DCGM_ST_NOT_SUPPORTED);
+            add_status(m, BLANK32, DCGM_FI_SYSTEM_GPU_SYNC_BOOST, DCGM_ST_NOT_SUPPORTED);
         }
     }
     rc = failures ? consistent_error(m) : DCGM_ST_OK;

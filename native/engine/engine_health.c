@@ -34,40 +34,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
-
-/* the fields the checks read */
-enum {
-    F_COMPUTE_CAPABILITY = 63,
-    F_INFOROM_VALID = 84,
-    F_BOARD_POWER = 155,
-    F_FABRIC_MANAGER_STATUS = 170,
-    F_FABRIC_HEALTH_MASK = 174,
-    F_PCIE_REPLAY = 202,
-    F_XID = 230,
-    F_PCIE_LINK_GEN = 237,
-    F_PCIE_LINK_WIDTH = 238,
-    F_POWER_VIOLATION = 240,
-    F_THERMAL_VIOLATION = 241,
-    F_ECC_DBE_VOL = 311,
-    F_RETIRED_SBE = 390,
-    F_RETIRED_DBE = 391,
-    F_RETIRED_PENDING = 392,
-    F_ROW_REMAP_UNCORRECTABLE = 393,
-    F_ROW_REMAP_FAILED = 395,
-    F_NVLINK_CRC_FLIT = 409,
-    F_NVLINK_CRC_DATA = 419,
-    F_NVLINK_REPLAY = 429,
-    F_NVLINK_RECOVERY = 439,
-    F_NVLINK_DL_CRC = 497,
-    F_NVLINK_DL_RECOVERY = 498,
-    F_NVLINK_DL_REPLAY = 499,
-    F_NVLINK_RECOVERY_OK = 1211,
-    F_NVLINK_RECOVERY_FAILED = 1212,
-    F_NVLINK_SYMBOL_BER = 1215,
-    F_NVLINK_EFFECTIVE_BER = 1217,
-    F_MEMORY_UNREPAIRABLE = 1507,
-    F_GPU_RECOVERY_ACTION = 1523
-};
+#include "../dcgm_field_ids.h"
 
 /* DcgmHealthWatch.cpp and common/DcgmGPUHardwareLimits.h */
 #define MIN_INTERVAL_US 30000000ll        /* MEM (but the DBE count), THERMAL, POWER */
@@ -184,7 +151,7 @@ static int health_watches_series(const engine_series *s)
  * that GPU's XIDs. */
 void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_t xid)
 {
-    if (s->field_id != F_XID || s->group != DCGM_FE_GPU || !health_watches_series(s))
+    if (s->field_id != DCGM_FI_DEV_XID_ERROR || s->group != DCGM_FE_GPU || !health_watches_series(s))
         return;
     int keep = 0;
     for (size_t i = 0; i < N_XID_RULES && !keep; i++)
@@ -329,7 +296,7 @@ static int64_t abs_diff(int64_t a, int64_t b)
 static int cached_cc_major(const check_ctx *c)
 {
     const engine_series *s = engine_series_find_locked(c->e, DCGM_FE_GPU, c->gpu->id,
-                                                       F_COMPUTE_CAPABILITY);
+                                                       DCGM_FI_CUDA_GPU_COMPUTE_CAPABILITY);
     if (!s || s->ring.count == 0)
         return -1;
     int64_t v = engine_ring_at(&s->ring, s->ring.count - 1)->num.i64;
@@ -343,7 +310,7 @@ static dcgmChipArchitecture_t chip_arch(const check_ctx *c)
     if (c->gpu->fake || c->gpu->gpu == ENGINE_NO_GPU)
         return DCGM_CHIP_ARCH_UNKNOWN;
     sim_value v;
-    engine_sample_entity_locked(c->e, c->gpu, F_COMPUTE_CAPABILITY, c->now - c->e->t0_us, &v);
+    engine_sample_entity_locked(c->e, c->gpu, DCGM_FI_CUDA_GPU_COMPUTE_CAPABILITY, c->now - c->e->t0_us, &v);
     if (v.kind != SIM_VALUE_OK)
         return DCGM_CHIP_ARCH_UNKNOWN;
     int major = (int)(v.i64 >> 16), minor = (int)(v.i64 & 0xffff);
@@ -429,7 +396,7 @@ static int expected_replay_rate(const check_ctx *c)
 {
     static const double per_lane[] = { 2.5 / 1000 * 60, 5.0 / 1000 * 60, 8.0 / 1000 * 60,
                                        16.0 / 1000 * 60, 32.0 / 1000 * 60, 64.0 / 1000 * 60 };
-    hval gen = latest(c, F_PCIE_LINK_GEN), width = latest(c, F_PCIE_LINK_WIDTH);
+    hval gen = latest(c, DCGM_FI_DEV_PCIE_LINK_GEN), width = latest(c, DCGM_FI_DEV_PCIE_LINK_WIDTH);
     if (gen.st != DCGM_ST_OK || width.st != DCGM_ST_OK || is_blank_i64(gen.i64) ||
         is_blank_i64(width.i64))
         return -1;
@@ -445,10 +412,10 @@ static int expected_replay_rate(const check_ctx *c)
 static void check_pcie(check_ctx *c)
 {
     check_system_xids(c, DCGM_HEALTH_WATCH_PCIE);
-    hval first = first_in_window(c, F_PCIE_REPLAY);
+    hval first = first_in_window(c, DCGM_FI_DEV_PCIE_REPLAY_TOTAL);
     if (first.st != DCGM_ST_OK || is_blank_i64(first.i64))
         return;
-    hval last = last_in_window(c, F_PCIE_REPLAY);
+    hval last = last_in_window(c, DCGM_FI_DEV_PCIE_REPLAY_TOTAL);
     if (last.st != DCGM_ST_OK || is_blank_i64(last.i64))
         return;
     int replays = (int)abs_diff(first.i64, last.i64);
@@ -464,8 +431,8 @@ static void check_pcie(check_ctx *c)
 /* MonitorMemSbeDbeRetiredPages */
 static void check_retired_pages(check_ctx *c)
 {
-    hval dbe = last_in_window(c, F_RETIRED_DBE);
-    hval sbe = last_in_window(c, F_RETIRED_SBE);
+    hval dbe = last_in_window(c, DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL);
+    hval sbe = last_in_window(c, DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL);
     long long total = (is_blank_i64(sbe.i64) ? 0 : sbe.i64) + (is_blank_i64(dbe.i64) ? 0 : dbe.i64);
     if (total >= LIMIT_RETIRED_PAGES) {
         add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_RETIRED_PAGES_LIMIT,
@@ -477,7 +444,7 @@ static void check_retired_pages(check_ctx *c)
         return;
     /* past the soft limit, more than one further page retired for DBEs within
      * a week fails */
-    hval week_ago = last_until(c, F_RETIRED_DBE, c->now - WEEK_US);
+    hval week_ago = last_until(c, DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL, c->now - WEEK_US);
     if ((week_ago.st != DCGM_ST_OK && week_ago.st != DCGM_ST_NO_DATA) || is_blank_i64(week_ago.i64))
         return;
     long long this_week = dbe.i64 - week_ago.i64;
@@ -493,22 +460,22 @@ static void check_mem(check_ctx *c)
 {
     unsigned int id = c->ent->id;
     check_system_xids(c, DCGM_HEALTH_WATCH_MEM);
-    hval dbe = last_in_window(c, F_ECC_DBE_VOL);
+    hval dbe = last_in_window(c, DCGM_FI_DEV_ECC_DBE_VOL_TOTAL);
     if (!is_blank_i64(dbe.i64) && dbe.i64 > 0)
         add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_VOLATILE_DBE_DETECTED,
                      "GPU %u counts %lld volatile double-bit ECC errors", id, (long long)dbe.i64);
-    hval pending = last_in_window(c, F_RETIRED_PENDING);
+    hval pending = last_in_window(c, DCGM_FI_DEV_PAGE_RETIRED_PENDING);
     if (!is_blank_i64(pending.i64) && pending.i64 != 0)
         add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_PENDING_PAGE_RETIREMENTS,
                      "GPU %u has pages waiting to be retired", id);
     check_retired_pages(c);
-    hval remap_failed = last_in_window(c, F_ROW_REMAP_FAILED);
+    hval remap_failed = last_in_window(c, DCGM_FI_DEV_ROW_REMAP_FAILED);
     if (!is_blank_i64(remap_failed.i64) && remap_failed.i64 > 0)
         add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_ROW_REMAP_FAILURE,
                      "GPU %u could not remap a row after uncorrectable memory errors", id);
     /* MonitorMemRowRemapUncorrectable: Ampere and later only */
     if (cached_cc_major(c) >= 8) {
-        hval rows = latest(c, F_ROW_REMAP_UNCORRECTABLE);
+        hval rows = latest(c, DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL);
         if (rows.st == DCGM_ST_OK && !is_blank_i64(rows.i64) &&
             rows.i64 >= LIMIT_ROW_REMAP_UNCORRECTABLE)
             add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_WARN,
@@ -517,7 +484,7 @@ static void check_mem(check_ctx *c)
                          "of %d",
                          id, (long long)rows.i64, LIMIT_ROW_REMAP_UNCORRECTABLE);
     }
-    hval unrepairable = latest(c, F_MEMORY_UNREPAIRABLE);
+    hval unrepairable = latest(c, DCGM_FI_DEV_MEMORY_UNREPAIRABLE);
     if (unrepairable.st == DCGM_ST_OK && !is_blank_i64(unrepairable.i64) && unrepairable.i64 != 0)
         add_incident(c, DCGM_HEALTH_WATCH_MEM, DCGM_HEALTH_RESULT_FAIL, DCGM_FR_FAULTY_MEMORY,
                      "GPU %u reports unrepairable memory (flag %lld)", id,
@@ -530,7 +497,7 @@ static void check_mem(check_ctx *c)
 static void check_inforom(check_ctx *c)
 {
     check_system_xids(c, DCGM_HEALTH_WATCH_INFOROM);
-    hval valid = latest(c, F_INFOROM_VALID);
+    hval valid = latest(c, DCGM_FI_DEV_INFOROM_VALID);
     if (valid.st == DCGM_ST_OK && !is_blank_i64(valid.i64) && valid.i64 == 0)
         add_incident(c, DCGM_HEALTH_WATCH_INFOROM, DCGM_HEALTH_RESULT_WARN, DCGM_FR_CORRUPT_INFOROM,
                      "GPU %u has a corrupt InfoROM", c->ent->id);
@@ -540,10 +507,10 @@ static void check_inforom(check_ctx *c)
 static void check_thermal(check_ctx *c)
 {
     check_system_xids(c, DCGM_HEALTH_WATCH_THERMAL);
-    hval first = first_in_window(c, F_THERMAL_VIOLATION);
+    hval first = first_in_window(c, DCGM_FI_DEV_THERMAL_VIOLATION);
     if (first.st != DCGM_ST_OK || is_blank_i64(first.i64))
         return;
-    hval last = latest(c, F_THERMAL_VIOLATION);
+    hval last = latest(c, DCGM_FI_DEV_THERMAL_VIOLATION);
     if (last.st != DCGM_ST_OK || is_blank_i64(last.i64))
         return;
     if (abs_diff(first.i64, last.i64) != 0)
@@ -557,16 +524,16 @@ static void check_power(check_ctx *c)
 {
     check_system_xids(c, DCGM_HEALTH_WATCH_POWER);
     if (c->ent->group == DCGM_FE_GPU) {
-        hval watts = latest(c, F_BOARD_POWER);
+        hval watts = latest(c, DCGM_FI_DEV_BOARD_POWER_WATTS);
         if (watts.st == DCGM_ST_OK && is_blank_dbl(watts.dbl) &&
             watts.dbl != DCGM_FP64_NOT_SUPPORTED)
             add_incident(c, DCGM_HEALTH_WATCH_POWER, DCGM_HEALTH_RESULT_WARN, DCGM_FR_POWER_UNREADABLE,
                          "GPU %u: its power draw cannot be read", c->ent->id);
     }
-    hval first = first_in_window(c, F_POWER_VIOLATION);
+    hval first = first_in_window(c, DCGM_FI_DEV_POWER_VIOLATION);
     if (first.st != DCGM_ST_OK || is_blank_i64(first.i64))
         return;
-    hval last = last_in_window(c, F_POWER_VIOLATION);
+    hval last = last_in_window(c, DCGM_FI_DEV_POWER_VIOLATION);
     if (last.st != DCGM_ST_OK || is_blank_i64(last.i64))
         return;
     if (abs_diff(first.i64, last.i64) != 0)
@@ -578,7 +545,7 @@ static void check_power(check_ctx *c)
 /* MonitorGpuRecoveryAction: NVML's nvmlDeviceGpuRecoveryAction_t */
 static void check_driver(check_ctx *c)
 {
-    hval action = latest(c, F_GPU_RECOVERY_ACTION);
+    hval action = latest(c, DCGM_FI_DEV_GPU_RECOVERY_ACTION);
     if (action.st != DCGM_ST_OK || is_blank_i64(action.i64))
         return;
     unsigned int id = c->ent->id;
@@ -632,8 +599,8 @@ static int counter_window(const check_ctx *c, unsigned short field, hval *first,
 /* MonitorNVLink4Fields */
 static void check_nvlink_counters(check_ctx *c)
 {
-    static const unsigned short fields[] = { F_NVLINK_CRC_FLIT, F_NVLINK_CRC_DATA, F_NVLINK_REPLAY,
-                                             F_NVLINK_RECOVERY };
+    static const unsigned short fields[] = { DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL, DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL,
+                                             DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         hval first, last;
         if (!counter_window(c, fields[i], &first, &last))
@@ -641,7 +608,7 @@ static void check_nvlink_counters(check_ctx *c)
         long long errors = (long long)abs_diff(first.i64, last.i64);
         if (errors < LIMIT_NVLINK_ERROR)
             continue;
-        if (fields[i] == F_NVLINK_REPLAY || fields[i] == F_NVLINK_RECOVERY) {
+        if (fields[i] == DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL || fields[i] == DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL) {
             add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
                          DCGM_FR_NVLINK_ERROR_CRITICAL,
                          "GPU %u: %lld %s NVLink errors; none are expected",
@@ -694,17 +661,17 @@ static int symbol_ber_exceeded(unsigned int mantissa, unsigned int exponent, uns
 /* MonitorNVLink5Fields */
 static void check_nvlink5_counters(check_ctx *c)
 {
-    static const unsigned short fields[] = { 1214, F_NVLINK_EFFECTIVE_BER, 1204, 1205, 1206, 1207,
-                                             1208, 1209, 1213, 1219, F_NVLINK_SYMBOL_BER, 1220 };
+    static const unsigned short fields[] = { 1214, DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RAW, 1204, 1205, 1206, 1207,
+                                             1208, 1209, 1213, 1219, DCGM_FI_DEV_NVLINK_SYMBOL_BER_RAW, 1220 };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         unsigned short f = fields[i];
         hval first, last;
         if (!counter_window(c, f, &first, &last))
             continue;
-        if (f == F_NVLINK_EFFECTIVE_BER || f == F_NVLINK_SYMBOL_BER) {
+        if (f == DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RAW || f == DCGM_FI_DEV_NVLINK_SYMBOL_BER_RAW) {
             unsigned int mantissa, exponent;
             double ber = ber_value(last.i64, &mantissa, &exponent);
-            int exceeded = f == F_NVLINK_EFFECTIVE_BER
+            int exceeded = f == DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RAW
                                ? effective_ber_exceeded(mantissa, exponent)
                                : symbol_ber_exceeded(mantissa, exponent,
                                                      blackwell_or_newer(c)
@@ -712,10 +679,10 @@ static void check_nvlink5_counters(check_ctx *c)
                                                          : SYMBOL_BER_FLOOR_EXP);
             if (exceeded)
                 add_incident(c, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
-                             f == F_NVLINK_EFFECTIVE_BER ? DCGM_FR_NVLINK_EFFECTIVE_BER_THRESHOLD
+                             f == DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RAW ? DCGM_FR_NVLINK_EFFECTIVE_BER_THRESHOLD
                                                          : DCGM_FR_NVLINK_SYMBOL_BER_THRESHOLD,
                              "GPU %u: NVLink %s bit error rate %.2e is over its threshold",
-                             c->ent->id, f == F_NVLINK_EFFECTIVE_BER ? "effective" : "symbol", ber);
+                             c->ent->id, f == DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RAW ? "effective" : "symbol", ber);
             continue;
         }
         long long errors = (long long)abs_diff(first.i64, last.i64);
@@ -732,7 +699,7 @@ static void check_nvlink5_counters(check_ctx *c)
 static void check_fabric(check_ctx *c)
 {
     unsigned int id = c->ent->id;
-    hval mask = latest(c, F_FABRIC_HEALTH_MASK);
+    hval mask = latest(c, DCGM_FI_DEV_FABRIC_HEALTH_MASK);
     if (mask.st == DCGM_ST_OK && !is_blank_i64(mask.i64)) {
         static const struct { int shift; const char *what; } flags[] = {
             { 4, "Route Unhealthy" }, { 0, "Bandwidth Degraded" }, { 2, "Route Recovery" },
@@ -750,7 +717,7 @@ static void check_fabric(check_ctx *c)
                          "GPU %u fabric health: Incorrect Configuration %d (mask 0x%llx)", id,
                          config, m);
     }
-    hval fm = latest(c, F_FABRIC_MANAGER_STATUS);
+    hval fm = latest(c, DCGM_FI_DEV_FABRIC_MANAGER_STATUS);
     if (fm.st != DCGM_ST_OK || is_blank_i64(fm.i64))
         return;
     /* dcgmFabricManagerStatus_t */
@@ -770,13 +737,13 @@ static void check_nvlink_totals(check_ctx *c)
 {
     struct total { unsigned short field; dcgmHealthWatchResults_t health; const char *what; };
     static const struct total newer[] = {
-        { F_NVLINK_RECOVERY_OK, DCGM_HEALTH_RESULT_WARN, "link recoveries" },
-        { F_NVLINK_RECOVERY_FAILED, DCGM_HEALTH_RESULT_FAIL, "failed link recoveries" },
+        { DCGM_FI_DEV_NVLINK_RECOVERY_SUCCESSFUL_TOTAL, DCGM_HEALTH_RESULT_WARN, "link recoveries" },
+        { DCGM_FI_DEV_NVLINK_RECOVERY_FAILED_TOTAL, DCGM_HEALTH_RESULT_FAIL, "failed link recoveries" },
     };
     static const struct total older[] = {
-        { F_NVLINK_DL_CRC, DCGM_HEALTH_RESULT_FAIL, "data link CRC" },
-        { F_NVLINK_DL_RECOVERY, DCGM_HEALTH_RESULT_FAIL, "data link recovery" },
-        { F_NVLINK_DL_REPLAY, DCGM_HEALTH_RESULT_FAIL, "data link replay" },
+        { DCGM_FI_DEV_NVLINK_CRC_ERROR_TOTAL, DCGM_HEALTH_RESULT_FAIL, "data link CRC" },
+        { DCGM_FI_DEV_NVLINK_RECOVERY_TOTAL, DCGM_HEALTH_RESULT_FAIL, "data link recovery" },
+        { DCGM_FI_DEV_NVLINK_REPLAY_TOTAL, DCGM_HEALTH_RESULT_FAIL, "data link replay" },
     };
     int bw = blackwell_or_newer(c);
     const struct total *list = bw ? newer : older;
@@ -792,10 +759,9 @@ static void check_nvlink_totals(check_ctx *c)
 
 /* DcgmHealthWatch::IsGpuMigEnabled: the cached MIG mode (DCGM_FI_DEV_MIG_MODE),
  * off without a sample or with a blank one */
-#define F_HEALTH_MIG_MODE 67
 static int cached_mig_enabled(const check_ctx *c)
 {
-    hval v = latest(c, F_HEALTH_MIG_MODE);
+    hval v = latest(c, DCGM_FI_DEV_MIG_MODE);
     return v.st == DCGM_ST_OK && !is_blank_i64(v.i64) && v.i64 != 0;
 }
 
@@ -830,14 +796,12 @@ static void check_nvlink(check_ctx *c)
 
 /* ---- NvSwitches (MonitorNvSwitchErrorCounts) ---------------------------------------------- */
 
-#define F_SXID_FATAL 856
-#define F_SXID_NON_FATAL 857
 
 /* A switch's SXID count of the last minute above zero is an incident (fatal:
  * FAIL, non-fatal: WARN); in the fatal check every port Down is one too. */
 static void check_switch_errors(check_ctx *c, int fatal)
 {
-    hval v = last_in_window(c, fatal ? F_SXID_FATAL : F_SXID_NON_FATAL);
+    hval v = last_in_window(c, fatal ? DCGM_FI_DEV_SXID_FATAL_ERROR : DCGM_FI_DEV_SXID_NON_FATAL_ERROR);
     dcgmHealthSystems_t system =
         fatal ? DCGM_HEALTH_WATCH_NVSWITCH_FATAL : DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL;
     dcgmHealthWatchResults_t result = fatal ? DCGM_HEALTH_RESULT_FAIL : DCGM_HEALTH_RESULT_WARN;
@@ -898,15 +862,15 @@ static void watch_entity(sim_engine *e, engine_owner owner, const engine_entity 
                          unsigned int systems, int64_t freq, double keep)
 {
     if (systems & DCGM_HEALTH_WATCH_PCIE) {
-        watch(e, owner, ent, F_PCIE_REPLAY, freq, keep);
-        watch(e, owner, ent, F_PCIE_LINK_GEN, freq, keep);
-        watch(e, owner, ent, F_PCIE_LINK_WIDTH, freq, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, freq, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_PCIE_LINK_GEN, freq, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_PCIE_LINK_WIDTH, freq, keep);
     }
     if (systems & DCGM_HEALTH_WATCH_NVLINK) {
         static const unsigned short fields[] = {
-            F_COMPUTE_CAPABILITY, F_NVLINK_CRC_FLIT, F_NVLINK_CRC_DATA, F_NVLINK_REPLAY,
-            F_NVLINK_RECOVERY, 1214, F_NVLINK_EFFECTIVE_BER, 1204, 1205, 1206, 1207, 1208, 1209,
-            1219, F_NVLINK_SYMBOL_BER, 1220, F_FABRIC_HEALTH_MASK, F_FABRIC_MANAGER_STATUS, 1213,
+            DCGM_FI_CUDA_GPU_COMPUTE_CAPABILITY, DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL, DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL,
+            DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL, 1214, DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RAW, 1204, 1205, 1206, 1207, 1208, 1209,
+            1219, DCGM_FI_DEV_NVLINK_SYMBOL_BER_RAW, 1220, DCGM_FI_DEV_FABRIC_HEALTH_MASK, DCGM_FI_DEV_FABRIC_MANAGER_STATUS, 1213,
         };
         for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
             watch(e, owner, ent, fields[i], freq, keep);
@@ -916,41 +880,41 @@ static void watch_entity(sim_engine *e, engine_owner owner, const engine_entity 
         if (gpu) {
             check_ctx c = { e, ent, gpu, engine_wall_us(), 0, NULL };
             if (blackwell_or_newer(&c)) {
-                watch(e, owner, ent, F_NVLINK_RECOVERY_OK, freq, keep);
-                watch(e, owner, ent, F_NVLINK_RECOVERY_FAILED, freq, keep);
+                watch(e, owner, ent, DCGM_FI_DEV_NVLINK_RECOVERY_SUCCESSFUL_TOTAL, freq, keep);
+                watch(e, owner, ent, DCGM_FI_DEV_NVLINK_RECOVERY_FAILED_TOTAL, freq, keep);
             } else {
-                watch(e, owner, ent, F_NVLINK_DL_CRC, freq, keep);
-                watch(e, owner, ent, F_NVLINK_DL_RECOVERY, freq, keep);
-                watch(e, owner, ent, F_NVLINK_DL_REPLAY, freq, keep);
+                watch(e, owner, ent, DCGM_FI_DEV_NVLINK_CRC_ERROR_TOTAL, freq, keep);
+                watch(e, owner, ent, DCGM_FI_DEV_NVLINK_RECOVERY_TOTAL, freq, keep);
+                watch(e, owner, ent, DCGM_FI_DEV_NVLINK_REPLAY_TOTAL, freq, keep);
             }
         }
     }
     if (systems & DCGM_HEALTH_WATCH_MEM) {
-        watch(e, owner, ent, F_ECC_DBE_VOL, freq, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, freq, keep);
         int64_t slow = at_least(freq, MIN_INTERVAL_US);
-        watch(e, owner, ent, F_RETIRED_SBE, slow, keep);
-        watch(e, owner, ent, F_RETIRED_DBE, slow, keep);
-        watch(e, owner, ent, F_RETIRED_PENDING, slow, keep);
-        watch(e, owner, ent, F_XID, slow, keep); /* the subscription to XIDs */
-        watch(e, owner, ent, F_ROW_REMAP_FAILED, slow, keep);
-        watch(e, owner, ent, F_ROW_REMAP_UNCORRECTABLE, slow, keep);
-        watch(e, owner, ent, F_MEMORY_UNREPAIRABLE, slow, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL, slow, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL, slow, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_PAGE_RETIRED_PENDING, slow, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_XID_ERROR, slow, keep); /* the subscription to XIDs */
+        watch(e, owner, ent, DCGM_FI_DEV_ROW_REMAP_FAILED, slow, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL, slow, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_MEMORY_UNREPAIRABLE, slow, keep);
     }
     if (systems & DCGM_HEALTH_WATCH_INFOROM) {
         double long_keep = keep > INFOROM_MIN_KEEP_S ? keep : INFOROM_MIN_KEEP_S;
-        watch(e, owner, ent, F_INFOROM_VALID, at_least(freq, INFOROM_MIN_INTERVAL_US), long_keep);
-        watch(e, owner, ent, F_XID, MIN_INTERVAL_US, long_keep);
+        watch(e, owner, ent, DCGM_FI_DEV_INFOROM_VALID, at_least(freq, INFOROM_MIN_INTERVAL_US), long_keep);
+        watch(e, owner, ent, DCGM_FI_DEV_XID_ERROR, MIN_INTERVAL_US, long_keep);
     }
     if (systems & DCGM_HEALTH_WATCH_THERMAL)
-        watch(e, owner, ent, F_THERMAL_VIOLATION, at_least(freq, MIN_INTERVAL_US), keep);
+        watch(e, owner, ent, DCGM_FI_DEV_THERMAL_VIOLATION, at_least(freq, MIN_INTERVAL_US), keep);
     if (systems & DCGM_HEALTH_WATCH_POWER) {
-        watch(e, owner, ent, F_POWER_VIOLATION, at_least(freq, MIN_INTERVAL_US), keep);
-        watch(e, owner, ent, F_BOARD_POWER, at_least(freq, MIN_INTERVAL_US), keep);
+        watch(e, owner, ent, DCGM_FI_DEV_POWER_VIOLATION, at_least(freq, MIN_INTERVAL_US), keep);
+        watch(e, owner, ent, DCGM_FI_DEV_BOARD_POWER_WATTS, at_least(freq, MIN_INTERVAL_US), keep);
     }
     if (systems & DCGM_HEALTH_WATCH_DRIVER)
-        watch(e, owner, ent, F_GPU_RECOVERY_ACTION, freq, keep);
+        watch(e, owner, ent, DCGM_FI_DEV_GPU_RECOVERY_ACTION, freq, keep);
     else
-        unwatch(e, owner, ent, F_GPU_RECOVERY_ACTION);
+        unwatch(e, owner, ent, DCGM_FI_DEV_GPU_RECOVERY_ACTION);
 }
 
 /* ---- group members ----------------------------------------------------------------------- */
@@ -1008,10 +972,10 @@ int engine_health_set(sim_engine *e, engine_owner owner, dcgmGpuGrp_t group, uns
                      (ent = engine_find_entity_locked(e, DCGM_FE_SWITCH, entities[i].entityId))) {
                 /* SetNvSwitchWatches */
                 if (systems & DCGM_HEALTH_WATCH_NVSWITCH_NONFATAL)
-                    watch(e, health_owner, ent, F_SXID_NON_FATAL, update_interval_us,
+                    watch(e, health_owner, ent, DCGM_FI_DEV_SXID_NON_FATAL_ERROR, update_interval_us,
                           max_keep_age_s);
                 if (systems & DCGM_HEALTH_WATCH_NVSWITCH_FATAL)
-                    watch(e, health_owner, ent, F_SXID_FATAL, update_interval_us, max_keep_age_s);
+                    watch(e, health_owner, ent, DCGM_FI_DEV_SXID_FATAL_ERROR, update_interval_us, max_keep_age_s);
             }
             else if (entities[i].entityGroupId == DCGM_FE_CPU &&
                      (ent = engine_find_entity_locked(e, DCGM_FE_CPU, entities[i].entityId)))

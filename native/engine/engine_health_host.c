@@ -26,14 +26,7 @@
 
 #include "engine_imex.h"
 #include "engine_internal.h"
-
-enum {
-    F_CPU_TEMP = 1110,
-    F_CPU_TEMP_WARNING = 1111,
-    F_CPU_TEMP_CRITICAL = 1112,
-    F_CPU_POWER = 1130,
-    F_CPU_POWER_LIMIT = 1131
-};
+#include "../dcgm_field_ids.h"
 
 #define HOST_MIN_INTERVAL_US 30000000ll /* MIN_HEALTH_WATCH_UPDATE_INTERVAL_US */
 #define HOST_WINDOW_US 60000000ll
@@ -69,13 +62,13 @@ void engine_health_watch_cpu_locked(sim_engine *e, engine_owner owner, const eng
 {
     int64_t freq = freq_us > HOST_MIN_INTERVAL_US ? freq_us : HOST_MIN_INTERVAL_US;
     if (systems & DCGM_HEALTH_WATCH_THERMAL) {
-        watch(e, owner, cpu->group, cpu->id, F_CPU_TEMP, freq, keep_s);
-        watch(e, owner, cpu->group, cpu->id, F_CPU_TEMP_WARNING, freq, keep_s);
-        watch(e, owner, cpu->group, cpu->id, F_CPU_TEMP_CRITICAL, freq, keep_s);
+        watch(e, owner, cpu->group, cpu->id, DCGM_FI_DEV_CPU_TEMP_CELSIUS, freq, keep_s);
+        watch(e, owner, cpu->group, cpu->id, DCGM_FI_DEV_CPU_TEMP_WARNING_CELSIUS, freq, keep_s);
+        watch(e, owner, cpu->group, cpu->id, DCGM_FI_DEV_CPU_TEMP_CRITICAL_CELSIUS, freq, keep_s);
     }
     if (systems & DCGM_HEALTH_WATCH_POWER) {
-        watch(e, owner, cpu->group, cpu->id, F_CPU_POWER, freq, keep_s);
-        watch(e, owner, cpu->group, cpu->id, F_CPU_POWER_LIMIT, freq, keep_s);
+        watch(e, owner, cpu->group, cpu->id, DCGM_FI_DEV_CPU_POWER_WATTS, freq, keep_s);
+        watch(e, owner, cpu->group, cpu->id, DCGM_FI_DEV_CPU_POWER_LIMIT_WATTS, freq, keep_s);
     }
 }
 
@@ -84,8 +77,8 @@ void engine_health_watch_global_locked(sim_engine *e, engine_owner owner, unsign
 {
     if (!(systems & DCGM_HEALTH_WATCH_NVLINK))
         return;
-    watch(e, owner, DCGM_FE_NONE, 0, IMEX_FIELD_DOMAIN_STATUS, freq_us, keep_s);
-    watch(e, owner, DCGM_FE_NONE, 0, IMEX_FIELD_DAEMON_STATUS, freq_us, keep_s);
+    watch(e, owner, DCGM_FE_NONE, 0, DCGM_FI_IMEX_DOMAIN_STATUS, freq_us, keep_s);
+    watch(e, owner, DCGM_FE_NONE, 0, DCGM_FI_IMEX_DAEMON_STATUS, freq_us, keep_s);
 }
 
 /* ---- cache reads ---------------------------------------------------------------- */
@@ -121,7 +114,7 @@ static int blank_dbl(const engine_sample *s)
 static void check_cpu_thermal(sim_engine *e, const engine_entity *cpu, int64_t now,
                               dcgmHealthResponse_v5 *out)
 {
-    static const unsigned short fields[] = { F_CPU_TEMP, F_CPU_TEMP_WARNING, F_CPU_TEMP_CRITICAL };
+    static const unsigned short fields[] = { DCGM_FI_DEV_CPU_TEMP_CELSIUS, DCGM_FI_DEV_CPU_TEMP_WARNING_CELSIUS, DCGM_FI_DEV_CPU_TEMP_CRITICAL_CELSIUS };
     double first[3], last[3];
     for (int i = 0; i < 3; i++) {
         const engine_sample *s = first_since(e, cpu->group, cpu->id, fields[i], now - HOST_WINDOW_US);
@@ -152,10 +145,10 @@ static void check_cpu_thermal(sim_engine *e, const engine_entity *cpu, int64_t n
 
 static void check_cpu_power(sim_engine *e, const engine_entity *cpu, dcgmHealthResponse_v5 *out)
 {
-    const engine_sample *power = latest(e, cpu->group, cpu->id, F_CPU_POWER);
+    const engine_sample *power = latest(e, cpu->group, cpu->id, DCGM_FI_DEV_CPU_POWER_WATTS);
     if (!power || blank_dbl(power))
         return;
-    const engine_sample *limit = latest(e, cpu->group, cpu->id, F_CPU_POWER_LIMIT);
+    const engine_sample *limit = latest(e, cpu->group, cpu->id, DCGM_FI_DEV_CPU_POWER_LIMIT_WATTS);
     if (!limit || blank_dbl(limit))
         return;
     if (power->num.dbl >= limit->num.dbl)
@@ -202,7 +195,7 @@ static int group_has_nvlinks(sim_engine *e, const dcgmGroupEntityPair_t *members
 
 static void check_imex(sim_engine *e, dcgmHealthResponse_v5 *out)
 {
-    const engine_sample *domain = latest(e, DCGM_FE_NONE, 0, IMEX_FIELD_DOMAIN_STATUS);
+    const engine_sample *domain = latest(e, DCGM_FE_NONE, 0, DCGM_FI_IMEX_DOMAIN_STATUS);
     if (domain && domain->str && !blank_str(domain->str)) {
         static const char *const healthy[] = { "UP", "NOT_INSTALLED", "NOT_CONFIGURED",
                                                "UNAVAILABLE" };
@@ -213,7 +206,7 @@ static void check_imex(sim_engine *e, dcgmHealthResponse_v5 *out)
             incident(out, DCGM_FE_NONE, 0, DCGM_HEALTH_WATCH_NVLINK, DCGM_HEALTH_RESULT_FAIL,
                      DCGM_FR_IMEX_UNHEALTHY, "IMEX domain status %.64s is not healthy", domain->str);
     }
-    const engine_sample *daemon = latest(e, DCGM_FE_NONE, 0, IMEX_FIELD_DAEMON_STATUS);
+    const engine_sample *daemon = latest(e, DCGM_FE_NONE, 0, DCGM_FI_IMEX_DAEMON_STATUS);
     if (!daemon || daemon->num.i64 >= DCGM_INT64_BLANK)
         return;
     int64_t st = daemon->num.i64;

@@ -237,7 +237,7 @@ static void refresh_locked(void)
 
 int engine_imex_field(unsigned short field_id)
 {
-    return field_id == IMEX_FIELD_DOMAIN_STATUS || field_id == IMEX_FIELD_DAEMON_STATUS;
+    return field_id == DCGM_FI_IMEX_DOMAIN_STATUS || field_id == DCGM_FI_IMEX_DAEMON_STATUS;
 }
 
 void engine_imex_sample(unsigned short field_id, sim_value *out)
@@ -245,7 +245,7 @@ void engine_imex_sample(unsigned short field_id, sim_value *out)
     pthread_mutex_lock(&imex_lock);
     if (!imex_cache.valid || monotonic_us() - imex_cache.stamp_us >= IMEX_CACHE_US)
         refresh_locked();
-    if (field_id == IMEX_FIELD_DOMAIN_STATUS)
+    if (field_id == DCGM_FI_IMEX_DOMAIN_STATUS)
         sim_put_str(out, imex_cache.domain);
     else
         sim_put_int(out, imex_cache.daemon);

@@ -4,10 +4,8 @@
 #ifndef DCGM_SIM_ENGINE_IMEX_H
 #define DCGM_SIM_ENGINE_IMEX_H
 
+#include "../dcgm_field_ids.h"
 #include "sim.h"
-
-#define IMEX_FIELD_DOMAIN_STATUS 1502
-#define IMEX_FIELD_DAEMON_STATUS 1503
 
 /* DCGM's DcgmImexDaemonStatus values the engine uses by name */
 #define IMEX_DAEMON_READY 5

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "../dcgm_field_ids.h"
 
-#define F_NVLINK_GET_STATE 1508
 
 struct engine_link_node {
     struct engine_link_node *next;
@@ -87,7 +87,7 @@ int engine_link_sample_locked(sim_engine *e, const engine_entity *ent, unsigned 
 {
     if (ent->group != DCGM_FE_LINK)
         return 0;
-    if (field_id == F_NVLINK_GET_STATE && ent->parent_group == DCGM_FE_GPU &&
+    if (field_id == DCGM_FI_DEV_NVLINK_GET_STATE && ent->parent_group == DCGM_FE_GPU &&
         ent->index < DCGM_NVLINK_MAX_LINKS_PER_GPU) {
         dcgmNvLinkLinkState_t states[DCGM_NVLINK_MAX_LINKS_PER_GPU];
         if (engine_nvlink_gpu_states_locked(e, ent->parent_id, t_rel, states) == DCGM_ST_OK &&

@@ -16,18 +16,7 @@
 #include "engine_internal.h"
 #include "mig_profiles.h"
 #include "source.h"
-
-enum {
-    F_NAME = 50,
-    F_UUID = 54,
-    F_GPU_UTIL = 203,
-    F_MEM_COPY_UTIL = 204,
-    F_FB_TOTAL = 250,
-    F_FB_FREE = 251,
-    F_FB_USED = 252,
-    F_FB_RESERVED = 253,
-    F_FB_USED_PERCENT = 254,
-};
+#include "../dcgm_field_ids.h"
 
 static int is_instance(const engine_entity *ent)
 {
@@ -61,7 +50,7 @@ const char *engine_instance_profile(const sim_engine *e, const engine_entity *en
 static void mig_uuid(sim_engine *e, const engine_entity *ent, int64_t t_rel, sim_value *out)
 {
     sim_value gpu;
-    if (vs_sample(e->src, ent->gpu, F_UUID, t_rel, &gpu) != DCGM_ST_OK || gpu.kind != SIM_VALUE_OK) {
+    if (vs_sample(e->src, ent->gpu, DCGM_FI_DEV_GPU_UUID, t_rel, &gpu) != DCGM_ST_OK || gpu.kind != SIM_VALUE_OK) {
         out->kind = SIM_VALUE_BLANK;
         return;
     }
@@ -93,39 +82,39 @@ int engine_instance_sample_locked(sim_engine *e, const engine_entity *ent, unsig
 {
     if (!is_instance(ent))
         return 0;
-    if (field_id == F_NAME) {
+    if (field_id == DCGM_FI_DEV_GPU_NAME) {
         sim_put_str(out, engine_instance_profile(e, ent));
         return 1;
     }
-    if (field_id == F_UUID && !ent->fake && ent->gpu != ENGINE_NO_GPU) {
+    if (field_id == DCGM_FI_DEV_GPU_UUID && !ent->fake && ent->gpu != ENGINE_NO_GPU) {
         mig_uuid(e, ent, t_rel, out);
         return 1;
     }
-    if (field_id == F_GPU_UTIL || field_id == F_MEM_COPY_UTIL) {
+    if (field_id == DCGM_FI_DEV_GPU_UTIL_RATIO || field_id == DCGM_FI_DEV_MEM_COPY_UTIL) {
         out->kind = SIM_VALUE_NOT_SUPPORTED;
         return 1;
     }
-    if (field_id < F_FB_TOTAL || field_id > F_FB_USED_PERCENT)
+    if (field_id < DCGM_FI_DEV_FB_TOTAL || field_id > DCGM_FI_DEV_FB_USED_RATIO)
         return 0;
     const sim_mig_profile *profile = engine_instance_mig_profile(e, ent);
     if (!profile)
         return 0;
     /* the profile's memory slices of the GPU's framebuffer, and of what the GPU's work uses */
     int ok = 1;
-    int64_t total = gpu_int(e, ent->gpu, F_FB_TOTAL, t_rel, &ok) * profile->memory_slices / SIM_MIG_MEMORY_SLICES;
-    int64_t reserved = gpu_int(e, ent->gpu, F_FB_RESERVED, t_rel, &ok) * profile->memory_slices /
+    int64_t total = gpu_int(e, ent->gpu, DCGM_FI_DEV_FB_TOTAL, t_rel, &ok) * profile->memory_slices / SIM_MIG_MEMORY_SLICES;
+    int64_t reserved = gpu_int(e, ent->gpu, DCGM_FI_DEV_FB_RESERVED, t_rel, &ok) * profile->memory_slices /
                        SIM_MIG_MEMORY_SLICES;
-    int64_t used = gpu_int(e, ent->gpu, F_FB_USED, t_rel, &ok) * profile->memory_slices / SIM_MIG_MEMORY_SLICES;
+    int64_t used = gpu_int(e, ent->gpu, DCGM_FI_DEV_FB_USED, t_rel, &ok) * profile->memory_slices / SIM_MIG_MEMORY_SLICES;
     if (!ok) {
         out->kind = SIM_VALUE_BLANK;
         return 1;
     }
     int64_t usable = total - reserved;
     switch (field_id) {
-    case F_FB_TOTAL: sim_put_int(out, total); break;
-    case F_FB_FREE: sim_put_int(out, usable - used); break;
-    case F_FB_USED: sim_put_int(out, used); break;
-    case F_FB_RESERVED: sim_put_int(out, reserved); break;
+    case DCGM_FI_DEV_FB_TOTAL: sim_put_int(out, total); break;
+    case DCGM_FI_DEV_FB_FREE: sim_put_int(out, usable - used); break;
+    case DCGM_FI_DEV_FB_USED: sim_put_int(out, used); break;
+    case DCGM_FI_DEV_FB_RESERVED: sim_put_int(out, reserved); break;
     default: sim_put_double(out, usable > 0 ? (double)used / (double)usable : 0.0); break;
     }
     return 1;

@@ -38,26 +38,13 @@
 #include <string.h>
 
 #include "engine_internal.h"
-
-enum {
-    F_BOARD_POWER = 155,
-    F_GPU_TEMP = 150,
-    F_PCIE_REPLAY = 202,
-    F_XID = 230,
-    F_ECC_DBE_DEV = 319,
-    F_RETIRED_SBE = 390,
-    F_RETIRED_DBE = 391,
-    F_NVLINK_CRC_FLIT = 409,
-    F_NVLINK_CRC_DATA = 419,
-    F_NVLINK_REPLAY = 429,
-    F_NVLINK_RECOVERY = 439,
-};
+#include "../dcgm_field_ids.h"
 
 /* the fields a registration watches (DcgmPolicyManager::WatchFields) */
 static const unsigned short policy_fields[] = {
-    F_NVLINK_CRC_FLIT, F_NVLINK_CRC_DATA, F_NVLINK_REPLAY, F_NVLINK_RECOVERY,
-    F_ECC_DBE_DEV, F_RETIRED_SBE, F_RETIRED_DBE, F_GPU_TEMP, F_XID, F_BOARD_POWER,
-    F_PCIE_REPLAY,
+    DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL, DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL, DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL,
+    DCGM_FI_DEV_ECC_DBE_VOL_DEV, DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL, DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL, DCGM_FI_DEV_GPU_TEMP_CELSIUS, DCGM_FI_DEV_XID_ERROR, DCGM_FI_DEV_BOARD_POWER_WATTS,
+    DCGM_FI_DEV_PCIE_REPLAY_TOTAL,
 };
 #define N_POLICY_FIELDS (sizeof policy_fields / sizeof policy_fields[0])
 
@@ -444,14 +431,14 @@ static int other_pages(sim_engine *e, unsigned int gpu, unsigned short field, un
 static unsigned int condition_of_field(unsigned short field_id)
 {
     switch (field_id) {
-    case F_ECC_DBE_DEV: return DCGM_POLICY_COND_DBE;
-    case F_PCIE_REPLAY: return DCGM_POLICY_COND_PCI;
-    case F_NVLINK_CRC_FLIT: case F_NVLINK_CRC_DATA: case F_NVLINK_REPLAY: case F_NVLINK_RECOVERY:
+    case DCGM_FI_DEV_ECC_DBE_VOL_DEV: return DCGM_POLICY_COND_DBE;
+    case DCGM_FI_DEV_PCIE_REPLAY_TOTAL: return DCGM_POLICY_COND_PCI;
+    case DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL: case DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL: case DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL: case DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL:
         return DCGM_POLICY_COND_NVLINK;
-    case F_RETIRED_SBE: case F_RETIRED_DBE: return DCGM_POLICY_COND_MAX_PAGES_RETIRED;
-    case F_GPU_TEMP: return DCGM_POLICY_COND_THERMAL;
-    case F_BOARD_POWER: return DCGM_POLICY_COND_POWER;
-    case F_XID: return DCGM_POLICY_COND_XID;
+    case DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL: case DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL: return DCGM_POLICY_COND_MAX_PAGES_RETIRED;
+    case DCGM_FI_DEV_GPU_TEMP_CELSIUS: return DCGM_POLICY_COND_THERMAL;
+    case DCGM_FI_DEV_BOARD_POWER_WATTS: return DCGM_POLICY_COND_POWER;
+    case DCGM_FI_DEV_XID_ERROR: return DCGM_POLICY_COND_XID;
     default: return 0;
     }
 }
@@ -476,7 +463,7 @@ void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_
     memset(&r, 0, sizeof r);
     unsigned int count = 0;
     switch (s->field_id) {
-    case F_ECC_DBE_DEV:
+    case DCGM_FI_DEV_ECC_DBE_VOL_DEV:
         if (!(enabled & DCGM_POLICY_COND_DBE) || !counter_rose(&s->ring, at, &count))
             return;
         r.condition = DCGM_POLICY_COND_DBE;
@@ -484,17 +471,17 @@ void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_
         r.val.dbe.location = 2; /* the device */
         r.val.dbe.numerrors = count;
         break;
-    case F_PCIE_REPLAY:
+    case DCGM_FI_DEV_PCIE_REPLAY_TOTAL:
         if (!(enabled & DCGM_POLICY_COND_PCI) || !counter_rose(&s->ring, at, &count))
             return;
         r.condition = DCGM_POLICY_COND_PCI;
         r.val.pci.timestamp = ts;
         r.val.pci.counter = count;
         break;
-    case F_NVLINK_CRC_FLIT:
-    case F_NVLINK_CRC_DATA:
-    case F_NVLINK_REPLAY:
-    case F_NVLINK_RECOVERY:
+    case DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL:
+    case DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL:
+    case DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL:
+    case DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL:
         if (!(enabled & DCGM_POLICY_COND_NVLINK) || !counter_rose(&s->ring, at, &count))
             return;
         r.condition = DCGM_POLICY_COND_NVLINK;
@@ -502,17 +489,17 @@ void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_
         r.val.nvlink.fieldId = s->field_id;
         r.val.nvlink.counter = count;
         break;
-    case F_RETIRED_SBE:
-    case F_RETIRED_DBE: {
+    case DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL:
+    case DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL: {
         if (!(enabled & DCGM_POLICY_COND_MAX_PAGES_RETIRED) || blank_i64(v->num.i64))
             return;
         unsigned int mine = (unsigned int)v->num.i64, other = 0;
         int64_t other_ts = 0;
-        unsigned short other_field = s->field_id == F_RETIRED_SBE ? F_RETIRED_DBE : F_RETIRED_SBE;
+        unsigned short other_field = s->field_id == DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL ? DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL : DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL;
         if (!other_pages(e, gpu, other_field, &other, &other_ts))
             return;
-        unsigned int sbe = s->field_id == F_RETIRED_SBE ? mine : other;
-        unsigned int dbe = s->field_id == F_RETIRED_DBE ? mine : other;
+        unsigned int sbe = s->field_id == DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL ? mine : other;
+        unsigned int dbe = s->field_id == DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL ? mine : other;
         unsigned int limit =
             (unsigned int)policy->parms[DCGM_POLICY_COND_IDX_MAX_PAGES_RETIRED].val.llval;
         if ((unsigned long long)sbe + dbe <= limit)
@@ -523,7 +510,7 @@ void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_
         r.val.mpr.dbepages = dbe;
         break;
     }
-    case F_GPU_TEMP: {
+    case DCGM_FI_DEV_GPU_TEMP_CELSIUS: {
         if (!(enabled & DCGM_POLICY_COND_THERMAL) || blank_i64(v->num.i64))
             return;
         unsigned int temp = (unsigned int)v->num.i64;
@@ -534,7 +521,7 @@ void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_
         r.val.thermal.thermalViolation = temp;
         break;
     }
-    case F_BOARD_POWER: {
+    case DCGM_FI_DEV_BOARD_POWER_WATTS: {
         double watts = v->num.dbl;
         /* a blank, or a number no unsigned int holds, is not judged */
         if (!(enabled & DCGM_POLICY_COND_POWER) || !(watts >= 0.0) || watts >= 4294967296.0 ||
@@ -548,7 +535,7 @@ void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_
         r.val.power.powerViolation = power;
         break;
     }
-    case F_XID:
+    case DCGM_FI_DEV_XID_ERROR:
         if (!(enabled & DCGM_POLICY_COND_XID) || blank_i64(v->num.i64))
             return;
         r.condition = DCGM_POLICY_COND_XID;

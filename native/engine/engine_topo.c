@@ -31,9 +31,8 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "../dcgm_field_ids.h"
 
-#define F_COMPUTE_CAPABILITY 63
-#define F_CPU_AFFINITY_0 70
 #define AFFINITY_WORDS_SAMPLED 4 /* DCGM_FI_DEV_CPU_AFFINITY_0..3 */
 
 typedef struct topo_element {
@@ -80,7 +79,7 @@ static unsigned int arch_locked(sim_engine *e, const engine_entity *ent, int64_t
         return 0;
     sim_value v;
     memset(&v, 0, sizeof v);
-    if (vs_sample(e->src, ent->gpu, F_COMPUTE_CAPABILITY, t_rel, &v) != DCGM_ST_OK ||
+    if (vs_sample(e->src, ent->gpu, DCGM_FI_CUDA_GPU_COMPUTE_CAPABILITY, t_rel, &v) != DCGM_ST_OK ||
         v.kind != SIM_VALUE_OK)
         return DCGM_CHIP_ARCH_UNKNOWN;
     return arch_of_cc((int)(v.i64 >> 16), (int)(v.i64 & 0xffff));
@@ -121,7 +120,7 @@ static void live_affinity_locked(sim_engine *e, const engine_entity *ent, int64_
         sim_value v;
         memset(&v, 0, sizeof v);
         /* a word the driver will not give stays empty, as DCGM leaves it */
-        if (vs_sample(e->src, ent->gpu, (unsigned short)(F_CPU_AFFINITY_0 + w), t_rel, &v) ==
+        if (vs_sample(e->src, ent->gpu, (unsigned short)(DCGM_FI_DEV_CPU_AFFINITY_0 + w), t_rel, &v) ==
                 DCGM_ST_OK &&
             v.kind == SIM_VALUE_OK)
             mask[w] = (unsigned long)v.i64;

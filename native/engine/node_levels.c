@@ -15,20 +15,7 @@
 #include <string.h>
 
 #include "node_internal.h"
-
-/* DCGM field ids served here */
-enum {
-    F_SWITCH_VOLTAGE = 701,
-    F_LINK_TX = 780, F_LINK_RX = 781,
-    F_LINK_FATAL = 782, F_LINK_NON_FATAL = 783, F_LINK_REPLAY = 784, F_LINK_RECOVERY = 785,
-    F_SXID_FATAL = 856, F_SXID_NON_FATAL = 857,
-    F_SWITCH_TEMP = 858, F_SWITCH_TEMP_SLOWDOWN = 859, F_SWITCH_TEMP_SHUTDOWN = 860,
-    F_SWITCH_TX = 861, F_SWITCH_RX = 862, F_SWITCH_PHYSICAL_ID = 863, F_SWITCH_RESET = 864,
-    F_CPU_UTIL_TOTAL = 1100, F_CPU_UTIL_USER = 1101, F_CPU_UTIL_NICE = 1102,
-    F_CPU_UTIL_SYS = 1103, F_CPU_UTIL_IRQ = 1104,
-    F_CPU_TEMP = 1110, F_CPU_TEMP_WARN = 1111, F_CPU_TEMP_CRIT = 1112,
-    F_CPU_CLOCK = 1120, F_CPU_POWER = 1130, F_CPU_VENDOR = 1140, F_CPU_MODEL = 1141,
-};
+#include "../dcgm_field_ids.h"
 
 #define GROUP_SWITCH 3
 #define GROUP_LINK 6
@@ -69,10 +56,10 @@ static double core_busy(const sim_node *node, unsigned int core, int64_t t_rel_u
 static double util_share(unsigned short field_id, double busy)
 {
     switch (field_id) {
-    case F_CPU_UTIL_TOTAL: return busy;
-    case F_CPU_UTIL_USER: return 0.80 * busy;
-    case F_CPU_UTIL_SYS: return 0.15 * busy;
-    case F_CPU_UTIL_IRQ: return 0.05 * busy;
+    case DCGM_FI_DEV_CPU_UTIL_TOTAL: return busy;
+    case DCGM_FI_DEV_CPU_UTIL_USER: return 0.80 * busy;
+    case DCGM_FI_DEV_CPU_UTIL_SYS: return 0.15 * busy;
+    case DCGM_FI_DEV_CPU_UTIL_IRQ: return 0.05 * busy;
     default: return 0.0; /* nice */
     }
 }
@@ -82,15 +69,15 @@ static int sample_switch(const sim_node *node, unsigned int id, unsigned short f
 {
     double t = (double)(t_rel_us > 0 ? t_rel_us : 0) / 1e6;
     switch (field_id) {
-    case F_SWITCH_TEMP:
+    case DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS:
         sim_put_int(out, 42 + (int64_t)(6 * unit_noise(node->seed, 3, id, (uint64_t)t / 5)));
         return 1;
-    case F_SWITCH_TEMP_SLOWDOWN: sim_put_int(out, 95); return 1;
-    case F_SWITCH_TEMP_SHUTDOWN: sim_put_int(out, 105); return 1;
-    case F_SWITCH_VOLTAGE: sim_put_int(out, 850); return 1;
-    case F_SWITCH_PHYSICAL_ID: sim_put_int(out, (int64_t)id); return 1;
-    case F_SWITCH_RESET: case F_SXID_FATAL: case F_SXID_NON_FATAL: sim_put_int(out, 0); return 1;
-    case F_SWITCH_TX: case F_SWITCH_RX:
+    case DCGM_FI_DEV_NVSWITCH_TEMP_SLOWDOWN_CELSIUS: sim_put_int(out, 95); return 1;
+    case DCGM_FI_DEV_NVSWITCH_TEMP_SHUTDOWN_CELSIUS: sim_put_int(out, 105); return 1;
+    case DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT: sim_put_int(out, 850); return 1;
+    case DCGM_FI_DEV_NVSWITCH_PHYSICAL_ID: sim_put_int(out, (int64_t)id); return 1;
+    case DCGM_FI_DEV_NVSWITCH_RESET_REQUIRED: case DCGM_FI_DEV_SXID_FATAL_ERROR: case DCGM_FI_DEV_SXID_NON_FATAL_ERROR: sim_put_int(out, 0); return 1;
+    case DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX: case DCGM_FI_DEV_NVSWITCH_THROUGHPUT_RX:
         /* the ports the GPUs' links reach on this switch, all carrying traffic */
         sim_put_int(out, (int64_t)(t * PORT_KIB_PER_S * 32));
         return 1;
@@ -102,8 +89,8 @@ static int sample_port(unsigned short field_id, int64_t t_rel_us, sim_value *out
 {
     double t = (double)(t_rel_us > 0 ? t_rel_us : 0) / 1e6;
     switch (field_id) {
-    case F_LINK_TX: case F_LINK_RX: sim_put_int(out, (int64_t)(t * PORT_KIB_PER_S)); return 1;
-    case F_LINK_FATAL: case F_LINK_NON_FATAL: case F_LINK_REPLAY: case F_LINK_RECOVERY:
+    case DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX: case DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX: sim_put_int(out, (int64_t)(t * PORT_KIB_PER_S)); return 1;
+    case DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS: case DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS: case DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERROR_TOTAL: case DCGM_FI_DEV_NVSWITCH_LINK_RECOVERY_ERROR_TOTAL:
         sim_put_int(out, 0);
         return 1;
     default: return 0;
@@ -113,11 +100,11 @@ static int sample_port(unsigned short field_id, int64_t t_rel_us, sim_value *out
 static int sample_cpu(const sim_node *node, int group, unsigned int id, unsigned short field_id,
                       int64_t t_rel_us, sim_value *out)
 {
-    if (field_id == F_CPU_VENDOR || field_id == F_CPU_MODEL) {
-        sim_put_str(out, field_id == F_CPU_VENDOR ? "Nvidia" : "Grace");
+    if (field_id == DCGM_FI_DEV_CPU_VENDOR || field_id == DCGM_FI_DEV_CPU_MODEL) {
+        sim_put_str(out, field_id == DCGM_FI_DEV_CPU_VENDOR ? "Nvidia" : "Grace");
         return 1;
     }
-    if (field_id >= F_CPU_UTIL_TOTAL && field_id <= F_CPU_UTIL_IRQ) {
+    if (field_id >= DCGM_FI_DEV_CPU_UTIL_TOTAL && field_id <= DCGM_FI_DEV_CPU_UTIL_IRQ) {
         if (group == GROUP_CPU_CORE) {
             sim_put_double(out, util_share(field_id, core_busy(node, id, t_rel_us)));
             return 1;
@@ -130,18 +117,18 @@ static int sample_cpu(const sim_node *node, int group, unsigned int id, unsigned
         return 1;
     }
     if (group == GROUP_CPU_CORE) {
-        if (field_id != F_CPU_CLOCK)
+        if (field_id != DCGM_FI_DEV_CPU_CLOCK_CURRENT)
             return 0;
         sim_put_int(out, GRACE_CORE_KHZ);
         return 1;
     }
     switch (field_id) {
-    case F_CPU_TEMP:
+    case DCGM_FI_DEV_CPU_TEMP_CELSIUS:
         sim_put_double(out, 48.0 + 4.0 * unit_noise(node->seed, 5, id, (uint64_t)(t_rel_us / 5000000)));
         return 1;
-    case F_CPU_TEMP_WARN: sim_put_double(out, 95.0); return 1;
-    case F_CPU_TEMP_CRIT: sim_put_double(out, 105.0); return 1;
-    case F_CPU_POWER:
+    case DCGM_FI_DEV_CPU_TEMP_WARNING_CELSIUS: sim_put_double(out, 95.0); return 1;
+    case DCGM_FI_DEV_CPU_TEMP_CRITICAL_CELSIUS: sim_put_double(out, 105.0); return 1;
+    case DCGM_FI_DEV_CPU_POWER_WATTS:
         sim_put_double(out, 120.0 + 100.0 * GRACE_BUSY + 10.0 * unit_noise(node->seed, 6, id,
                                                                             (uint64_t)(t_rel_us / 1000000)));
         return 1;

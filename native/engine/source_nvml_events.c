@@ -19,8 +19,8 @@
 #include <stdlib.h>
 
 #include "source_nvml.h"
+#include "../dcgm_field_ids.h"
 
-#define FIELD_XID 230
 #define XID_QUEUE_CAP 256
 /* a burst larger than this in one read is left for the next read */
 #define MAX_DRAIN_PER_READ 1024
@@ -31,7 +31,7 @@ struct nvml_xid_queue {
     unsigned int head, count;
 };
 
-int nvml_events_is_event_field(unsigned short f) { return f == FIELD_XID; }
+int nvml_events_is_event_field(unsigned short f) { return f == DCGM_FI_DEV_XID_ERROR; }
 
 static void queue_push(struct nvml_xid_queue *q, int64_t t_rel, int64_t xid)
 {
@@ -120,13 +120,13 @@ static void drain(nvml_source *s, int64_t t_rel)
             nvml_src_mark_lost(s, (unsigned int)gpu, t_rel);
         break;  /* TIMEOUT: nothing pending; anything else: try again at the next read */
     }
-    nvml_src_count_read(s, FIELD_XID, (uint64_t)(nvml_src_mono_ns() - start));
+    nvml_src_count_read(s, DCGM_FI_DEV_XID_ERROR, (uint64_t)(nvml_src_mono_ns() - start));
 }
 
 int nvml_events_read(nvml_source *s, unsigned int gpu, unsigned short f, int64_t from_rel,
                      int64_t to_rel, sim_event *out, int max)
 {
-    if (f != FIELD_XID || gpu >= s->count || !ensure_registered(s, to_rel))
+    if (f != DCGM_FI_DEV_XID_ERROR || gpu >= s->count || !ensure_registered(s, to_rel))
         return 0;
     if (to_rel > s->events_drained_to) {
         drain(s, to_rel);

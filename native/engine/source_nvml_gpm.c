@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "source_nvml.h"
+#include "../dcgm_field_ids.h"
 
 #define FIRST_FIELD 1001
 
@@ -33,7 +34,6 @@ static const unsigned int metric_ids[NVML_GPM_METRICS] = {
     NVML_GPM_METRIC_PCIE_RX_PER_SEC,    /* 1010 DCGM_FI_PROF_PCIE_RX_BYTES */
 };
 
-#define FIELD_PCIE_TX 1009
 #define MIB 1048576.0
 
 int nvml_gpm_is_field(unsigned short f)
@@ -156,7 +156,7 @@ int nvml_gpm_sample(nvml_source *s, unsigned int gpu, unsigned short f, int64_t 
         nvml_src_put_error(s, gpu, g->rcs[i], t_rel, out);
         return DCGM_ST_OK;
     }
-    if (f >= FIELD_PCIE_TX)
+    if (f >= DCGM_FI_PROF_PCIE_TX_BYTES)
         sim_put_int(out, (int64_t)(g->values[i] * MIB));
     else
         sim_put_double(out, g->values[i] / 100.0);

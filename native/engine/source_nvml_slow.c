@@ -30,9 +30,8 @@
 #include <time.h>
 
 #include "source_nvml.h"
+#include "../dcgm_field_ids.h"
 
-#define FIELD_ENERGY 156
-#define FIELD_REPLAY 202
 #define ENERGY_PERIOD_ENV "DCGM_ENGINE_NVML_ENERGY_PERIOD_MS"
 #define REPLAY_PERIOD_ENV "DCGM_ENGINE_NVML_REPLAY_PERIOD_MS"
 #define DEFAULT_ENERGY_PERIOD_US 10000000
@@ -41,9 +40,9 @@
 /* the reader looks again at least this often (a new ask, a stop) */
 #define IDLE_WAIT_US 1000000
 
-int nvml_slow_is_slow(unsigned short f) { return f == FIELD_ENERGY || f == FIELD_REPLAY; }
+int nvml_slow_is_slow(unsigned short f) { return f == DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION || f == DCGM_FI_DEV_PCIE_REPLAY_TOTAL; }
 
-int nvml_slow_is_estimated(unsigned short f) { return f == FIELD_ENERGY; }
+int nvml_slow_is_estimated(unsigned short f) { return f == DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION; }
 
 /* the source's own clock: microseconds since it opened */
 static int64_t src_now(const nvml_source *s) { return nvml_src_mono_us() - s->t0_mono_us; }
@@ -96,9 +95,9 @@ typedef struct slow_kind {
 } slow_kind;
 
 static const slow_kind slow_kinds[] = {
-    { FIELD_ENERGY, offsetof(nvml_source, energy_cells), offsetof(nvml_source, energy_period_us),
+    { DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, offsetof(nvml_source, energy_cells), offsetof(nvml_source, energy_period_us),
       read_energy },
-    { FIELD_REPLAY, offsetof(nvml_source, replay_cells), offsetof(nvml_source, replay_period_us),
+    { DCGM_FI_DEV_PCIE_REPLAY_TOTAL, offsetof(nvml_source, replay_cells), offsetof(nvml_source, replay_period_us),
       read_replay },
 };
 #define N_SLOW_KINDS (sizeof slow_kinds / sizeof slow_kinds[0])
@@ -304,7 +303,7 @@ static int sample_energy(nvml_source *s, unsigned int gpu, int64_t t_rel, sim_va
     }
 
     pthread_mutex_lock(&s->mu);
-    nvml_field_stats *st = &s->stats[FIELD_ENERGY];
+    nvml_field_stats *st = &s->stats[DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION];
     st->reads++;
     st->read_ns += (uint64_t)took_ns;
     st->period_us = s->energy_period_us;
@@ -363,7 +362,7 @@ static int sample_cell(nvml_source *s, unsigned int gpu, const slow_kind *k, int
 int nvml_slow_sample(nvml_source *s, unsigned int gpu, unsigned short f, int64_t t_rel,
                      sim_value *out)
 {
-    if (f == FIELD_ENERGY)
+    if (f == DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION)
         return sample_energy(s, gpu, t_rel, out);
     const slow_kind *k = kind_of(f);
     if (!k) {
