@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/engine/field_table.c, the simulator's field metadata, and
+"""Generate native/node/field_table.c, the simulator's field metadata, and
 native/dcgm_field_ids.h, the DCGM_FI_* field ids the C sources name fields by.
 
 The simulated libdcgm must answer DcgmFieldGetById / DcgmFieldGetByTag for
@@ -27,7 +27,7 @@ from _gen import GenerationError, check_outputs, read_tsv, resolve, write_output
 from _gen import command_line as regenerate_command
 
 DEFAULT_FIELDS = "reference/dcgm/fields.tsv"
-DEFAULT_OUTPUT = "native/engine/field_table.c"
+DEFAULT_OUTPUT = "native/node/field_table.c"
 DEFAULT_IDS_OUTPUT = "native/dcgm_field_ids.h"
 
 # Sizes of the char arrays in dcgm_field_meta_t / dcgm_field_output_format_t
@@ -219,7 +219,7 @@ def render(metas: list[FieldMeta], fields_arg: str) -> str:
         " * an id-indexed lookup and a tag-sorted index for binary search.  The",
         " * lookups live in fields_api.c.",
         " */",
-        "#include \"sim.h\"",
+        "#include \"node.h\"",
         "",
         "#define SIM_FIELD_COUNT %d" % count,
         "",

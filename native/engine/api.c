@@ -21,7 +21,7 @@
 #include "engine_log.h"
 #include "policy_dispatch.h"
 #include "remote.h"
-#include "sim.h"
+#include "../node/node.h"
 #include "source.h"
 
 #define SCENARIO_ENV "DCGM_SIM_SCENARIO"

@@ -11,7 +11,7 @@
 
 #include "engine_internal.h"
 #include "engine_imex.h"
-#include "mig_profiles.h"
+#include "../node/node.h"
 
 int64_t engine_wall_us(void)
 {

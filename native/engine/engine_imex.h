@@ -5,7 +5,7 @@
 #define DCGM_SIM_ENGINE_IMEX_H
 
 #include "../dcgm_field_ids.h"
-#include "sim.h"
+#include "../node/node.h"
 
 /* DCGM's DcgmImexDaemonStatus values the engine uses by name */
 #define IMEX_DAEMON_READY 5

@@ -11,7 +11,7 @@
 #include <stdarg.h>
 
 #include "engine.h"
-#include "sim.h"
+#include "../node/node.h"
 #include "source.h"
 
 #define ENGINE_MAX_GROUPS DCGM_MAX_NUM_GROUPS

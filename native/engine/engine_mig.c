@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "engine_internal.h"
-#include "mig_profiles.h"
+#include "../node/node.h"
 #include "source.h"
 #include "../dcgm_field_ids.h"
 

@@ -2,7 +2,7 @@
  * source.h -- the engine's value source: where its GPUs and their values
  * come from.  Below the cache, watches and API (shared by every source).
  *
- *   source_models.c  the simulated node's physics models (sim.h), the default
+ *   source_models.c  the simulated node (native/node/node.h), the default
  *   source_nvml.c    the driver's libnvidia-ml.so.1, opened at run time
  *
  * GPU identity (name, UUID, PCI bus id, serial, brand, driver version) is
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim.h"
+#include "../node/node.h"
 
 #define VALUE_SOURCE_ENV "DCGM_ENGINE_SOURCE"
 #define VALUE_SOURCE_NVML_LIB_ENV "DCGM_ENGINE_NVML_LIB"
@@ -51,7 +51,7 @@ typedef struct value_source_ops {
     /* when the GPU was lost (us after start), -1 while it is not */
     int64_t (*gpu_lost_at)(void *impl, unsigned int gpu);
     unsigned int (*mig_instances)(void *impl, unsigned int gpu);
-    /* the profile of one GPU instance (mig_profiles.h); NULL when the source cannot say */
+    /* the profile of one GPU instance (node.h); NULL when the source cannot say */
     const struct sim_mig_profile *(*mig_profile)(void *impl, unsigned int gpu, unsigned int index);
     /* one NvLink link of a GPU: VS_LINK_UP, VS_LINK_DOWN or VS_LINK_NONE (no such
      * link, or the hardware would not say) */

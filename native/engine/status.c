@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "../node/node.h"
 #include "status.h"
 
 struct engine_status {

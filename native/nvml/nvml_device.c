@@ -147,7 +147,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t
     BEGIN_DEVICE(NVML_FN_BRAND, device);
     if (type == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    const char *brand = call.sim->model->brand;
+    const char *brand = call.sim->brand;
     if (strcasecmp(brand, "Tesla") == 0)
         *type = NVML_BRAND_TESLA;
     else if (strcasecmp(brand, "NVIDIA") == 0)
@@ -162,7 +162,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDevi
     BEGIN_DEVICE(NVML_FN_ARCHITECTURE, device);
     if (arch == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    const sim_model *m = call.sim->model;
+    const sim_gpu_info *m = call.sim;
     if (m->cc_major == 9)
         *arch = NVML_DEVICE_ARCH_HOPPER;
     else if (m->cc_major == 8)
@@ -179,8 +179,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device,
     BEGIN_DEVICE(NVML_FN_CUDA_COMPUTE_CAPABILITY, device);
     if (major == NULL || minor == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    *major = call.sim->model->cc_major;
-    *minor = call.sim->model->cc_minor;
+    *major = call.sim->cc_major;
+    *minor = call.sim->cc_minor;
     return nvml_end(NVML_SUCCESS);
 }
 
@@ -431,7 +431,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlCloc
  */
 static nvmlReturn_t read_app_clock(const nvml_call *call, nvmlClockType_t type, unsigned int *clock)
 {
-    if (type == NVML_CLOCK_VIDEO && call->sim->model->cc_major == 9)
+    if (type == NVML_CLOCK_VIDEO && call->sim->cc_major == 9)
         return NVML_ERROR_NOT_SUPPORTED;
     return read_clock(call, clock_field(type, DCGM_FI_DEV_MAX_SM_CLOCK, DCGM_FI_DEV_MAX_MEM_CLOCK, DCGM_FI_DEV_MAX_VIDEO_CLOCK), clock);
 }
@@ -755,7 +755,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int 
     BEGIN_DEVICE(NVML_FN_MIG_MODE, device);
     if (currentMode == NULL || pendingMode == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    if (!call.sim->model->mig_capable)
+    if (!call.sim->mig_capable)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     *currentMode = *pendingMode = mig_enabled(&call) ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     return nvml_end(NVML_SUCCESS);
@@ -776,7 +776,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, uns
     BEGIN_DEVICE(NVML_FN_MIG_DEVICE_QUERY, device);
     if (count == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    if (!call.sim->model->mig_capable)
+    if (!call.sim->mig_capable)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     /* zero while MIG is off (recorded on an H200 with MIG disabled) */
     *count = mig_enabled(&call) ? SIM_MAX_MIG_INSTANCES : 0;
@@ -856,7 +856,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned 
     BEGIN_DEVICE(NVML_FN_NVLINK_STATE, device);
     if (isActive == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    int links = call.sim->model->nvlinks;
+    int links = call.sim->nvlinks;
     if (links == 0)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     if (link >= (unsigned int)links)
@@ -872,7 +872,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice
     unsigned int other = 0;
     if (p2pStatus == NULL || !nvml_device_index(device2, &other) || p2pIndex >= NVML_P2P_CAPS_INDEX_UNKNOWN)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    bool both_nvlink = call.sim->model->nvlinks > 0 && nvml_sim_gpu(other)->model->nvlinks > 0;
+    bool both_nvlink = call.sim->nvlinks > 0 && nvml_sim_gpu(other)->nvlinks > 0;
     if (p2pIndex == NVML_P2P_CAPS_INDEX_NVLINK)
         *p2pStatus = both_nvlink && other != call.gpu ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
     else

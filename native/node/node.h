@@ -1,27 +1,45 @@
 /*
- * sim.h -- the seams inside the simulated libdcgm.so.4.
+ * node.h -- the simulated node: its GPUs (models, workloads, physics), the
+ * scenario that plans them, its NvSwitches and Grace CPUs, and DCGM's field
+ * metadata.  The one header of native/node/ that code outside it includes:
+ * both simulated libraries compile the node in (the engine of libdcgm.so.4
+ * reads it through its value source, libnvidia-ml.so.1 through its getters),
+ * so one scenario gives the same numbers through either.
  *
  *   field_table.c  field metadata (generated from reference/dcgm/fields.tsv)
- *   node.c etc.    the simulated node: scenario, GPU models, physics
- *   source.h       the engine's value source: this node (source_models.c) or NVML
- *                  (source_nvml.c, the driver's libnvidia-ml.so.1)
- *   engine.c etc.  the simulated hostengine: groups, watches, cache, reads
- *   api.c          the exported DCGM C ABI, dispatching handles to a backend
- *   backend_*.c    the two backends: the embedded engine, a remote hostengine
+ *   fields_api.c   its lookups, and DCGM's exported DcgmField* functions
+ *   models.c       what each GPU model is (limits, clocks, which fields it has)
+ *   scenario.c     a spec or scenario file turned into the per-GPU plan
+ *   replay.c       recorded traces played back as a workload
+ *   node.c         the physics: every reading of a GPU at a time
+ *   node_levels.c  the NvSwitches and Grace CPUs beyond the GPUs
  *
- * Data flows one way: api -> engine -> node -> field_table.  The node knows
- * nothing of watches or handles; the engine knows nothing of physics.  A
- * separate hostengine process (a later issue) owns an engine and a node and
- * serves remote handles, so nothing below api.c may assume it runs inside
- * the client's process.
+ * The node knows nothing of watches, handles or NVML: it answers pure
+ * functions of (scenario, seed, entity, field, time) and the settings made
+ * so far.  node_internal.h (the plan's types) stays inside this folder.
  */
-#ifndef DCGM_SIM_SIM_H
-#define DCGM_SIM_SIM_H
+#ifndef DCGM_SIM_NODE_H
+#define DCGM_SIM_NODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../dcgm_abi.h"
+#include "mig_profiles.h"
+
+/* DCGM_CLOCKS_EVENT_REASON_* bits of field 112, as in dcgm_structs.h. */
+#define SIM_CLOCKS_EVENT_GPU_IDLE 0x1ULL
+#define SIM_CLOCKS_EVENT_CLOCKS_SETTING 0x2ULL
+#define SIM_CLOCKS_EVENT_SW_POWER_CAP 0x4ULL
+#define SIM_CLOCKS_EVENT_HW_SLOWDOWN 0x8ULL
+#define SIM_CLOCKS_EVENT_SYNC_BOOST 0x10ULL
+#define SIM_CLOCKS_EVENT_SW_THERMAL 0x20ULL
+#define SIM_CLOCKS_EVENT_HW_THERMAL 0x40ULL
+#define SIM_CLOCKS_EVENT_HW_POWER_BRAKE 0x80ULL
+
+#define SIM_MAX_NVLINKS 18          /* NvLink links of a GPU the node models */
+#define SIM_MAX_MIG_INSTANCES 7     /* MIG GPU instances of one GPU */
 
 /* ---- field metadata (field_table.c) ------------------------------------ */
 
@@ -31,7 +49,7 @@ const dcgm_field_meta_t *sim_field_meta(unsigned short fieldId);
 /* Metadata by tag (e.g. "gpu_temp"), or NULL. */
 const dcgm_field_meta_t *sim_field_meta_by_tag(const char *tag);
 
-/* ---- the simulated node (node.c, models.c, scenario.c) ------------------ */
+/* ---- the simulated node (node.c, models.c, scenario.c, replay.c) -------- */
 
 typedef struct sim_node sim_node;
 
@@ -132,6 +150,25 @@ int sim_node_slowdown_ns(sim_node *node, unsigned int gpu, int64_t t_rel_us, uin
 unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu);
 
 /*
+ * What a GPU is, as its driver describes it (the simulated NVML's getters):
+ * its model's facts as it sits in the node, its MIG instances and the
+ * scenario's XIDs on it.  Fixed at load; valid while the node lives.
+ */
+typedef struct sim_gpu_info {
+    const char *brand;          /* the model's brand, e.g. "NVIDIA" or "Tesla" */
+    int cc_major, cc_minor;     /* CUDA compute capability */
+    int nvlinks;                /* NvLink links (0 on PCIe-only parts) */
+    bool mig_capable;
+    bool gpm;                   /* Hopper GPM metrics (field 94) */
+    unsigned int mig_instances; /* 0: MIG off */
+    const sim_event *xids;      /* ascending t */
+    size_t xid_count;
+} sim_gpu_info;
+
+/* The description of GPU gpu; NULL for no such GPU. */
+const sim_gpu_info *sim_node_gpu_info(const sim_node *node, unsigned int gpu);
+
+/*
  * The node's other entities (node_levels.c): NvSwitches and Grace CPUs, as
  * many as the scenario asks for (none by default), and their readings.
  * group is a DCGM_FE_* value: SWITCH (id), LINK (a switch port: id = the
@@ -144,4 +181,4 @@ unsigned int sim_node_cpu_core_count(const sim_node *node);   /* per CPU */
 int sim_node_level_sample(const sim_node *node, int group, unsigned int id, unsigned int parent,
                           unsigned int index, unsigned short fieldId, int64_t t_rel_us, sim_value *out);
 
-#endif /* DCGM_SIM_SIM_H */
+#endif /* DCGM_SIM_NODE_H */

@@ -1,5 +1,6 @@
 /*
- * node_internal.h -- private to node.c, models.c and scenario.c.
+ * node_internal.h -- private to the node's sources (native/node/); the
+ * interface is node.h.
  *
  * The node is split three ways: models.c knows what each GPU model is
  * (limits, clocks, which fields it has), scenario.c turns a spec into the
@@ -14,24 +15,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "mig_profiles.h"
-#include "sim.h"
+#include "node.h"
 
 #define NODE_HIDDEN __attribute__((visibility("hidden")))
 
-/* DCGM_CLOCKS_EVENT_REASON_* bits of field 112, as in dcgm_structs.h. */
-#define SIM_CLOCKS_EVENT_GPU_IDLE 0x1ULL
-#define SIM_CLOCKS_EVENT_CLOCKS_SETTING 0x2ULL
-#define SIM_CLOCKS_EVENT_SW_POWER_CAP 0x4ULL
-#define SIM_CLOCKS_EVENT_HW_SLOWDOWN 0x8ULL
-#define SIM_CLOCKS_EVENT_SYNC_BOOST 0x10ULL
-#define SIM_CLOCKS_EVENT_SW_THERMAL 0x20ULL
-#define SIM_CLOCKS_EVENT_HW_THERMAL 0x40ULL
-#define SIM_CLOCKS_EVENT_HW_POWER_BRAKE 0x80ULL
-
-#define SIM_MAX_NVLINKS 18
 #define SIM_POWER_AVERAGE_STEPS 10  /* 1 s of 100 ms steps */
-#define SIM_MAX_MIG_INSTANCES 7
 #define SIM_DEFAULT_SEED 42ULL
 #define SIM_DRIVER_VERSION "550.54.15"
 #define SIM_NVML_VERSION "12.550.54.15"
@@ -245,6 +233,7 @@ typedef struct sim_gpu {
     double spike_phase;         /* 0..1 of a spike period */
     double fb_jitter;           /* -1..1, nudges framebuffer use per GPU */
     char uuid[64], serial[32], bus_id[32];
+    sim_gpu_info info;          /* what sim_node_gpu_info answers, filled at load */
 
     sim_state_cache cache;
 } sim_gpu;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "node.h"
 #include "../dcgm_functions.h"
 
 /* Defined in the generated field_table.c; these declarations must match it. */

@@ -6,7 +6,7 @@
  * an id-indexed lookup and a tag-sorted index for binary search.  The
  * lookups live in fields_api.c.
  */
-#include "sim.h"
+#include "node.h"
 
 #define SIM_FIELD_COUNT 643
 

@@ -575,6 +575,23 @@ static void node_seed_traits(sim_node *node, unsigned int index)
     gpu->ecc_sbe_base = sbe_prone ? (uint32_t)(node_hash(s, index, CH_TRAIT, 8) % 40) : 0;
 }
 
+/* What sim_node_gpu_info answers for a GPU of the plan. */
+static void node_describe_gpu(sim_gpu *g)
+{
+    const sim_model *m = g->model;
+    g->info = (sim_gpu_info){
+        .brand = m->brand,
+        .cc_major = m->cc_major,
+        .cc_minor = m->cc_minor,
+        .nvlinks = m->nvlinks,
+        .mig_capable = m->mig_capable,
+        .gpm = m->gpm,
+        .mig_instances = g->mig_instances,
+        .xids = g->xids,
+        .xid_count = g->xid_count,
+    };
+}
+
 int sim_node_load(const char *spec, sim_node **out, char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0)
@@ -598,6 +615,7 @@ int sim_node_load(const char *spec, sim_node **out, char *err, size_t errlen)
     for (unsigned int i = 0; i < node->gpu_count; i++) {
         node_format_identity(node, i);
         node_seed_traits(node, i);
+        node_describe_gpu(&node->gpus[i]);
         if (node->gpus[i].model->recorded_driver != recorded)
             recorded = NULL;
     }
@@ -656,6 +674,13 @@ const sim_mig_profile *sim_node_gpu_mig_profile(const sim_node *node, unsigned i
         return NULL;
     return g->mig_profiles[index] ? g->mig_profiles[index]
                                   : sim_mig_profile_even(g->model->key, g->mig_instances);
+}
+
+const sim_gpu_info *sim_node_gpu_info(const sim_node *node, unsigned int gpu)
+{
+    if (node == NULL || gpu >= DCGM_MAX_NUM_DEVICES || gpu >= node->gpu_count)
+        return NULL;
+    return &node->gpus[gpu].info;
 }
 
 unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu)
