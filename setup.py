@@ -2,7 +2,7 @@
 
 1. The cffi extension ``dcgm_collector.dcgm._native`` (API mode), from
    ``dcgm_collector/dcgm/_build.py``.
-2. The simulated ``libdcgm.so.4`` from ``native/engine/*.c`` and the node's
+2. The simulated ``libdcgm.so.4`` from ``native/engine/**/*.c`` and the node's
    sources: a plain shared library (not a Python extension) installed as
    ``dcgm_collector/engine/lib/libdcgm.so.4``, so that ``--sim`` and any DCGM
    client can dlopen it.  Built with the same compiler setuptools uses for
@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 SIM_SOURCES = "native/engine"
 SIM_MAP = "native/engine/libdcgm.map"
 # what the engine's sources include: its own headers, the node's and the shared DCGM ABI headers
-SIM_HEADERS = ("native/engine/*.h", "native/node/*.h", "native/*.h")
+SIM_HEADERS = ("native/engine/**/*.h", "native/node/*.h", "native/*.h")
 SIM_LIBRARY = "libdcgm.so.4"
 SIM_PACKAGE = "dcgm_collector.engine"
 NVML_SOURCES = "native/nvml"
@@ -88,7 +88,8 @@ class build_ext_with_simulator(build_ext):
         return os.path.join(package_dir, "lib", library)
 
     def _build_simulator(self) -> str:
-        sources = sorted(str(p.relative_to(HERE)) for p in (HERE / SIM_SOURCES).glob("*.c"))
+        # the engine's top level and every sub-folder (api/, core/, modules/*/, ...)
+        sources = sorted(str(p.relative_to(HERE)) for p in (HERE / SIM_SOURCES).rglob("*.c"))
         if not sources:
             raise RuntimeError(f"no C sources in {SIM_SOURCES}")
         return self._build_shared_library(SIM_LIBRARY, sources + node_sources(), SIM_HEADERS + (NODE_SOURCE_LIST,),

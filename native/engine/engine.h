@@ -191,8 +191,10 @@ int engine_cache_field_info(sim_engine *engine, dcgmCacheManagerFieldInfo_v4_t *
  * monitors no CPUs (neither the host's nor fake ones). */
 int engine_cpu_hierarchy(sim_engine *engine, dcgmCpuHierarchy_v2 *hierarchy);
 int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);
-/* engine_misc.c: dcgmHostengineEnvironmentVariableInfo over this process's
- * environment, and dcgmGetFieldSummary over the stored samples. */
+/* engine_misc.c: dcgmVersionInfo's answer (this library's build, which a
+ * hostengine gives too), dcgmHostengineEnvironmentVariableInfo over this
+ * process's environment, and dcgmGetFieldSummary over the stored samples. */
+int engine_version_info(dcgmVersionInfo_t *info);
 int engine_env_var_info(dcgmEnvVarInfo_t *info);
 int engine_field_summary(sim_engine *engine, dcgmFieldSummaryRequest_v1 *request);
 /* DCGM's config manager (engine_config.c): dcgmConfigSet / Get / Enforce.

@@ -12,7 +12,7 @@
 
 #include "engine.h"
 #include "../node/node.h"
-#include "source.h"
+#include "sources/source.h"
 
 #define ENGINE_MAX_GROUPS DCGM_MAX_NUM_GROUPS
 #define ENGINE_MAX_FIELD_GROUPS DCGM_MAX_NUM_FIELD_GROUPS

@@ -15,7 +15,7 @@
 
 #include "engine_internal.h"
 #include "../node/node.h"
-#include "source.h"
+#include "sources/source.h"
 #include "../dcgm_field_ids.h"
 
 static int is_instance(const engine_entity *ent)

@@ -1,12 +1,37 @@
 /*
- * Smaller engine calls that both backends answer the same way:
- * the hostengine's environment variables and field summaries.
+ * Smaller engine calls that both backends answer the same way: the
+ * hostengine's version, its environment variables and field summaries.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine_internal.h"
+
+/* ---- dcgmVersionInfo, dcgmHostengineVersionInfo --------------------------- */
+
+#if defined(__x86_64__)
+#define BUILD_ARCH "x86_64"
+#elif defined(__aarch64__)
+#define BUILD_ARCH "aarch64"
+#else
+#define BUILD_ARCH "unknown"
+#endif
+
+int engine_version_info(dcgmVersionInfo_t *info)
+{
+    if (!info)
+        return DCGM_ST_BADPARAM;
+    unsigned int version;
+    memcpy(&version, info, sizeof version);
+    if (version != dcgmVersionInfo_version2)
+        return DCGM_ST_VER_MISMATCH;
+    snprintf(info->rawBuildInfoString, sizeof info->rawBuildInfoString,
+             "version:4.6.0;arch:" BUILD_ARCH ";buildtype:Release;buildid:0;"
+             "commit:simulated;branch:simulated;author:dcgm-collector;platform:linux;"
+             "simulated:yes");
+    return DCGM_ST_OK;
+}
 
 /* ---- dcgmHostengineEnvironmentVariableInfo -------------------------------
  * DCGM's core module answers a name outside its short allow-list, or an

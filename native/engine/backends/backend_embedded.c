@@ -6,7 +6,7 @@
  */
 #include "backend.h"
 
-#include "engine.h"
+#include "../engine.h"
 
 #define OWNER ENGINE_OWNER_EMBEDDED
 
@@ -254,7 +254,7 @@ static int embedded_prof_metric_groups(void *self, dcgmProfGetMetricGroups_v3 *g
 static int embedded_version_info(void *self, dcgmVersionInfo_t *info)
 {
     (void)self;
-    return api_version_info(info);
+    return engine_version_info(info);
 }
 
 static int embedded_hostengine_health(void *self, dcgmHostengineHealth_t *health)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 #include "source_nvml.h"
-#include "../dcgm_field_ids.h"
+#include "../../dcgm_field_ids.h"
 
 #define FIRST_FIELD 1001
 

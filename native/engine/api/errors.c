@@ -7,8 +7,8 @@
  */
 #include <stddef.h>
 
-#include "../dcgm_abi.h"
-#include "../dcgm_functions.h"
+#include "../../dcgm_abi.h"
+#include "../../dcgm_functions.h"
 
 const char *errorString(dcgmReturn_t result)
 {

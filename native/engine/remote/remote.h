@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../dcgm_abi.h"
-#include "engine.h"
+#include "../../dcgm_abi.h"
+#include "../engine.h"
 
 typedef enum remote_kind { REMOTE_TCP = 1, REMOTE_UNIX = 2, REMOTE_VSOCK = 3 } remote_kind;
 

@@ -30,7 +30,7 @@
 #include <time.h>
 
 #include "source_nvml.h"
-#include "../dcgm_field_ids.h"
+#include "../../dcgm_field_ids.h"
 
 #define ENERGY_PERIOD_ENV "DCGM_ENGINE_NVML_ENERGY_PERIOD_MS"
 #define REPLAY_PERIOD_ENV "DCGM_ENGINE_NVML_REPLAY_PERIOD_MS"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostengine.h"
+#include "hostengine_internal.h"
 
 static void serve_set(he_session *s, const wire_request *req, const unsigned char *tail)
 {

@@ -12,7 +12,7 @@
 #ifndef DCGM_SIM_POLICY_DISPATCH_H
 #define DCGM_SIM_POLICY_DISPATCH_H
 
-#include "backend.h"
+#include "../backends/backend.h"
 
 #define POLICY_POLL_MS 100
 

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../node/node.h"
 #include "status.h"
 
 struct engine_status {

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 #include "source_nvml.h"
-#include "../dcgm_field_ids.h"
+#include "../../dcgm_field_ids.h"
 
 #define XID_QUEUE_CAP 256
 /* a burst larger than this in one read is left for the next read */

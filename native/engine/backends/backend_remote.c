@@ -8,7 +8,7 @@
  */
 #include "backend.h"
 
-#include "remote.h"
+#include "../remote/remote.h"
 
 /* ---- lifetime ------------------------------------------------------------- */
 

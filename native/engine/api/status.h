@@ -4,7 +4,7 @@
 #ifndef DCGM_ENGINE_STATUS_H
 #define DCGM_ENGINE_STATUS_H
 
-#include "../dcgm_abi.h"
+#include "../../dcgm_abi.h"
 
 typedef struct engine_status engine_status;
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "api_internal.h"
 #include "status.h"
 
 typedef struct config_call {

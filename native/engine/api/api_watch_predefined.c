@@ -4,7 +4,7 @@
  * group of GPUs for the caller (DCGM: DcgmHostEngineHandler::HelperWatchPredefined,
  * which serves the two the same way).
  */
-#include "backend.h"
+#include "api_internal.h"
 
 #define JOB_FIELD_GROUP 2
 

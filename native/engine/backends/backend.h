@@ -1,9 +1,9 @@
 /*
  * backend.h -- what a handle of the simulated libdcgm.so.4 runs against.
  *
- * api.c resolves every handle to a backend: the embedded engine
- * (backend_embedded.c) or a connection to a simulated hostengine
- * (backend_remote.c).  Both answer the same operations through one table
+ * The API (native/engine/api/) resolves every handle to a backend: the
+ * embedded engine (backend_embedded.c) or a connection to a simulated
+ * hostengine (backend_remote.c).  Both answer the same operations through one table
  * of function pointers; self is the backend's own object (a sim_engine or
  * a remote_conn).  Every operation returns a DCGM_ST_* code, exactly what
  * the matching engine_* or remote_* function returns.
@@ -11,8 +11,8 @@
 #ifndef DCGM_SIM_BACKEND_H
 #define DCGM_SIM_BACKEND_H
 
-#include "../dcgm_abi.h"
-#include "engine.h"
+#include "../../dcgm_abi.h"
+#include "../engine.h"
 
 typedef struct backend_ops {
     /* ---- lifetime ---- */
@@ -142,20 +142,5 @@ typedef struct backend_ops {
 extern const backend_ops embedded_backend_ops;
 /* self: a remote_conn to a hostengine */
 extern const backend_ops remote_backend_ops;
-
-/* Runs fn on the backend of a handle, held while fn runs (api.c): for entry
- * points outside api.c.  Returns the handle's error, or what fn returns. */
-int api_with_backend(dcgmHandle_t handle,
-                     int (*fn)(const backend_ops *ops, void *impl, void *ctx), void *ctx);
-
-/* The leading version stamp of a versioned DCGM struct a caller hands in (api.c). */
-unsigned int api_version_of(const void *request);
-
-/* DCGM's first check of such a struct (api.c): BADPARAM when there is none,
- * VER_MISMATCH when its stamp is not want, else DCGM_ST_OK. */
-dcgmReturn_t api_check_version(const void *request, unsigned int want);
-
-/* dcgmVersionInfo's answer (api.c), which the embedded engine also gives. */
-int api_version_info(dcgmVersionInfo_t *info);
 
 #endif /* DCGM_SIM_BACKEND_H */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostengine.h"
+#include "hostengine_internal.h"
 
 /* The most values one dcgmGetMultipleValuesForField answers remotely: the
  * hostengine allocates the caller's whole array, so it is bounded. */
@@ -50,7 +50,7 @@ static void *struct_from_tail(const wire_request *req, const unsigned char *tail
 static int fill_version(sim_engine *e, const wire_request *req, void *p)
 {
     (void)e;
-    return dcgmVersionInfo(p);
+    return engine_version_info(p);
 }
 
 static int fill_health(sim_engine *e, const wire_request *req, void *p)

@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine_log.h"
-#include "hostengine.h"
-#include "source.h"
+#include "../engine_log.h"
+#include "hostengine_internal.h"
+#include "../sources/source.h"
 
 #define SCENARIO_ENV "DCGM_SIM_SCENARIO"
 /* A message, once begun, must arrive whole within this long. */

@@ -22,8 +22,8 @@
  */
 #include <stddef.h>
 
-#include "../dcgm_abi.h"
-#include "../dcgm_functions.h"
+#include "../../dcgm_abi.h"
+#include "../../dcgm_functions.h"
 
 dcgmReturn_t dcgmActionValidate(void) { return DCGM_ST_NOT_SUPPORTED; }
 dcgmReturn_t dcgmConfigSetWorkloadPowerProfile(void) { return DCGM_ST_NOT_SUPPORTED; }

@@ -14,8 +14,8 @@
  */
 #include <string.h>
 
-#include "backend.h"
-#include "engine.h"
+#include "api_internal.h"
+#include "../engine.h"
 
 /* api.c: what the diag module answers before it would start NVVS */
 dcgmReturn_t api_diag_precheck(dcgmHandle_t handle, dcgmGpuGrp_t group);

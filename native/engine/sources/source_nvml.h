@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "source.h"
-#include "../nvml/nvml_abi.h"
+#include "../../nvml/nvml_abi.h"
 
 #define NVML_SRC_MAX_GPUS DCGM_MAX_NUM_DEVICES
 #define NVML_SRC_MAX_FIELD 1536           /* above every DCGM field id (DCGM_FI_MAX_FIELDS) */

@@ -3,7 +3,7 @@
  * size of its struct, the way DCGM builds its stamps.  Member offsets are
  * checked against reference/dcgm/abi-layout.tsv by tests/unit/dcgm/test_abi_layout.py.
  */
-#include "../dcgm_abi.h"
+#include "../../dcgm_abi.h"
 
 #define STAMP(type, ver) ((unsigned int)(sizeof(type) | ((unsigned int)(ver) << 24)))
 #define CHECK_STAMP(type, ver, macro) \

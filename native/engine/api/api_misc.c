@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "backend.h"
-#include "engine.h"
+#include "api_internal.h"
+#include "../engine.h"
 
 /* ---- vGPU (DCGM: dcgmlib/src/DcgmApi.cpp, helperVgpuConfigSet,
  * helperVgpuConfigGet, helperVgpuInstanceGetAttributes): the version stamp

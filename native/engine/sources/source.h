@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../node/node.h"
+#include "../../node/node.h"
 
 #define VALUE_SOURCE_ENV "DCGM_ENGINE_SOURCE"
 #define VALUE_SOURCE_NVML_LIB_ENV "DCGM_ENGINE_NVML_LIB"

@@ -16,13 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "engine.h"
-#include "engine_log.h"
+#include "api_internal.h"
+#include "../backends/backend.h"
+#include "../engine.h"
+#include "../engine_log.h"
 #include "policy_dispatch.h"
-#include "remote.h"
-#include "../node/node.h"
-#include "source.h"
+#include "../remote/remote.h"
+#include "../../node/node.h"
+#include "../sources/source.h"
 
 #define SCENARIO_ENV "DCGM_SIM_SCENARIO"
 /* DcgmModuleIdCount: the module ids a request may name are below it */
@@ -998,29 +999,9 @@ dcgmReturn_t dcgmProfGetSupportedMetricGroups(dcgmHandle_t pDcgmHandle,
 
 /* ---- versions and liveness ----------------------------------------------- */
 
-#if defined(__x86_64__)
-#define BUILD_ARCH "x86_64"
-#elif defined(__aarch64__)
-#define BUILD_ARCH "aarch64"
-#else
-#define BUILD_ARCH "unknown"
-#endif
-
-int api_version_info(dcgmVersionInfo_t *info)
-{
-    dcgmReturn_t checked = api_check_version(info, dcgmVersionInfo_version2);
-    if (checked != DCGM_ST_OK)
-        return checked;
-    snprintf(info->rawBuildInfoString, sizeof info->rawBuildInfoString,
-             "version:4.6.0;arch:" BUILD_ARCH ";buildtype:Release;buildid:0;"
-             "commit:simulated;branch:simulated;author:dcgm-collector;platform:linux;"
-             "simulated:yes");
-    return DCGM_ST_OK;
-}
-
 dcgmReturn_t dcgmVersionInfo(dcgmVersionInfo_t *pVersionInfo)
 {
-    return (dcgmReturn_t)api_version_info(pVersionInfo);
+    return (dcgmReturn_t)engine_version_info(pVersionInfo);
 }
 
 dcgmReturn_t dcgmHostengineVersionInfo(dcgmHandle_t pDcgmHandle, dcgmVersionInfo_t *pVersionInfo)
