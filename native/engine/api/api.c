@@ -19,7 +19,6 @@
 #include "api_internal.h"
 #include "../backends/backend.h"
 #include "../engine.h"
-#include "../engine_log.h"
 #include "policy_dispatch.h"
 #include "../remote/remote.h"
 #include "../../node/node.h"

@@ -26,7 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine_log.h"
 #include "hostengine_internal.h"
 #include "../sources/source.h"
 

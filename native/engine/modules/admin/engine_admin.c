@@ -1,12 +1,10 @@
 /*
  * engine_admin.c -- the engine's administration as DCGM's host engine does
- * it: the module table (lazy loading, the denylist, statuses), pausing
+ * it: the module table's requests (the denylist, statuses), pausing
  * telemetry for a diagnostic, detaching and re-attaching the driver, and
- * introspection of the process that runs the engine.
- *
- * DCGM loads a module the first time a request needs it
- * (DcgmHostEngineHandler::ProcessModuleCommand / LoadModule); this engine
- * has every module built in, so "loading" is the status change alone.
+ * introspection of the process that runs the engine.  The table itself, and
+ * what a pause or a detached driver means for sampling, are the core's
+ * (core/engine_modules.c).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -14,74 +12,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine_internal.h"
-#include "engine_log.h"
-#include "../dcgm_field_ids.h"
+#include "admin.h"
+#include "../../../dcgm_field_ids.h"
 
 /* bind/unbind states of DCGM_FI_SYSTEM_GPU_BIND_EVENT (dcgmBindUnbindEventState_t) */
 #define BIND_EVENT_REINITIALIZING 1
 #define BIND_EVENT_REINITIALIZED 2
-
-void engine_admin_init_locked(sim_engine *e)
-{
-    for (int i = 0; i < ENGINE_MODULE_COUNT; i++)
-        e->admin.module_status[i] = ENGINE_MODULE_NOT_LOADED;
-    e->admin.module_status[ENGINE_MODULE_CORE] = ENGINE_MODULE_LOADED;
-    /* DCGM's host engine reaches its NvSwitch module while it creates the
-     * default groups at start, so that module is loaded from the start. */
-    e->admin.module_status[ENGINE_MODULE_NVSWITCH] = ENGINE_MODULE_LOADED;
-    ENGINE_LOG_DEBUG("module %d (NvSwitch) loaded, logging to this file", ENGINE_MODULE_NVSWITCH);
-}
-
-int engine_admin_hidden_locked(const sim_engine *e, dcgm_field_entity_group_t group)
-{
-    return e->admin.gpus_detached &&
-           (group == DCGM_FE_GPU || group == DCGM_FE_GPU_I || group == DCGM_FE_GPU_CI);
-}
-
-int engine_admin_paused_locked(const sim_engine *e)
-{
-    return e->admin.module_status[ENGINE_MODULE_CORE] == ENGINE_MODULE_PAUSED;
-}
-
-int engine_admin_idle_locked(const sim_engine *e, dcgm_field_entity_group_t group)
-{
-    return (e->admin.gpus_detached || engine_admin_paused_locked(e)) &&
-           (group == DCGM_FE_GPU || group == DCGM_FE_GPU_I || group == DCGM_FE_GPU_CI);
-}
-
-/* DCGM: DcgmHostEngineHandler::ProcessModuleCommand and LoadModule. */
-int engine_module_use_locked(sim_engine *e, int module)
-{
-    if (module <= ENGINE_MODULE_CORE || module >= ENGINE_MODULE_COUNT)
-        return DCGM_ST_BADPARAM;
-    int *status = &e->admin.module_status[module];
-    switch (*status) {
-    case ENGINE_MODULE_LOADED:
-    case ENGINE_MODULE_PAUSED:
-        return DCGM_ST_OK;
-    case ENGINE_MODULE_RELOADABLE:
-        *status = ENGINE_MODULE_LOADED;
-        return DCGM_ST_OK;
-    case ENGINE_MODULE_DENYLISTED:
-    case ENGINE_MODULE_FAILED:
-    case ENGINE_MODULE_UNLOADED:
-        ENGINE_LOG_WARNING("Module %d is not loaded (status %d)", module, *status);
-        return DCGM_ST_MODULE_NOT_LOADED;
-    default:
-        break;
-    }
-    /* a module is not loaded while the driver is detached */
-    if (e->admin.gpus_detached) {
-        ENGINE_LOG_WARNING("The driver is detached: module %d cannot load", module);
-        return DCGM_ST_GPUS_DETACHED;
-    }
-    /* a module loaded while DCGM is paused starts paused */
-    *status = e->admin.module_status[ENGINE_MODULE_CORE] == ENGINE_MODULE_PAUSED
-                  ? ENGINE_MODULE_PAUSED : ENGINE_MODULE_LOADED;
-    ENGINE_LOG_INFO("Loaded module %d", module);
-    return DCGM_ST_OK;
-}
 
 int engine_module_statuses(sim_engine *e, void *statuses)
 {

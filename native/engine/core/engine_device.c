@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "core_internal.h"
 
 /* ---- device attributes --------------------------------------------------- */
 

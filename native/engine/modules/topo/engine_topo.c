@@ -30,8 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
-#include "../dcgm_field_ids.h"
+#include "topo.h"
+#include "../health/health.h"
+#include "../../../dcgm_field_ids.h"
 
 #define AFFINITY_WORDS_SAMPLED 4 /* DCGM_FI_DEV_CPU_AFFINITY_0..3 */
 

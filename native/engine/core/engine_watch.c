@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
-#include "engine_imex.h"
+#include "core_internal.h"
 
 int64_t engine_retention_us(int64_t freq_us, double max_keep_age_s, int max_keep_samples)
 {
@@ -125,16 +124,15 @@ void engine_sample_entity_locked(sim_engine *e, const engine_entity *ent,
         out->type = meta ? meta->fieldType : out->type;
         return;
     }
-    /* the IMEX status is the host's, read from DCGM's tool (engine_imex.c) */
-    if (engine_imex_field(field_id)) {
-        engine_imex_sample(field_id, out);
+    /* a field a module answers (the IMEX status: the host's, read from DCGM's tool) */
+    if (engine_modules_sample_locked(e, ent, field_id, t_rel, out))
         return;
-    }
     if (ent->gpu == ENGINE_NO_GPU ||
         vs_sample(e->src, ent->gpu, field_id, t_rel, out) != DCGM_ST_OK)
         out->kind = SIM_VALUE_BLANK;
     else if (out->kind == SIM_VALUE_OK && ent->group == DCGM_FE_GPU)
-        engine_config_overlay_locked(e, ent->gpu, field_id, out);
+        /* a setting a module applied (the config manager's) replaces the node's reading */
+        engine_modules_overlay_locked(e, ent->gpu, field_id, out);
     out->type = meta ? meta->fieldType : out->type;
 }
 
@@ -195,16 +193,16 @@ static void sample_series(sim_engine *e, engine_series *s, int64_t now_us)
     }
     sim_value v;
     int64_t started = engine_wall_us();
-    if ((ent->group == DCGM_FE_CPU || ent->group == DCGM_FE_CPU_CORE) && !engine_levels_has_cpus(e)) {
-        /* the host's CPUs: a utilization series stores nothing at first */
-        if (!engine_cpu_sample_locked(e, ent, s->field_id, now_us, &v)) {
-            s->exec_us += engine_wall_us() - started;
-            s->last_status = DCGM_ST_NO_DATA;
-            return;
-        }
-    } else {
-        engine_sample_entity_locked(e, ent, s->field_id, t_rel, &v);
+    /* a series a module samples itself (the host's CPUs: a utilization
+     * series stores nothing at first) */
+    int own = engine_modules_sample_series_locked(e, ent, s->field_id, now_us, &v);
+    if (own == 0) {
+        s->exec_us += engine_wall_us() - started;
+        s->last_status = DCGM_ST_NO_DATA;
+        return;
     }
+    if (own < 0)
+        engine_sample_entity_locked(e, ent, s->field_id, t_rel, &v);
     s->exec_us += engine_wall_us() - started;
     s->fetch_count++;
     s->last_status = append_value(e, s, now_us, &v, now_us);

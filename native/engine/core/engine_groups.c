@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "core_internal.h"
 
 #define OWNER_INTERNAL 0xffffffffu
 

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "engine_internal.h"
+#include "core_internal.h"
 
 static void bring_up_ports(sim_engine *e, unsigned int switches, unsigned int gpus)
 {

@@ -33,26 +33,49 @@
  *  - Only the simulated node's GPUs take settings; with the NVML source, and on
  *    fake GPUs, every write is NOT_SUPPORTED.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "engine_internal.h"
-#include "../dcgm_field_ids.h"
+#include "config.h"
+#include "../../../dcgm_field_ids.h"
 
 #define BLANK32 ((unsigned int)DCGM_INT32_BLANK)
 #define IS_BLANK32(v) ((unsigned int)(v) >= (unsigned int)DCGM_INT32_BLANK)
+
+/* What the config manager applied to one simulated GPU: a
+ * setting replaces the node's reading of its fields until the engine ends.
+ * (A power limit goes to the value source, whose physics follow it.) */
+typedef struct engine_gpu_settings {
+    int has_ecc_pending;
+    int64_t ecc_pending;         /* field 301 */
+    int has_compute_mode;
+    int64_t compute_mode;        /* field 65 */
+    int has_app_clocks;
+    int64_t app_mem_mhz, app_sm_mhz; /* fields 111 and 110 */
+} engine_gpu_settings;
+
+/* DCGM's config manager state (DcgmConfigManager's m_activeConfig): the
+ * target configuration of each GPU id, and what was applied to each GPU */
+typedef struct engine_config_state {
+    int has_target[DCGM_MAX_NUM_DEVICES];
+    dcgmConfig_v2 target[DCGM_MAX_NUM_DEVICES];
+    engine_gpu_settings applied[DCGM_MAX_NUM_DEVICES];  /* by node GPU index */
+} engine_config_state;
 
 /* a workload power profile write (DCGM's dcgmcmWorkloadPowerProfile_t actions) */
 enum { PROFILE_NONE, PROFILE_CLEAR, PROFILE_SET };
 
 /* ---- the overlay: settings replace the node's readings ---------------------- */
 
-void engine_config_overlay_locked(const sim_engine *e, unsigned int gpu,
-                                  unsigned short field_id, sim_value *out)
+/* A setting the config manager applied replaces the node's reading of one
+ * field of node GPU gpu (out is a reading, kind OK). */
+static void engine_config_overlay_locked(const sim_engine *e, unsigned int gpu,
+                                         unsigned short field_id, sim_value *out)
 {
     if (gpu >= DCGM_MAX_NUM_DEVICES)
         return;
-    const engine_gpu_settings *g = &e->config.applied[gpu];
+    const engine_gpu_settings *g = &e->config->applied[gpu];
     switch (field_id) {
     case DCGM_FI_DEV_ECC_PENDING:
         if (g->has_ecc_pending)
@@ -126,11 +149,11 @@ static dcgmConfig_v2 *target_of(sim_engine *e, unsigned int gpu)
 {
     if (gpu >= DCGM_MAX_NUM_DEVICES)
         return NULL;
-    if (!e->config.has_target[gpu]) {
-        blank_config(&e->config.target[gpu], gpu);
-        e->config.has_target[gpu] = 1;
+    if (!e->config->has_target[gpu]) {
+        blank_config(&e->config->target[gpu], gpu);
+        e->config->has_target[gpu] = 1;
     }
-    return &e->config.target[gpu];
+    return &e->config->target[gpu];
 }
 
 /* A GPU of the engine that is not lost (DCGM's "active only" entity lists). */
@@ -272,7 +295,7 @@ static int write_gpu(sim_engine *e, unsigned int gpu, const gpu_write *w)
         return DCGM_ST_NOT_SUPPORTED;
     if (!vs_field_supported(e->src, ent->gpu, w->field))
         return DCGM_ST_NOT_SUPPORTED;
-    engine_gpu_settings *g = &e->config.applied[ent->gpu];
+    engine_gpu_settings *g = &e->config->applied[ent->gpu];
     switch (w->field) {
     case DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS: {
         sim_value lo, hi;
@@ -425,11 +448,11 @@ static int set_profiles(sim_engine *e, unsigned int gpu, int action)
 /* HelperEnforceConfig: the target applied again, each failure listed */
 static int enforce_gpu(sim_engine *e, unsigned int gpu, engine_config_msg *m)
 {
-    if (gpu >= DCGM_MAX_NUM_DEVICES || !e->config.has_target[gpu]) {
+    if (gpu >= DCGM_MAX_NUM_DEVICES || !e->config->has_target[gpu]) {
         add_status(m, gpu, 0, DCGM_ST_NOT_CONFIGURED);
         return DCGM_ST_NOT_CONFIGURED;
     }
-    const dcgmConfig_v2 *t = &e->config.target[gpu];
+    const dcgmConfig_v2 *t = &e->config->target[gpu];
     dcgmConfig_v2 cur;
     int rc = current_config(e, gpu, &cur);
     if (rc != DCGM_ST_OK) {
@@ -662,3 +685,24 @@ int engine_config_enforce(sim_engine *e, dcgmGpuGrp_t group, engine_config_msg *
     pthread_mutex_unlock(&e->lock);
     return failures ? DCGM_ST_GENERIC_ERROR : DCGM_ST_OK;
 }
+
+/* ---- the module's hooks ------------------------------------------------------ */
+
+static int config_init(sim_engine *e)
+{
+    e->config = calloc(1, sizeof *e->config);
+    return e->config ? DCGM_ST_OK : DCGM_ST_MEMORY;
+}
+
+static void config_free(sim_engine *e)
+{
+    free(e->config);
+    e->config = NULL;
+}
+
+const engine_module engine_config_module = {
+    .name = "config",
+    .init = config_init,
+    .free = config_free,
+    .overlay_locked = engine_config_overlay_locked,
+};

@@ -37,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
-#include "../dcgm_field_ids.h"
+#include "policy.h"
+#include "../../../dcgm_field_ids.h"
 
 /* the fields a registration watches (DcgmPolicyManager::WatchFields) */
 static const unsigned short policy_fields[] = {
@@ -79,7 +79,7 @@ struct engine_policy_state {
     size_t n_watched, cap_watched;
 };
 
-engine_owner engine_policy_owner(engine_owner owner)
+static engine_owner engine_policy_owner(engine_owner owner)
 {
     return owner | ENGINE_OWNER_POLICY;
 }
@@ -97,7 +97,7 @@ static engine_policy_state *state_locked(sim_engine *e)
     return p;
 }
 
-void engine_policy_free(sim_engine *e)
+static void engine_policy_free(sim_engine *e)
 {
     engine_policy_state *p = e->policy;
     if (!p)
@@ -341,7 +341,7 @@ int engine_policy_take(sim_engine *e, engine_owner owner, engine_policy_note *ou
     return DCGM_ST_OK;
 }
 
-void engine_policy_release_owner_locked(sim_engine *e, engine_owner owner)
+static void engine_policy_release_owner_locked(sim_engine *e, engine_owner owner)
 {
     engine_policy_state *p = e->policy;
     if (!p)
@@ -443,7 +443,9 @@ static unsigned int condition_of_field(unsigned short field_id)
     }
 }
 
-void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_t ts)
+/* Called for every value stored in a series, once it is in the ring at ts:
+ * DCGM's policy manager hears of every value stored, sampled or injected. */
+static void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_t ts)
 {
     engine_policy_state *p = e->policy;
     if (!p || s->group != DCGM_FE_GPU || s->entity >= DCGM_MAX_NUM_DEVICES ||
@@ -547,3 +549,12 @@ void engine_policy_on_value_locked(sim_engine *e, const engine_series *s, int64_
     }
     violate_locked(p, gpu, ts, &r);
 }
+
+/* ---- the module's hooks ------------------------------------------------------ */
+
+const engine_module engine_policy_module = {
+    .name = "policy",
+    .free = engine_policy_free,
+    .release_owner_locked = engine_policy_release_owner_locked,
+    .stored_locked = engine_policy_on_value_locked,
+};

@@ -24,9 +24,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "engine_imex.h"
-#include "engine_internal.h"
-#include "../dcgm_field_ids.h"
+#include "../imex/imex.h"
+#include "health_internal.h"
+#include "../../../dcgm_field_ids.h"
 
 #define HOST_MIN_INTERVAL_US 30000000ll /* MIN_HEALTH_WATCH_UPDATE_INTERVAL_US */
 #define HOST_WINDOW_US 60000000ll

@@ -13,10 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine_internal.h"
-#include "../node/node.h"
-#include "sources/source.h"
-#include "../dcgm_field_ids.h"
+#include "core_internal.h"
+#include "../../dcgm_field_ids.h"
 
 static int is_instance(const engine_entity *ent)
 {

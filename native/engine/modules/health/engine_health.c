@@ -33,8 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
-#include "../dcgm_field_ids.h"
+#include "health_internal.h"
+#include "../../../dcgm_field_ids.h"
 
 /* DcgmHealthWatch.cpp and common/DcgmGPUHardwareLimits.h */
 #define MIN_INTERVAL_US 30000000ll        /* MEM (but the DBE count), THERMAL, POWER */
@@ -52,10 +52,17 @@
 
 #define ALL_SYSTEMS ((dcgmHealthSystems_t)DCGM_HEALTH_WATCH_ALL)
 
+/* an XID the health module has seen on a GPU */
+struct engine_xid_seen {
+    unsigned int gpu;
+    int64_t xid;
+};
+typedef struct engine_xid_seen engine_xid_seen;
+
 static int is_blank_i64(int64_t v) { return v >= DCGM_INT64_BLANK; }
 static int is_blank_dbl(double v) { return v >= DCGM_FP64_BLANK; }
 
-engine_owner engine_health_owner(engine_owner owner)
+static engine_owner engine_health_owner(engine_owner owner)
 {
     return owner | ENGINE_OWNER_HEALTH;
 }
@@ -149,7 +156,7 @@ static int health_watches_series(const engine_series *s)
  * ProcessXidFv: a devastating XID is always remembered, another only while
  * some group has its system enabled, and only if the health module watches
  * that GPU's XIDs. */
-void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_t xid)
+static void engine_health_note_xid_locked(sim_engine *e, const engine_series *s, int64_t xid)
 {
     if (s->field_id != DCGM_FI_DEV_XID_ERROR || s->group != DCGM_FE_GPU || !health_watches_series(s))
         return;
@@ -1112,3 +1119,24 @@ int engine_health_unhealthy_gpus(sim_engine *e, const unsigned int *gpus, unsign
     free(out);
     return DCGM_ST_OK;
 }
+
+/* ---- the module's hooks ------------------------------------------------------ */
+
+/* DCGM tells its health module of every XID stored, sampled or injected */
+static void health_storing_locked(sim_engine *e, const engine_series *s, const engine_sample *value)
+{
+    if (s->field_id == DCGM_FI_DEV_XID_ERROR)
+        engine_health_note_xid_locked(e, s, value->num.i64);
+}
+
+static void health_free(sim_engine *e)
+{
+    free(e->xid_seen);
+    e->xid_seen = NULL;
+}
+
+const engine_module engine_health_module = {
+    .name = "health",
+    .free = health_free,
+    .storing_locked = health_storing_locked,
+};

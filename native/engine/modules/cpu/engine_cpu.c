@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "cpu.h"
 
 #define CPU_UTIL_FIRST 1100
 #define CPU_UTIL_LAST 1104
@@ -161,7 +161,7 @@ static int add_node_cores(sim_engine *e, unsigned int node, const char *cpulist)
     return DCGM_ST_OK;
 }
 
-int engine_cpu_init(sim_engine *e)
+static int engine_cpu_init(sim_engine *e)
 {
     e->cpu = calloc(1, sizeof *e->cpu);
     if (!e->cpu)
@@ -195,7 +195,7 @@ int engine_cpu_init(sim_engine *e)
     return DCGM_ST_OK;
 }
 
-void engine_cpu_free(sim_engine *e)
+static void engine_cpu_free(sim_engine *e)
 {
     if (!e->cpu)
         return;
@@ -362,7 +362,7 @@ static unsigned int cores_of(const sim_engine *e, const engine_entity *ent, unsi
     return n;
 }
 
-int engine_cpu_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+static int engine_cpu_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
                              int64_t now_us, sim_value *out)
 {
     memset(out, 0, sizeof *out);
@@ -429,3 +429,22 @@ int engine_cpu_sample_locked(sim_engine *e, const engine_entity *ent, unsigned s
     }
     return 1;
 }
+
+/* ---- the module's hooks ------------------------------------------------------ */
+
+/* The host's CPUs and cores (the scenario's Grace CPUs, when it has any, are
+ * the core's, core/engine_levels.c) */
+static int cpu_sample_series_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                                    int64_t now_us, sim_value *out)
+{
+    if ((ent->group != DCGM_FE_CPU && ent->group != DCGM_FE_CPU_CORE) || engine_levels_has_cpus(e))
+        return -1;
+    return engine_cpu_sample_locked(e, ent, field_id, now_us, out) ? 1 : 0;
+}
+
+const engine_module engine_cpu_module = {
+    .name = "cpu",
+    .add_entities = engine_cpu_init,
+    .free = engine_cpu_free,
+    .sample_series_locked = cpu_sample_series_locked,
+};

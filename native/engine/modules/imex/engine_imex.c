@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine_imex.h"
+#include "imex.h"
 
 extern char **environ;
 
@@ -235,12 +235,14 @@ static void refresh_locked(void)
     imex_cache.valid = 1;
 }
 
-int engine_imex_field(unsigned short field_id)
+/* Whether field_id is one of the two IMEX fields. */
+static int engine_imex_field(unsigned short field_id)
 {
     return field_id == DCGM_FI_IMEX_DOMAIN_STATUS || field_id == DCGM_FI_IMEX_DAEMON_STATUS;
 }
 
-void engine_imex_sample(unsigned short field_id, sim_value *out)
+/* The field's current value (kind OK), from the 60-second cache. */
+static void engine_imex_sample(unsigned short field_id, sim_value *out)
 {
     pthread_mutex_lock(&imex_lock);
     if (!imex_cache.valid || monotonic_us() - imex_cache.stamp_us >= IMEX_CACHE_US)
@@ -252,9 +254,37 @@ void engine_imex_sample(unsigned short field_id, sim_value *out)
     pthread_mutex_unlock(&imex_lock);
 }
 
-void engine_imex_forget(void)
+/* Drops the cache: the next sample asks the tool again. */
+static void engine_imex_forget(void)
 {
     pthread_mutex_lock(&imex_lock);
     imex_cache.valid = 0;
     pthread_mutex_unlock(&imex_lock);
 }
+
+/* ---- the module's hooks ------------------------------------------------------ */
+
+static int imex_init(sim_engine *e)
+{
+    (void)e;
+    engine_imex_forget(); /* a new engine asks the IMEX tool afresh */
+    return DCGM_ST_OK;
+}
+
+static int imex_sample_locked(sim_engine *e, const engine_entity *ent, unsigned short field_id,
+                              int64_t t_rel, sim_value *out)
+{
+    (void)e;
+    (void)ent;
+    (void)t_rel;
+    if (!engine_imex_field(field_id))
+        return 0;
+    engine_imex_sample(field_id, out);
+    return 1;
+}
+
+const engine_module engine_imex_module = {
+    .name = "imex",
+    .init = imex_init,
+    .sample_locked = imex_sample_locked,
+};

@@ -15,7 +15,7 @@
 #ifndef DCGM_SIM_ENGINE_LOG_H
 #define DCGM_SIM_ENGINE_LOG_H
 
-#include "../dcgm_abi.h"
+#include "../../dcgm_abi.h"
 
 #define ENGINE_LOG_FILE_ENV "__DCGM_DBG_FILE"
 #define ENGINE_LOG_LEVEL_ENV "__DCGM_DBG_LVL"

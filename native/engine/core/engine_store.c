@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "core_internal.h"
 
 static size_t bucket_of(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
                         unsigned short field_id)
@@ -180,8 +180,7 @@ int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
                                 const engine_sample *value, int64_t now_us)
 {
     /* DCGM tells its health module of every XID stored, sampled or injected */
-    if (s->field_id == 230)
-        engine_health_note_xid_locked(e, s, value->num.i64);
+    engine_modules_storing_locked(e, s, value);
     engine_ring *r = &s->ring;
     size_t at = engine_ring_lower_bound(r, ts);
     if (at < r->count && engine_ring_at(r, at)->ts == ts) {
@@ -189,7 +188,7 @@ int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
         free(same->str);
         *same = *value;
         same->ts = ts;
-        engine_policy_on_value_locked(e, s, ts);
+        engine_modules_stored_locked(e, s, ts);
         return DCGM_ST_OK;
     }
     if (r->count == r->cap && ring_grow(r) != DCGM_ST_OK) {
@@ -204,7 +203,7 @@ int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
     r->count++;
     drop_expired(s, now_us);
     /* DCGM's policy manager hears of every value stored, sampled or injected */
-    engine_policy_on_value_locked(e, s, ts);
+    engine_modules_stored_locked(e, s, ts);
     return DCGM_ST_OK;
 }
 

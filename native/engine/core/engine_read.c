@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "core_internal.h"
 
 int engine_records_push(engine_record_buf *buf, const engine_record *rec)
 {
