@@ -25,11 +25,12 @@
 #include <unistd.h>
 
 #include "node_internal.h"
+#include "recording_format.h"
 
 #define TRACE_LINE_MAX 65536
-#define TRACE_MAX_COLUMNS 1024     /* a flight recording of every GPU field fits */
-#define TRACE_MAX_ROWS 10000000
-#define TRACE_MAX_SPAN_US (400.0 * 24 * 3600 * 1e6)
+#define TRACE_MAX_COLUMNS RECORDING_TRACE_MAX_COLUMNS
+#define TRACE_MAX_ROWS RECORDING_TRACE_MAX_ROWS
+#define TRACE_MAX_SPAN_US (RECORDING_MAX_SPAN_DAYS * 24.0 * 3600 * 1e6)
 
 struct sim_trace {
     size_t rows, columns;
@@ -153,7 +154,7 @@ static unsigned short trace_column_field(const char *name, double *scale)
     if (meta == NULL || (meta->fieldType != DCGM_FT_INT64 && meta->fieldType != DCGM_FT_DOUBLE))
         return 0;
     /* the GPU's identity and everything the node keeps itself stay the model's */
-    if (meta->fieldId == 156)
+    if (meta->fieldId == RECORDING_NODE_OWN_FIELD)
         return 0;
     return meta->fieldId;
 }
@@ -195,9 +196,9 @@ static int trace_header(trace_builder *b, char *line, const char *path, char *er
         int index = b->file_columns++;
         b->kept_of[index] = -1;
         snprintf(b->name[index], sizeof b->name[index], "%s", cell);
-        if (strcmp(cell, "t") == 0) {
+        if (strcmp(cell, RECORDING_TRACE_TIME_COLUMN) == 0) {
             if (b->t_column >= 0)
-                return trace_fail(err, errlen, path, 1, "column 't' appears twice");
+                return trace_fail(err, errlen, path, 1, "column '" RECORDING_TRACE_TIME_COLUMN "' appears twice");
             b->t_column = index;
             continue;
         }
@@ -282,13 +283,14 @@ static int trace_row(trace_builder *b, char *line, size_t line_no, const char *p
         row[b->kept_of[index]] = v;
     }
     if (!has_t)
-        return trace_fail(err, errlen, path, line_no, "no time in column 't'");
+        return trace_fail(err, errlen, path, line_no, "no time in column '" RECORDING_TRACE_TIME_COLUMN "'");
     if (tr->rows == 0)
         b->first_t_s = t_s;
     /* bounded as a double first: llround of a time beyond int64 has no specified answer */
     double dt_us = (t_s - b->first_t_s) * 1e6;
     if (dt_us > TRACE_MAX_SPAN_US)
-        return trace_fail(err, errlen, path, line_no, "t = %g is more than 400 days after the first row", t_s);
+        return trace_fail(err, errlen, path, line_no, "t = %g is more than %d days after the first row", t_s,
+                          RECORDING_MAX_SPAN_DAYS);
     int64_t t_us = dt_us < 0 ? -1 : llround(dt_us);
     if (tr->rows > 0 && t_us < tr->t_us[tr->rows - 1])
         return trace_fail(err, errlen, path, line_no, "t = %g goes back in time (rows must be in time order)", t_s);

@@ -19,12 +19,13 @@
 #include <strings.h>
 
 #include "node_internal.h"
+#include "recording_format.h"
 
 #define SCN_LINE_MAX 1024
 #define SCN_ARRAY_MAX DCGM_MAX_NUM_DEVICES
-#define SCN_MAX_EVENTS 4096
-#define SCN_MAX_BURST 10000
-#define SCN_MAX_SECONDS (400.0 * 24 * 3600)
+#define SCN_MAX_EVENTS RECORDING_MAX_EVENTS
+#define SCN_MAX_BURST RECORDING_MAX_BURST
+#define SCN_MAX_SECONDS (RECORDING_MAX_SPAN_DAYS * 24.0 * 3600)
 
 /* ---- values ------------------------------------------------------------- */
 
@@ -587,7 +588,7 @@ static int scn_event_key(scn_parser *p, const char *key, const scn_value *v)
         return scn_event_kind_of(p, v, e);
     if (strcmp(key, "xid") == 0) {
         e->has_xid = true;
-        return scn_want_int(p, key, v, 0, 100000, &e->xid);
+        return scn_want_int(p, key, v, 0, RECORDING_MAX_XID, &e->xid);
     }
     if (strcmp(key, "count") == 0) {
         e->has_count = true;
