@@ -8,7 +8,7 @@
  *     so the compiler checks every definition against its row);
  *   - in native/ext/loader.c, into a table of dlsym'd pointers and forwarding
  *     wrappers that answer DCGM_ST_FUNCTION_NOT_FOUND for a missing symbol;
- *   - in dcgm_collector/dcgm/_build.py, which reads the rows as text to
+ *   - in dcgm_collector/ext/_build.py, which reads the rows as text to
  *     emit cffi declarations.
  * Keep one row per line, and the same spacing, so that reader stays simple.
  *

@@ -6,7 +6,7 @@
  * committed with the ring's publication protocol, so readers of the ring
  * need no lock while a drain runs.
  *
- * The CDEF region is also read by dcgm_collector/dcgm/_build.py as cffi
+ * The CDEF region is also read by dcgm_collector/ext/_build.py as cffi
  * declarations: keep it to plain typedefs, structs and prototypes.
  */
 #ifndef DCGM_COLLECTOR_DRAIN_H

@@ -9,7 +9,7 @@
  * the real DCGM names.
  *
  * The region between CDEF-BEGIN and CDEF-END is also read by
- * dcgm_collector/dcgm/_build.py as cffi declarations: keep it to plain
+ * dcgm_collector/ext/_build.py as cffi declarations: keep it to plain
  * typedefs, structs and prototypes.
  */
 #ifndef DCGM_COLLECTOR_LOADER_H

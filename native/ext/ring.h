@@ -20,7 +20,7 @@
  * Every access to the shared arrays is an __atomic load or store, so the
  * races the protocol tolerates are not undefined behaviour.
  *
- * The CDEF region is also read by dcgm_collector/dcgm/_build.py as cffi
+ * The CDEF region is also read by dcgm_collector/ext/_build.py as cffi
  * declarations: keep it to plain typedefs, structs and prototypes.
  */
 #ifndef DCGM_COLLECTOR_RING_H

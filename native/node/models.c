@@ -5,7 +5,7 @@
  * Numbers are the published ones where NVIDIA publishes them (memory size,
  * power limits, clocks, NVLink count) and typical nvidia-smi readings where
  * it does not (reserved framebuffer, idle power, thermal thresholds, VBIOS
- * strings); scenarios/README.md lists the choices.  A field that a real
+ * strings); dcgm_collector/engine/scenarios/README.md lists the choices.  A field that a real
  * board of the model answers "not supported" for is not supported here:
  * the point is that a collector meets the same gaps it meets on a node.
  */

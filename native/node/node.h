@@ -85,7 +85,7 @@ typedef struct sim_event {
  * Build a node from a spec: NULL or "" is the default node (8 H100s on a
  * steady training load); a string of digits is that many H100s training;
  * anything else is the path of a scenario file (a TOML subset, see
- * scenarios/README.md).  On failure returns a DCGM_ST_* code and writes one
+ * dcgm_collector/engine/scenarios/README.md).  On failure returns a DCGM_ST_* code and writes one
  * line naming file:line and the problem into err.
  */
 int sim_node_load(const char *spec, sim_node **out, char *err, size_t errlen);

@@ -4,9 +4,10 @@
  *
  * A trace is a CSV file with a header row.  Column `t` is the time in
  * seconds (any origin; the replay starts at the first row).  Every other
- * column names what it holds, either as the H200 recorder's trace.csv does
- * (util_gpu, power_mw, NVML_FI_DEV_MEMORY_TEMP, gpm_sm_util, ...; converted
- * to DCGM's units) or as a DCGM field (its numeric id or its tag, e.g.
+ * column names what it holds, either as the H200 recorder's trace does
+ * (dcgm_collector/engine/scenarios/traces/h200-2026-11-30.csv: util_gpu,
+ * power_mw, NVML_FI_DEV_MEMORY_TEMP, gpm_sm_util, ...; converted to DCGM's
+ * units) or as a DCGM field (its numeric id or its tag, e.g.
  * `155` or `power_usage`; in DCGM's units).  Columns it cannot place are
  * skipped.  An empty cell keeps the column's previous value.  The node
  * derives every field the trace lacks from the replayed utilisation and

@@ -3,7 +3,7 @@
  * over time, XID events, lost GPUs.
  *
  * A spec is NULL/"" (the default node), a GPU count ("4"), or the path of a
- * scenario file in a small TOML subset (scenarios/README.md).  The library
+ * scenario file in a small TOML subset (dcgm_collector/engine/scenarios/README.md).  The library
  * reads the file itself because the client that sets DCGM_SIM_SCENARIO
  * knows nothing of the simulator.  The parser accepts only what the schema
  * needs and rejects everything else with "file:line: problem", so a typo

@@ -302,7 +302,8 @@ static bool within(double got, double want, double share)
 
 /*
  * The kernel workloads on the H200 against the recorded card's phase
- * medians (reference/hardware/h200-2026-11-30/trace.csv): the same schedule,
+ * medians (its load trace, dcgm_collector/engine/scenarios/traces/h200-2026-11-30.csv,
+ * and reference/hardware/h200-2026-11-30/phases.json): the same schedule,
  * each phase's median within 10 %.
  */
 static void test_h200_workloads(void)

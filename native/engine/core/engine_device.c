@@ -1,6 +1,6 @@
 /*
  * engine_device.c -- device attributes, profiling metric groups and the
- * simulator's own read of the node.  Health checks live in engine_health.c.
+ * simulator's own read of the node.  Health checks live in modules/health/.
  */
 #include <stdio.h>
 #include <stdlib.h>

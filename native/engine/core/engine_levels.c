@@ -7,7 +7,7 @@
  * A switch's ports come up as the GPUs' links reach it: the node's up GPU
  * links are spread evenly over its switches, each switch's first ports Up,
  * the rest Disabled (as DCGM reports an unused port).  A scenario with Grace
- * CPUs replaces the host's CPUs (engine_cpu.c): the node is the scenario's,
+ * CPUs replaces the host's CPUs (modules/cpu/): the node is the scenario's,
  * not the machine the engine runs on.
  */
 #include <string.h>

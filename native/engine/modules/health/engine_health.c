@@ -22,7 +22,7 @@
  *    others under their system when it is enabled (DcgmHealthWatch::
  *    BuildXidMappings, ProcessXidFv, MonitorDevastatingXids).
  *
- * NvLink link states are checked (engine_nvlink.c keeps them).  CPU members
+ * NvLink link states are checked (the core keeps them, core/engine_link.c).  CPU members
  * and the global IMEX check are engine_health_host.c's.  Not modelled:
  * NvSwitch and ConnectX checks.  XIDs are matched to GPU entities only (DCGM matches the bare
  * entity id, which lets an instance with the same number pick up a GPU's).
