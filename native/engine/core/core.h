@@ -172,7 +172,7 @@ int engine_multiple_values(sim_engine *engine, unsigned int gpu, unsigned short 
 /* The cache's state of one field of one entity (dcgmGetCacheManagerFieldInfo):
  * DCGM_ST_NOT_WATCHED when nothing is kept for it. */
 int engine_cache_field_info(sim_engine *engine, dcgmCacheManagerFieldInfo_v4_t *info);
-
+/* engine_device.c: the profiling metric groups (dcgmProfGetSupportedMetricGroups) */
 int engine_prof_metric_groups(sim_engine *engine, dcgmProfGetMetricGroups_v3 *groups);
 /* engine_misc.c: dcgmVersionInfo's answer (this library's build, which a
  * hostengine gives too), dcgmHostengineEnvironmentVariableInfo over this
@@ -183,7 +183,6 @@ int engine_field_summary(sim_engine *engine, dcgmFieldSummaryRequest_v1 *request
 /* The node's value at t_rel_us, encoded as a stored sample would be. */
 int engine_sim_value_at(sim_engine *engine, unsigned int gpu, unsigned short field_id,
                         int64_t t_rel_us, dcgmFieldValue_v1 *value);
-
 
 /* ==== for DCGM's modules: the engine's state and its locked helpers ======
  * Every function named *_locked expects the caller to hold engine->lock. */
