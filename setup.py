@@ -2,14 +2,17 @@
 
 1. The cffi extension ``dcgm_collector.ext._native`` (API mode), from
    ``dcgm_collector/ext/_build.py``.
-2. The simulated ``libdcgm.so.4`` from ``native/engine/*.c``: a plain shared
-   library (not a Python extension) installed as
+2. The simulated ``libdcgm.so.4`` from ``native/engine/**/*.c`` and the node's
+   sources: a plain shared library (not a Python extension) installed as
    ``dcgm_collector/engine/lib/libdcgm.so.4``, so that ``--sim`` and any DCGM
    client can dlopen it.  Built with the same compiler setuptools uses for
    the extension, with the flags of ``native/Makefile``.
 3. The simulated ``libnvidia-ml.so.1`` (NVML) from ``native/nvml/*.c`` and the
-   engine's node sources, installed beside it as
+   node's sources, installed beside it as
    ``dcgm_collector/engine/lib/libnvidia-ml.so.1``.
+
+The node's sources are those ``native/node/sources.txt`` lists, the one list
+``native/Makefile`` reads too.
 """
 
 from __future__ import annotations
@@ -25,18 +28,30 @@ from setuptools.command.build_ext import build_ext
 HERE = Path(__file__).resolve().parent
 SIM_SOURCES = "native/engine"
 SIM_MAP = "native/engine/libdcgm.map"
-# what the engine's sources include: its own headers and the shared DCGM ABI headers
-SIM_HEADERS = ("native/engine/*.h", "native/*.h")
+# what the engine's sources include: its own headers, the node's and the shared DCGM ABI headers
+SIM_HEADERS = ("native/engine/**/*.h", "native/node/*.h", "native/*.h")
 SIM_LIBRARY = "libdcgm.so.4"
 SIM_PACKAGE = "dcgm_collector.engine"
 NVML_SOURCES = "native/nvml"
-# the engine's node (physics, GPU models, scenarios): the same values through both libraries
-NVML_NODE_SOURCES = ("native/engine/node.c", "native/engine/models.c", "native/engine/replay.c",
-                     "native/engine/scenario.c",
-                     "native/engine/field_table.c", "native/engine/fields_api.c")
 NVML_MAP = "native/nvml/libnvidia-ml.map"
-NVML_HEADERS = ("native/nvml/*.h", "native/engine/*.h", "native/*.h")
+NVML_HEADERS = ("native/nvml/*.h", "native/node/*.h", "native/*.h")
 NVML_LIBRARY = "libnvidia-ml.so.1"
+# the simulated node (physics, GPU models, scenarios, field metadata), compiled into both
+# libraries so that both give the same values: the sources its list names
+NODE_DIR = "native/node"
+NODE_SOURCE_LIST = "native/node/sources.txt"
+
+
+def node_sources() -> list[str]:
+    """The node's C sources, as ``native/node/sources.txt`` names them (``#`` lines are comments)."""
+    path = HERE / NODE_SOURCE_LIST
+    if not path.is_file():
+        raise RuntimeError(f"{NODE_SOURCE_LIST} is missing: it lists the node's C sources")
+    names = [word for line in path.read_text(encoding="utf-8").splitlines()
+             if not line.lstrip().startswith("#") for word in line.split() if word.endswith(".c")]
+    if not names:
+        raise RuntimeError(f"{NODE_SOURCE_LIST} names no C sources")
+    return [f"{NODE_DIR}/{name}" for name in names]
 
 
 class build_ext_with_simulator(build_ext):
@@ -73,17 +88,19 @@ class build_ext_with_simulator(build_ext):
         return os.path.join(package_dir, "lib", library)
 
     def _build_simulator(self) -> str:
-        sources = sorted(str(p.relative_to(HERE)) for p in (HERE / SIM_SOURCES).glob("*.c"))
+        # the engine's top level and every sub-folder (api/, core/, modules/*/, ...)
+        sources = sorted(str(p.relative_to(HERE)) for p in (HERE / SIM_SOURCES).rglob("*.c"))
         if not sources:
             raise RuntimeError(f"no C sources in {SIM_SOURCES}")
-        return self._build_shared_library(SIM_LIBRARY, sources, SIM_HEADERS, SIM_MAP, "sim")
+        return self._build_shared_library(SIM_LIBRARY, sources + node_sources(), SIM_HEADERS + (NODE_SOURCE_LIST,),
+                                          SIM_MAP, "sim")
 
     def _build_nvml(self) -> str:
         sources = sorted(str(p.relative_to(HERE)) for p in (HERE / NVML_SOURCES).glob("*.c"))
         if not sources:
             raise RuntimeError(f"no C sources in {NVML_SOURCES}")
-        return self._build_shared_library(NVML_LIBRARY, sources + list(NVML_NODE_SOURCES), NVML_HEADERS,
-                                          NVML_MAP, "nvml")
+        return self._build_shared_library(NVML_LIBRARY, sources + node_sources(),
+                                          NVML_HEADERS + (NODE_SOURCE_LIST,), NVML_MAP, "nvml")
 
     def _build_shared_library(self, library: str, sources: list[str], header_globs: tuple[str, ...],
                               version_script: str, temp_name: str) -> str:
@@ -97,7 +114,7 @@ class build_ext_with_simulator(build_ext):
         compiler = self.compiler
         objects = compiler.compile(
             sources,
-            # one object folder per library: both compile the engine's node sources
+            # one object folder per library: both compile the node's sources
             output_dir=os.path.join(self.build_temp, temp_name),
             extra_postargs=["-std=gnu11", "-O2", "-fPIC", "-pthread"],
             depends=depends,

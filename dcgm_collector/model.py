@@ -203,7 +203,8 @@ def id_ranges(ids: Sequence[int]) -> str:
 # ---- flight recordings -------------------------------------------------------------------
 # A flight recording (written by dcgm_collector.push.recorder, played back by the simulated
 # engine) is a Parquet file with one row per sample, in these columns, plus a JSON sidecar
-# ``<file>.json``.  Both sides name the columns from here.
+# ``<file>.json``.  Both sides name the columns from here; the format itself is declared once,
+# in native/node/recording_format.h, which tests/unit/test_recording_format.py holds these to.
 RECORDING_FORMAT_VERSION = 1
 RECORDING_COLUMNS: tuple[tuple[str, str], ...] = (
     ("time", "timestamp[us, tz=UTC]"),   # DCGM's timestamp of the sample

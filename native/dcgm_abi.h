@@ -254,7 +254,7 @@ typedef enum dcgmMigProfile_enum {
 #define DCGM_INT64_NOT_PERMISSIONED 0x7ffffffffffffff3
 
 /* version stamps: sizeof(struct) | (version << 24), checked at compile
- * time in native/engine/abi_check.c and against abi-layout.tsv in the tests */
+ * time in native/engine/api/abi_check.c and against abi-layout.tsv in the tests */
 #define dcgmFieldValue_version1 0x01001018
 #define dcgmFieldValue_version2 0x02001020
 #define dcgmInjectFieldValue_version1 0x01001018

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate native/engine/unsupported.c and native/engine/libdcgm.map.
+"""Generate native/engine/api/unsupported.c and native/engine/libdcgm.map.
 
 The simulated libdcgm.so.4 must export exactly the symbols the real one
 exports, plus the simulator's own dcgmSim* extensions.  Symbols it really
@@ -27,7 +27,7 @@ from _gen import command_line as regenerate_command
 
 DEFAULT_SYMBOLS = "reference/dcgm/exported-symbols.txt"
 DEFAULT_FUNCTIONS = "native/dcgm_functions.h"
-DEFAULT_STUBS = "native/engine/unsupported.c"
+DEFAULT_STUBS = "native/engine/api/unsupported.c"
 DEFAULT_MAP = "native/engine/libdcgm.map"
 
 EXTENSION_PREFIX = "dcgmSim"
@@ -117,8 +117,8 @@ def render_stubs(stubs: list[str], command: str) -> str:
         " */",
         "#include <stddef.h>",
         "",
-        "#include \"../dcgm_abi.h\"",
-        "#include \"../dcgm_functions.h\"",
+        "#include \"../../dcgm_abi.h\"",
+        "#include \"../../dcgm_functions.h\"",
         "",
     ]
     lines += [stub_definition(name) for name in stubs]

@@ -1,8 +1,9 @@
 """Finding and loading libdcgm.so.4: one library per process, loaded with dlopen.
 
-Kept apart from the DCGM API (dcgm.py) because it is the one place that knows
-about the machine: where DCGM installs its library, the environment variable
-that points at another one, and what to tell an operator when none is found.
+Kept apart from the DCGM API (handle.py and the rest of this package) because
+it is the one place that knows about the machine: where DCGM installs its
+library, the environment variable that points at another one, and what to tell
+an operator when none is found.
 """
 
 from __future__ import annotations

@@ -462,7 +462,7 @@ nvmlReturn_t nvml_begin_device(nvml_fn fn, nvmlDevice_t device, nvml_call *call)
         pthread_rwlock_unlock(&lib_lock);
         return NVML_ERROR_GPU_IS_LOST;
     }
-    *call = (nvml_call){.gpu = gpu, .t_us = t, .sim = &lib.node->gpus[gpu]};
+    *call = (nvml_call){.gpu = gpu, .t_us = t, .sim = sim_node_gpu_info(lib.node, gpu)};
     nvml_pay_cost(fn);
     return NVML_SUCCESS;
 }
@@ -539,9 +539,9 @@ bool nvml_device_index(nvmlDevice_t device, unsigned int *gpu)
     return true;
 }
 
-const sim_gpu *nvml_sim_gpu(unsigned int gpu)
+const sim_gpu_info *nvml_sim_gpu(unsigned int gpu)
 {
-    return &lib.node->gpus[gpu];
+    return sim_node_gpu_info(lib.node, gpu);
 }
 
 nvmlReturn_t nvml_copy_string(char *buf, unsigned int length, const char *s)

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "nvml_internal.h"
+#include "../dcgm_field_ids.h"
 
 #define NVML_EXPORT __attribute__((visibility("default")))
 
@@ -27,26 +28,6 @@
     } while (0)
 
 #define MIB 1048576ULL
-
-/* DCGM field ids this file reads (DCGM 4.6 numbering). */
-enum {
-    F_NAME = 50, F_BRAND = 51, F_SERIAL = 53, F_UUID = 54, F_INFOROM_OEM = 56, F_BUS_ID = 57,
-    F_PCI_COMBINED_ID = 58, F_PCI_SUBSYS_ID = 59, F_COMPUTE_MODE = 65, F_PERSISTENCE = 66,
-    F_INFOROM_ECC = 80, F_INFOROM_POWER = 81, F_INFOROM_IMAGE = 82, F_VBIOS = 85,
-    F_SM_CLOCK = 100, F_MEM_CLOCK = 101, F_VIDEO_CLOCK = 102, F_MAX_SM_CLOCK = 110,
-    F_MAX_MEM_CLOCK = 111, F_CLOCK_REASONS = 112, F_APP_SM_CLOCK = 113, F_APP_MEM_CLOCK = 114,
-    F_MAX_VIDEO_CLOCK = 115, F_MEM_MAX_OP_TEMP = 151, F_GPU_MAX_OP_TEMP = 152,
-    F_GPU_TEMP = 150, F_POWER = 155, F_ENERGY = 156, F_SLOWDOWN_TEMP = 158, F_SHUTDOWN_TEMP = 159,
-    F_POWER_LIMIT = 160, F_POWER_MIN = 161, F_POWER_MAX = 162, F_POWER_DEFAULT = 163,
-    F_POWER_ENFORCED = 164, F_FAN = 191, F_PSTATE = 190, F_PCIE_TX = 200, F_PCIE_RX = 201,
-    F_PCIE_REPLAY = 202, F_GPU_UTIL = 203, F_MEM_UTIL = 204, F_ENC_UTIL = 206, F_DEC_UTIL = 207,
-    F_PCIE_MAX_GEN = 235, F_PCIE_MAX_WIDTH = 236, F_PCIE_GEN = 237, F_PCIE_WIDTH = 238,
-    F_VIOLATION_POWER = 240, F_FB_TOTAL = 250, F_FB_FREE = 251, F_FB_USED = 252,
-    F_FB_RESERVED = 253, F_ECC_CURRENT = 300, F_ECC_PENDING = 301,
-    F_ECC_SBE_VOL = 310, F_ECC_DBE_VOL = 311, F_ECC_SBE_AGG = 312, F_ECC_DBE_AGG = 313,
-    F_RETIRED_SBE = 390, F_RETIRED_DBE = 391, F_RETIRED_PENDING = 392,
-    F_ROWS_UNC = 393, F_ROWS_COR = 394, F_ROWS_FAILED = 395, F_ROWS_PENDING = 396,
-};
 
 /* An integer field, or NOT_SUPPORTED when the model lacks it. */
 static nvmlReturn_t read_int(const nvml_call *call, unsigned short field, long long *out)
@@ -108,20 +89,20 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
         return nvml_end(read_string(&call, field, buf, length));                    \
     }
 
-STRING_GETTER(nvmlDeviceGetName, NVML_FN_NAME, F_NAME)
-STRING_GETTER(nvmlDeviceGetUUID, NVML_FN_UUID, F_UUID)
-STRING_GETTER(nvmlDeviceGetSerial, NVML_FN_SERIAL, F_SERIAL)
-STRING_GETTER(nvmlDeviceGetVbiosVersion, NVML_FN_VBIOS_VERSION, F_VBIOS)
-STRING_GETTER(nvmlDeviceGetInforomImageVersion, NVML_FN_INFOROM_IMAGE_VERSION, F_INFOROM_IMAGE)
+STRING_GETTER(nvmlDeviceGetName, NVML_FN_NAME, DCGM_FI_DEV_GPU_NAME)
+STRING_GETTER(nvmlDeviceGetUUID, NVML_FN_UUID, DCGM_FI_DEV_GPU_UUID)
+STRING_GETTER(nvmlDeviceGetSerial, NVML_FN_SERIAL, DCGM_FI_DEV_BOARD_SERIAL)
+STRING_GETTER(nvmlDeviceGetVbiosVersion, NVML_FN_VBIOS_VERSION, DCGM_FI_DEV_VBIOS_VERSION)
+STRING_GETTER(nvmlDeviceGetInforomImageVersion, NVML_FN_INFOROM_IMAGE_VERSION, DCGM_FI_DEV_INFOROM_IMAGE_VERSION)
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforomObject_t object,
                                                      char *version, unsigned int length)
 {
     BEGIN_DEVICE(NVML_FN_INFOROM_VERSION, device);
     switch (object) {
-    case NVML_INFOROM_OEM: return nvml_end(read_string(&call, F_INFOROM_OEM, version, length));
-    case NVML_INFOROM_ECC: return nvml_end(read_string(&call, F_INFOROM_ECC, version, length));
-    case NVML_INFOROM_POWER: return nvml_end(read_string(&call, F_INFOROM_POWER, version, length));
+    case NVML_INFOROM_OEM: return nvml_end(read_string(&call, DCGM_FI_DEV_INFOROM_OEM_VERSION, version, length));
+    case NVML_INFOROM_ECC: return nvml_end(read_string(&call, DCGM_FI_DEV_INFOROM_ECC_VERSION, version, length));
+    case NVML_INFOROM_POWER: return nvml_end(read_string(&call, DCGM_FI_DEV_INFOROM_POWER_VERSION, version, length));
     default: return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     }
 }
@@ -133,8 +114,8 @@ static nvmlReturn_t pci_info(nvmlDevice_t device, nvmlPciInfo_t *pci)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     sim_value bus;
     long long combined = 0, subsys = 0;
-    if (!nvml_sample(&call, F_BUS_ID, &bus) || read_int(&call, F_PCI_COMBINED_ID, &combined) != NVML_SUCCESS ||
-        read_int(&call, F_PCI_SUBSYS_ID, &subsys) != NVML_SUCCESS)
+    if (!nvml_sample(&call, DCGM_FI_DEV_PCI_BUS_ID, &bus) || read_int(&call, DCGM_FI_DEV_PCI_COMBINED_ID, &combined) != NVML_SUCCESS ||
+        read_int(&call, DCGM_FI_DEV_PCI_SUBSYS_ID, &subsys) != NVML_SUCCESS)
         return nvml_end(NVML_ERROR_UNKNOWN);
     unsigned int domain = 0, bus_no = 0, dev = 0, function = 0;
     if (sscanf(bus.str, "%x:%x:%x.%x", &domain, &bus_no, &dev, &function) != 4)
@@ -166,7 +147,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t
     BEGIN_DEVICE(NVML_FN_BRAND, device);
     if (type == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    const char *brand = call.sim->model->brand;
+    const char *brand = call.sim->brand;
     if (strcasecmp(brand, "Tesla") == 0)
         *type = NVML_BRAND_TESLA;
     else if (strcasecmp(brand, "NVIDIA") == 0)
@@ -181,7 +162,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDevi
     BEGIN_DEVICE(NVML_FN_ARCHITECTURE, device);
     if (arch == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    const sim_model *m = call.sim->model;
+    const sim_gpu_info *m = call.sim;
     if (m->cc_major == 9)
         *arch = NVML_DEVICE_ARCH_HOPPER;
     else if (m->cc_major == 8)
@@ -198,8 +179,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device,
     BEGIN_DEVICE(NVML_FN_CUDA_COMPUTE_CAPABILITY, device);
     if (major == NULL || minor == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    *major = call.sim->model->cc_major;
-    *minor = call.sim->model->cc_minor;
+    *major = call.sim->cc_major;
+    *minor = call.sim->cc_minor;
     return nvml_end(NVML_SUCCESS);
 }
 
@@ -211,13 +192,13 @@ typedef struct fb_mib {
 
 static nvmlReturn_t read_fb(const nvml_call *call, fb_mib *fb)
 {
-    nvmlReturn_t rc = read_int(call, F_FB_TOTAL, &fb->total);
+    nvmlReturn_t rc = read_int(call, DCGM_FI_DEV_FB_TOTAL, &fb->total);
     if (rc == NVML_SUCCESS)
-        rc = read_int(call, F_FB_RESERVED, &fb->reserved);
+        rc = read_int(call, DCGM_FI_DEV_FB_RESERVED, &fb->reserved);
     if (rc == NVML_SUCCESS)
-        rc = read_int(call, F_FB_FREE, &fb->free);
+        rc = read_int(call, DCGM_FI_DEV_FB_FREE, &fb->free);
     if (rc == NVML_SUCCESS)
-        rc = read_int(call, F_FB_USED, &fb->used);
+        rc = read_int(call, DCGM_FI_DEV_FB_USED, &fb->used);
     return rc;
 }
 
@@ -263,9 +244,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvml
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     if (mig_enabled(&call))
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
-    nvmlReturn_t rc = read_uint(&call, F_GPU_UTIL, &utilization->gpu);
+    nvmlReturn_t rc = read_uint(&call, DCGM_FI_DEV_GPU_UTIL_RATIO, &utilization->gpu);
     if (rc == NVML_SUCCESS)
-        rc = read_uint(&call, F_MEM_UTIL, &utilization->memory);
+        rc = read_uint(&call, DCGM_FI_DEV_MEM_COPY_UTIL, &utilization->memory);
     return nvml_end(rc);
 }
 
@@ -288,13 +269,13 @@ static nvmlReturn_t codec_utilization(nvml_fn fn, unsigned short field, nvmlDevi
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
                                                          unsigned int *samplingPeriodUs)
 {
-    return codec_utilization(NVML_FN_ENCODER_UTILIZATION, F_ENC_UTIL, device, utilization, samplingPeriodUs);
+    return codec_utilization(NVML_FN_ENCODER_UTILIZATION, DCGM_FI_DEV_ENC_UTIL, device, utilization, samplingPeriodUs);
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
                                                          unsigned int *samplingPeriodUs)
 {
-    return codec_utilization(NVML_FN_DECODER_UTILIZATION, F_DEC_UTIL, device, utilization, samplingPeriodUs);
+    return codec_utilization(NVML_FN_DECODER_UTILIZATION, DCGM_FI_DEV_DEC_UTIL, device, utilization, samplingPeriodUs);
 }
 
 /* ---- temperature ------------------------------------------------------------------------ */
@@ -305,7 +286,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTempe
     BEGIN_DEVICE(NVML_FN_TEMPERATURE, device);
     if (temp == NULL || sensorType != NVML_TEMPERATURE_GPU)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    return nvml_end(read_uint(&call, F_GPU_TEMP, temp));
+    return nvml_end(read_uint(&call, DCGM_FI_DEV_GPU_TEMP_CELSIUS, temp));
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t *temperature)
@@ -318,7 +299,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemp
     if (temperature->sensorType != NVML_TEMPERATURE_GPU)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long t = 0;
-    nvmlReturn_t rc = read_int(&call, F_GPU_TEMP, &t);
+    nvmlReturn_t rc = read_int(&call, DCGM_FI_DEV_GPU_TEMP_CELSIUS, &t);
     temperature->temperature = (int)t;
     return nvml_end(rc);
 }
@@ -331,10 +312,10 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
     if (temp == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     switch (thresholdType) {
-    case NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: return nvml_end(read_uint(&call, F_SHUTDOWN_TEMP, temp));
-    case NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: return nvml_end(read_uint(&call, F_SLOWDOWN_TEMP, temp));
-    case NVML_TEMPERATURE_THRESHOLD_MEM_MAX: return nvml_end(read_uint(&call, F_MEM_MAX_OP_TEMP, temp));
-    case NVML_TEMPERATURE_THRESHOLD_GPU_MAX: return nvml_end(read_uint(&call, F_GPU_MAX_OP_TEMP, temp));
+    case NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: return nvml_end(read_uint(&call, DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS, temp));
+    case NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: return nvml_end(read_uint(&call, DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS, temp));
+    case NVML_TEMPERATURE_THRESHOLD_MEM_MAX: return nvml_end(read_uint(&call, DCGM_FI_DEV_MEMORY_MAX_OP_TEMP_CELSIUS, temp));
+    case NVML_TEMPERATURE_THRESHOLD_GPU_MAX: return nvml_end(read_uint(&call, DCGM_FI_DEV_GPU_MAX_OP_TEMP_CELSIUS, temp));
     default: return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     }
 }
@@ -350,10 +331,10 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
         return nvml_end(read_milliwatts(&call, field, value));                 \
     }
 
-MILLIWATT_GETTER(nvmlDeviceGetPowerUsage, NVML_FN_POWER_USAGE, F_POWER)
-MILLIWATT_GETTER(nvmlDeviceGetPowerManagementLimit, NVML_FN_POWER_MANAGEMENT_LIMIT, F_POWER_LIMIT)
-MILLIWATT_GETTER(nvmlDeviceGetPowerManagementDefaultLimit, NVML_FN_POWER_MANAGEMENT_DEFAULT_LIMIT, F_POWER_DEFAULT)
-MILLIWATT_GETTER(nvmlDeviceGetEnforcedPowerLimit, NVML_FN_ENFORCED_POWER_LIMIT, F_POWER_ENFORCED)
+MILLIWATT_GETTER(nvmlDeviceGetPowerUsage, NVML_FN_POWER_USAGE, DCGM_FI_DEV_BOARD_POWER_WATTS)
+MILLIWATT_GETTER(nvmlDeviceGetPowerManagementLimit, NVML_FN_POWER_MANAGEMENT_LIMIT, DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS)
+MILLIWATT_GETTER(nvmlDeviceGetPowerManagementDefaultLimit, NVML_FN_POWER_MANAGEMENT_DEFAULT_LIMIT, DCGM_FI_DEV_BOARD_POWER_LIMIT_DEFAULT_WATTS)
+MILLIWATT_GETTER(nvmlDeviceGetEnforcedPowerLimit, NVML_FN_ENFORCED_POWER_LIMIT, DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS)
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit,
                                                                       unsigned int *maxLimit)
@@ -361,9 +342,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice
     BEGIN_DEVICE(NVML_FN_POWER_MANAGEMENT_LIMIT_CONSTRAINTS, device);
     if (minLimit == NULL || maxLimit == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    nvmlReturn_t rc = read_milliwatts(&call, F_POWER_MIN, minLimit);
+    nvmlReturn_t rc = read_milliwatts(&call, DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS, minLimit);
     if (rc == NVML_SUCCESS)
-        rc = read_milliwatts(&call, F_POWER_MAX, maxLimit);
+        rc = read_milliwatts(&call, DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS, maxLimit);
     return nvml_end(rc);
 }
 
@@ -377,9 +358,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, 
 {
     BEGIN_DEVICE(NVML_FN_SET_POWER_MANAGEMENT_LIMIT, device);
     unsigned int low = 0, high = 0;
-    nvmlReturn_t rc = read_milliwatts(&call, F_POWER_MIN, &low);
+    nvmlReturn_t rc = read_milliwatts(&call, DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS, &low);
     if (rc == NVML_SUCCESS)
-        rc = read_milliwatts(&call, F_POWER_MAX, &high);
+        rc = read_milliwatts(&call, DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS, &high);
     if (rc != NVML_SUCCESS)
         return nvml_end(rc);
     if (limit < low || limit > high)
@@ -402,7 +383,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device
     if (energy == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long mj = 0;
-    nvmlReturn_t rc = read_int(&call, F_ENERGY, &mj);
+    nvmlReturn_t rc = read_int(&call, DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, &mj);
     *energy = (unsigned long long)(mj < 0 ? 0 : mj);
     return nvml_end(rc);
 }
@@ -432,7 +413,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockTy
     BEGIN_DEVICE(NVML_FN_CLOCK_INFO, device);
     if (clock == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    return nvml_end(read_clock(&call, clock_field(type, F_SM_CLOCK, F_MEM_CLOCK, F_VIDEO_CLOCK), clock));
+    return nvml_end(read_clock(&call, clock_field(type, DCGM_FI_DEV_SM_CLOCK, DCGM_FI_DEV_MEM_CLOCK, DCGM_FI_DEV_VIDEO_CLOCK), clock));
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
@@ -440,7 +421,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlCloc
     BEGIN_DEVICE(NVML_FN_MAX_CLOCK_INFO, device);
     if (clock == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    return nvml_end(read_clock(&call, clock_field(type, F_MAX_SM_CLOCK, F_MAX_MEM_CLOCK, F_MAX_VIDEO_CLOCK), clock));
+    return nvml_end(read_clock(&call, clock_field(type, DCGM_FI_DEV_APP_SM_CLOCK, DCGM_FI_DEV_APP_MEM_CLOCK, DCGM_FI_DEV_MAX_VIDEO_CLOCK), clock));
 }
 
 /*
@@ -450,9 +431,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlCloc
  */
 static nvmlReturn_t read_app_clock(const nvml_call *call, nvmlClockType_t type, unsigned int *clock)
 {
-    if (type == NVML_CLOCK_VIDEO && call->sim->model->cc_major == 9)
+    if (type == NVML_CLOCK_VIDEO && call->sim->cc_major == 9)
         return NVML_ERROR_NOT_SUPPORTED;
-    return read_clock(call, clock_field(type, F_APP_SM_CLOCK, F_APP_MEM_CLOCK, F_MAX_VIDEO_CLOCK), clock);
+    return read_clock(call, clock_field(type, DCGM_FI_DEV_MAX_SM_CLOCK, DCGM_FI_DEV_MAX_MEM_CLOCK, DCGM_FI_DEV_MAX_VIDEO_CLOCK), clock);
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, nvmlClockType_t type,
@@ -482,13 +463,13 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t
     unsigned short field;
     switch (clockId) {
     case NVML_CLOCK_ID_CURRENT:
-        field = clock_field(clockType, F_SM_CLOCK, F_MEM_CLOCK, F_VIDEO_CLOCK);
+        field = clock_field(clockType, DCGM_FI_DEV_SM_CLOCK, DCGM_FI_DEV_MEM_CLOCK, DCGM_FI_DEV_VIDEO_CLOCK);
         break;
     case NVML_CLOCK_ID_APP_CLOCK_TARGET: case NVML_CLOCK_ID_APP_CLOCK_DEFAULT:
-        field = clock_field(clockType, F_APP_SM_CLOCK, F_APP_MEM_CLOCK, F_MAX_VIDEO_CLOCK);
+        field = clock_field(clockType, DCGM_FI_DEV_MAX_SM_CLOCK, DCGM_FI_DEV_MAX_MEM_CLOCK, DCGM_FI_DEV_MAX_VIDEO_CLOCK);
         break;
     case NVML_CLOCK_ID_CUSTOMER_BOOST_MAX:
-        field = clock_field(clockType, F_MAX_SM_CLOCK, F_MAX_MEM_CLOCK, F_MAX_VIDEO_CLOCK);
+        field = clock_field(clockType, DCGM_FI_DEV_APP_SM_CLOCK, DCGM_FI_DEV_APP_MEM_CLOCK, DCGM_FI_DEV_MAX_VIDEO_CLOCK);
         break;
     default:
         field = 0;
@@ -504,7 +485,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev
     if (reasons == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long bits = 0;
-    nvmlReturn_t rc = read_int(&call, F_CLOCK_REASONS, &bits);
+    nvmlReturn_t rc = read_int(&call, DCGM_FI_DEV_CLOCKS_EVENT_REASONS, &bits);
     *reasons = (unsigned long long)bits & nvmlClocksEventReasonAll;
     return nvml_end(rc);
 }
@@ -538,7 +519,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPc
     if (value == NULL || (counter != NVML_PCIE_UTIL_TX_BYTES && counter != NVML_PCIE_UTIL_RX_BYTES))
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     /* KB/s over the 20 ms window the cost above just slept through */
-    return nvml_end(read_uint(&call, counter == NVML_PCIE_UTIL_TX_BYTES ? F_PCIE_TX : F_PCIE_RX, value));
+    return nvml_end(read_uint(&call, counter == NVML_PCIE_UTIL_TX_BYTES ? DCGM_FI_DEV_PCIE_TX_THROUGHPUT : DCGM_FI_DEV_PCIE_RX_THROUGHPUT, value));
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value)
@@ -546,7 +527,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, uns
     BEGIN_DEVICE(NVML_FN_PCIE_REPLAY_COUNTER, device);
     if (value == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    return nvml_end(read_uint(&call, F_PCIE_REPLAY, value));
+    return nvml_end(read_uint(&call, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, value));
 }
 
 #define PCIE_LINK_GETTER(function, field)                                       \
@@ -558,10 +539,10 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, uns
         return nvml_end(read_uint(&call, field, value));                        \
     }
 
-PCIE_LINK_GETTER(nvmlDeviceGetCurrPcieLinkGeneration, F_PCIE_GEN)
-PCIE_LINK_GETTER(nvmlDeviceGetMaxPcieLinkGeneration, F_PCIE_MAX_GEN)
-PCIE_LINK_GETTER(nvmlDeviceGetCurrPcieLinkWidth, F_PCIE_WIDTH)
-PCIE_LINK_GETTER(nvmlDeviceGetMaxPcieLinkWidth, F_PCIE_MAX_WIDTH)
+PCIE_LINK_GETTER(nvmlDeviceGetCurrPcieLinkGeneration, DCGM_FI_DEV_PCIE_LINK_GEN)
+PCIE_LINK_GETTER(nvmlDeviceGetMaxPcieLinkGeneration, DCGM_FI_DEV_PCIE_MAX_LINK_GEN)
+PCIE_LINK_GETTER(nvmlDeviceGetCurrPcieLinkWidth, DCGM_FI_DEV_PCIE_LINK_WIDTH)
+PCIE_LINK_GETTER(nvmlDeviceGetMaxPcieLinkWidth, DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH)
 
 /* ---- ECC, retired pages, remapped rows ------------------------------------------------------------ */
 
@@ -572,9 +553,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableSta
     if (current == NULL || pending == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long cur = 0, pend = 0;
-    nvmlReturn_t rc = read_int(&call, F_ECC_CURRENT, &cur);
+    nvmlReturn_t rc = read_int(&call, DCGM_FI_DEV_ECC_MODE, &cur);
     if (rc == NVML_SUCCESS)
-        rc = read_int(&call, F_ECC_PENDING, &pend);
+        rc = read_int(&call, DCGM_FI_DEV_ECC_PENDING, &pend);
     *current = cur ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     *pending = pend ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return nvml_end(rc);
@@ -591,9 +572,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMe
     if (errorType != NVML_MEMORY_ERROR_TYPE_CORRECTED && errorType != NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     if (counterType == NVML_VOLATILE_ECC)
-        field = corrected ? F_ECC_SBE_VOL : F_ECC_DBE_VOL;
+        field = corrected ? DCGM_FI_DEV_ECC_SBE_VOL_TOTAL : DCGM_FI_DEV_ECC_DBE_VOL_TOTAL;
     else if (counterType == NVML_AGGREGATE_ECC)
-        field = corrected ? F_ECC_SBE_AGG : F_ECC_DBE_AGG;
+        field = corrected ? DCGM_FI_DEV_ECC_SBE_AGG_TOTAL : DCGM_FI_DEV_ECC_DBE_AGG_TOTAL;
     else
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long count = 0;
@@ -614,9 +595,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, nvmlPage
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     unsigned short field;
     if (cause == NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
-        field = F_RETIRED_SBE;
+        field = DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL;
     else if (cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
-        field = F_RETIRED_DBE;
+        field = DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL;
     else
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     unsigned int count = 0;
@@ -640,7 +621,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t dev
     if (isPending == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long pending = 0;
-    nvmlReturn_t rc = read_int(&call, F_RETIRED_PENDING, &pending);
+    nvmlReturn_t rc = read_int(&call, DCGM_FI_DEV_PAGE_RETIRED_PENDING, &pending);
     *isPending = pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return nvml_end(rc);
 }
@@ -653,13 +634,13 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     if (mig_enabled(&call))
         return nvml_end(NVML_ERROR_NOT_SUPPORTED); /* as on a board with MIG instances */
-    nvmlReturn_t rc = read_uint(&call, F_ROWS_COR, corrRows);
+    nvmlReturn_t rc = read_uint(&call, DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL, corrRows);
     if (rc == NVML_SUCCESS)
-        rc = read_uint(&call, F_ROWS_UNC, uncRows);
+        rc = read_uint(&call, DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL, uncRows);
     if (rc == NVML_SUCCESS)
-        rc = read_uint(&call, F_ROWS_PENDING, isPending);
+        rc = read_uint(&call, DCGM_FI_DEV_ROW_REMAP_PENDING, isPending);
     if (rc == NVML_SUCCESS)
-        rc = read_uint(&call, F_ROWS_FAILED, failureOccurred);
+        rc = read_uint(&call, DCGM_FI_DEV_ROW_REMAP_FAILED, failureOccurred);
     return nvml_end(rc);
 }
 
@@ -671,7 +652,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int
     BEGIN_DEVICE(NVML_FN_FAN_SPEED, device);
     if (speed == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    return nvml_end(read_uint(&call, F_FAN, speed));
+    return nvml_end(read_uint(&call, DCGM_FI_DEV_FAN_SPEED, speed));
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan, unsigned int *speed)
@@ -680,7 +661,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned 
     if (speed == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     (void)fan;
-    return nvml_end(read_uint(&call, F_FAN, speed));
+    return nvml_end(read_uint(&call, DCGM_FI_DEV_FAN_SPEED, speed));
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int *numFans)
@@ -691,7 +672,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int 
     /* a board without a fan has zero of them: the count succeeds where the speed is NOT_SUPPORTED
      * (recorded on an H200: NumFans 0, FanSpeed NOT_SUPPORTED) */
     unsigned int speed = 0;
-    *numFans = read_uint(&call, F_FAN, &speed) == NVML_SUCCESS ? 1 : 0;
+    *numFans = read_uint(&call, DCGM_FI_DEV_FAN_SPEED, &speed) == NVML_SUCCESS ? 1 : 0;
     return nvml_end(NVML_SUCCESS);
 }
 
@@ -701,7 +682,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvml
     if (pState == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long p = 0;
-    nvmlReturn_t rc = read_int(&call, F_PSTATE, &p);
+    nvmlReturn_t rc = read_int(&call, DCGM_FI_DEV_GPU_PSTATE, &p);
     *pState = (p >= 0 && p <= 15) ? (nvmlPstates_t)p : NVML_PSTATE_UNKNOWN;
     return nvml_end(rc);
 }
@@ -717,7 +698,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlCompu
     if (mode == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long m = 0;
-    nvmlReturn_t rc = read_int(&call, F_COMPUTE_MODE, &m);
+    nvmlReturn_t rc = read_int(&call, DCGM_FI_DEV_GPU_COMPUTE_MODE, &m);
     *mode = (m >= 0 && m <= 3) ? (nvmlComputeMode_t)m : NVML_COMPUTEMODE_DEFAULT;
     return nvml_end(rc);
 }
@@ -728,7 +709,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlE
     if (mode == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     long long m = 0;
-    nvmlReturn_t rc = read_int(&call, F_PERSISTENCE, &m);
+    nvmlReturn_t rc = read_int(&call, DCGM_FI_DEV_GPU_PERSISTENCE_MODE, &m);
     *mode = m ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return nvml_end(rc);
 }
@@ -774,7 +755,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int 
     BEGIN_DEVICE(NVML_FN_MIG_MODE, device);
     if (currentMode == NULL || pendingMode == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    if (!call.sim->model->mig_capable)
+    if (!call.sim->mig_capable)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     *currentMode = *pendingMode = mig_enabled(&call) ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     return nvml_end(NVML_SUCCESS);
@@ -795,7 +776,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, uns
     BEGIN_DEVICE(NVML_FN_MIG_DEVICE_QUERY, device);
     if (count == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    if (!call.sim->model->mig_capable)
+    if (!call.sim->mig_capable)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     /* zero while MIG is off (recorded on an H200 with MIG disabled) */
     *count = mig_enabled(&call) ? SIM_MAX_MIG_INSTANCES : 0;
@@ -862,7 +843,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlP
     if (perfPolicyType < NVML_PERF_POLICY_POWER || perfPolicyType > NVML_PERF_POLICY_RELIABILITY)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     long long ns = 0;
-    nvmlReturn_t rc = read_int(&call, (unsigned short)(F_VIOLATION_POWER + perfPolicyType), &ns);
+    nvmlReturn_t rc = read_int(&call, (unsigned short)(DCGM_FI_DEV_POWER_VIOLATION + perfPolicyType), &ns);
     violTime->referenceTime = (unsigned long long)nvml_wall_us();
     violTime->violationTime = (unsigned long long)(ns < 0 ? 0 : ns);
     return nvml_end(rc);
@@ -875,7 +856,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned 
     BEGIN_DEVICE(NVML_FN_NVLINK_STATE, device);
     if (isActive == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    int links = call.sim->model->nvlinks;
+    int links = call.sim->nvlinks;
     if (links == 0)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     if (link >= (unsigned int)links)
@@ -891,7 +872,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice
     unsigned int other = 0;
     if (p2pStatus == NULL || !nvml_device_index(device2, &other) || p2pIndex >= NVML_P2P_CAPS_INDEX_UNKNOWN)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    bool both_nvlink = call.sim->model->nvlinks > 0 && nvml_sim_gpu(other)->model->nvlinks > 0;
+    bool both_nvlink = call.sim->nvlinks > 0 && nvml_sim_gpu(other)->nvlinks > 0;
     if (p2pIndex == NVML_P2P_CAPS_INDEX_NVLINK)
         *p2pStatus = both_nvlink && other != call.gpu ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
     else

@@ -62,9 +62,9 @@ static bool sample_is_live(const struct nvmlGpmSample_st *sample)
     return sample != NULL && s == sample;
 }
 
-static unsigned long long supported_events(const sim_gpu *g)
+static unsigned long long supported_events(const sim_gpu_info *g)
 {
-    return g->model->mig_capable ? SUPPORTED_EVENTS_ALL : (SUPPORTED_EVENTS_ALL & ~nvmlEventMigConfigChange);
+    return g->mig_capable ? SUPPORTED_EVENTS_ALL : (SUPPORTED_EVENTS_ALL & ~nvmlEventMigConfigChange);
 }
 
 /* ---- event sets ----------------------------------------------------------------- */
@@ -119,7 +119,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, u
 }
 
 /* Index of the first XID of g after t: those up to t happened before registration. */
-static size_t first_xid_after(const sim_gpu *g, int64_t t_us)
+static size_t first_xid_after(const sim_gpu_info *g, int64_t t_us)
 {
     size_t i = 0;
     while (i < g->xid_count && g->xids[i].t_rel_us <= t_us)
@@ -157,7 +157,7 @@ static bool next_xid(struct nvmlEventSet_st *set, int64_t now_us, unsigned int *
     for (unsigned int gpu = 0; gpu < nvml_gpu_count(); gpu++) {
         if (!(set->types[gpu] & nvmlEventTypeXidCriticalError))
             continue;
-        const sim_gpu *g = nvml_sim_gpu(gpu);
+        const sim_gpu_info *g = nvml_sim_gpu(gpu);
         if (set->next_xid[gpu] >= g->xid_count)
             continue;
         int64_t t = g->xids[set->next_xid[gpu]].t_rel_us;
@@ -230,7 +230,7 @@ NVML_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmS
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION)
         return nvml_end(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-    gpmSupport->isSupportedDevice = call.sim->model->gpm ? 1 : 0;
+    gpmSupport->isSupportedDevice = call.sim->gpm ? 1 : 0;
     return nvml_end(NVML_SUCCESS);
 }
 
@@ -242,7 +242,7 @@ NVML_EXPORT nvmlReturn_t nvmlGpmQueryIfStreamingEnabled(nvmlDevice_t device, uns
         return rc;
     if (state == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    if (!call.sim->model->gpm)
+    if (!call.sim->gpm)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     *state = 0;
     return nvml_end(NVML_SUCCESS);
@@ -293,7 +293,7 @@ NVML_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t g
         return rc;
     if (!sample_is_live(gpmSample))
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    if (!call.sim->model->gpm)
+    if (!call.sim->gpm)
         return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     pthread_mutex_lock(&handles_lock);
     gpmSample->taken = true;
@@ -375,7 +375,7 @@ NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
     pthread_mutex_unlock(&handles_lock);
     if (!usable)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    const sim_gpu *g = nvml_sim_gpu(gpu);
+    const sim_gpu_info *g = nvml_sim_gpu(gpu);
     for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
         nvmlGpmMetric_t *out = &metricsGet->metrics[i];
         const gpm_metric *m = NULL;
@@ -385,7 +385,7 @@ NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
         }
         out->value = 0.0;
         out->metricInfo.shortName = out->metricInfo.longName = out->metricInfo.unit = NULL;
-        if (m == NULL || (m->needs_nvlink && g->model->nvlinks == 0)) {
+        if (m == NULL || (m->needs_nvlink && g->nvlinks == 0)) {
             out->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
             continue;
         }

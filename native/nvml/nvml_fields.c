@@ -173,7 +173,7 @@ static bool reset_pending(const nvml_call *call)
  */
 static nvmlReturn_t put_nvlink_kib(const nvml_call *call, nvmlFieldValue_t *fv, bool tx, bool raw)
 {
-    int links = call->sim->model->nvlinks;
+    int links = call->sim->nvlinks;
     if (links == 0)
         return NVML_ERROR_NOT_SUPPORTED;
     unsigned short rate_field;
@@ -216,9 +216,9 @@ static nvmlReturn_t field_value(const nvml_call *call, nvmlFieldValue_t *fv)
     case NVML_FI_DEV_MEMORY_TEMP: return put_field(call, fv, 140, false);
     case NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: case NVML_FI_DEV_ENERGY: return put_field(call, fv, 156, true);
     case NVML_FI_DEV_NVLINK_LINK_COUNT:
-        if (call->sim->model->nvlinks == 0)
+        if (call->sim->nvlinks == 0)
             return NVML_ERROR_NOT_SUPPORTED;
-        put_uint(fv, (unsigned long long)call->sim->model->nvlinks);
+        put_uint(fv, (unsigned long long)call->sim->nvlinks);
         return NVML_SUCCESS;
     case NVML_FI_DEV_PCIE_REPLAY_COUNTER: return put_field(call, fv, 202, false);
     case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: return put_nvlink_kib(call, fv, true, false);
@@ -244,7 +244,7 @@ static nvmlReturn_t field_value(const nvml_call *call, nvmlFieldValue_t *fv)
     case NVML_FI_DEV_PERF_POLICY_TOTAL_APP_CLOCKS: return put_field(call, fv, 246, true);
     case NVML_FI_DEV_PERF_POLICY_TOTAL_BASE_CLOCKS: return put_field(call, fv, 247, true);
     case NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT: {
-        int links = call->sim->model->nvlinks;
+        int links = call->sim->nvlinks;
         if (links == 0) {
             /* a card without NvLink answers success and leaves the entry as it was set
              * up, a double 0 (the recorded H200 did) */
@@ -257,10 +257,10 @@ static nvmlReturn_t field_value(const nvml_call *call, nvmlFieldValue_t *fv)
     }
     case NVML_FI_DEV_IS_RESETLESS_MIG_SUPPORTED:
         /* Hopper (the GPM parts) switches MIG mode without a GPU reset; A100 needs one */
-        put_uint(fv, call->sim->model->mig_capable && call->sim->model->gpm);
+        put_uint(fv, call->sim->mig_capable && call->sim->gpm);
         return NVML_SUCCESS;
     case NVML_FI_DEV_IS_MIG_MODE_INDEPENDENT_MIG_QUERY_CAPABLE:
-        put_uint(fv, call->sim->model->mig_capable);
+        put_uint(fv, call->sim->mig_capable);
         return NVML_SUCCESS;
     case NVML_FI_DEV_POWER_MIN_LIMIT: return put_milliwatts(call, fv, 161);
     case NVML_FI_DEV_POWER_MAX_LIMIT: return put_milliwatts(call, fv, 162);

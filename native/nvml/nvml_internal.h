@@ -8,8 +8,8 @@
  *   nvml_pcie_link.c  the PCIe link-layer counters among the field values
  *   nvml_events.c   event sets (XIDs from the scenario) and GPM samples
  *
- * Values come from the engine's node (native/engine/node.c and friends,
- * compiled into this library): every getter asks sim_node_sample for the
+ * Values come from the simulated node (native/node/, compiled into this
+ * library; it sees only node.h): every getter asks sim_node_sample for the
  * DCGM field that DCGM itself fills from that NVML call, and converts units
  * the other way round (W -> mW, MiB -> bytes, ratio -> percent), so that a
  * scenario read through either library gives the same numbers.
@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "nvml_abi.h"
-#include "../engine/node_internal.h"
+#include "../node/node.h"
 
 #define NVML_HIDDEN __attribute__((visibility("hidden")))
 
@@ -118,7 +118,7 @@ struct nvmlDevice_st {
 typedef struct nvml_call {
     unsigned int gpu;
     int64_t t_us;               /* simulated time, us after init */
-    const sim_gpu *sim;         /* the GPU's plan and model (read only) */
+    const sim_gpu_info *sim;         /* the GPU's plan and model (read only) */
 } nvml_call;
 
 /*
@@ -145,7 +145,7 @@ NVML_HIDDEN double nvml_sample_double(const nvml_call *call, unsigned short dcgm
 NVML_HIDDEN unsigned int nvml_gpu_count(void);
 NVML_HIDDEN nvmlDevice_t nvml_device_handle(unsigned int gpu);
 NVML_HIDDEN bool nvml_device_index(nvmlDevice_t device, unsigned int *gpu);
-NVML_HIDDEN const sim_gpu *nvml_sim_gpu(unsigned int gpu);
+NVML_HIDDEN const sim_gpu_info *nvml_sim_gpu(unsigned int gpu);
 NVML_HIDDEN int64_t nvml_now_us(void);       /* simulated time, us after init */
 NVML_HIDDEN bool nvml_time_is_frozen(void);
 NVML_HIDDEN int64_t nvml_wall_us(void);      /* CLOCK_REALTIME, us since 1970 */

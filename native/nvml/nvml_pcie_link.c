@@ -17,8 +17,8 @@
  * (reference/hardware/h200-2026-11-30/fields.json), as do its retrains.
  */
 #include "nvml_internal.h"
+#include "../dcgm_field_ids.h"
 
-#define DCGM_FI_PCIE_REPLAYS 202
 #define ROLLOVER_REPLAYS 16
 
 /* The recorded card's counts since boot, at idle with no replays. */
@@ -45,7 +45,7 @@ bool nvml_is_pcie_link_counter(unsigned int nvml_field_id)
 nvmlReturn_t nvml_pcie_link_counter(const nvml_call *call, unsigned int nvml_field_id, unsigned int *count)
 {
     sim_value v;
-    if (!nvml_sample(call, DCGM_FI_PCIE_REPLAYS, &v))
+    if (!nvml_sample(call, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, &v))
         return v.kind == SIM_VALUE_NOT_SUPPORTED ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_UNKNOWN;
     unsigned int replays = v.i64 < 0 ? 0 : (unsigned int)v.i64;
     unsigned int rollovers = replays / ROLLOVER_REPLAYS;

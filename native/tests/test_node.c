@@ -2,19 +2,15 @@
  * test_node.c -- the simulated node on its own: determinism, physics
  * correlations, workloads, events, lost GPUs, scenario parse errors, cost.
  *
- * The Makefile builds each test as one standalone file that does not link
- * the simulator, so the node's sources (and the field table they look
- * metadata up in) are compiled in here directly.
+ * The Makefile builds each test as one standalone program that does not
+ * link the simulator: this one is linked with the node's sources (the list
+ * in node/sources.txt, field table included) and sees the node's internals.
  *
  * Usage: test_node [build-dir]   (the argument is ignored; exit 0 = pass)
  */
-#include "../engine/field_table.c"
-#include "../engine/fields_api.c"
-#include "../engine/models.c"
-#include "../engine/replay.c"
-#include "../engine/scenario.c"
-#include "../engine/node.c"
+#include "../node/node_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,7 +302,8 @@ static bool within(double got, double want, double share)
 
 /*
  * The kernel workloads on the H200 against the recorded card's phase
- * medians (reference/hardware/h200-2026-11-30/trace.csv): the same schedule,
+ * medians (its load trace, dcgm_collector/engine/scenarios/traces/h200-2026-11-30.csv,
+ * and reference/hardware/h200-2026-11-30/phases.json): the same schedule,
  * each phase's median within 10 %.
  */
 static void test_h200_workloads(void)

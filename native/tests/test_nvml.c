@@ -1,20 +1,15 @@
 /*
  * test_nvml.c -- the simulated libnvidia-ml.so.1 through dlopen, as an NVML
- * client uses it: init and handles, values against the engine's node for
+ * client uses it: init and handles, values against the simulated node for
  * the same scenario and time, NVML's error codes, XID events, GPM, costs.
  *
- * The node's sources are compiled in here (as test_node.c does) so that the
+ * The node's sources are linked in (as test_node.c's are) so that the
  * expected values come from the model itself; the library under test keeps
  * its own copy behind its version script, so the two never share state.
  *
  * Usage: test_nvml BUILD_DIR   (loads BUILD_DIR/libnvidia-ml.so.1; exit 0 = pass)
  */
-#include "../engine/field_table.c"
-#include "../engine/fields_api.c"
-#include "../engine/models.c"
-#include "../engine/replay.c"
-#include "../engine/scenario.c"
-#include "../engine/node.c"
+#include "../node/node_internal.h"
 
 #include <dlfcn.h>
 #include <math.h>

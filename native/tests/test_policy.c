@@ -20,17 +20,7 @@
 #define CHECK_DLOPEN_DCGM
 #include "check.h"
 #include "hostengine.h"
-
-enum {
-    F_BOARD_POWER = 155,
-    F_GPU_TEMP = 150,
-    F_PCIE_REPLAY = 202,
-    F_XID = 230,
-    F_ECC_DBE_DEV = 319,
-    F_RETIRED_SBE = 390,
-    F_RETIRED_DBE = 391,
-    F_NVLINK_CRC_FLIT = 409,
-};
+#include "../dcgm_field_ids.h"
 
 /* injected values are stamped this far in the future, as NVIDIA's tests do */
 #define AHEAD_S 60.0
@@ -232,9 +222,9 @@ static void ecc_dbe(dcgmHandle_t h)
     dcgmPolicy_t p = policy_of(DCGM_POLICY_COND_DBE, DCGM_POLICY_COND_IDX_DBE, 0, 1);
     dcgmGpuGrp_t g = watched_gpu(h, p, DCGM_POLICY_COND_DBE, 42, &gpu);
     /* the first value has nothing to compare with */
-    inject(h, gpu, F_ECC_DBE_DEV, 0, 0);
+    inject(h, gpu, DCGM_FI_DEV_ECC_DBE_VOL_DEV, 0, 0);
     CHECK(heard_count(1, QUIET_MS) == 0, "a baseline DBE count called back");
-    int64_t ts = inject(h, gpu, F_ECC_DBE_DEV, 1, 5);
+    int64_t ts = inject(h, gpu, DCGM_FI_DEV_ECC_DBE_VOL_DEV, 1, 5);
     CHECK(heard_count(1, ARRIVE_MS) == 1, "DBE 0 -> 1: %d callbacks", heard_count(0, 0));
     CHECK(heard_count(2, QUIET_MS) == 1, "DBE 0 -> 1 called back %d times", heard_count(0, 0));
     heard got = heard_at(0);
@@ -256,17 +246,17 @@ static void pcie_delta(dcgmHandle_t h)
     unsigned int gpu;
     dcgmPolicy_t p = policy_of(DCGM_POLICY_COND_PCI, DCGM_POLICY_COND_IDX_PCI, 1, 0);
     dcgmGpuGrp_t g = watched_gpu(h, p, DCGM_POLICY_COND_PCI, 7, &gpu);
-    inject(h, gpu, F_PCIE_REPLAY, 5, 0);
-    inject(h, gpu, F_PCIE_REPLAY, 5, 5);
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 5, 0);
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 5, 5);
     CHECK(heard_count(1, QUIET_MS) == 0, "5, 5: %d callbacks", heard_count(0, 0));
-    inject(h, gpu, F_PCIE_REPLAY, 10, 10);
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 10, 10);
     CHECK(heard_count(1, ARRIVE_MS) == 1, "5 -> 10: %d callbacks", heard_count(0, 0));
-    inject(h, gpu, F_PCIE_REPLAY, 3, 15);
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 3, 15);
     CHECK(heard_count(2, QUIET_MS) == 1, "10 -> 3: %d callbacks", heard_count(0, 0));
-    inject(h, gpu, F_PCIE_REPLAY, 7, 20);
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 7, 20);
     CHECK(heard_count(2, ARRIVE_MS) == 2, "3 -> 7: %d callbacks", heard_count(0, 0));
     /* a rise within 5 s of the last one signalled is not signalled */
-    inject(h, gpu, F_PCIE_REPLAY, 9, 22);
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 9, 22);
     CHECK(heard_count(3, QUIET_MS) == 2, "7 -> 9 two seconds on: %d callbacks", heard_count(0, 0));
     heard a = heard_at(0), b = heard_at(1);
     CHECK(a.response.condition == DCGM_POLICY_COND_PCI && a.response.val.pci.counter == 10 &&
@@ -275,7 +265,7 @@ static void pcie_delta(dcgmHandle_t h)
           a.response.val.pci.counter, b.response.val.pci.counter);
     /* unregistered: nothing more */
     CHECK_RC(p_dcgmPolicyUnregister(h, g, DCGM_POLICY_COND_PCI), DCGM_ST_OK);
-    inject(h, gpu, F_PCIE_REPLAY, 50, 40);
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 50, 40);
     CHECK(heard_count(3, QUIET_MS) == 2, "after unregister: %d callbacks", heard_count(0, 0));
     CHECK_RC(p_dcgmGroupDestroy(h, g), DCGM_ST_OK);
 }
@@ -287,17 +277,17 @@ static void conditions(dcgmHandle_t h)
     dcgmPolicy_t p = policy_of(DCGM_POLICY_COND_DBE | DCGM_POLICY_COND_NVLINK,
                                DCGM_POLICY_COND_IDX_DBE, 0, 1);
     dcgmGpuGrp_t g = watched_gpu(h, p, DCGM_POLICY_COND_NVLINK | DCGM_POLICY_COND_PCI, 0, &gpu);
-    inject(h, gpu, F_ECC_DBE_DEV, 0, 0);
-    inject(h, gpu, F_ECC_DBE_DEV, 4, 6);     /* not registered for */
-    inject(h, gpu, F_PCIE_REPLAY, 0, 0);
-    inject(h, gpu, F_PCIE_REPLAY, 4, 6);     /* registered for, but not in the policy */
+    inject(h, gpu, DCGM_FI_DEV_ECC_DBE_VOL_DEV, 0, 0);
+    inject(h, gpu, DCGM_FI_DEV_ECC_DBE_VOL_DEV, 4, 6);     /* not registered for */
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 0, 0);
+    inject(h, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, 4, 6);     /* registered for, but not in the policy */
     CHECK(heard_count(1, QUIET_MS) == 0, "unwanted conditions: %d callbacks", heard_count(0, 0));
-    inject(h, gpu, F_NVLINK_CRC_FLIT, 10, 0);
-    inject(h, gpu, F_NVLINK_CRC_FLIT, 15, 6);
+    inject(h, gpu, DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, 10, 0);
+    inject(h, gpu, DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, 15, 6);
     CHECK(heard_count(1, ARRIVE_MS) == 1, "NvLink 10 -> 15: %d callbacks", heard_count(0, 0));
     heard got = heard_at(0);
     CHECK(got.response.condition == DCGM_POLICY_COND_NVLINK &&
-          got.response.val.nvlink.fieldId == F_NVLINK_CRC_FLIT &&
+          got.response.val.nvlink.fieldId == DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL &&
           got.response.val.nvlink.counter == 15,
           "NvLink callback: condition %#x field %u counter %u", (unsigned)got.response.condition,
           got.response.val.nvlink.fieldId, got.response.val.nvlink.counter);
@@ -317,17 +307,17 @@ static void limits(dcgmHandle_t h)
     p.parms[DCGM_POLICY_COND_IDX_MAX_PAGES_RETIRED].tag = 1;
     p.parms[DCGM_POLICY_COND_IDX_MAX_PAGES_RETIRED].val.llval = 5;
     dcgmGpuGrp_t g = watched_gpu(h, p, 0x7f, 0, &gpu);
-    inject(h, gpu, F_GPU_TEMP, 90, 0);         /* at the limit: fine */
-    inject_dbl(h, gpu, F_BOARD_POWER, 199.5, 0);
+    inject(h, gpu, DCGM_FI_DEV_GPU_TEMP_CELSIUS, 90, 0);         /* at the limit: fine */
+    inject_dbl(h, gpu, DCGM_FI_DEV_BOARD_POWER_WATTS, 199.5, 0);
     CHECK(heard_count(1, QUIET_MS) == 0, "within limits: %d callbacks", heard_count(0, 0));
-    inject(h, gpu, F_GPU_TEMP, 95, 10);
+    inject(h, gpu, DCGM_FI_DEV_GPU_TEMP_CELSIUS, 95, 10);
     CHECK(heard_count(1, ARRIVE_MS) == 1, "95 C: %d callbacks", heard_count(0, 0));
     heard got = heard_at(0);
     CHECK(got.response.condition == DCGM_POLICY_COND_THERMAL &&
           got.response.val.thermal.thermalViolation == 95,
           "thermal: condition %#x value %u", (unsigned)got.response.condition,
           got.response.val.thermal.thermalViolation);
-    inject_dbl(h, gpu, F_BOARD_POWER, 210.7, 10);
+    inject_dbl(h, gpu, DCGM_FI_DEV_BOARD_POWER_WATTS, 210.7, 10);
     CHECK(heard_count(2, ARRIVE_MS) == 2, "210.7 W: %d callbacks", heard_count(0, 0));
     got = heard_at(1);
     CHECK(got.response.condition == DCGM_POLICY_COND_POWER &&
@@ -335,16 +325,16 @@ static void limits(dcgmHandle_t h)
           "power: condition %#x value %u", (unsigned)got.response.condition,
           got.response.val.power.powerViolation);
     /* 10 DBE pages alone: the SBE count is unknown yet, nothing to judge */
-    inject(h, gpu, F_RETIRED_DBE, 10, 10);
+    inject(h, gpu, DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL, 10, 10);
     CHECK(heard_count(3, QUIET_MS) == 2, "DBE pages alone: %d callbacks", heard_count(0, 0));
-    inject(h, gpu, F_RETIRED_SBE, 1, 10);
+    inject(h, gpu, DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL, 1, 10);
     CHECK(heard_count(3, ARRIVE_MS) == 3, "11 pages: %d callbacks", heard_count(0, 0));
     got = heard_at(2);
     CHECK(got.response.condition == DCGM_POLICY_COND_MAX_PAGES_RETIRED &&
           got.response.val.mpr.dbepages == 10 && got.response.val.mpr.sbepages == 1,
           "pages: condition %#x sbe %u dbe %u", (unsigned)got.response.condition,
           got.response.val.mpr.sbepages, got.response.val.mpr.dbepages);
-    inject(h, gpu, F_XID, 16, 10);
+    inject(h, gpu, DCGM_FI_DEV_XID_ERROR, 16, 10);
     CHECK(heard_count(4, ARRIVE_MS) == 4, "XID 16: %d callbacks", heard_count(0, 0));
     got = heard_at(3);
     CHECK(got.response.condition == DCGM_POLICY_COND_XID && got.response.val.xid.errnum == 16,
@@ -360,7 +350,7 @@ static void left_registered(dcgmHandle_t h)
     unsigned int gpu;
     dcgmPolicy_t p = policy_of(DCGM_POLICY_COND_XID, DCGM_POLICY_COND_IDX_XID, 0, 1);
     watched_gpu(h, p, DCGM_POLICY_COND_XID, 0, &gpu);
-    inject(h, gpu, F_XID, 43, 0);
+    inject(h, gpu, DCGM_FI_DEV_XID_ERROR, 43, 0);
     CHECK(heard_count(1, ARRIVE_MS) == 1, "XID 43: %d callbacks", heard_count(0, 0));
 }
 
@@ -411,13 +401,13 @@ static void test_two_clients(void)
         dcgmGpuGrp_t ga = watched_gpu(a, p, DCGM_POLICY_COND_XID, 1, &gpu);
         dcgmGpuGrp_t gb = group_of(b, &gpu, 1);
         CHECK_RC(p_dcgmPolicyRegister_v2(b, gb, DCGM_POLICY_COND_XID, on_violation, 2), DCGM_ST_OK);
-        inject(a, gpu, F_XID, 31, 0);
+        inject(a, gpu, DCGM_FI_DEV_XID_ERROR, 31, 0);
         CHECK(heard_count(2, ARRIVE_MS) == 2, "two clients: %d callbacks", heard_count(0, 0));
         CHECK(heard_at(0).user + heard_at(1).user == 3, "each its own: users %llu, %llu",
               (unsigned long long)heard_at(0).user, (unsigned long long)heard_at(1).user);
         CHECK_RC(p_dcgmPolicyUnregister(a, ga, DCGM_POLICY_COND_XID), DCGM_ST_OK);
         forget_heard();
-        inject(a, gpu, F_XID, 32, 10);
+        inject(a, gpu, DCGM_FI_DEV_XID_ERROR, 32, 10);
         CHECK(heard_count(2, ARRIVE_MS) == 1 && heard_at(0).user == 2,
               "after one unregistered: %d callbacks, user %llu", heard_count(0, 0),
               (unsigned long long)heard_at(0).user);
@@ -462,11 +452,11 @@ static void test_watches(void)
     dcgmHandle_t b = hostengine_connect(he.address);
     if (a && b) {
         unsigned int gpu = 0;
-        CHECK(policy_watchers(b, gpu, F_PCIE_REPLAY, NULL) == -1, "watched before registering");
+        CHECK(policy_watchers(b, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, NULL) == -1, "watched before registering");
         dcgmGpuGrp_t g = group_of(a, &gpu, 1);
         CHECK_RC(p_dcgmPolicyRegister_v2(a, g, DCGM_POLICY_COND_XID, on_violation, 0), DCGM_ST_OK);
-        const unsigned short fields[] = { F_PCIE_REPLAY, F_ECC_DBE_DEV, F_GPU_TEMP, F_BOARD_POWER,
-                                          F_RETIRED_DBE, F_NVLINK_CRC_FLIT, F_XID };
+        const unsigned short fields[] = { DCGM_FI_DEV_PCIE_REPLAY_TOTAL, DCGM_FI_DEV_ECC_DBE_VOL_DEV, DCGM_FI_DEV_GPU_TEMP_CELSIUS, DCGM_FI_DEV_BOARD_POWER_WATTS,
+                                          DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL, DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, DCGM_FI_DEV_XID_ERROR };
         for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
             dcgm_cm_field_info_watcher_t w;
             memset(&w, 0, sizeof w);
@@ -477,15 +467,15 @@ static void test_watches(void)
                   fields[i], n, w.monitorIntervalUsec, w.maxAgeUsec, w.connectionId);
         }
         CHECK_RC(p_dcgmPolicyUnregister(a, g, DCGM_POLICY_COND_XID), DCGM_ST_OK);
-        CHECK(policy_watchers(b, gpu, F_PCIE_REPLAY, NULL) == 1, "unregistering unwatched");
+        CHECK(policy_watchers(b, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, NULL) == 1, "unregistering unwatched");
         CHECK_RC(p_dcgmDisconnect(a), DCGM_ST_OK);
         /* the field keeps its cache entry, with no watcher left (DCGM drops only the
          * watcher); the hostengine tidies a connection up once it sees it close, so
          * the other client may see the watcher for a moment */
-        int left = policy_watchers(b, gpu, F_PCIE_REPLAY, NULL);
+        int left = policy_watchers(b, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, NULL);
         for (int waited_ms = 0; left != 0 && waited_ms < 2000; waited_ms += 20) {
             sleep_ms(20);
-            left = policy_watchers(b, gpu, F_PCIE_REPLAY, NULL);
+            left = policy_watchers(b, gpu, DCGM_FI_DEV_PCIE_REPLAY_TOTAL, NULL);
         }
         CHECK(left == 0, "%d policy watchers 2 s after the disconnect", left);
         CHECK_RC(p_dcgmDisconnect(b), DCGM_ST_OK);
@@ -518,7 +508,7 @@ static void test_reentry(void)
         forget_heard();
         CHECK_RC(p_dcgmPolicyRegister_v2(h, g, DCGM_POLICY_COND_XID, disconnect_from_callback, 0),
                  DCGM_ST_OK);
-        inject(h, gpu, F_XID, 13, 0);
+        inject(h, gpu, DCGM_FI_DEV_XID_ERROR, 13, 0);
         CHECK(heard_count(1, ARRIVE_MS) == 1, "XID 13: %d callbacks", heard_count(0, 0));
         CHECK(closing_rc == DCGM_ST_OK, "dcgmDisconnect from the callback: %d", closing_rc);
         /* the dispatcher, detached by that disconnect, ends on its own once the callback

@@ -30,7 +30,7 @@
 #define CHECK_DLOPEN_DCGM
 #include "check.h"
 #include "hostengine.h"
-#include "../engine/remote.h" /* the wire format, for the garbage tests */
+#include "../engine/remote/remote.h" /* the wire format, for the garbage tests */
 
 static int open_fds(void)
 {

@@ -1,6 +1,6 @@
 /*
  * test_versions.c -- the request checks of the entry points in
- * engine/api_versioned.c and dcgmHostengineEnvironmentVariableInfo: NULL is
+ * engine/api/api_versioned.c and dcgmHostengineEnvironmentVariableInfo: NULL is
  * BADPARAM, versions 0 and 50 are VER_MISMATCH, an accepted version answers
  * something else.
  *
