@@ -139,8 +139,8 @@ def test_a_drifted_declaration_is_caught():
 
 def test_the_writer_writes_the_declared_schema(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
-    from dcgm_collector.collect.ring import SAMPLE_OK
     from dcgm_collector.push.recording_file import write_recording
+    from dcgm_collector.rings.ring import SAMPLE_OK
 
     columns = {
         "time": np.array([1_700_000_000_000_000]), "entity_group": np.array([model.EntityType.GPU.value]),
