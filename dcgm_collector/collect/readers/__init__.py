@@ -27,7 +27,8 @@ The sampler's own readers are :data:`DEFAULT_READERS`, factories that make a
 sampler's reader or None when its counters do not ask for it: labels, P2P
 status, health checks, the engine's field costs, lost-GPU detection.  More come
 in through ``Sampler(readers=...)`` (a target passes its own to each of its
-samplers).  Adding one (per-process accounting, an early-warning detector) is one module
+samplers): the flight recorder's triggers (triggers.py, injected by app.py).
+Adding one (per-process accounting, an early-warning detector) is one module
 here with a Reader subclass, and a factory passed in; the tick does not change::
 
     class Throttling(Reader):
@@ -49,12 +50,13 @@ from dcgm_collector.collect.readers.labels import LabelsReader
 from dcgm_collector.collect.readers.lost_gpus import LostGpusReader
 from dcgm_collector.collect.readers.p2p import P2PReader
 from dcgm_collector.collect.readers.reader import Reader, ReaderFactory, run_readers, start_readers
+from dcgm_collector.collect.readers.triggers import TriggerReader, TriggersSeen
 
 __all__ = ["DEFAULT_READERS", "FieldCostsReader", "HealthReader", "LabelsReader", "LostGpusReader", "P2PReader",
-           "Reader", "ReaderFactory", "run_readers", "start_readers"]
+           "Reader", "ReaderFactory", "TriggerReader", "TriggersSeen", "run_readers", "start_readers"]
 
 # In the order a tick runs them: the health check before the lost-GPU search, as the tick always did,
-# and a target's own readers after all of these, so that they see this tick's results.
+# and a target's own readers (the triggers) after all of these, so that they see this tick's results.
 DEFAULT_READERS: tuple[ReaderFactory, ...] = (
     LabelsReader.for_sampler,
     P2PReader.for_sampler,
