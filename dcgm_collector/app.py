@@ -35,6 +35,7 @@ from dcgm_collector import __version__, dcgm, engine
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
+from dcgm_collector.collect.readers.triggers import TriggerReader
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.servable import unservable_rows
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
@@ -348,7 +349,8 @@ class Collector:
             return Recorder(config.recorder_dir, before_s=config.recorder_before_s, after_s=config.recorder_after_s,
                             max_bytes=config.recorder_max_bytes, retention_s=config.retention_s,
                             counters_path=config.collectors, version=__version__,
-                            host=config.hostname or hostname_label(None, os.environ))
+                            host=config.hostname or hostname_label(None, os.environ),
+                            name_targets=len(config.remotes) > 1)
         except (PyarrowMissing, RecorderError) as error:
             raise StartupError(str(error)) from None
 
@@ -478,13 +480,16 @@ class Collector:
         return spec
 
     def _make_targets(self, counters: CounterSet) -> list[Target]:
-        config, library = self.config, self.library
+        config, library, recorder = self.config, self.library, self.recorder
 
         def make(name: str, address: str | None, connect) -> Target:
             hostname = None if config.no_hostname else name
+            # each sampler of the target hands its XIDs, lost GPUs and failed health checks to the recorder
+            readers = [TriggerReader.factory(recorder.trigger, name)] if recorder is not None else []
             return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,
                           switch_devices=config.switch_devices, cpu_devices=config.cpu_devices,
-                          expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname), address=address)
+                          expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname), address=address,
+                          readers=readers)
 
         if not config.remotes:
             name = config.hostname or hostname_label(None, os.environ)

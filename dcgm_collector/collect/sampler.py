@@ -17,14 +17,18 @@ are watched on groups of their own, one per watch level (a CPU-core field
 on the CPUs and the cores), and drained like the GPUs into rings of their
 own; their label rows are read with the GPUs'.
 
-When the counters ask for DCGM_EXP_GPU_HEALTH_STATUS, the sampler also runs
-DCGM's health checks every HEALTH_CHECK_S; readers use :attr:`Sampler.health`.
-When they ask for DCGM_EXP_P2P_STATUS, it reads DCGM's NvLink P2P status
-matrix with the labels; readers use :attr:`Sampler.p2p`.  These reads, the
-engine's field costs and the search for lost GPUs are in
-dcgm_collector.collect.side_reads; the tick here decides when each runs.
+Besides the drains, each tick runs the sampler's readers that are due
+(dcgm_collector.collect.readers, one module each): the labels and, when the
+counters ask for DCGM_EXP_P2P_STATUS, DCGM's NvLink P2P status matrix
+(:attr:`Sampler.labels`, :attr:`Sampler.p2p`); when they ask for
+DCGM_EXP_GPU_HEALTH_STATUS, DCGM's health checks every HEALTH_CHECK_S
+(:attr:`Sampler.health`); the engine's field costs and the search for lost
+GPUs; and whatever readers its owner passes in (the flight recorder's
+triggers).  A reader that raises does not stop the tick or the other readers.
 What the sampler counts (:class:`SamplerStats`) and the health it saw
-(:class:`HealthState`) are in dcgm_collector.series.stats, where the outputs read them.
+(:class:`HealthState`) are in dcgm_collector.series.stats, where the outputs read them.  Every
+time the sampler and its readers read or wait on comes from its clock
+(dcgm_collector.clock: the real one unless a test passes a manual one).
 
 Failures are counted by DCGM status code and the thread carries on.  When a
 read fails, the GPUs DCGM reports as lost are taken out of the sampler's
@@ -45,33 +49,20 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from dcgm_collector.catalog.counters import CounterSet
+from dcgm_collector.clock import REAL_CLOCK, Clock
 from dcgm_collector.collect import drain
 from dcgm_collector.collect.levels import MEMBERS
 from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.readers import DEFAULT_READERS, Reader, ReaderFactory, run_readers, start_readers
+from dcgm_collector.collect.readers.health import HEALTH_CHECK_S
+from dcgm_collector.collect.readers.lost_gpus import remove_lost_gpus
+from dcgm_collector.collect.readers.reader import quietly
 from dcgm_collector.collect.servable import SAMPLED_LEVELS
-from dcgm_collector.collect.side_reads import (
-    HEALTH_CHECK_S,
-    HEALTH_COUNTER,
-    HOUSEKEEPING_EVERY_S,
-    LABEL_REFRESH_S,
-    P2P_COUNTER,
-    blanker_than_usual,
-    check_health,
-    label_names,
-    quietly,
-    read_field_costs,
-    refresh_labels,
-    refresh_p2p,
-    remove_lost_gpus,
-    start_health,
-    start_p2p,
-)
 from dcgm_collector.collect.watches import WatchGroup, WatchPlan, plan_watches
 from dcgm_collector.dcgm import (
     DcgmError,
@@ -130,6 +121,10 @@ class Sampler:
     not resumed).  ``on_connection_lost(status)`` is called once, on the
     sampler's thread, when DCGM answers CONNECTION_NOT_VALID or TIMEOUT; the
     thread then stops.
+
+    ``readers`` are more periodic side reads (dcgm_collector.collect.readers): factories called with
+    the sampler when it starts, each giving a Reader or None; they run after the sampler's own.
+    ``clock`` is what the sampler and its readers take the time from and wait on (the real one by default).
     """
 
     def __init__(
@@ -144,6 +139,8 @@ class Sampler:
         stats: SamplerStats | None = None,
         resume: Sampler | None = None,
         on_connection_lost: Callable[[int], None] | None = None,
+        readers: Sequence[ReaderFactory] = (),
+        clock: Clock | None = None,
     ) -> None:
         if not isinstance(handle, Handle):
             raise TypeError(f"handle must be a Handle, not {type(handle).__name__}")
@@ -170,27 +167,18 @@ class Sampler:
         self.health: HealthState | None = None  # only when the counters ask for health status
         # GPU -> {peer GPU: DCGM's P2P status}, only when the counters ask for P2P status
         self.p2p: Mapping[int, Mapping[int, int]] = MappingProxyType({})
-        self._wants_p2p = any(c.exporter == P2P_COUNTER for c in counters.exporter_counters())
-        self.health_interval_s = HEALTH_CHECK_S
-        self._health_group: EntityGroup | None = None
-        self._next_health = 0.0
-        self._next_costs = 0.0
-        # cells and blank cells drained since the last housekeeping, and the lowest share of
-        # blanks seen in one housekeeping interval (none yet: -1): fields a GPU does not support
-        # are always blank, a lost GPU makes the share rise above that
+        self.health_interval_s = HEALTH_CHECK_S   # how often the health reader checks
+        self.clock: Clock = clock if clock is not None else REAL_CLOCK
+        self._reader_factories = (*DEFAULT_READERS, *readers)
+        self.readers: tuple[Reader, ...] = ()   # made by start(), run by each tick in this order
+        # cells and blank cells drained since the lost-GPU reader last looked (collect.readers.lost_gpus)
         self._cells = 0
         self._blank_cells = 0
-        self._usual_blank_share = -1.0
-        # the names the engine's per-field costs are served under (the counters' first)
-        self._field_names: dict[int, str] = {c.field.id: c.name for c in counters.field_counters()
-                                             if c.field is not None}
         self.tick_origin: float | None = None   # monotonic time tick 0 was due
         self._drains: list[_Drain] = []
         self._label_groups: list[FieldGroup] = []
-        self._label_names: dict[int, tuple[str, ...]] = {}
         self._made_field_groups: list[FieldGroup] = []
         self._live_gpus: set[int] = set()   # GPUs still in the group (not lost)
-        self._label_every = max(1, math.ceil(LABEL_REFRESH_S / self.interval_s))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = False
@@ -211,7 +199,7 @@ class Sampler:
         self._started = True
         try:
             self._setup()
-            self.tick_origin = time.monotonic()
+            self.tick_origin = self.clock.monotonic()
             if thread:
                 self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
                 self._thread.start()
@@ -305,14 +293,9 @@ class Sampler:
                 self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0)))
         self.rings = MappingProxyType(rings)
         self.field_groups = MappingProxyType(field_groups)
-        self._label_names = label_names(self.counters)
-        if self._label_groups or self._level_label_groups:
-            refresh_labels(self)
-        if self._wants_p2p:
-            start_p2p(self)
-        if any(c.exporter == HEALTH_COUNTER for c in self.counters.exporter_counters()):
-            # DCGM checks whole GPUs: those sampled whole and those that hold the instances
-            start_health(self, list(dict.fromkeys([*gpus, *(i.gpu_id for i in self.instances)])))
+        made = (factory(self) for factory in self._reader_factories)
+        self.readers = tuple(reader for reader in made if reader is not None)
+        start_readers(self, self.readers, self.clock.monotonic())
 
     def _setup_level(self, watch: WatchGroup, old_rings: Mapping[WatchGroup, RingBuffer],
                      cursors: Mapping[WatchGroup, int], rings: dict[WatchGroup, RingBuffer],
@@ -400,8 +383,8 @@ class Sampler:
             return  # the handle's close removes everything (a lost connection took it all already)
         for fg in reversed(self._made_field_groups):
             quietly(fg.destroy)  # the handle unwatches a field group before destroying it
-        if self._health_group is not None:
-            quietly(self._health_group.destroy)
+        for reader in reversed(self.readers):
+            reader.close()
         for group in self._level_groups.values():
             quietly(group.destroy)
         if self.group is not None:
@@ -409,19 +392,20 @@ class Sampler:
 
     # -- the thread
     def _run(self) -> None:
-        origin = self.tick_origin if self.tick_origin is not None else time.monotonic()
+        clock = self.clock
+        origin = self.tick_origin if self.tick_origin is not None else clock.monotonic()
         interval = self.interval_s
         k = 0
         while True:
-            delay = origin + k * interval - time.monotonic()
-            if delay > 0 and self._stop.wait(delay) or self._stop.is_set():
+            delay = origin + k * interval - clock.monotonic()
+            if delay > 0 and clock.wait(self._stop, delay) or self._stop.is_set():
                 return
             self._guarded_tick()
             if self.connection_lost is not None and self._on_connection_lost is not None:
                 self._on_connection_lost(self.connection_lost)
                 return
             # deadlines that passed while the tick ran are skipped, not caught up
-            due = math.floor((time.monotonic() - origin) / interval)
+            due = math.floor((clock.monotonic() - origin) / interval)
             if due > k:
                 self.stats.skipped_ticks += due - k
                 k = due
@@ -448,7 +432,7 @@ class Sampler:
                 self.stats.last_tick_failure = None
 
     def tick_once(self) -> None:
-        """One pass: drain every field group once, refresh labels when due.
+        """One pass: drain every field group once, then run the readers that are due.
 
         The sampler's thread calls this every collect interval; call it
         yourself only on a sampler started with ``thread=False`` (a ring has
@@ -458,7 +442,7 @@ class Sampler:
             raise RuntimeError("the sampler is not started, or already stopped")
         if self._thread is not None and threading.current_thread() is not self._thread:
             raise RuntimeError("the sampler's thread is ticking; start(thread=False) to tick by hand")
-        started = time.monotonic()
+        started = self.clock.monotonic()
         raw = self.handle._h()
         stats = self.stats
         good = True
@@ -483,29 +467,14 @@ class Sampler:
                 self._blank_cells += result.blanks
                 if result.rows:
                     newest = max(newest, d.target.newest_ts or 0)
-        lost = self.connection_lost is not None
-        # labels and the P2P matrix change only with the topology: every LABEL_REFRESH_S
-        slow_refresh = bool(stats.ticks) and stats.ticks % self._label_every == 0 and not lost
-        if slow_refresh and (self._label_groups or self._level_label_groups):
-            good = refresh_labels(self) and good
-        if slow_refresh and self._wants_p2p:
-            good = refresh_p2p(self) and good
-        if self._health_group is not None and time.monotonic() >= self._next_health and not lost:
-            check_health(self)  # a failed check is counted, but samples still flow
-        if started >= self._next_costs and not lost:
-            self._next_costs = started + HOUSEKEEPING_EVERY_S
-            read_field_costs(self)
-            # a GPU DCGM lost without failing a drain (its values just go blank) is found here,
-            # so that /health can say which one stopped
-            if blanker_than_usual(self):
-                remove_lost_gpus(self)
+        good = run_readers(self, self.readers, started, connected=self.connection_lost is None) and good
         stats.ticks += 1
         if newest:
             stats.last_sample_time = newest / 1e6
         stats.last_tick_ok = good
         if good:
-            stats.last_good_tick_time = time.time()
-        stats.last_tick_duration_s = time.monotonic() - started
+            stats.last_good_tick_time = self.clock.time()
+        stats.last_tick_duration_s = self.clock.monotonic() - started
 
     def unsupported_counters(self) -> tuple[str, ...]:
         """The counters DCGM answers NOT_SUPPORTED for on every GPU and MIG instance sampled, in counters order.

@@ -41,13 +41,14 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dcgm_collector.catalog.counters import CounterSet
 from dcgm_collector.collect.discovery import DiscoveryError, Topology, discover
 from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.readers import ReaderFactory
 from dcgm_collector.collect.sampler import Sampler, SamplerStats
 from dcgm_collector.dcgm import DcgmError, GpuInfo, Handle
 from dcgm_collector.dcgm.errors import status_name
@@ -134,13 +135,14 @@ class Target:
     DcgmError when it cannot); ``expose(sampler, gpus)`` makes the exposition
     of one sampler.  ``sampling`` goes to every Sampler (intervals, retention).
     ``address`` is None for the embedded engine, which is not supervised.
+    ``readers`` go to every Sampler too: periodic side reads of the target's own (collect.readers).
     """
 
     def __init__(self, name: str, counters: CounterSet, *, connect: Connect, expose: Expose,
                  devices: DeviceSelection = ALL_DEVICES, sampling: SamplingOptions | None = None,
                  address: str | None = None,
                  switch_devices: DeviceSelection = ALL_DEVICES, cpu_devices: DeviceSelection = ALL_DEVICES,
-                 backoff: Backoff | None = None) -> None:
+                 backoff: Backoff | None = None, readers: Sequence[ReaderFactory] = ()) -> None:
         self.name = name
         self.address = address
         self.remote = address is not None
@@ -152,6 +154,7 @@ class Target:
         self._expose = expose
         self.sampling = sampling if sampling is not None else SamplingOptions()
         self.backoff = backoff or Backoff()
+        self.readers = tuple(readers)
         self.stats = SamplerStats()        # shared by every sampler of this target: counts go on
         self.reconnects = 0                # connections made after a lost one
         self.state = State.CONNECTING
@@ -295,7 +298,8 @@ class Target:
                         _describe(previous.topology), _describe(topology))
         sampler = Sampler(handle, topology.counters, self.sampling, gpu_ids=topology.gpu_ids,
                           instances=topology.instances, levels=topology.levels, stats=self.stats,
-                          resume=resume, on_connection_lost=self._lost if self.remote else None)
+                          resume=resume, on_connection_lost=self._lost if self.remote else None,
+                          readers=self.readers)
         if stop_first is not None:
             stop_first.stop()
             # A DCGM call that outlasts stop() still holds the old sampler's thread, and a ring has one

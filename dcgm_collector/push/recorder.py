@@ -12,12 +12,14 @@ flood of triggers costs no more memory than a hundred.  A target has at most
 one pending recording, so triggers start at most one recording per target
 every --recorder-after (+ WRITE_MARGIN_S) seconds, however many come.
 
-The recorder's thread also watches the targets for triggers, twice a second:
-new XID entries in the event ring, GPUs the sampler lost, and health
-incidents that turned FAIL.  It finds the targets in the registry
-(dcgm_collector.series.registry) and reads each through its sampler's view and
-sample model; its own families go into /metrics through the registry too.  SIGUSR2 and ``POST /recorder`` (both in
-dcgm_collector.app) call :meth:`Recorder.trigger` directly.
+Triggers come in through :meth:`Recorder.trigger`: each sampler's trigger
+reader (dcgm_collector.collect.readers.triggers, which app.py gives every
+target) hands it new XID entries in the event ring, GPUs the sampler lost, and
+health incidents that turned FAIL, as the sampler sees them; SIGUSR2 and
+``POST /recorder`` (both in dcgm_collector.app) call it directly.  The recorder
+polls nothing: its thread writes each recording once it is due, reading the
+target's sample model from the registry (dcgm_collector.series.registry), and
+its own families go into /metrics through the registry too.
 
 When the collector stops, a pending recording is written at once with
 the samples it has so far.
@@ -51,7 +53,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from dcgm_collector.catalog.fields import XID_FIELD
 from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX
 from dcgm_collector.push.options import DEFAULT_AFTER_S, DEFAULT_BEFORE_S, DEFAULT_MAX_BYTES, MAX_AFTER_S
 from dcgm_collector.push.recording_file import (
@@ -67,14 +68,13 @@ from dcgm_collector.push.recording_index import RESCAN_EVERY_S, RecordingIndex
 from dcgm_collector.series.registry import Registry, Source
 from dcgm_collector.series.samples import SampleModel
 from dcgm_collector.series.text import Header
-from dcgm_collector.series.view import TargetView
+from dcgm_collector.series.triggers import Trigger
 
 __all__ = ["DEFAULT_AFTER_S", "DEFAULT_BEFORE_S", "DEFAULT_MAX_BYTES", "MAX_AFTER_S", "Recorder", "RecorderError",
            "Trigger", "check_directory"]
 
 log = logging.getLogger("dcgm_collector")
 
-WATCH_EVERY_S = 0.5          # how often the targets are looked at for XIDs, lost GPUs and failed health
 # a recording is written this long after its window ends, so the sampler has drained the window's last samples
 WRITE_MARGIN_S = 1.0
 # how long the collector's stop waits for the pending recordings to be written: well inside the 2 s a stop
@@ -82,21 +82,13 @@ WRITE_MARGIN_S = 1.0
 STOP_WAIT_S = 0.5
 MAX_LISTED_TRIGGERS = 100    # the triggers a sidecar lists; it counts those that joined after them
 MAX_CAUSES_SAID = 256        # distinct failure causes logged at ERROR; past that they go to the debug log
+# the longest the recorder's thread waits between looks at what is due (a trigger wakes it at once), so that a
+# step of the wall clock or a failed round holds a recording back no longer than this
+IDLE_WAIT_S = 1.0
 
 
 class RecorderError(Exception):
     """A recorder flag that cannot work; str() is one line naming it."""
-
-
-@dataclass(frozen=True)
-class Trigger:
-    """Why a recording is made: kind (xid, lost, health, signal, request), when, which GPUs (None: all)."""
-
-    kind: str
-    time_s: float
-    gpus: frozenset[int] | None
-    detail: str
-    target: str | None = None     # None: every target
 
 
 @dataclass
@@ -110,15 +102,6 @@ class _Pending:
     gpus: frozenset[int] | None
     triggers: list[Trigger] = field(default_factory=list)   # the first MAX_LISTED_TRIGGERS
     more_triggers: int = 0                                   # those that joined after them
-
-
-@dataclass
-class _Seen:
-    """What the watcher has already turned into triggers, for one target."""
-
-    xid_us: int = 0
-    lost: frozenset[int] = frozenset()
-    failing: frozenset[tuple] = frozenset()
 
 
 def check_directory(directory: str) -> None:
@@ -142,19 +125,23 @@ def _stamp(time_s: float) -> str:
 
 
 class Recorder:
-    """Watches the targets for incidents and writes flight recordings into ``directory``.
+    """Writes flight recordings of the windows around the triggers it is given into ``directory``.
 
     ``start(registry)`` registers the recorder's families with the registry and
     reads the collector's targets from it (each a series.registry.Source: a
-    name, and its view and sample model while it samples).  Start it once the
-    targets exist.  stop() writes the pending recordings, cut at the stop, waiting
+    name, and its view and sample model while it samples) when a trigger comes
+    and when a recording is written; triggers that come before it starts wait
+    for its thread.  ``name_targets``: each file names its target (the collector
+    samples several hostengines), as it also does whenever the registry holds
+    several targets.  stop() writes the pending recordings, cut at the stop, waiting
     for them at most STOP_WAIT_S (past that the process may exit mid-write: the
     temporary file is removed at the next start, and no partial recording is left).
     """
 
     def __init__(self, directory: str, *, before_s: float = DEFAULT_BEFORE_S, after_s: float = DEFAULT_AFTER_S,
                  max_bytes: int = DEFAULT_MAX_BYTES, retention_s: float | None = None,
-                 counters_path: str = "", version: str = "", host: str | None = None) -> None:
+                 counters_path: str = "", version: str = "", host: str | None = None,
+                 name_targets: bool = False) -> None:
         load_pyarrow()   # PyarrowMissing now, at start-up, not at the first incident
         check_directory(directory)
         self.directory = directory
@@ -169,12 +156,12 @@ class Recorder:
         self.counters_path = counters_path
         self.version = version
         self.host = host or socket.gethostname()
+        self.name_targets = name_targets
         self.written = 0
         self.failures = 0
         self._targets: Callable[[], Sequence[Source]] = tuple
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
-        self._seen: dict[str, _Seen] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -185,7 +172,7 @@ class Recorder:
 
     # -- life cycle
     def start(self, registry: Registry) -> None:
-        """Register the recorder's families and watch the registry's targets, on the recorder's own thread."""
+        """Register the recorder's families and start its thread, which writes the recordings when due."""
         registry.register(self)
         self._targets = registry.sources
         self._thread = threading.Thread(target=self._run, name="dcgm-collector-recorder", daemon=True)
@@ -211,7 +198,7 @@ class Recorder:
         if not names:   # no target yet (still starting): the embedded one will be named after the host
             names = [self.host]
         trigger = Trigger(kind, when, chosen, detail, target)
-        several = len(self._targets()) > 1   # then each file names its target
+        several = self.name_targets or len(self._targets()) > 1   # then each file names its target
         files = [self._join(name, trigger, several) for name in names]
         self._wake.set()
         return files
@@ -279,27 +266,23 @@ class Recorder:
 
     # -- the recorder's thread
     def _run(self) -> None:
-        next_watch = next_scan = 0.0
-        while not self._stop.is_set():
+        next_scan = 0.0
+        while True:
+            self._wake.clear()   # before looking: a trigger or a stop from here on cuts the wait short
+            if self._stop.is_set():
+                break
             try:
                 now = time.monotonic()
                 if now >= next_scan:
                     next_scan = now + RESCAN_EVERY_S
                     self._scan()
-                if now >= next_watch:
-                    next_watch = now + WATCH_EVERY_S
-                    try:
-                        self._watch()
-                    except Exception:   # a target half rebuilt by a reload: look again next time
-                        log.debug("flight recorder: watching the targets failed", exc_info=True)
                 for pending in self._due(time.time()):
                     self._write(pending)
-                wait = max(0.05, min(next_watch - time.monotonic(), self._next_due() - time.time()))
+                wait = min(next_scan - time.monotonic(), self._next_due() - time.time(), IDLE_WAIT_S)
             except Exception as error:   # a bug of one round must not end the recorder for good
                 self._failed("a round of the recorder", error)
-                wait = WATCH_EVERY_S
-            self._wake.wait(wait)
-            self._wake.clear()
+                wait = IDLE_WAIT_S
+            self._wake.wait(max(0.05, wait))
         # stopping: what a pending recording holds so far is kept rather than lost with the process
         now = time.time()
         with self._lock:
@@ -322,15 +305,6 @@ class Recorder:
     def _next_due(self) -> float:
         with self._lock:
             return min((p.until_s + WRITE_MARGIN_S for p in self._pending.values()), default=float("inf"))
-
-    def _watch(self) -> None:
-        for source in self._targets():
-            found = source.series()
-            if found is None:   # not sampling (connecting, reconnecting)
-                continue
-            seen = self._seen.setdefault(source.name, _Seen())
-            for trigger in _new_triggers(source.name, found.view, found.model, seen):
-                self.trigger(trigger.kind, trigger.detail, trigger.gpus, source.name, trigger.time_s)
 
     # -- writing
     def _write(self, pending: _Pending) -> None:
@@ -510,39 +484,3 @@ _ERRNO = re.compile(r"\[errno (\d+)\]")
 
 def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-
-def _new_triggers(target: str, view: TargetView, model: SampleModel, seen: _Seen) -> list[Trigger]:
-    """XIDs, lost GPUs and FAIL health incidents the watcher has not seen yet on one target's sampler (its view)."""
-    out: list[Trigger] = []
-
-    def gpu_of(group: int, entity: int) -> int | None:
-        return model.gpu((group, entity))
-
-    events = view.events.since(seen.xid_us + 1)
-    for ts, group, entity, field_id, value in zip(events.ts, events.entity_group, events.entity_id,
-                                                  events.field_id, events.value):
-        seen.xid_us = max(seen.xid_us, int(ts))
-        if field_id != XID_FIELD:
-            continue
-        gpu = gpu_of(int(group), int(entity))
-        out.append(Trigger("xid", int(ts) / 1e6, frozenset({gpu}) if gpu is not None else None,
-                           f"XID {int(value)}", target))
-    lost = frozenset(view.stats.lost_gpus)
-    for gpu in sorted(lost - seen.lost):
-        out.append(Trigger("lost", time.time(), frozenset({gpu}), f"GPU {gpu} lost", target))
-    seen.lost = lost
-    health = view.health
-    if health is not None:
-        failing = {}
-        for incident in health.report.incidents:
-            if incident.health != "FAIL":
-                continue
-            failing[(incident.entity_group, incident.entity_id, incident.system, incident.code)] = incident
-        for key in failing.keys() - seen.failing:
-            incident = failing[key]
-            gpu = gpu_of(incident.entity_group, incident.entity_id)
-            out.append(Trigger("health", health.checked_at, frozenset({gpu}) if gpu is not None else None,
-                               f"health FAIL on GPU {gpu if gpu is not None else '?'}: {incident.message}", target))
-        seen.failing = frozenset(failing)
-    return out

@@ -12,4 +12,5 @@ side knows the other: they meet here, in types both may import.
 * :mod:`.text`: pieces of the Prometheus text format and OpenMetrics every output writes with.
 * :mod:`.registry`: the families /metrics writes and the targets the outputs read, which every
   output registers with.
+* :mod:`.triggers`: the flight recorder's triggers, as the collect stage's trigger reader hands them over.
 """

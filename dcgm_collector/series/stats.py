@@ -41,6 +41,9 @@ class SamplerStats:
     # what the engine spent per field (dcgm-collector's embedded engine only), with the
     # name each field has in the counters; replaced, never mutated
     field_costs: tuple[tuple[str, FieldCost], ...] = ()
+    # reads of the sampler's readers (collect.readers) that raised, by reader name (each is also one of
+    # tick_failures); replaced, never mutated
+    reader_failures: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def errors(self) -> int:

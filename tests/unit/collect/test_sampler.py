@@ -3,7 +3,9 @@
 Each test opens its own simulated node and runs a sampler for a second or
 two at short intervals; results are checked against what DCGM itself holds
 (an independent values-since read through the Python API) or against the
-scenario's known timeline.
+scenario's known timeline.  The tests of the tick schedule run the sampler on
+a manual clock (dcgm_collector.clock), one tick per step, so they wait on no
+deadline in real time.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dcgm_collector.ext._native import ffi, lib
 
 import dcgm_collector.engine
 from dcgm_collector.catalog.counters import parse_counters
+from dcgm_collector.clock import ManualClock
 from dcgm_collector.collect import drain
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.sampler import THREAD_NAME, Sampler
@@ -61,6 +64,17 @@ def _wait_for(condition, timeout: float = 5.0, step: float = 0.02) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting for the sampler")
         time.sleep(step)
+
+
+def _tick_until(clock: ManualClock, condition, timeout: float = 5.0) -> None:
+    """Step a sampler on ``clock`` one tick at a time until ``condition()``; what the engine has sampled by
+    then still takes real time, so the steps leave it a few milliseconds each."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the sampler")
+        clock.wake_next()
+        time.sleep(0.005)
 
 
 def _sampler_threads() -> list[threading.Thread]:
@@ -230,18 +244,22 @@ def test_ticking_by_hand_drains_each_manual_update_once(open_node):
 
 def test_ticks_keep_to_the_schedule_without_drift(open_node, monkeypatch):
     handle = open_node("1")
+    clock = ManualClock()
     starts: list[float] = []
     real = drain.drain_into
 
     def recording(*args):
-        starts.append(time.monotonic())
+        starts.append(clock.monotonic())
+        clock.advance(0.03)   # each drain takes 30 ms: a loop that waited an interval after each would drift
         return real(*args)
 
     monkeypatch.setattr(drain, "drain_into", recording)
     interval = 0.1
-    with Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=100)) as sampler:
-        time.sleep(1.5)
-        elapsed = time.monotonic() - sampler.tick_origin
+    with Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=100),
+                 clock=clock) as sampler:
+        for _ in range(14):   # 1.4 s of ticks after tick 0
+            clock.wake_next()
+        elapsed = clock.monotonic() - sampler.tick_origin
         stats = sampler.stats
         expected = int(elapsed / interval) + 1  # tick 0 runs at the origin
         assert abs(stats.ticks + stats.skipped_ticks - expected) <= 1
@@ -254,19 +272,21 @@ def test_ticks_keep_to_the_schedule_without_drift(open_node, monkeypatch):
 
 def test_a_slow_tick_skips_the_ticks_it_overran(open_node, monkeypatch):
     handle = open_node("1")
+    clock = ManualClock()
     interval = 0.2
     starts: list[float] = []
     real = drain.drain_into
 
     def slow_once(*args):
-        starts.append(time.monotonic())
+        starts.append(clock.monotonic())
         if len(starts) == 3:
-            time.sleep(2.5 * interval)
+            clock.advance(2.5 * interval)
         return real(*args)
 
     monkeypatch.setattr(drain, "drain_into", slow_once)
-    with Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=200)) as sampler:
-        _wait_for(lambda: len(starts) >= 7, timeout=5)
+    with Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=200),
+                 clock=clock) as sampler:
+        _tick_until(clock, lambda: len(starts) >= 7)
         origin = sampler.tick_origin
         stats = sampler.stats
     indexes = [(t - origin) / interval for t in starts[:7]]
@@ -308,13 +328,15 @@ def test_a_tick_that_raises_is_counted_logged_once_and_the_sampler_goes_on(open_
         return real(*args)
 
     monkeypatch.setattr(drain, "drain_into", sometimes_broken)
+    clock = ManualClock()
     with caplog.at_level("INFO", logger="dcgm_collector"), \
-            Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=100)) as sampler:
-        _wait_for(lambda: sampler.stats.tick_failures >= 5)
+            Sampler(handle, parse_counters(ONE_GROUP), SamplingOptions(collect_interval_ms=100),
+                    clock=clock) as sampler:
+        _tick_until(clock, lambda: sampler.stats.tick_failures >= 5)
         assert sampler.stats.last_tick_failure == "RuntimeError: a surprise in one tick"
         broken.clear()
         ring = next(iter(sampler.rings.values()))
-        _wait_for(lambda: ring.rows_written >= 2 and sampler.stats.last_tick_failure is None)
+        _tick_until(clock, lambda: ring.rows_written >= 2 and sampler.stats.last_tick_failure is None)
         assert sampler.running
     failures = [r for r in caplog.records if "sampler tick failed" in r.getMessage()]
     assert len(failures) == 1 and failures[0].exc_info is not None   # once, with its traceback, not once a tick
@@ -323,14 +345,15 @@ def test_a_tick_that_raises_is_counted_logged_once_and_the_sampler_goes_on(open_
 
 def test_dcgm_errors_are_counted_by_code_and_the_watch_is_restored(open_node):
     handle = open_node("2")
+    clock = ManualClock()
     with Sampler(handle, parse_counters(ONE_GROUP),
-                 SamplingOptions(collect_interval_ms=100, watch_interval_ms=100)) as sampler:
+                 SamplingOptions(collect_interval_ms=100, watch_interval_ms=100), clock=clock) as sampler:
         watch, ring = next(iter(sampler.rings.items()))
-        _wait_for(lambda: sampler.stats.ticks >= 2)
+        _tick_until(clock, lambda: sampler.stats.ticks >= 2)
         handle.unwatch(sampler.group, sampler.field_groups[watch])  # behind the sampler's back
-        _wait_for(lambda: sampler.stats.errors_by_code.get(NOT_WATCHED, 0) >= 1)
+        _tick_until(clock, lambda: sampler.stats.errors_by_code.get(NOT_WATCHED, 0) >= 1)
         written = ring.rows_written
-        _wait_for(lambda: ring.rows_written > written + 2)
+        _tick_until(clock, lambda: ring.rows_written > written + 2)
     assert sampler.stats.errors_by_code == {NOT_WATCHED: 1}
     assert sampler.stats.last_good_tick_time is not None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ prometheus_parser = pytest.importorskip("prometheus_client.parser")
 openmetrics_parser = pytest.importorskip("prometheus_client.openmetrics.parser")
 
 from dcgm_collector.catalog.counters import parse_counters  # noqa: E402
+from dcgm_collector.collect.readers.triggers import TriggersSeen, gpus_of, new_triggers  # noqa: E402
 from dcgm_collector.model import RECORDING_COLUMNS, EntityType, GpuInfo, HealthIncident, HealthReport  # noqa: E402
 from dcgm_collector.push import recording_file  # noqa: E402
 from dcgm_collector.push.recorder import MAX_AFTER_S, Recorder, RecorderError, check_directory  # noqa: E402
@@ -122,6 +124,17 @@ def test_triggers_while_a_recording_is_pending_join_it_up_to_the_cap(tmp_path):
     assert pending.gpus is None   # every entity
 
 
+def test_a_trigger_before_the_start_names_its_target_when_the_collector_has_several(tmp_path):
+    """The samplers of several hostengines may hand triggers before the recorder has the targets: the file names
+    its target all the same."""
+    several = Recorder(str(tmp_path / "a"), host="node", name_targets=True)
+    assert several.trigger("xid", "XID 13", [0], target="node-b", time_s=1000.0) == [
+        "recording-19700101T001640.000000Z-xid-node-b.parquet"]
+    one = Recorder(str(tmp_path / "b"), host="node")
+    assert one.trigger("xid", "XID 13", [0], target="node", time_s=1000.0) == [
+        "recording-19700101T001640.000000Z-xid.parquet"]
+
+
 def test_the_window_never_reaches_past_the_rings_retention(tmp_path):
     recorder = Recorder(str(tmp_path), before_s=300, after_s=60, retention_s=600, host="node")
     recorder.trigger("xid", "XID 13", [0], time_s=1000.0)
@@ -225,9 +238,10 @@ def _view(model: SampleModel, stats, health) -> TargetView:
                       read_connected=lambda: True)
 
 
-def test_the_recorder_watches_each_target_through_its_view_and_writes_its_sample_model(tmp_path):
-    """XIDs in the event ring, a lost GPU and a failed health check of a target's view start one recording,
-    written from the target's sample model; the recorder's families join /metrics through the registry."""
+def test_the_triggers_of_a_targets_view_start_one_recording_written_from_its_sample_model(tmp_path):
+    """XIDs in the event ring, a lost GPU and a failed health check of a target's view, as its sampler's trigger
+    reader hands them to the recorder, start one recording, written from the target's sample model; the
+    recorder's families join /metrics through the registry."""
     from support import wait_for
 
     model = _model()
@@ -235,10 +249,12 @@ def test_the_recorder_watches_each_target_through_its_view_and_writes_its_sample
     view = _view(model, SamplerStats(lost_gpus=(1,)), HealthState(HealthReport("FAIL", (incident,)), 12.0))
     registry = Registry()
     registry.add_source(_Source("node", TargetSeries("node", view, model)))
-    registry.add_source(_Source("idle", None))   # not sampling: nothing to watch or write yet
+    registry.add_source(_Source("idle", None))   # not sampling: nothing to write yet
     recorder = Recorder(str(tmp_path), before_s=5, after_s=1, host="node")
     recorder.start(registry)
     try:
+        for trigger in new_triggers("node", view, gpus_of(view), TriggersSeen(), time.time()):
+            recorder.trigger(trigger.kind, trigger.detail, trigger.gpus, trigger.target, trigger.time_s)
         wait_for(lambda: recorder.written == 1, timeout=30, what="the recording")
     finally:
         recorder.stop()
