@@ -81,7 +81,7 @@ from dcgm_collector.expose.xid_count import XID_COUNT, XidCountFamily
 from dcgm_collector.model import EntityType, GpuInfo, MigInstance
 from dcgm_collector.rings.ring import EventRows, RingBuffer
 from dcgm_collector.rings.series_store import SeriesStore
-from dcgm_collector.series.registry import EOF, TargetSeries
+from dcgm_collector.series.registry import TargetSeries, render_body
 from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 from dcgm_collector.series.text import Header, family_types, label_text
 from dcgm_collector.series.view import TargetView
@@ -153,11 +153,7 @@ class Exposition:
     # -- public
     def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
         """The whole /metrics body; ``now_us`` (µs since the epoch) defaults to now."""
-        parts: list[str] = []
-        self.write_families(parts, openmetrics, now_us)
-        if openmetrics:
-            parts.append(EOF)
-        return "".join(parts).encode()
+        return render_body(self, openmetrics, now_us)
 
     def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
         """The body without OpenMetrics' ``# EOF``: the families, then the self-metrics (series.registry.Families)."""

@@ -10,7 +10,7 @@ from typing import Protocol
 from dcgm_collector.expose.exposition import Exposition
 from dcgm_collector.expose.families import Family
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
-from dcgm_collector.series.registry import EOF, Source, TargetSeries
+from dcgm_collector.series.registry import Source, TargetSeries, render_body
 from dcgm_collector.series.samples import SampleModel
 from dcgm_collector.series.stats import SamplerStats
 from dcgm_collector.series.text import Header, label_text
@@ -70,11 +70,7 @@ class MultiExposition:
         self._families_text: dict[bool, tuple[tuple, str]] = {}   # per format: (data version, text)
 
     def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
-        parts: list[str] = []
-        self.write_families(parts, openmetrics, now_us)
-        if openmetrics:
-            parts.append(EOF)
-        return "".join(parts).encode()
+        return render_body(self, openmetrics, now_us)
 
     def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
         """Every target's families, then the self-metrics, without OpenMetrics' ``# EOF`` (series.registry)."""

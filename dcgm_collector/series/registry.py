@@ -21,7 +21,7 @@ from typing import Protocol
 from dcgm_collector.series.samples import SampleModel
 from dcgm_collector.series.view import TargetView
 
-__all__ = ["EOF", "Families", "Registry", "Source", "TargetSeries"]
+__all__ = ["EOF", "Families", "Registry", "Source", "TargetSeries", "render_body"]
 
 EOF = "# EOF\n"   # OpenMetrics' last line
 
@@ -59,6 +59,15 @@ class Source(Protocol):
         ...
 
 
+def render_body(families: Families, openmetrics: bool = False, now_us: int | None = None) -> bytes:
+    """A /metrics body of one family set: its text, then ``# EOF`` once in OpenMetrics."""
+    parts: list[str] = []
+    families.write_families(parts, openmetrics, now_us)
+    if openmetrics:
+        parts.append(EOF)
+    return "".join(parts).encode()
+
+
 class Registry:
     """The families /metrics writes and the targets the outputs read.  Safe to use from any thread."""
 
@@ -91,11 +100,11 @@ class Registry:
 
     def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
         """The /metrics body: every registered family, then ``# EOF`` once in OpenMetrics."""
-        parts: list[str] = []
+        return render_body(self, openmetrics, now_us)
+
+    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+        """The registry is itself a family set: every registered one's text (see :meth:`write`)."""
         self.write(parts, openmetrics, now_us)
-        if openmetrics:
-            parts.append(EOF)
-        return "".join(parts).encode()
 
     # -- targets
     def add_source(self, source: Source) -> None:
