@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections import Counter as Tally
@@ -108,6 +109,7 @@ class Collector:
         self.server: MetricsServer | None = None
         self.library: Library | None = None
         self.library_version = "unknown"
+        self.source_reason: str | None = None   # why the source was chosen, when no flag chose it
         self.targets: list[Any] = []
         self.exposition: Any = None     # MultiExposition over the targets, once they exist
         # what /metrics writes (every output's families) and where the outputs find the targets' samples
@@ -277,6 +279,8 @@ class Collector:
             source = engine.source_name(library)
             if source.startswith("nvml"):
                 kind = f"the engine reading NVML ({source.partition(' ')[2]})"
+                if self.source_reason:
+                    kind += f", chosen because {self.source_reason}"
             elif config.nvml:   # the engine has not started yet (NVML not ready): the target retries
                 kind = "the engine reading NVML, not started yet"
             else:
@@ -462,11 +466,39 @@ class Collector:
                 os.environ[engine.SCENARIO_ENV] = spec
                 os.environ[engine.SOURCE_ENV] = "models"
                 return dcgm.load_library(engine.library_path())
+            if config.dcgm_lib is None and not os.environ.get(dcgm.LIBRARY_ENV):
+                return self._load_dcgm_or_nvml()
             return dcgm.load_library(config.dcgm_lib, given_by="--dcgm-lib")
         except dcgm.LibraryNotFoundError as error:
             raise StartupError(error.message) from None
         except (dcgm.DcgmError, FileNotFoundError, ValueError) as error:
             raise StartupError(f"cannot load libdcgm: {error}") from None
+
+    def _load_dcgm_or_nvml(self) -> Library:
+        """No source named: DCGM when its library loads, else the package's engine over the driver's NVML.
+
+        A node with only the NVIDIA driver is the common case outside NVIDIA's own images, so the same
+        command must work there.  A hostengine (-r) is reached only through DCGM's own library: no fallback.
+        """
+        try:
+            return dcgm.load_library()
+        except dcgm.LibraryNotFoundError as not_found:
+            if self.config.remotes:
+                raise
+            searched = not_found.message.partition("; fix: ")[0]
+            try:
+                nvml = engine.check_nvml()
+            except ValueError as no_nvml:
+                why = re.split(r": install|; point", str(no_nvml))[0]
+                raise StartupError(
+                    f"{searched}; and {engine.NVML_LIBRARY_NAME} (the NVIDIA driver's NVML) was not found either: "
+                    f"{why}; fix: install the NVIDIA driver (then the collector reads the GPUs through it), "
+                    f"or {dcgm.HOW_TO_FIX}") from None
+        self.source_reason = f"{dcgm.LIBRARY_NAME} was not found and {nvml} loads"
+        log.info("no %s found: reading the GPUs through the driver's NVML (%s) with the package's engine, as "
+                 "--nvml does (give --dcgm-lib or install DCGM to use DCGM)", dcgm.LIBRARY_NAME, nvml)
+        os.environ[engine.SOURCE_ENV] = "nvml"
+        return dcgm.load_library(engine.library_path())
 
     @staticmethod
     def _replay_recording(path: str) -> str:

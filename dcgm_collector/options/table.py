@@ -130,7 +130,8 @@ OPTIONS: tuple[Option, ...] = (
            "simulator", "N|SCENARIO"),
     Option("nvml", ("--nvml",), "DCGM_COLLECTOR_NVML", False, parse_bool,
            "run the package's engine on the driver's NVML (libnvidia-ml.so.1 from $DCGM_ENGINE_NVML_LIB, else "
-           "the dynamic linker's search) instead of NVIDIA DCGM or the simulated GPUs", "simulator", "BOOL", True),
+           "the dynamic linker's search) instead of NVIDIA DCGM or the simulated GPUs; with no source flag it is "
+           "chosen by itself when libdcgm.so.4 is not found", "simulator", "BOOL", True),
     Option("kubernetes", ("-k", "--kubernetes"), "DCGM_EXPORTER_KUBERNETES", False, parse_bool,
            "label each GPU's series with the pod, namespace and container holding it, from the kubelet's "
            "pod-resources API (refreshed every 10 s, not per scrape)", "attribution", "BOOL", True),

@@ -445,3 +445,73 @@ def test_nvml_env_var_with_sim_is_refused_too(tmp_path):
     done = run_once(["--sim", "2", "-a", "127.0.0.1:0"], _env(DCGM_COLLECTOR_NVML="true"), tmp_path)
     assert done.returncode == 2, done
     assert "give --nvml, --sim or --dcgm-lib, not two" in done.stderr
+
+
+# ---- no source named: DCGM when its library loads, else the driver's NVML --------------------------------------
+
+def _dcgm_on_the_linker_path() -> bool:
+    from dcgm_collector.dcgm.library import probe_library
+
+    return probe_library("libdcgm.so.4") is None
+
+
+def _linker_path_with(tmp_path: Path, *names: str) -> str:
+    """A folder holding only the named libraries of the package's engine (links to them), as a node's would."""
+    from dcgm_collector.engine import nvml_library_path
+
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    for name in names:
+        (folder / name).symlink_to(nvml_library_path().parent / name)
+    return str(folder)
+
+
+@pytest.mark.skipif(_dcgm_on_the_linker_path(), reason="a real libdcgm.so.4 is installed: DCGM would be chosen")
+def test_a_node_with_only_the_driver_is_read_through_nvml_with_no_flag(tmp_path):
+    """No --nvml, no --sim: libdcgm.so.4 is nowhere, libnvidia-ml.so.1 loads, so the collector reads NVML."""
+    env = _env(DCGM_SIM_NVML_COSTS="off", DCGM_SIM_SCENARIO="2",
+               LD_LIBRARY_PATH=_linker_path_with(tmp_path, "libnvidia-ml.so.1"))
+    collector = NvmlCollector(tmp_path, env)
+    try:
+        text = wait_for(lambda: (t := collector.metrics()) and len(by_gpu(t, "DCGM_FI_DEV_GPU_TEMP")) == 2 and t,
+                        what="GPU temperatures of 2 GPUs", log=collector.log)
+        assert sorted(by_gpu(text, "DCGM_FI_DEV_GPU_TEMP")) == ["0", "1"]
+        log = collector.log()
+        assert "no libdcgm.so.4 found: reading the GPUs through the driver's NVML (libnvidia-ml.so.1)" in log
+        assert "the engine reading NVML (" in log
+        assert "chosen because libdcgm.so.4 was not found and libnvidia-ml.so.1 loads" in log
+    finally:
+        collector.end()
+
+
+def test_a_node_with_dcgm_is_read_through_dcgm_with_no_flag(tmp_path):
+    """Both libraries load: DCGM is chosen, and nothing says NVML."""
+    env = _env(DCGM_SIM_SCENARIO="2",
+               LD_LIBRARY_PATH=_linker_path_with(tmp_path, "libdcgm.so.4", "libnvidia-ml.so.1"))
+    collector = NvmlCollector(tmp_path, env)
+    try:
+        wait_for(lambda: len(by_gpu(collector.metrics(), "DCGM_FI_DEV_GPU_TEMP")) == 2,
+                 what="GPU temperatures of 2 GPUs", log=collector.log)
+        log = collector.log()
+        # the dynamic linker found it through the link: the log names the file it resolves to
+        assert "DCGM library " in log and "(dcgm-collector's simulated engine, version" in log
+        assert "NVML" not in log
+    finally:
+        collector.end()
+
+
+@pytest.mark.skipif(_dcgm_on_the_linker_path(), reason="a real libdcgm.so.4 is installed: DCGM would be chosen")
+def test_a_node_with_neither_library_gets_one_line_naming_both_searches_and_the_ways_on(tmp_path):
+    missing = tmp_path / "nowhere" / "libnvidia-ml.so.1"
+    env = _env(DCGM_ENGINE_NVML_LIB=str(missing))
+    env.pop("LD_LIBRARY_PATH", None)
+    done = run_once(["-a", "127.0.0.1:0"], env, tmp_path)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    line = lines[0]
+    assert "libdcgm.so.4 was not found; searched: the dynamic linker's path" in line
+    assert f"and libnvidia-ml.so.1 (the NVIDIA driver's NVML) was not found either: cannot open " \
+           f"DCGM_ENGINE_NVML_LIB={missing}" in line
+    for way in ("install the NVIDIA driver", "datacenter-gpu-manager-4", "--dcgm-lib", "--sim"):
+        assert way in line, (way, line)
