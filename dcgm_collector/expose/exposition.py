@@ -82,7 +82,7 @@ from dcgm_collector.model import EntityType, GpuInfo, MigInstance
 from dcgm_collector.rings.ring import EventRows, RingBuffer
 from dcgm_collector.rings.series_store import SeriesStore
 from dcgm_collector.series.registry import TargetSeries, render_body
-from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
+from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo, entity_gpus
 from dcgm_collector.series.text import Header, family_types, label_text
 from dcgm_collector.series.view import TargetView
 
@@ -369,8 +369,7 @@ class Exposition:
         by_ring: dict[int, list[SeriesInfo]] = {}
         events: list[EventSeries] = []
         names: set[str] = set()
-        gpu_of = {key: gpu.gpu_id for key, gpu, _ in self._owners}
-        gpu_of.update({entity.key: entity.parent for entity in self.levels if entity.parent_level == EntityType.GPU})
+        gpu_of = entity_gpus(self.view.gpu_ids, self.instances, self.levels)
         event_families = {f.name: f for f in families if isinstance(f, EventFamily)}
         store_rows: list[Counter] = []   # the rows store series are served under, sampled in a ring or not
         for counter in self.view.counters:

@@ -16,16 +16,16 @@ samples itself, only where they are: each ring with the series of its columns
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from dcgm_collector.model import EntityType, GpuInfo
+from dcgm_collector.model import EntityType, GpuInfo, LevelEntity, MigInstance
 from dcgm_collector.rings.ring import EventRing, EventRows, RingBuffer, RingRows
 from dcgm_collector.rings.series_store import SeriesStore, StoreKey, StoreRows
 
 __all__ = ["EntityKey", "EventSeries", "Labels", "RingSeries", "SampleModel", "SeriesInfo", "StoreRead",
-           "StoreSeries"]
+           "StoreSeries", "entity_gpus", "gpu_of_entity"]
 
 EntityKey = tuple[int, int]     # (DCGM entity group, entity id): how families and the model key an entity
 Labels = tuple[tuple[str, str], ...]   # (name, value) pairs in the order /metrics writes them
@@ -135,9 +135,7 @@ class SampleModel:
 
     def gpu(self, entity: EntityKey) -> int | None:
         """The GPU an entity is or belongs to (a MIG instance's, a link's); None for a switch, a CPU, a core."""
-        if entity[0] == EntityType.GPU:
-            return entity[1]
-        return self.gpu_of.get(entity)
+        return gpu_of_entity(self.gpu_of, entity)
 
     def series(self) -> tuple[SeriesInfo, ...]:
         """Every ring series, ring by ring."""
@@ -146,3 +144,19 @@ class SampleModel:
     def events_since(self, since_us: int) -> EventRows:
         """The event ring's entries with ts >= since_us, oldest first."""
         return self.events.since(since_us)
+
+
+def entity_gpus(gpu_ids: Iterable[int], instances: Iterable[MigInstance],
+                levels: Iterable[LevelEntity]) -> dict[EntityKey, int]:
+    """The GPU each sampled entity is or belongs to: a GPU itself, a MIG instance's, a GPU link's."""
+    gpu_of: dict[EntityKey, int] = {(int(EntityType.GPU), gpu): gpu for gpu in gpu_ids}
+    gpu_of.update({(int(EntityType.GPU_I), i.entity_id): i.gpu_id for i in instances})
+    gpu_of.update({e.key: e.parent for e in levels if e.parent_level == EntityType.GPU})
+    return gpu_of
+
+
+def gpu_of_entity(gpu_of: Mapping[EntityKey, int], entity: EntityKey) -> int | None:
+    """The GPU an entity is or belongs to, from :func:`entity_gpus`; None for a switch, a CPU, a core."""
+    if entity[0] == EntityType.GPU:
+        return entity[1]
+    return gpu_of.get(entity)

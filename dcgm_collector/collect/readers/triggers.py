@@ -1,6 +1,6 @@
 """The trigger reader: new XIDs, lost GPUs and failed health checks on a sampler, handed to a sink as triggers.
 
-At every tick it looks at what the sampler holds, all in memory: XID entries
+Twice a second it looks at what the sampler holds, all in memory: XID entries
 in the event ring newer than the last it saw, GPUs in ``SamplerStats.lost_gpus``
 it had not seen lost, and FAIL incidents of the latest health check it had not
 seen failing.  Each new one is a :class:`~dcgm_collector.series.triggers.Trigger`,
@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from dcgm_collector.catalog.fields import XID_FIELD
 from dcgm_collector.collect.readers.reader import Reader, ReaderFactory
-from dcgm_collector.model import EntityType, LevelEntity, MigInstance
+from dcgm_collector.model import LevelEntity, MigInstance
 from dcgm_collector.rings.ring import EventRing
+from dcgm_collector.series.samples import entity_gpus, gpu_of_entity
 from dcgm_collector.series.stats import HealthState, SamplerStats
 from dcgm_collector.series.triggers import Trigger, TriggerSink
 
@@ -58,10 +59,12 @@ class TriggersSeen:
 
 
 class TriggerReader(Reader):
-    """Hands each new XID, lost GPU and FAIL health incident of its sampler to ``sink``, at every tick."""
+    """Hands each new XID, lost GPU and FAIL health incident of its sampler to ``sink``, twice a second."""
 
     name = "triggers"
-    every_s = 0.0        # every tick: it reads memory only
+    # twice a second, as the recorder looked before: a recording's window is seconds wide, so looking at
+    # every tick (10 a second at -c 100) would only add work to the sampler's thread
+    every_s = 0.5
     reads_dcgm = False
 
     def __init__(self, sampler: Sampler, sink: TriggerSink, target: str, seen: TriggersSeen | None = None) -> None:
@@ -88,16 +91,11 @@ class TriggerReader(Reader):
 
 def gpus_of(sampler: Watched) -> dict[EntityKey, int]:
     """The GPU each of the sampler's entities is or belongs to (a MIG instance's, a link's)."""
-    gpu_of: dict[EntityKey, int] = {(int(EntityType.GPU), gpu): gpu for gpu in sampler.gpu_ids}
-    gpu_of.update({(int(EntityType.GPU_I), i.entity_id): i.gpu_id for i in sampler.instances})
-    gpu_of.update({e.key: e.parent for e in sampler.levels if e.parent_level == EntityType.GPU})
-    return gpu_of
+    return entity_gpus(sampler.gpu_ids, sampler.instances, sampler.levels)
 
 
 def _gpu(gpu_of: Mapping[EntityKey, int], group: int, entity: int) -> int | None:
-    if group == EntityType.GPU:
-        return entity
-    return gpu_of.get((group, entity))
+    return gpu_of_entity(gpu_of, (group, entity))
 
 
 def new_triggers(target: str, sampler: Watched, gpu_of: Mapping[EntityKey, int], seen: TriggersSeen,
