@@ -34,9 +34,20 @@ PORT = 9400
 KUBERNETES_VERSIONS = ("1.25", "1.37")
 
 
+KUSTOMIZATION = KUBERNETES / "kustomization.yaml"
+KUBECTL = shutil.which("kubectl")
+# CI installs kubectl (Debian's kubernetes-client): there a missing kubectl fails instead of skipping
+needs_kubectl = pytest.mark.skipif(KUBECTL is None and os.environ.get("CI") != "true",
+                                   reason="kubectl is not installed (Debian package 'kubernetes-client')")
+
+
+def _manifests() -> list[Path]:
+    return sorted(p for p in KUBERNETES.glob("*.yaml") if p != KUSTOMIZATION)
+
+
 def _documents() -> list[dict]:
     docs = []
-    for path in sorted(KUBERNETES.glob("*.yaml")):
+    for path in _manifests():
         docs.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
     return docs
 
@@ -169,6 +180,53 @@ def test_the_service_monitor_schema_catches_mistakes(path, value):
     assert any("'selector' is a required property" in e for e in _service_monitor_errors(broken))
 
 
+# --- Kubernetes: kustomization -------------------------------------------------------------------------------
+
+def test_kustomization_lists_every_manifest_namespace_first():
+    kustomization = yaml.safe_load(KUSTOMIZATION.read_text())
+    assert kustomization["kind"] == "Kustomization"
+    resources = kustomization["resources"]
+    assert sorted(resources) == [p.name for p in _manifests()], "a manifest of the folder is not listed, or twice"
+    assert resources[0] == "namespace.yaml"
+    (path,) = [p for p in _manifests() if p.name == resources[0]]
+    assert [doc["kind"] for doc in yaml.safe_load_all(path.read_text()) if doc] == ["Namespace"]
+
+
+def _kustomize(directory: Path) -> list[dict]:
+    if KUBECTL is None:
+        pytest.fail("kubectl is not installed (Debian package 'kubernetes-client'), and CI=true needs it")
+    result = subprocess.run([KUBECTL, "kustomize", str(directory)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+@needs_kubectl
+def test_kustomization_renders_every_object_of_the_folder():
+    rendered = _kustomize(KUBERNETES)
+    def key(doc: dict) -> tuple[str, str]:
+        return doc["kind"], doc["metadata"]["name"]
+    assert sorted(map(key, rendered)) == sorted(map(key, _documents()))
+    # the namespace is created before the objects that live in it
+    assert rendered[0]["kind"] == "Namespace"
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    for doc in rendered:
+        if doc["kind"] == "ServiceMonitor":
+            assert _service_monitor_errors(doc) == []
+        else:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[-1], strict=True)
+
+
+@needs_kubectl
+def test_kustomize_refuses_a_listed_file_that_is_missing(tmp_path):
+    for path in _manifests():
+        shutil.copy(path, tmp_path / path.name)
+    listing = yaml.safe_load(KUSTOMIZATION.read_text())
+    listing["resources"].append("podmonitor.yaml")
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(listing))
+    result = subprocess.run([KUBECTL, "kustomize", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "podmonitor.yaml" in result.stderr
+
+
 # --- Kubernetes: the pieces fit -------------------------------------------------------------------------------
 
 def _container() -> dict:
@@ -195,6 +253,30 @@ def test_port_names_and_selectors_line_up():
     assert env["DCGM_EXPORTER_LISTEN"] == f":{PORT}"
     # the alert rules find the collector's job by name
     assert "dcgm" in service["metadata"]["name"]
+
+
+def test_daemonset_and_image_leave_the_source_to_the_collector():
+    # no --sim, no forced source: the same manifest runs on a driver-only node (NVML) and a DCGM node
+    from dcgm_collector.config import parse_config
+    container = _container()
+    argv = [*container.get("command", [])[1:], *container.get("args", [])]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    config = parse_config(argv, env)
+    assert (config.sim, config.nvml, config.dcgm_lib, config.remote) == (None, False, None, None)
+    assert not {"DCGM_COLLECTOR_SIM", "DCGM_COLLECTOR_NVML", "DCGM_COLLECTOR_LIBDCGM",
+                "DCGM_REMOTE_HOSTENGINE_INFO"} & env.keys()
+    assert container["image"] == "dcgm-collector:0.1.0", "the name the documented docker build gives"
+    (cmd,) = [args for kind, args in _instructions() if kind == "CMD"]
+    assert json.loads(cmd) == []
+    dockerfile_env = " ".join(args for kind, args in _instructions() if kind == "ENV")
+    assert "DCGM_COLLECTOR_" not in dockerfile_env and "DCGM_REMOTE_HOSTENGINE_INFO" not in dockerfile_env
+
+
+def test_systemd_unit_says_how_to_install_from_a_checkout():
+    header = UNIT.read_text().split("[Unit]")[0]
+    assert "pip install dcgm-collector" not in header, "the package is not on a package index"
+    venv = Path(_unit()["Service"]["ExecStart"].split()[0]).parent.parent
+    assert f"python3 -m venv {venv} && {venv}/bin/pip install /path/to/checkout" in header
 
 
 def test_daemonset_reads_pod_resources_read_only_on_gpu_nodes():
