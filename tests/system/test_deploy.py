@@ -1,9 +1,10 @@
 """The deployment files in deploy/: Kubernetes manifests, systemd unit, Dockerfile.
 
-The manifests are validated offline: the built-in kinds against Kubernetes'
-own OpenAPI schemas (kubernetes-validate, strict, so a misspelt field fails),
-the ServiceMonitor against a schema written from the prometheus-operator CRD
-(monitoring.coreos.com/v1), which kubernetes-validate does not carry.  Then
+The manifests are validated offline (tests/manifest_checks.py): the built-in
+kinds against Kubernetes' own OpenAPI schemas (kubernetes-validate, strict, so
+a misspelt field fails), the ServiceMonitor against a schema written from the
+prometheus-operator CRD (monitoring.coreos.com/v1), which kubernetes-validate
+does not carry; kubectl kustomize renders the folder's kustomization.  Then
 the pieces must agree with each other: ports, names, selectors, the console
 script, the environment variables the collector reads.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from manifest_checks import KUBERNETES_VERSIONS, SERVICE_MONITOR_SCHEMA, schema_errors
 from support import COLLECTOR, command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +32,6 @@ UNIT = DEPLOY / "systemd" / "dcgm-collector.service"
 ENV_FILE = DEPLOY / "systemd" / "dcgm-collector.env"
 DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
 PORT = 9400
-# the oldest and newest Kubernetes minors kubernetes-validate 1.37 carries
-KUBERNETES_VERSIONS = ("1.25", "1.37")
 
 
 KUSTOMIZATION = KUBERNETES / "kustomization.yaml"
@@ -84,79 +84,8 @@ def test_the_kubernetes_validator_catches_a_broken_daemonset():
         kubernetes_validate.validate(misspelt, KUBERNETES_VERSIONS[-1], strict=True)
 
 
-# The parts of the ServiceMonitor v1 CRD (prometheus-operator 0.93) that the
-# manifest can use, with the CRD's types, enums and duration pattern; unknown
-# keys are refused, as the API server's structural schema would prune them.
-_DURATION = {"type": "string",
-             "pattern": r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"}
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-_LABEL_SELECTOR = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
-        "matchExpressions": {"type": "array", "items": {
-            "type": "object", "required": ["key", "operator"],
-            "properties": {"key": {"type": "string"}, "operator": {"type": "string"}, "values": _STRINGS}}},
-    },
-}
-_ACTIONS = ["replace", "keep", "drop", "hashmod", "labelmap", "labeldrop", "labelkeep", "lowercase", "uppercase",
-            "keepequal", "dropequal", "Replace", "Keep", "Drop", "HashMod", "LabelMap", "LabelDrop", "LabelKeep",
-            "Lowercase", "Uppercase", "KeepEqual", "DropEqual"]
-_RELABELING = {
-    "type": "object", "additionalProperties": False,
-    "properties": {
-        "sourceLabels": {"type": "array", "items": {"type": "string", "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"}},
-        "separator": {"type": "string"}, "targetLabel": {"type": "string"}, "regex": {"type": "string"},
-        "modulus": {"type": "integer"}, "replacement": {"type": "string"}, "action": {"enum": _ACTIONS},
-    },
-}
-_INT_OR_STRING = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
-SERVICE_MONITOR_SCHEMA = {
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"const": "monitoring.coreos.com/v1"},
-        "kind": {"const": "ServiceMonitor"},
-        "metadata": {"type": "object", "required": ["name"],
-                     "properties": {"name": {"type": "string"}, "namespace": {"type": "string"},
-                                    "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
-        "spec": {
-            "type": "object", "required": ["selector", "endpoints"], "additionalProperties": False,
-            "properties": {
-                "selector": _LABEL_SELECTOR,
-                "namespaceSelector": {"type": "object", "additionalProperties": False,
-                                      "properties": {"any": {"type": "boolean"}, "matchNames": _STRINGS}},
-                "jobLabel": {"type": "string"}, "targetLabels": _STRINGS, "podTargetLabels": _STRINGS,
-                "sampleLimit": {"type": "integer"}, "targetLimit": {"type": "integer"},
-                "labelLimit": {"type": "integer"}, "labelNameLengthLimit": {"type": "integer"},
-                "labelValueLengthLimit": {"type": "integer"}, "keepDroppedTargets": {"type": "integer"},
-                "bodySizeLimit": {"type": "string"},
-                "endpoints": {"type": "array", "minItems": 1, "items": {
-                    "type": "object", "additionalProperties": False,
-                    "properties": {
-                        "port": {"type": "string"}, "targetPort": _INT_OR_STRING, "path": {"type": "string"},
-                        "scheme": {"enum": ["http", "https", "HTTP", "HTTPS"]},
-                        "interval": _DURATION, "scrapeTimeout": _DURATION,
-                        "honorLabels": {"type": "boolean"}, "honorTimestamps": {"type": "boolean"},
-                        "relabelings": {"type": "array", "items": _RELABELING},
-                        "metricRelabelings": {"type": "array", "items": _RELABELING},
-                        "tlsConfig": {"type": "object"}, "basicAuth": {"type": "object"},
-                        "authorization": {"type": "object"}, "bearerTokenSecret": {"type": "object"},
-                        "oauth2": {"type": "object"}, "params": {"type": "object"},
-                        "followRedirects": {"type": "boolean"}, "enableHttp2": {"type": "boolean"},
-                        "filterRunning": {"type": "boolean"}, "proxyUrl": {"type": "string"},
-                    },
-                }},
-            },
-        },
-    },
-}
-
-
 def _service_monitor_errors(doc: dict) -> list[str]:
-    jsonschema = pytest.importorskip("jsonschema")
-    validator = jsonschema.Draft7Validator(SERVICE_MONITOR_SCHEMA)
-    return [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(doc)]
+    return schema_errors(doc, SERVICE_MONITOR_SCHEMA)
 
 
 def test_service_monitor_matches_the_crd_schema():
