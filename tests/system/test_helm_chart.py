@@ -21,6 +21,7 @@ import helm_python
 import pytest
 import yaml
 from manifest_checks import object_errors, render_chart
+from support import COLLECTOR, command
 
 from dcgm_collector.catalog.counters import default_counters_path
 from dcgm_collector.config import parse_config
@@ -36,6 +37,9 @@ HASH = bcrypt.hashpw(b"scrape-secret", bcrypt.gensalt(4)).decode()
 CUSTOM_CSV = ("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
               "DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).\n")
 
+AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H200"]}]}]}}}
+
 VALUE_SETS = {
     "default": {},
     "nvml": {"source": {"mode": "nvml"}},
@@ -49,9 +53,10 @@ VALUE_SETS = {
                            "serviceMonitor": {"enabled": True, "tlsConfig": {"insecureSkipVerify": True}}},
     "monitor and rules": {"serviceMonitor": {"enabled": True, "additionalLabels": {"release": "prometheus"}},
                           "prometheusRule": {"enabled": True}},
-    "custom counters": {"counters": {"csv": CUSTOM_CSV}},
+    "custom counters": {"counters": {"csv": CUSTOM_CSV}, "podLabels": {"team": "gpu"}, "affinity": AFFINITY},
     "no pod attribution, port 9401": {"kubernetes": {"podAttribution": False}, "port": 9401,
                                        "hostNetwork": True, "extraArgs": ["-c", "500"],
+                                       "extraEnv": [{"name": "DCGM_COLLECTOR_WINDOW", "value": "30"}],
                                        "nodeSelector": None, "tolerations": []},
 }
 
@@ -157,6 +162,7 @@ def test_pod_attribution_off_drops_the_host_path():
     docs = _render(VALUE_SETS["no pod attribution, port 9401"])
     config = _collector_config(docs)
     assert config.kubernetes is False and config.address == ":9401" and config.collect_interval_ms == 500
+    assert config.window_s == 30
     assert not [v for v in _volumes(docs).values() if "hostPath" in v]
     assert _container(docs)["ports"] == [{"name": "metrics", "containerPort": 9401, "protocol": "TCP"}]
     (port,) = _one(docs, "Service")["spec"]["ports"]
@@ -175,6 +181,8 @@ def test_pod_attribution_reads_the_kubelet_socket_from_the_host_path():
 
 
 def test_counters_config_map_holds_the_shipped_file_or_your_own():
+    pod = _one(_render(VALUE_SETS["custom counters"]), "DaemonSet")["spec"]["template"]
+    assert pod["spec"]["affinity"] == AFFINITY and pod["metadata"]["labels"]["team"] == "gpu"
     shipped = _one(_render({}), "ConfigMap")["data"]["counters.csv"]
     assert shipped.strip() == Path(default_counters_path()).read_text().strip()
     docs = _render(VALUE_SETS["custom counters"])
@@ -182,6 +190,16 @@ def test_counters_config_map_holds_the_shipped_file_or_your_own():
     annotation = "checksum/counters"
     assert (_one(docs, "DaemonSet")["spec"]["template"]["metadata"]["annotations"][annotation]
             != _one(_render({}), "DaemonSet")["spec"]["template"]["metadata"]["annotations"][annotation])
+
+
+@pytest.mark.parametrize("values", [{}, VALUE_SETS["custom counters"]], ids=["shipped", "custom"])
+def test_the_counters_config_map_is_a_file_the_collector_accepts(values, tmp_path):
+    path = tmp_path / "counters.csv"
+    path.write_text(_one(_render(values), "ConfigMap")["data"]["counters.csv"])
+    result = subprocess.run(command(COLLECTOR, "check-counters", str(path)), cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "DCGM_FI_DEV_GPU_TEMP" in result.stdout
 
 
 def _self_signed(directory: Path) -> None:
