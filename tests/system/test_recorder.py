@@ -392,7 +392,7 @@ def test_without_pyarrow_the_recorder_names_the_extra_to_install(tmp_path):
                          env=clean_env(PYTHONPATH=str(hidden)))
     assert run.returncode == 1
     assert last_line(run.stderr) == ("dcgm-collector: error: --recorder-dir needs pyarrow (No module named "
-                                     "'pyarrow'): pip install 'dcgm-collector[recorder]'")
+                                     "'pyarrow'): pip install pyarrow (in a checkout: pip install '.[recorder]')")
 
 
 # -- what others place in --recorder-dir, and what clients send
