@@ -173,7 +173,7 @@ def run_commands(block: Block, text: str, cwd: Path) -> None:
     assert run.returncode == 0, f"{block.where}: exit status {run.returncode}:\n{text}\n--- output:\n{run.stdout}"
 
 
-def run_block(block: Block, cwd: Path, wait_s: float = SERVER_WAIT_S) -> None:
+def run_block(block: Block, cwd: Path, logs: Path, wait_s: float = SERVER_WAIT_S) -> None:
     serving = background(block.annotation)
     if serving is None:
         run_commands(block, block.text, cwd)
@@ -186,7 +186,7 @@ def run_block(block: Block, cwd: Path, wait_s: float = SERVER_WAIT_S) -> None:
             pytest.skip(message)
     lines = logical_lines(block.text)
     head, rest = "\n".join(lines[:serving.lines]) + "\n", "\n".join(lines[serving.lines:]) + "\n"
-    log_path = cwd / f".block-{Path(block.page).stem}-{block.line}.log"
+    log_path = logs / f"{Path(block.page).stem}-{block.line}.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(["bash", "-e", "-c", head], cwd=cwd, env=block_env(), stdout=log,
                                   stderr=subprocess.STDOUT, start_new_session=True)
@@ -232,10 +232,16 @@ def copy_checkout(destination: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def checkout(tmp_path_factory) -> Path:
+def logs(tmp_path_factory) -> Path:
+    """Where the output of the blocks' servers goes (shown when one fails)."""
+    return tmp_path_factory.mktemp("block-logs")
+
+
+@pytest.fixture(scope="session")
+def checkout(tmp_path_factory, logs) -> Path:
     """A working copy where the quick start's first block ran as written (venv, install, the collector)."""
     copy = copy_checkout(tmp_path_factory.mktemp("checkout"))
-    run_block(quick_start_block(), copy, wait_s=QUICK_START_WAIT_S)
+    run_block(quick_start_block(), copy, logs, wait_s=QUICK_START_WAIT_S)
     return copy
 
 
@@ -250,14 +256,14 @@ def test_the_quick_start_installs_and_serves_the_simulator(checkout):
 
 @pytest.mark.parametrize("page", [page for page in pages_tested_here()
                                   if any(block != quick_start_block() for block in shell_blocks(page))])
-def test_the_shell_blocks_of_the_page_run_as_written(page, checkout):
+def test_the_shell_blocks_of_the_page_run_as_written(page, checkout, logs):
     for block in shell_blocks(page):
         if block == quick_start_block():
             continue   # the fixture ran it
         if block.annotation.startswith("skip"):
             assert block.text in SKIPPED, f"{block.where}: only the blocks SKIPPED lists may skip"
             continue
-        run_block(block, checkout)
+        run_block(block, checkout, logs)
 
 
 def test_every_page_is_tested_by_one_of_the_two():
