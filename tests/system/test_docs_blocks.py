@@ -26,7 +26,8 @@ An HTML comment on the line above a block says how the block runs, when it needs
 The collector's listen address is pinned to loopback for every block (``DCGM_EXPORTER_LISTEN``,
 which a block's own ``-a`` would override), so the default ``:9400`` of the docs listens on
 127.0.0.1:9400 only.  docs/deploying.md is tested by tests/system/test_deploy_docs.py; every other
-page is tested here, which test_every_page_is_tested_by_one_of_the_two holds true.
+page is tested here, which test_every_page_is_tested_by_one_of_the_two holds true.  The Python
+example of docs/binding.md runs too, with the venv's interpreter.
 """
 
 from __future__ import annotations
@@ -311,3 +312,14 @@ def test_every_relative_link_of_the_docs_names_a_file_of_the_checkout():
             if path.resolve() == (ROOT / DEPLOY_PAGE).resolve() and not path.exists():
                 continue   # written with the deploy files, on another branch until it is merged
             assert path.exists(), f"{page}: the link to {target} names no file"
+
+
+def test_the_binding_example_runs_as_written(checkout):
+    text = (ROOT / "docs" / "binding.md").read_text()
+    [example] = re.findall(r"```python\n(.*?)```", text, re.S)
+    run = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-I", "-"], input=example, cwd=checkout,
+                         env=block_env(), capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    assert run.returncode == 0, run.stderr
+    printed = {tuple(line.split()[:2]) for line in run.stdout.splitlines()}
+    # GPU 0's utilisation, power and temperature, as the example's comment says
+    assert {("0", "203"), ("0", "155"), ("0", "150")} <= printed, run.stdout
