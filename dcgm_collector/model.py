@@ -24,6 +24,7 @@ __all__ = [
     "HealthReport",
     "LevelEntity",
     "MigInstance",
+    "PYARROW_INSTALL_HINT",
     "RECORDING_COLUMNS",
     "RECORDING_FORMAT_VERSION",
     "RECORDING_SIDECAR_SUFFIX",
@@ -219,6 +220,9 @@ RECORDING_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 RECORDING_SIDECAR_SUFFIX = ".json"
 RECORDING_STATUSES = ("OK", "BLANK", "NOT_SUPPORTED")   # the status column's words
+# what to install for the recorder and the replay: the package is not on a public index, so the
+# extra is named as it is installed from a checkout, beside the one package it stands for
+PYARROW_INSTALL_HINT = "pip install pyarrow (in a checkout: pip install '.[recorder]')"
 
 
 def recording_schema(pa: Any) -> Any:

@@ -22,7 +22,7 @@ import numpy as np
 
 from dcgm_collector.catalog.fields import field_table
 from dcgm_collector.files import FileRefused, open_regular_file
-from dcgm_collector.model import RECORDING_COLUMNS, RECORDING_STATUSES, EntityType
+from dcgm_collector.model import PYARROW_INSTALL_HINT, RECORDING_COLUMNS, RECORDING_STATUSES, EntityType
 
 __all__ = ["MAX_RECORDING_BYTES", "MAX_SPAN_US", "read_rows", "unknown_fields"]
 
@@ -49,8 +49,7 @@ def read_rows(path: Path) -> dict[str, np.ndarray]:
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
     except ImportError:
-        raise ValueError(f"{path}: replaying a flight recording needs pyarrow: "
-                         "pip install 'dcgm-collector[recorder]'") from None
+        raise ValueError(f"{path}: replaying a flight recording needs pyarrow: {PYARROW_INSTALL_HINT}") from None
     try:
         fd = open_regular_file(path, MAX_RECORDING_BYTES)
     except FileNotFoundError:

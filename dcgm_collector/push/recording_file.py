@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dcgm_collector.model import (
+    PYARROW_INSTALL_HINT,
     RECORDING_COLUMNS,
     RECORDING_SIDECAR_SUFFIX,
     RECORDING_STATUSES,
@@ -37,7 +38,6 @@ __all__ = ["RECORDING_PREFIX", "RECORDING_SUFFIX", "TEMP_PREFIX", "PyarrowMissin
 RECORDING_PREFIX = "recording-"
 RECORDING_SUFFIX = ".parquet"
 TEMP_PREFIX = ".recording-"      # files being written: hidden, and removed at start-up if a crash left one
-INSTALL_HINT = "pip install 'dcgm-collector[recorder]'"
 
 _STATUS_NAMES = dict(zip((SAMPLE_OK, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED), RECORDING_STATUSES))
 
@@ -52,7 +52,7 @@ def load_pyarrow() -> tuple[Any, Any]:
         import pyarrow
         import pyarrow.parquet
     except ImportError as error:
-        raise PyarrowMissing(f"--recorder-dir needs pyarrow ({error}): {INSTALL_HINT}") from None
+        raise PyarrowMissing(f"--recorder-dir needs pyarrow ({error}): {PYARROW_INSTALL_HINT}") from None
     return pyarrow, pyarrow.parquet
 
 

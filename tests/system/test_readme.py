@@ -1,18 +1,16 @@
-"""The README's commands work as written on a machine without DCGM."""
+"""The README's test commands are the ones CI runs (tests/system/test_docs_blocks.py runs its other blocks)."""
 
 from __future__ import annotations
 
-import os
+import ctypes
 import re
 import shlex
-import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-from support import http_get, samples, stop_process, wait_for
+from support import COLLECTOR, command, last_line
+from test_cli import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,10 +27,10 @@ def pytest_runs(lines: list[str]) -> list[list[str]]:
     """What each pytest command in ``lines`` selects: its paths and --ignore options, without output flags."""
     runs = []
     for line in lines:
-        for command in re.split(r"&&|;", line):
-            if not re.match(r"\s*\S*pytest\s", command):
+        for one in re.split(r"&&|;", line):
+            if not re.match(r"\s*\S*pytest\s", one):
                 continue
-            words = shlex.split(command)
+            words = shlex.split(one)
             picked, skip = [], False
             for word in words[1:]:
                 if skip:
@@ -52,30 +50,90 @@ def test_ci_runs_the_test_commands_the_readme_gives_in_the_same_order():
     assert ci == readme
 
 
-def port_in_use(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+# -- the troubleshooting table's error lines are the ones the collector prints
 
 
-def test_the_remote_hostengine_demo_runs_as_written(tmp_path):
-    [block] = shell_blocks("Remote hostengines and failures")
-    if port_in_use(5555) or port_in_use(9400):
-        pytest.skip("the demo's ports 5555 and 9400 are taken on this machine")
-    # the block as written, with the environment's `python` and console scripts first on PATH, as after
-    # activating the venv the quick start makes
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    env.pop("DCGM_COLLECTOR_LIBDCGM", None)
-    demo = subprocess.Popen(["bash", "-c", block], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+def error_rows() -> list[str]:
+    """The first column of the README's table of common errors, without its backticks."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("**Common errors**")
+    table = text[start:text.index("\n\n", text.index("| --- |", start))]
+    return [re.match(r"\| `(.*?)` \|", row).group(1) for row in table.splitlines() if row.startswith("| `")]
+
+
+def row_pattern(row: str, **placeholders: str) -> re.Pattern[str]:
+    """The row as a pattern: ``...`` stands for any text, each placeholder word for its value here."""
+    pattern = re.escape(row).replace(re.escape("..."), ".*")
+    for word, value in placeholders.items():
+        pattern = pattern.replace(word, re.escape(value))
+    return re.compile(pattern)
+
+
+def nvml_loads() -> bool:
     try:
-        def four_gpus() -> bool:
-            status, body = http_get("http://127.0.0.1:9400/metrics")
-            if status != 200:   # 503 "starting: no sampler yet" until the hostengine's GPUs are sampled
-                return False
-            gpus = {labels.get("gpu") for name, labels, _ in samples(body.decode()) if name == "DCGM_FI_DEV_GPU_TEMP"}
-            return gpus == {"0", "1", "2", "3"}
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
 
-        wait_for(lambda: port_in_use(9400) and four_gpus(), timeout=30, what="the demo's 4 GPUs on :9400/metrics")
-    finally:
-        os.killpg(demo.pid, signal.SIGTERM)   # the collector and the backgrounded hostengine
-        stop_process(demo)
+
+def dcgm_loads() -> bool:
+    try:
+        ctypes.CDLL("libdcgm.so.4")
+    except OSError:
+        return False
+    return True
+
+
+def the_error(tmp_path: Path, *args: str, **env: str) -> str:
+    run = subprocess.run(command(COLLECTOR, *args), cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         env=clean_env(**env))
+    assert run.returncode == 1, run.stderr
+    return last_line(run.stderr)
+
+
+def test_each_common_error_of_the_readme_is_the_line_the_collector_prints(tmp_path):
+    rows = error_rows()
+    assert len(rows) == 6
+    seen = 0
+    env = {"LD_LIBRARY_PATH": ""}
+    for row in rows:
+        if row.startswith("dcgm-collector: error: libdcgm.so.4 was not found"):
+            if dcgm_loads() or nvml_loads():
+                continue   # this machine has a library the collector would choose
+            line = the_error(tmp_path, "-a", "127.0.0.1:0", **env)
+            pattern = row_pattern(row)
+        elif row.startswith("dcgm-collector: error: --nvml:"):
+            if nvml_loads():
+                continue
+            line = the_error(tmp_path, "--nvml", "-a", "127.0.0.1:0", **env)
+            pattern = row_pattern(row)
+        elif "cannot listen" in row:
+            # the README shows the default address (:9400); the test holds a loopback port in its place
+            with socket.socket() as taken:
+                taken.bind(("127.0.0.1", 0))
+                taken.listen()
+                address = f"127.0.0.1:{taken.getsockname()[1]}"
+                line = the_error(tmp_path, "--sim", "1", "-a", address)
+            pattern = row_pattern(row, **{":9400": address})
+        elif "cannot read counters file" in row:
+            missing = str(tmp_path / "missing.csv")
+            line = the_error(tmp_path, "--sim", "1", "-f", missing)
+            pattern = row_pattern(row, FILE=missing)
+        elif row.startswith("dcgm-collector: error: FILE:LINE:"):
+            bad = tmp_path / "bad.csv"
+            bad.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temperature\nDCGM_FI_NO_SUCH_FIELD, gauge, nothing\n")
+            line = the_error(tmp_path, "--sim", "1", "-f", str(bad))
+            pattern = row_pattern(row, FILE=str(bad), LINE="2")
+        elif "--recorder-dir needs pyarrow" in row:
+            hidden = tmp_path / "no-pyarrow"
+            (hidden / "pyarrow").mkdir(parents=True, exist_ok=True)
+            (hidden / "pyarrow" / "__init__.py").write_text("raise ImportError(\"No module named 'pyarrow'\")\n")
+            line = the_error(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "--recorder-dir", str(tmp_path / "r"),
+                             PYTHONPATH=str(hidden))
+            pattern = row_pattern(row)
+        else:
+            raise AssertionError(f"the README's error row {row!r} has no case here")
+        assert pattern.fullmatch(line), (row, line)
+        seen += 1
+    assert seen >= 4   # the rows that need no library missing from this machine

@@ -392,7 +392,20 @@ def test_without_pyarrow_the_recorder_names_the_extra_to_install(tmp_path):
                          env=clean_env(PYTHONPATH=str(hidden)))
     assert run.returncode == 1
     assert last_line(run.stderr) == ("dcgm-collector: error: --recorder-dir needs pyarrow (No module named "
-                                     "'pyarrow'): pip install 'dcgm-collector[recorder]'")
+                                     "'pyarrow'): pip install pyarrow (in a checkout: pip install '.[recorder]')")
+
+
+def test_without_pyarrow_a_replay_names_the_package_to_install(tmp_path):
+    hidden = tmp_path / "no-pyarrow"
+    (hidden / "pyarrow").mkdir(parents=True)
+    (hidden / "pyarrow" / "__init__.py").write_text("raise ImportError(\"No module named 'pyarrow'\")\n")
+    recording = tmp_path / "recording.parquet"
+    recording.write_bytes(b"PAR1")
+    run = subprocess.run(command(COLLECTOR, "--sim", str(recording), "-a", "127.0.0.1:0"), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=30, env=clean_env(PYTHONPATH=str(hidden)))
+    assert run.returncode == 1
+    assert last_line(run.stderr) == (f"dcgm-collector: error: --sim {recording}: replaying a flight recording needs "
+                                     "pyarrow: pip install pyarrow (in a checkout: pip install '.[recorder]')")
 
 
 # -- what others place in --recorder-dir, and what clients send
