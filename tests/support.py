@@ -126,11 +126,12 @@ def close_and_print_logs(folder: Path, logs: Mapping[str, IO[bytes]]) -> None:
         print(f"--- {name}.log\n{(folder / f'{name}.log').read_text(errors='replace')[-3000:]}")
 
 
-def write_scrape_config(path: Path, target: str) -> Path:
-    """A Prometheus config that scrapes ``target`` (host:port) every second as job "dcgm"."""
+def write_scrape_config(path: Path, *targets: str) -> Path:
+    """A Prometheus config that scrapes each of ``targets`` (host:port) every second as job "dcgm"."""
+    listed = ", ".join(f"'{target}'" for target in targets)
     path.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
                     "scrape_configs:\n  - job_name: dcgm\n"
-                    f"    static_configs:\n      - targets: ['{target}']\n")
+                    f"    static_configs:\n      - targets: [{listed}]\n")
     return path
 
 
