@@ -25,6 +25,8 @@ from typing import IO, Any
 import pytest
 
 PROMETHEUS = shutil.which("prometheus")
+# Debian's victoria-metrics package: the single-node server, a remote-write receiver at /api/v1/write
+VICTORIA_METRICS = shutil.which("victoria-metrics")
 
 # What the tests run as processes, each as `python -m MODULE` with this interpreter.
 COLLECTOR = "dcgm_collector"
@@ -141,6 +143,19 @@ def start_prometheus(config: Path, workdir: Path, port: int, log: IO[bytes], *fl
     return subprocess.Popen(
         [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{port}", *flags, "--log.level=warn"],
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+
+
+def start_victoria_metrics(workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen:
+    """Debian's victoria-metrics on 127.0.0.1:``port``, its data under ``workdir``, its output in ``log``.
+
+    Queries see a sample as soon as it is stored (no latency offset, no result cache); what it has
+    received is searchable only after its in-memory buffer is flushed, about a second later.
+    """
+    assert VICTORIA_METRICS is not None, "victoria-metrics is not installed (Debian package 'victoria-metrics')"
+    return subprocess.Popen(
+        [VICTORIA_METRICS, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={workdir / 'victoria-metrics'}",
+         "-search.latencyOffset=0s", "-search.disableCache", "-loggerLevel=WARN"],
         cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
 
 
