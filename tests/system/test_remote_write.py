@@ -1,9 +1,10 @@
 """Remote write: every sample the rings hold reaches a receiver once, under its /metrics name.
 
 The collector runs as a process on the simulator, sampling every 100 ms, and
-pushes to a real Prometheus (Debian's, with its remote-write receiver on) and
-to a stand-in receiver on loopback (tests/remote_write_standin.py) that
-records each request and answers what a test wants: 400s, 503s, nothing.
+pushes to real receivers, each in turn (Debian's Prometheus with its
+remote-write receiver on, and Debian's VictoriaMetrics), and to a stand-in
+receiver on loopback (tests/remote_write_standin.py) that records each
+request and answers what a test wants: 400s, 503s, nothing.
 """
 
 from __future__ import annotations
@@ -173,6 +174,9 @@ def prometheus(tmp_path):
             if self.proc is not None:
                 stop_process(self.proc)
 
+        def stored(self, selector: str) -> dict[tuple, list[tuple[int, float]]]:
+            return prometheus_samples(self.url, selector, time.time())
+
     server = Server()
     server.start()
     yield server
@@ -183,18 +187,45 @@ def prometheus(tmp_path):
 
 @pytest.fixture
 def victoria_metrics(tmp_path):
-    """VictoriaMetrics (single node) on a loopback port, its data in a temporary folder."""
+    """VictoriaMetrics (single node) on a loopback port, restartable on the same data folder."""
     port = free_port()
-    with open(tmp_path / "victoria-metrics.log", "wb") as log:
-        proc = start_victoria_metrics(tmp_path, port, log)
+    logs = []
 
-        class Server:
-            url = f"http://127.0.0.1:{port}"
-            write_url = f"{url}/api/v1/write"
+    class Server:
+        url = f"http://127.0.0.1:{port}"
+        write_url = f"{url}/api/v1/write"
+        proc: subprocess.Popen | None = None
 
-        wait_until("victoria-metrics ready", lambda: http_get(f"{Server.url}/health")[0] == 200, proc, 30)
-        yield Server()
-        stop_process(proc)
+        def start(self) -> None:
+            log = open(tmp_path / f"victoria-metrics-{len(logs)}.log", "wb")  # noqa: SIM115 - closed below
+            logs.append(log)
+            self.proc = start_victoria_metrics(tmp_path, port, log)
+            wait_until("victoria-metrics ready", lambda: http_get(f"{self.url}/health")[0] == 200, self.proc, 30)
+
+        def stop(self) -> None:
+            if self.proc is not None:
+                stop_process(self.proc)
+
+        def stored(self, selector: str) -> dict[tuple, list[tuple[int, float]]]:
+            return victoria_samples(self.url, selector)
+
+    server = Server()
+    server.start()
+    yield server
+    server.stop()
+    for log in logs:
+        log.close()
+
+
+# the real receivers each end-to-end test runs against: a fixture name each
+RECEIVERS = [pytest.param("prometheus", marks=needs_prometheus),
+             pytest.param("victoria_metrics", marks=needs_victoria_metrics)]
+
+
+@pytest.fixture
+def receiver(request):
+    """The running receiver that the test's parameter names (see RECEIVERS)."""
+    return request.getfixturevalue(request.param)
 
 
 def victoria_samples(url: str, selector: str) -> dict[tuple, list[tuple[int, float]]]:
@@ -235,7 +266,7 @@ def assert_stored_every_sample_once(collector: Collector, standin: StandIn,
     """A receiver stores what /metrics serves, every sample once, the same samples the stand-in got.
 
     The collector pushes to that receiver and to ``standin`` with the label cluster="test";
-    ``stored_of(name)`` is what the receiver holds for a metric: {labels: [(ts ms, value)]}.
+    ``stored_of(selector)`` is what the receiver holds for a selector: {labels: [(ts ms, value)]}.
     """
     scraped = []   # (time, value) that /metrics served for GPU 0's power
     for _ in range(16):
@@ -273,86 +304,78 @@ def assert_stored_every_sample_once(collector: Collector, standin: StandIn,
     assert [v for _, v in values] == [13.0, 13.0, 13.0]
 
 
-@needs_prometheus
-def test_prometheus_stores_every_sample_once_under_the_metrics_names(tmp_path, prometheus, standin):
-    collector = Collector(tmp_path, "--remote-write-url", prometheus.write_url, "--remote-write-url", standin.url,
+def assert_stored_every_served_series(collector: Collector,
+                                      stored_of: Callable[[str], dict[tuple, list[tuple[int, float]]]]) -> None:
+    """Every series of every sampled family /metrics serves is stored with its labels (and cluster="test")
+    and the value /metrics served: the newest sample of the series at the scrape (a field may be sampled
+    seldom) or one taken about then.  /metrics writes %f (6 decimals); VictoriaMetrics keeps 12 significant
+    digits."""
+    before = time.time()
+    served = [(name, labels, value) for name, labels, value in samples(collector.metrics())
+              if name.startswith("DCGM_FI_") and not name.endswith(WINDOW_SUFFIXES)]
+    after = time.time()
+    assert {name for name, _, _ in served} >= {POWER, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_XID_ERRORS"}
+
+    def key(name: str, labels: dict[str, str]) -> tuple:
+        return tuple(sorted({**labels, "__name__": name, "cluster": "test"}.items()))
+
+    def unmatched(stored: dict[tuple, list[tuple[int, float]]]) -> list[tuple]:
+        out = []
+        for name, labels, value in served:
+            values = stored.get(key(name, labels), [])
+            older = [v for t, v in values if t < before * 1000 - 3000][-1:]
+            candidates = older + [v for t, v in values if before * 1000 - 3000 <= t <= after * 1000 + 500]
+            if not any(abs(v - value) <= 5e-7 + 1e-11 * abs(value) for v in candidates):
+                out.append((name, labels, value, candidates[-5:]))
+        return out
+
+    every_family = '{__name__=~"DCGM_FI_.*"}'
+    deadline = time.monotonic() + 15   # until what was sent by then is stored and searchable
+    while unmatched(stored_of(every_family)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    stored = stored_of(every_family)
+    assert sorted(stored) == sorted(key(name, labels) for name, labels, _ in served)
+    assert unmatched(stored) == []
+
+
+@pytest.mark.parametrize("receiver", RECEIVERS, indirect=True)
+def test_a_receiver_stores_every_sample_once_under_the_metrics_names(tmp_path, receiver, standin):
+    collector = Collector(tmp_path, "--remote-write-url", receiver.write_url, "--remote-write-url", standin.url,
                           "--remote-write-label", "cluster=test")
     try:
-        assert_stored_every_sample_once(collector, standin,
-                                        lambda name: prometheus_samples(prometheus.url, name, time.time()))
+        assert_stored_every_sample_once(collector, standin, receiver.stored)
+        assert_stored_every_served_series(collector, receiver.stored)
         assert collector.self_metric("samples_dropped_total") == 0, collector.metrics() + collector.log()
+        assert collector.self_metric("requests_failed_total", url=receiver.write_url) is None
         # the headers a receiver expects
         headers = standin.requests[0].headers
         assert headers["Content-Encoding"] == "snappy"
         assert headers["Content-Type"] == "application/x-protobuf"
         assert headers["X-Prometheus-Remote-Write-Version"] == "0.1.0"
         assert headers["User-Agent"].startswith("dcgm-collector/")
-        assert f"remote write to {prometheus.write_url}: every sample" in collector.log()
+        assert f"remote write to {receiver.write_url}: every sample" in collector.log()
     finally:
         assert collector.end() == 0, collector.log()
 
 
-@needs_prometheus
-@needs_victoria_metrics
-def test_victoria_metrics_stores_every_sample_once_under_the_metrics_names(tmp_path, victoria_metrics, standin):
-    collector = Collector(tmp_path, "--remote-write-url", victoria_metrics.write_url, "--remote-write-url",
-                          standin.url, "--remote-write-label", "cluster=test")
+@pytest.mark.parametrize("receiver", RECEIVERS, indirect=True)
+def test_a_receiver_restart_leaves_no_gap(tmp_path, receiver, standin):
+    collector = Collector(tmp_path, "--remote-write-url", receiver.write_url, "--remote-write-url", standin.url)
     try:
-        assert_stored_every_sample_once(collector, standin, lambda name: victoria_samples(victoria_metrics.url, name))
-        # every series of every sampled family /metrics serves, with its labels and the value it served
-        before = time.time()
-        served = [(name, labels, value) for name, labels, value in samples(collector.metrics())
-                  if name.startswith("DCGM_FI_") and not name.endswith(WINDOW_SUFFIXES)]
-        after = time.time()
-        assert {name for name, _, _ in served} >= {POWER, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_XID_ERRORS"}
-
-        def key(name: str, labels: dict[str, str]) -> tuple:
-            return tuple(sorted({**labels, "__name__": name, "cluster": "test"}.items()))
-
-        def unmatched(stored: dict[tuple, list[tuple[int, float]]]) -> list[tuple]:
-            """The served samples VictoriaMetrics does not hold (yet): the newest sample of the series at the
-            scrape (a field may be sampled seldom) or one taken about then.  /metrics writes %f (6 decimals),
-            VictoriaMetrics keeps 12 significant digits."""
-            out = []
-            for name, labels, value in served:
-                values = stored.get(key(name, labels), [])
-                older = [v for t, v in values if t < before * 1000 - 3000][-1:]
-                candidates = older + [v for t, v in values if before * 1000 - 3000 <= t <= after * 1000 + 500]
-                if not any(abs(v - value) <= 5e-7 + 1e-11 * abs(value) for v in candidates):
-                    out.append((name, labels, value, candidates[-5:]))
-            return out
-
-        def stored_now() -> dict[tuple, list[tuple[int, float]]]:
-            return victoria_samples(victoria_metrics.url, '{__name__=~"DCGM_FI_.*"}')
-
-        deadline = time.monotonic() + 15   # until what was sent by then is searchable
-        while unmatched(stored_now()) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        stored = stored_now()
-        assert sorted(stored) == sorted(key(name, labels) for name, labels, _ in served)
-        assert unmatched(stored) == []
-    finally:
-        assert collector.end() == 0, collector.log()
-
-
-@needs_prometheus
-def test_a_receiver_restart_leaves_no_gap(tmp_path, prometheus, standin):
-    collector = Collector(tmp_path, "--remote-write-url", prometheus.write_url, "--remote-write-url", standin.url)
-    try:
-        wait_for(lambda: caught_up(collector, prometheus.write_url), timeout=15, what="first samples stored",
+        wait_for(lambda: caught_up(collector, receiver.write_url), timeout=15, what="first samples stored",
                  log=collector.log)
         before_ms = round(time.time() * 1000)
-        prometheus.stop()
+        receiver.stop()
         time.sleep(4)
-        failed = collector.self_metric("requests_failed_total", url=prometheus.write_url)
+        failed = collector.self_metric("requests_failed_total", url=receiver.write_url)
         assert failed and failed > 0   # the sender noticed...
         assert served_labels(collector, POWER)   # ...while /metrics carried on
-        prometheus.start()
+        receiver.start()
         restarted_ms = round(time.time() * 1000)
-        wait_for(lambda: newest(prometheus_samples(prometheus.url, POWER, time.time())) > restarted_ms + 1000
+        wait_for(lambda: newest(receiver.stored(POWER)) > restarted_ms + 1000
                  and newest(standin_samples(standin, POWER)) > restarted_ms + 1000,
                  timeout=30, what="samples from after the restart in both receivers", log=collector.log)
-        stored = prometheus_samples(prometheus.url, POWER, time.time())
+        stored = receiver.stored(POWER)
         received = standin_samples(standin, POWER)
         low, high = before_ms - 1000, min(newest(stored), newest(received))
         outage = in_window(stored, low, high)
