@@ -25,6 +25,8 @@ from typing import IO, Any
 import pytest
 
 PROMETHEUS = shutil.which("prometheus")
+# Debian's victoria-metrics package: the single-node server, a remote-write receiver at /api/v1/write
+VICTORIA_METRICS = shutil.which("victoria-metrics")
 
 # What the tests run as processes, each as `python -m MODULE` with this interpreter.
 COLLECTOR = "dcgm_collector"
@@ -126,11 +128,12 @@ def close_and_print_logs(folder: Path, logs: Mapping[str, IO[bytes]]) -> None:
         print(f"--- {name}.log\n{(folder / f'{name}.log').read_text(errors='replace')[-3000:]}")
 
 
-def write_scrape_config(path: Path, target: str) -> Path:
-    """A Prometheus config that scrapes ``target`` (host:port) every second as job "dcgm"."""
+def write_scrape_config(path: Path, *targets: str) -> Path:
+    """A Prometheus config that scrapes each of ``targets`` (host:port) every second as job "dcgm"."""
+    listed = ", ".join(f"'{target}'" for target in targets)
     path.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
                     "scrape_configs:\n  - job_name: dcgm\n"
-                    f"    static_configs:\n      - targets: ['{target}']\n")
+                    f"    static_configs:\n      - targets: [{listed}]\n")
     return path
 
 
@@ -140,6 +143,19 @@ def start_prometheus(config: Path, workdir: Path, port: int, log: IO[bytes], *fl
     return subprocess.Popen(
         [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{port}", *flags, "--log.level=warn"],
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+
+
+def start_victoria_metrics(workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen:
+    """Debian's victoria-metrics on 127.0.0.1:``port``, its data under ``workdir``, its output in ``log``.
+
+    Queries see a sample as soon as it is stored (no latency offset, no result cache); what it has
+    received is searchable only after its in-memory buffer is flushed, about a second later.
+    """
+    assert VICTORIA_METRICS is not None, "victoria-metrics is not installed (Debian package 'victoria-metrics')"
+    return subprocess.Popen(
+        [VICTORIA_METRICS, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={workdir / 'victoria-metrics'}",
+         "-search.latencyOffset=0s", "-search.disableCache", "-loggerLevel=WARN"],
         cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
 
 

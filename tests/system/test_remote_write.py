@@ -1,13 +1,16 @@
 """Remote write: every sample the rings hold reaches a receiver once, under its /metrics name.
 
 The collector runs as a process on the simulator, sampling every 100 ms, and
-pushes to a real Prometheus (Debian's, with its remote-write receiver on) and
-to a stand-in receiver on loopback (tests/remote_write_standin.py) that
-records each request and answers what a test wants: 400s, 503s, nothing.
+pushes to real receivers, each in turn (Debian's Prometheus with its
+remote-write receiver on, and Debian's VictoriaMetrics), and to a stand-in
+receiver on loopback (tests/remote_write_standin.py) that records each
+request and answers what a test wants: 400s, 503s, nothing.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import signal
 import socket
@@ -16,6 +19,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,6 +29,7 @@ from remote_write_standin import Hold, RawReceiver, StandIn, answer, write_reque
 from support import (
     COLLECTOR,
     PROMETHEUS,
+    VICTORIA_METRICS,
     free_port,
     get_json,
     http_get,
@@ -34,6 +39,7 @@ from support import (
     lost_gpu_scenario,
     samples,
     start_prometheus,
+    start_victoria_metrics,
     stop_process,
     wait_for,
     wait_until,
@@ -42,6 +48,10 @@ from support import (
 pytestmark = pytest.mark.slow
 needs_prometheus = pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package "
                                                                  "'prometheus')")
+# CI installs victoria-metrics and must not skip this (the CI variable is set there)
+needs_victoria_metrics = pytest.mark.skipif(VICTORIA_METRICS is None and not os.environ.get("CI"),
+                                            reason="victoria-metrics is not installed (Debian package "
+                                                   "'victoria-metrics')")
 
 # two GPUs; three XID 13 on GPU 0 two seconds in
 SCENARIO = """seed = 5
@@ -59,6 +69,8 @@ count = 3
 interval = 0.1
 """
 POWER = "DCGM_FI_DEV_POWER_USAGE"
+# the families of a window aggregate on /metrics, which remote write does not send (it sends the samples)
+WINDOW_SUFFIXES = ("_min", "_max", "_avg")
 
 
 @pytest.fixture(scope="module")
@@ -162,12 +174,73 @@ def prometheus(tmp_path):
             if self.proc is not None:
                 stop_process(self.proc)
 
+        def stored(self, selector: str) -> dict[tuple, list[tuple[int, float]]]:
+            return prometheus_samples(self.url, selector, time.time())
+
     server = Server()
     server.start()
     yield server
     server.stop()
     for log in logs:
         log.close()
+
+
+@pytest.fixture
+def victoria_metrics(tmp_path):
+    """VictoriaMetrics (single node) on a loopback port, restartable on the same data folder."""
+    port = free_port()
+    logs = []
+
+    class Server:
+        url = f"http://127.0.0.1:{port}"
+        write_url = f"{url}/api/v1/write"
+        proc: subprocess.Popen | None = None
+
+        def start(self) -> None:
+            log = open(tmp_path / f"victoria-metrics-{len(logs)}.log", "wb")  # noqa: SIM115 - closed below
+            logs.append(log)
+            self.proc = start_victoria_metrics(tmp_path, port, log)
+            wait_until("victoria-metrics ready", lambda: http_get(f"{self.url}/health")[0] == 200, self.proc, 30)
+
+        def stop(self) -> None:
+            if self.proc is not None:
+                stop_process(self.proc)
+
+        def stored(self, selector: str) -> dict[tuple, list[tuple[int, float]]]:
+            return victoria_samples(self.url, selector)
+
+    server = Server()
+    server.start()
+    yield server
+    server.stop()
+    for log in logs:
+        log.close()
+
+
+# the real receivers each end-to-end test runs against: a fixture name each
+RECEIVERS = [pytest.param("prometheus", marks=needs_prometheus),
+             pytest.param("victoria_metrics", marks=needs_victoria_metrics)]
+
+
+@pytest.fixture
+def receiver(request):
+    """The running receiver that the test's parameter names (see RECEIVERS)."""
+    return request.getfixturevalue(request.param)
+
+
+def victoria_samples(url: str, selector: str) -> dict[tuple, list[tuple[int, float]]]:
+    """The raw samples VictoriaMetrics stores for a selector over the last hour: {labels: [(ts ms, value)]}.
+
+    /api/v1/export answers one JSON object a line, a series' labels with its samples in time order."""
+    now = time.time()
+    status, body = http_get(f"{url}/api/v1/export?" + urllib.parse.urlencode(
+        {"match[]": selector, "start": f"{now - 3600:.3f}", "end": f"{now + 60:.3f}"}), timeout=5)
+    assert status == 200, body[:500]
+    out = {}
+    for line in body.decode().splitlines():
+        series = json.loads(line)
+        out[tuple(sorted(series["metric"].items()))] = list(zip(series["timestamps"], map(float, series["values"])))
+    return out
 
 
 def newest(series: dict) -> int:
@@ -188,77 +261,121 @@ def caught_up(collector: Collector, url: str) -> bool:
     return collector.self_metric("queue_samples", url=url) == 0 and lag is not None and lag < 1.5
 
 
-@needs_prometheus
-def test_prometheus_stores_every_sample_once_under_the_metrics_names(tmp_path, prometheus, standin):
-    collector = Collector(tmp_path, "--remote-write-url", prometheus.write_url, "--remote-write-url", standin.url,
+def assert_stored_every_sample_once(collector: Collector, standin: StandIn,
+                                    stored_of: Callable[[str], dict[tuple, list[tuple[int, float]]]]) -> None:
+    """A receiver stores what /metrics serves, every sample once, the same samples the stand-in got.
+
+    The collector pushes to that receiver and to ``standin`` with the label cluster="test";
+    ``stored_of(selector)`` is what the receiver holds for a selector: {labels: [(ts ms, value)]}.
+    """
+    scraped = []   # (time, value) that /metrics served for GPU 0's power
+    for _ in range(16):
+        time.sleep(0.5)
+        [value] = [v for name, labels, v in samples(collector.metrics()) if name == POWER and labels["gpu"] == "0"]
+        scraped.append((time.time(), value))
+    end_ms = round(scraped[-1][0] * 1000) + 500
+    wait_for(lambda: newest(stored_of(POWER)) >= end_ms and newest(standin_samples(standin, POWER)) >= end_ms,
+             timeout=15, what="both receivers past the last scrape", log=collector.log)
+    stored = stored_of(POWER)
+    received = standin_samples(standin, POWER)
+    # the series are /metrics' series, with the extra label
+    expected_labels = sorted(tuple(sorted({**labels, "__name__": POWER, "cluster": "test"}.items()))
+                             for labels in served_labels(collector, POWER))
+    assert sorted(stored) == expected_labels
+    assert sorted(received) == expected_labels
+    for labels, values in stored.items():
+        times = [t for t, _ in values]
+        assert times == sorted(set(times)), f"{labels}: duplicate or unordered samples"
+        assert_one_sample_per_tick(labels, times)
+        assert len(values) >= 70   # about 8 s at 10 Hz
+    # the same samples as the other receiver got, over the same time
+    high = min(max(t for t, _ in v) for v in stored.values())
+    low = max(min(t for t, _ in v) for v in received.values())
+    assert in_window(stored, low, high) == in_window(received, low, high)
+    # what /metrics served was a sample of the series at the time
+    gpu0 = next(v for labels, v in stored.items() if ("gpu", "0") in labels)
+    for at, value in scraped:
+        recent = [v for t, v in gpu0 if at * 1000 - 3000 <= t <= at * 1000 + 500]   # DCGM stamps it
+        assert value in recent, (at, value, recent)
+    # the XID events, as samples of the XID series at their own times
+    xid = stored_of("DCGM_FI_DEV_XID_ERRORS")
+    [(labels, values)] = xid.items()
+    assert dict(labels)["gpu"] == "0" and dict(labels)["cluster"] == "test"
+    assert [v for _, v in values] == [13.0, 13.0, 13.0]
+
+
+def assert_stored_every_served_series(collector: Collector,
+                                      stored_of: Callable[[str], dict[tuple, list[tuple[int, float]]]]) -> None:
+    """Every series of every sampled family /metrics serves is stored with its labels (and cluster="test")
+    and the value /metrics served: the newest sample of the series at the scrape (a field may be sampled
+    seldom) or one taken about then.  /metrics writes %f (6 decimals); VictoriaMetrics keeps 12 significant
+    digits."""
+    before = time.time()
+    served = [(name, labels, value) for name, labels, value in samples(collector.metrics())
+              if name.startswith("DCGM_FI_") and not name.endswith(WINDOW_SUFFIXES)]
+    after = time.time()
+    assert {name for name, _, _ in served} >= {POWER, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_XID_ERRORS"}
+
+    def key(name: str, labels: dict[str, str]) -> tuple:
+        return tuple(sorted({**labels, "__name__": name, "cluster": "test"}.items()))
+
+    def unmatched(stored: dict[tuple, list[tuple[int, float]]]) -> list[tuple]:
+        out = []
+        for name, labels, value in served:
+            values = stored.get(key(name, labels), [])
+            older = [v for t, v in values if t < before * 1000 - 3000][-1:]
+            candidates = older + [v for t, v in values if before * 1000 - 3000 <= t <= after * 1000 + 500]
+            if not any(abs(v - value) <= 5e-7 + 1e-11 * abs(value) for v in candidates):
+                out.append((name, labels, value, candidates[-5:]))
+        return out
+
+    every_family = '{__name__=~"DCGM_FI_.*"}'
+    deadline = time.monotonic() + 15   # until what was sent by then is stored and searchable
+    while unmatched(stored_of(every_family)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    stored = stored_of(every_family)
+    assert sorted(stored) == sorted(key(name, labels) for name, labels, _ in served)
+    assert unmatched(stored) == []
+
+
+@pytest.mark.parametrize("receiver", RECEIVERS, indirect=True)
+def test_a_receiver_stores_every_sample_once_under_the_metrics_names(tmp_path, receiver, standin):
+    collector = Collector(tmp_path, "--remote-write-url", receiver.write_url, "--remote-write-url", standin.url,
                           "--remote-write-label", "cluster=test")
     try:
-        scraped = []   # (time, value) that /metrics served for GPU 0's power
-        for _ in range(16):
-            time.sleep(0.5)
-            [value] = [v for name, labels, v in samples(collector.metrics()) if name == POWER and labels["gpu"] == "0"]
-            scraped.append((time.time(), value))
-        end_ms = round(scraped[-1][0] * 1000) + 500
-        wait_for(lambda: newest(prometheus_samples(prometheus.url, POWER, time.time())) >= end_ms
-                 and newest(standin_samples(standin, POWER)) >= end_ms,
-                 timeout=15, what="both receivers past the last scrape", log=collector.log)
-        now = time.time()
-        stored = prometheus_samples(prometheus.url, POWER, now)
-        received = standin_samples(standin, POWER)
-        # the series are /metrics' series, with the extra label
-        expected_labels = sorted(tuple(sorted({**labels, "__name__": POWER, "cluster": "test"}.items()))
-                                 for labels in served_labels(collector, POWER))
-        assert sorted(stored) == expected_labels
-        assert sorted(received) == expected_labels
-        for labels, values in stored.items():
-            times = [t for t, _ in values]
-            assert times == sorted(set(times)), f"{labels}: duplicate or unordered samples"
-            assert_one_sample_per_tick(labels, times)
-            assert len(values) >= 70   # about 8 s at 10 Hz
-        # the same samples as the other receiver got, over the same time
-        high = min(max(t for t, _ in v) for v in stored.values())
-        low = max(min(t for t, _ in v) for v in received.values())
-        assert in_window(stored, low, high) == in_window(received, low, high)
-        # what /metrics served was a sample of the series at the time
-        gpu0 = next(v for labels, v in stored.items() if ("gpu", "0") in labels)
-        for at, value in scraped:
-            recent = [v for t, v in gpu0 if at * 1000 - 3000 <= t <= at * 1000 + 500]   # DCGM stamps it
-            assert value in recent, (at, value, recent)
-        # the XID events, as samples of the XID series at their own times
-        xid = prometheus_samples(prometheus.url, "DCGM_FI_DEV_XID_ERRORS", now)
-        [(labels, values)] = xid.items()
-        assert dict(labels)["gpu"] == "0" and dict(labels)["cluster"] == "test"
-        assert [v for _, v in values] == [13.0, 13.0, 13.0]
+        assert_stored_every_sample_once(collector, standin, receiver.stored)
+        assert_stored_every_served_series(collector, receiver.stored)
         assert collector.self_metric("samples_dropped_total") == 0, collector.metrics() + collector.log()
+        assert collector.self_metric("requests_failed_total", url=receiver.write_url) is None
         # the headers a receiver expects
         headers = standin.requests[0].headers
         assert headers["Content-Encoding"] == "snappy"
         assert headers["Content-Type"] == "application/x-protobuf"
         assert headers["X-Prometheus-Remote-Write-Version"] == "0.1.0"
         assert headers["User-Agent"].startswith("dcgm-collector/")
-        assert f"remote write to {prometheus.write_url}: every sample" in collector.log()
+        assert f"remote write to {receiver.write_url}: every sample" in collector.log()
     finally:
         assert collector.end() == 0, collector.log()
 
 
-@needs_prometheus
-def test_a_receiver_restart_leaves_no_gap(tmp_path, prometheus, standin):
-    collector = Collector(tmp_path, "--remote-write-url", prometheus.write_url, "--remote-write-url", standin.url)
+@pytest.mark.parametrize("receiver", RECEIVERS, indirect=True)
+def test_a_receiver_restart_leaves_no_gap(tmp_path, receiver, standin):
+    collector = Collector(tmp_path, "--remote-write-url", receiver.write_url, "--remote-write-url", standin.url)
     try:
-        wait_for(lambda: caught_up(collector, prometheus.write_url), timeout=15, what="first samples stored",
+        wait_for(lambda: caught_up(collector, receiver.write_url), timeout=15, what="first samples stored",
                  log=collector.log)
         before_ms = round(time.time() * 1000)
-        prometheus.stop()
+        receiver.stop()
         time.sleep(4)
-        failed = collector.self_metric("requests_failed_total", url=prometheus.write_url)
+        failed = collector.self_metric("requests_failed_total", url=receiver.write_url)
         assert failed and failed > 0   # the sender noticed...
         assert served_labels(collector, POWER)   # ...while /metrics carried on
-        prometheus.start()
+        receiver.start()
         restarted_ms = round(time.time() * 1000)
-        wait_for(lambda: newest(prometheus_samples(prometheus.url, POWER, time.time())) > restarted_ms + 1000
+        wait_for(lambda: newest(receiver.stored(POWER)) > restarted_ms + 1000
                  and newest(standin_samples(standin, POWER)) > restarted_ms + 1000,
                  timeout=30, what="samples from after the restart in both receivers", log=collector.log)
-        stored = prometheus_samples(prometheus.url, POWER, time.time())
+        stored = receiver.stored(POWER)
         received = standin_samples(standin, POWER)
         low, high = before_ms - 1000, min(newest(stored), newest(received))
         outage = in_window(stored, low, high)
