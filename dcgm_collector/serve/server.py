@@ -453,9 +453,11 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("health check failed: %s", error)
             ok, reason = False, f"health check failed: {type(error).__name__}"
         if ok:
-            # healthy, perhaps with a note ("OK; lost GPU 1 ...") on one line
-            note = " ".join((reason or "").split())
-            self._send(200, note.encode() if note.startswith("OK; ") else b"OK", PLAIN_TYPE)
+            # healthy, perhaps with a note ("OK; lost GPU 1 ...") on the first line; what follows it (the
+            # source the readings come from) is kept as its own lines
+            first, _, rest = (reason or "").partition("\n")
+            note = " ".join(first.split())
+            self._send(200, _lines(f"{note if note.startswith('OK; ') else 'OK'}\n{rest}"), PLAIN_TYPE)
         else:
             self._send(503, _lines(reason or "unhealthy"), PLAIN_TYPE)
 

@@ -224,7 +224,7 @@ def collector(running):
     assert running.proc.poll() is None, running.log()
     assert running.families() == FAMILIES
     assert fresh(running.metrics())
-    assert running.get("/health") == (200, "OK")
+    assert running.get("/health") == (200, "OK\nsource: sim, chosen by --sim 2")
 
 
 @pytest.mark.parametrize("path", ["/nope", "/metrics/", "/metricsx", "/healthz", "/../../etc/passwd", "/%00",
@@ -292,7 +292,7 @@ def test_clients_that_send_nothing_do_not_hold_up_the_others(collector):
             status, body = collector.get()
             latencies.append(time.monotonic() - started)
             assert status == 200 and "DCGM_FI_DEV_GPU_TEMP{" in body
-        assert collector.get("/health") == (200, "OK")
+        assert collector.get("/health") == (200, "OK\nsource: sim, chosen by --sim 2")
         assert max(latencies) < 0.5, latencies
     finally:
         for sock in silent + half:

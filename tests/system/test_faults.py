@@ -183,7 +183,8 @@ def test_sigkill_restart_fresh_again_with_the_same_threads_and_fds(tmp_path):
         assert reconnect_s < 5.0, f"fresh again {reconnect_s:.1f} s after the restart"
         assert value(text, "dcgm_collector_reconnects_total") == 1
         assert value(text, "dcgm_collector_samples_total") > samples_before
-        wait_for(lambda: collector.get("/health") == (200, "OK"), what="/health 200", log=collector.log)
+        wait_for(lambda: collector.get("/health") == (200, "OK\nsource: hostengine, chosen by -r"),
+                 what="/health 200", log=collector.log)
         time.sleep(0.5)
         assert collector.settled_counts() == (threads, fds)
         print(f"\nkill -> fresh: {time.monotonic() - killed_at:.2f} s; restart -> fresh: {reconnect_s:.2f} s; "
@@ -251,10 +252,11 @@ def test_an_unreachable_hostengine_at_start_is_not_fatal(tmp_path):
         assert body.startswith(f"cannot reach hostengine at 127.0.0.1:{port}: DCGM_ST_CONNECTION_NOT_VALID")
         text = collector.metrics()   # the collector's own metrics only
         assert value(text, "dcgm_collector_up") == 0 and not gpu_series(text)
-        assert "dcgm_collector_build_info{" in text
+        assert re.search(r'^dcgm_collector_build_info\{version="[^"]+",dcgm_library="[^"]+",source="hostengine",'
+                         r'source_reason="given"\} 1$', text, re.MULTILINE), text
         engine = Hostengine(tmp_path, "1", port=port)
         wait_for(lambda: fresh(collector.metrics()), what="connected", log=collector.log)
-        assert collector.get("/health") == (200, "OK")
+        assert collector.get("/health") == (200, "OK\nsource: hostengine, chosen by -r")
         assert value(collector.metrics(), "dcgm_collector_reconnects_total") == 0
     finally:
         if engine is not None:

@@ -355,8 +355,9 @@ def test_a_full_disk_costs_one_error_line_and_no_partial_file(tmp_path):
             healed = c.get("/health")
     assert left == ["filler"]   # nothing half written
     # /health stays 200 (the GPUs are fine) but says which output fails, until a recording is written again
-    assert failing == (200, "OK; flight recorder: writing failed: No space left on device (1 failure)")
-    assert healed == (200, "OK")
+    assert failing == (200, "OK; flight recorder: writing failed: No space left on device (1 failure)\n"
+                            "source: sim, chosen by --sim 2")
+    assert healed == (200, "OK\nsource: sim, chosen by --sim 2")
     assert len(errors) == 1 and "flight recorder: cannot write recording-" in errors[0] \
         and "No space left on device" in errors[0], errors
     assert status == 200
@@ -456,7 +457,7 @@ def test_entries_it_cannot_remove_cost_a_failure_each_and_the_recorder_goes_on(t
     assert left == sorted([OLD, stuck.name, files[1], f"{files[1]}.json"]), left
     assert metric_value(metrics, "dcgm_collector_recorder_failures_total") == 2   # the immutable file, each time
     assert health == (200, f"OK; flight recorder: removing an old recording failed: {stuck.name}: Operation not "
-                           "permitted (1 failure)")
+                           "permitted (1 failure)\nsource: sim, chosen by --sim 2")
     errors = [line for line in log.splitlines() if "level=ERROR" in line]
     assert len(errors) == 1 and f"{stuck.name}: Operation not permitted" in errors[0], errors   # said once
     assert "Traceback" not in log

@@ -107,6 +107,28 @@ def test_health_turns_503_while_metrics_cannot_be_rendered():
         server.stop()
 
 
+def test_health_names_the_source_on_a_line_of_its_own_healthy_or_not():
+    from dcgm_collector.sources import AUTO_NVML, Source
+
+    collector = app.Collector(parse_config(["-a", "127.0.0.1:0"], {"NODE_NAME": "node"}))
+    collector.source = Source("nvml", AUTO_NVML, "chosen because libdcgm.so.4 was not found and "
+                              "libnvidia-ml.so.1 loads")
+    server = MetricsServer("127.0.0.1:0", collector.metrics, collector.health)
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        source_line = b"source: nvml, chosen because libdcgm.so.4 was not found and libnvidia-ml.so.1 loads"
+        assert http_get(f"{base}/health") == (503, b"starting: no sampler yet\n" + source_line)
+        exposition = collector.exposition = _BrokenLabels()
+        collector.registry.register(exposition)
+        exposition.broken = False
+        assert http_get(f"{base}/health") == (200, b"OK\n" + source_line)
+        exposition.health = lambda: (True, "OK; lost GPU 1 (its series stop)")
+        assert http_get(f"{base}/health") == (200, b"OK; lost GPU 1 (its series stop)\n" + source_line)
+    finally:
+        server.stop()
+
+
 # ---- reloads and the stop never hold up the signals ---------------------------------------------
 
 def test_sighups_during_a_reload_are_coalesced_into_one_more(caplog):
