@@ -379,6 +379,13 @@ def test_unknown_gpu_and_bad_scenario(tmp_path):
     result = run_cli(tmp_path, "--sim", str(tmp_path / "missing.toml"), "-a", "127.0.0.1:0")
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "missing.toml" in result.stderr
+    result = run_cli(tmp_path, "--sim", "nosuch", "-a", "127.0.0.1:0")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "dcgm-collector: error: --sim nosuch: no shipped scenario is named nosuch: give a shipped scenario (default, "
+        "gpu-lost, h200-recorded-load, h200-recorded-replay, memory-leak, mig, mixed, nvswitch-grace, spikes, "
+        "thermal-runaway, xid-burst), a number N (N simulated H100s), or the path of a scenario file (.toml) or of a "
+        "flight recording (.parquet)\n")
 
 
 def test_bad_env_value_names_the_variable(tmp_path):
