@@ -39,7 +39,7 @@ from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
 from dcgm_collector.collect.readers.triggers import TriggerReader
 from dcgm_collector.collect.sampler import Sampler
-from dcgm_collector.collect.servable import unservable_rows
+from dcgm_collector.collect.servable import load_warnings
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
 from dcgm_collector.collect.view import target_view
 from dcgm_collector.config import Config, hostname_label
@@ -441,14 +441,8 @@ class Collector:
             raise StartupError(str(error)) from None
         except OSError as error:
             raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
-        for warning in counters.warnings:
+        for warning in load_warnings(counters):   # the lines check-counters prints too
             log.warning("%s", warning)
-        for row in unservable_rows(counters):
-            log.warning("%s", row.warning)
-        for counter in counters.counters_served_as_gauges():
-            log.warning("%s:%d: %s is typed counter, but DCGM's value is %s and can go down: served as a gauge, "
-                        "so that rate() and increase() do not read its dips as resets", counter.path, counter.line,
-                        counter.name, counter.field.not_a_running_total)   # type: ignore[union-attr]
         totals = counters.running_totals()
         if self.config.aggregations and totals:
             log.warning("--aggregations %s applies to gauges: the counter rows %s get no window families "
