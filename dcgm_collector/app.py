@@ -31,7 +31,6 @@ import os
 import threading
 import time
 from collections import Counter as Tally
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dcgm_collector import __version__, dcgm, engine
@@ -84,23 +83,6 @@ def _api_error(status: int, kind: str, message: str, headers: dict[str, str] | N
 
 def _entity_count(level: EntityType, n: int) -> str:
     return f"{n} {_LEVEL_NAMES[level][n != 1]}"
-
-def _gpus_line(gpus: tuple[GpuInfo, ...], whole: tuple[int, ...], instances: tuple[Any, ...]) -> str:
-    """Each physical GPU sampled, counted once by model, and with MIG which are read through their instances:
-    ``GPUs 0-3 (3 x H100, 1 x H200): GPU 3 whole, GPUs 0-2 with MIG through their 12 GPU instances``."""
-    def named(ids: Sequence[int]) -> str:
-        return f"GPU {id_ranges(ids)}" if len(ids) == 1 else f"GPUs {id_ranges(ids) or 'none'}"
-
-    by_id = {gpu.gpu_id: gpu for gpu in gpus}
-    models = Tally(gpu.name for gpu in by_id.values())
-    line = f"{named(sorted(by_id))} ({', '.join(f'{n} x {model}' for model, n in models.items()) or 'none'})"
-    if not instances:
-        return line
-    mig = sorted({instance.gpu_id for instance in instances})
-    parts = [f"{named(whole)} whole"] if whole else []
-    their = "its" if len(mig) == 1 else "their"
-    parts.append(f"{named(mig)} with MIG through {their} {len(instances)} GPU instance{'s' * (len(instances) != 1)}")
-    return f"{line}: {', '.join(parts)}"
 
 # How long SIGTERM waits for DCGM to stop cleanly before the process exits anyway: short enough
 # that the whole exit stays well within 2 s, long enough for a healthy DCGM to stop.
@@ -323,8 +305,7 @@ class Collector:
             if generation is None:
                 lines.append(f"{where}: {target.reason}")
                 continue
-            sampler = generation.sampler
-            lines.append(f"{where}: {_gpus_line(generation.topology.gpus, sampler.gpu_ids, sampler.instances)}")
+            lines.append(f"{where}: {generation.topology.gpus_line()}")
             instances = generation.sampler.instances
             if instances:
                 lines.append(f"{where}: MIG GPU instances {id_ranges([i.entity_id for i in instances])} ("
@@ -348,9 +329,8 @@ class Collector:
                 row = rows_by_name[name]
                 log.warning("%s:%d: not serving %s: %s answers NOT_SUPPORTED for it on every NvLink, NvSwitch, "
                             "CPU or core it is kept for", row.path, row.line, name, where)
-            rings = generation.sampler.rings.values()
-            series += sum(ring.n_series for ring in rings)
-            ring_bytes += sum(ring.nbytes for ring in rings) + generation.sampler.events.nbytes
+            series += generation.series
+            ring_bytes += generation.ring_bytes
             windows += generation.exposition.window_families
         lines.append(f"counters {counters.path}: {len(counters)} rows, {series} sampled series, "
                      f"{windows} window families over {config.window_s:g} s")
