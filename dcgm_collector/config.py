@@ -263,10 +263,9 @@ def _unsupported_options(args: argparse.Namespace, environ: Mapping[str, str]) -
                 given_by = f"{item.env}={raw}"
         if value is None or value is False or (item.default is not None and str(value).lower() == item.default.lower()):
             continue
-        message = f"{given_by} is not supported yet: {item.why}"
         if item.refuse:
-            raise ConfigError(message)
-        warnings.append(f"ignoring {message}")
+            raise ConfigError(f"{given_by} cannot be used: {item.why}")
+        warnings.append(f"{given_by} is ignored: {item.why}")
     return warnings
 
 

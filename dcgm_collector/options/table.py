@@ -220,23 +220,29 @@ class Unsupported:
     env: str | None
     boolean: bool
     default: str | None          # dcgm-exporter's default: giving it changes nothing, so no warning
-    why: str
+    why: str                     # what is missing: "<flag> is ignored: <why>", or "<flag> cannot be used: <why>"
     refuse: bool = False         # True: serving without it would be wrong, not merely less
 
 
+# what a warning about a pod-label option says: labels from the pod itself are what is missing
+_POD_LABELS = "the pods' own labels are not attached yet; pod, namespace and container are (with -k)"
+
 UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(("--kubernetes-enable-pod-labels",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", True, None,
-                "pod labels are not attached yet"),
+                _POD_LABELS),
     Unsupported(("--kubernetes-enable-pod-uid",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", True, None,
-                "pod labels are not attached yet"),
+                "the pod's UID is not attached yet; pod, namespace and container are (with -k)"),
     Unsupported(("--kubernetes-pod-label-allowlist-regex",), "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
-                False, None, "pod labels are not attached yet"),
+                False, None, _POD_LABELS),
     Unsupported(("--kubernetes-virtual-gpus",), "KUBERNETES_VIRTUAL_GPUS", True, None,
-                "per-pod copies of shared GPUs are not made yet"),
+                "per-pod copies of a shared GPU's series are not made yet"),
     Unsupported(("--kubernetes-enable-dra",), "KUBERNETES_ENABLE_DRA", True, None, "DRA labels are not attached yet"),
-    Unsupported(("--fake-gpus",), "DCGM_EXPORTER_USE_FAKE_GPUS", True, None, "fake GPUs are not made"),
-    Unsupported(("--enable-dcgm-log",), "DCGM_EXPORTER_ENABLE_DCGM_LOG", True, None, "DCGM's own log is not relayed"),
-    Unsupported(("--dcgm-log-level",), "DCGM_EXPORTER_DCGM_LOG_LEVEL", False, "NONE", "DCGM's own log is not relayed"),
+    Unsupported(("--fake-gpus",), "DCGM_EXPORTER_USE_FAKE_GPUS", True, None,
+                "fake GPUs are not made (--sim simulates GPUs)"),
+    Unsupported(("--enable-dcgm-log",), "DCGM_EXPORTER_ENABLE_DCGM_LOG", True, None,
+                "DCGM's own log is not relayed yet"),
+    Unsupported(("--dcgm-log-level",), "DCGM_EXPORTER_DCGM_LOG_LEVEL", False, "NONE",
+                "DCGM's own log is not relayed yet"),
     Unsupported(("--disable-startup-validate",), "DISABLE_STARTUP_VALIDATE", True, None,
                 "there is no separate start-up validation to skip"),
     Unsupported(("--enable-gpu-bind-unbind-watch",), "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", True, None,
@@ -251,9 +257,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(("--dump-compression",), "DCGM_EXPORTER_DUMP_COMPRESSION", True, "true",
                 "debug dumps are not written"),
     Unsupported(("--web-systemd-socket",), "DCGM_EXPORTER_SYSTEMD_SOCKET", True, None,
-                "systemd socket activation is not supported yet; use -a", refuse=True),
+                "systemd socket activation is not implemented yet; listen with -a instead", refuse=True),
     Unsupported(("-m", "--configmap-data"), "DCGM_EXPORTER_CONFIGMAP_DATA", False, "none",
-                "counters are not read from a ConfigMap yet; mount it as a file and use -f", refuse=True),
+                "counters are not read from a ConfigMap yet; mount it as a file and give -f", refuse=True),
 )
 
 

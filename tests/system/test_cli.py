@@ -388,6 +388,17 @@ def test_unknown_gpu_and_bad_scenario(tmp_path):
         "flight recording (.parquet)\n")
 
 
+def test_an_option_not_implemented_is_one_warning_saying_it_is_ignored_and_why(tmp_path):
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "--kubernetes-enable-pod-labels",
+                   env=clean_env(DCGM_EXPORTER_ENABLE_PPROF="true")) as c:
+        log = c.log()
+    warnings = [line.partition(" msg=")[2] for line in log.splitlines() if "level=WARN" in line]
+    assert warnings == [
+        "\"--kubernetes-enable-pod-labels is ignored: the pods' own labels are not attached yet; pod, namespace and "
+        "container are (with -k)\"",
+        "\"DCGM_EXPORTER_ENABLE_PPROF=true is ignored: there is no pprof endpoint\""], log
+
+
 def test_bad_env_value_names_the_variable(tmp_path):
     result = run_cli(tmp_path, env=clean_env(DCGM_EXPORTER_INTERVAL="fast"))
     assert result.returncode == 2

@@ -289,15 +289,21 @@ def test_go_style_spellings():
 def test_unsupported_options_warn_or_refuse():
     env = {"DCGM_EXPORTER_ENABLE_PPROF": "true", "DCGM_EXPORTER_DUMP_DIRECTORY": "/tmp/dcgm-exporter-debug"}
     config = parse_config(["--kubernetes-enable-pod-uid", "--dump-enabled", "-s", "f"], env)
-    text = "\n".join(config.warnings)
-    assert "--kubernetes-enable-pod-uid is not supported yet" in text
-    assert "--dump-enabled is not supported yet" in text
-    assert "DCGM_EXPORTER_ENABLE_PPROF=true" in text
-    assert "switch-devices" not in text and "DUMP_DIRECTORY" not in text   # dcgm-exporter's defaults: nothing to warn
-    refused = ((["-m", "ns:cm"], {}), ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}))
-    for argv, env in refused:
-        with pytest.raises(ConfigError, match="is not supported yet"):
+    assert config.warnings == (
+        "--kubernetes-enable-pod-uid is ignored: the pod's UID is not attached yet; pod, namespace and container are "
+        "(with -k)",
+        "DCGM_EXPORTER_ENABLE_PPROF=true is ignored: there is no pprof endpoint",
+        "--dump-enabled is ignored: debug dumps are not written",
+    )
+    # -s f and DCGM_EXPORTER_DUMP_DIRECTORY at dcgm-exporter's defaults: nothing to warn about
+    refused = ((["-m", "ns:cm"], {}, "-m/--configmap-data cannot be used: counters are not read from a ConfigMap "
+                "yet; mount it as a file and give -f"),
+               ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}, "DCGM_EXPORTER_SYSTEMD_SOCKET=1 cannot be used: systemd "
+                "socket activation is not implemented yet; listen with -a instead"))
+    for argv, env, message in refused:
+        with pytest.raises(ConfigError) as info:
             parse_config(argv, env)
+        assert str(info.value) == message
     assert parse_config(["-o=false", "-m", "none"], {}).warnings == ()
 
 
