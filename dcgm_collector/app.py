@@ -47,6 +47,7 @@ from dcgm_collector.dcgm import DcgmError, Handle, Library
 from dcgm_collector.expose import history
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
+from dcgm_collector.files import size_text
 from dcgm_collector.model import EntityType, GpuInfo, id_ranges
 from dcgm_collector.push.remote_write import (
     STOP_WAIT_S,
@@ -346,7 +347,7 @@ class Collector:
         if recorder is not None:
             lines.append(f"flight recorder: {recorder.directory}, {config.recorder_before_s:g} s before and "
                          f"{config.recorder_after_s:g} s after each XID, lost GPU, failed health check, SIGUSR2 or "
-                         f"POST /recorder; at most {config.recorder_max_bytes} bytes")
+                         f"POST /recorder; at most {size_text(config.recorder_max_bytes)} on disk")
         return lines
 
     def _make_recorder(self) -> Recorder | None:

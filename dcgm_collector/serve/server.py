@@ -71,6 +71,7 @@ from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 from dcgm_collector import __version__
+from dcgm_collector.files import size_text
 from dcgm_collector.serve.addresses import parse_listen_address
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.deadline import DeadlineReader, DeadlineWriter, ResponseDeadline
@@ -371,7 +372,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = self._content_length or 0   # checked with the head
         if length > route.max_body:
             self._drain_on_close = True
-            self._send(413, f"413 Content Too Large: at most {route.max_body} bytes\n".encode(), PLAIN_TYPE,
+            self._send(413, f"413 Content Too Large: at most {size_text(route.max_body)}\n".encode(), PLAIN_TYPE,
                        close=True)
             return
         if length:

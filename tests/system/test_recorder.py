@@ -186,6 +186,10 @@ def test_sigusr2_records_every_gpu_and_openmetrics_stays_valid(tmp_path):
             "Accept": "application/openmetrics-text; version=1.0.0"})
         with urllib.request.urlopen(request, timeout=5) as answer:
             openmetrics = answer.read().decode()
+        log = c.log()
+    # its bound on disk as people write it
+    assert (f'msg="flight recorder: {out}, 5 s before and 2 s after each XID, lost GPU, failed health check, SIGUSR2 '
+            'or POST /recorder; at most 1 GiB on disk"') in log, log
     side = sidecar(path)
     assert side["trigger"]["kind"] == "signal" and side["trigger"]["detail"] == "SIGUSR2"
     assert side["trigger"]["gpus"] == [0, 1] and [g["gpu"] for g in side["gpus"]] == [0, 1]
