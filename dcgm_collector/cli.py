@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -27,6 +26,7 @@ from dcgm_collector.config import (
 )
 from dcgm_collector.dashboard import main as dashboard_main
 from dcgm_collector.logs import setup_logging
+from dcgm_collector.options.parser import SuggestingParser
 
 __all__ = ["check_counters", "main"]
 
@@ -46,7 +46,7 @@ def _kind(counter: Counter) -> str:
 
 
 def check_counters(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog=f"{PROG} {CHECK_COMMAND}",
         description="Validate a counters file and list what it would export; exit 1 with file:line on an error.")
     parser.add_argument("file", metavar="FILE", help="counters file (counters.csv grammar)")
