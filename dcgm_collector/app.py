@@ -333,12 +333,15 @@ class Collector:
             series += generation.series
             ring_bytes += generation.ring_bytes
             windows += generation.exposition.window_families
+        # a target not up yet has nothing to count: it logs its own figures once it is
+        waiting = sum(target.generation is None for target in self.targets)
+        later = f" ({waiting} target{'s' * (waiting != 1)} not up yet: counted when up)" if waiting else ""
         lines.append(f"counters {counters.path}: {len(counters)} rows, {series} sampled series, "
-                     f"{windows} window families over {config.window_s:g} s")
+                     f"{windows} window families over {config.window_s:g} s{later}")
         sampling = config.sampling
         lines.append(f"draining DCGM every {sampling.collect_interval_ms:g} ms, DCGM sampling every "
                      f"{sampling.watch_ms:g} ms; {sampling.retention_s:g} s of history in "
-                     f"{ring_bytes / 2**20:.1f} MiB of rings")
+                     f"{ring_bytes / 2**20:.1f} MiB of rings{later}")
         where = self.server.describe() if self.server else "?"
         security = web.describe() if web is not None else "no TLS, no auth"
         # one parenthesis: the listener's own note (every interface, ...) and the TLS and auth state
