@@ -416,7 +416,10 @@ class Collector:
         config = self.config
         if len(config.remotes) > 1 and (config.kubernetes or config.hpc_job_mapping_dir):
             # the kubelet and the job directory describe this node, not the others'
-            log.warning("-k and --hpc-job-mapping-dir describe this node only: ignored with several -r hostengines")
+            given = " and ".join(flag for flag, on in (("-k", config.kubernetes),
+                                                       ("--hpc-job-mapping-dir", config.hpc_job_mapping_dir)) if on)
+            log.warning("%s %s ignored: with several -r hostengines, this node's pods and jobs do not describe the "
+                        "others' GPUs", given, "are" if " and " in given else "is")
             return None
         jobs = HpcJobMapper(config.hpc_job_mapping_dir) if config.hpc_job_mapping_dir else None
         if config.kubernetes:

@@ -40,6 +40,18 @@ def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
     assert calls[0] == "node7:5555"
 
 
+def test_node_attribution_with_several_hostengines_is_one_warning_saying_it_is_ignored(tmp_path, caplog):
+    cases = ((["-k"], "-k is ignored"), (["--hpc-job-mapping-dir", str(tmp_path)], "--hpc-job-mapping-dir is ignored"),
+             (["-k", "--hpc-job-mapping-dir", str(tmp_path)], "-k and --hpc-job-mapping-dir are ignored"))
+    for flags, ignored in cases:
+        caplog.clear()
+        collector = app.Collector(parse_config(["-r", "node-a", "-r", "node-b", *flags], {}))
+        with caplog.at_level("WARNING"):
+            assert collector._start_attribution() is None
+        assert [r.getMessage() for r in caplog.records] == [
+            f"{ignored}: with several -r hostengines, this node's pods and jobs do not describe the others' GPUs"]
+
+
 def test_intervals_and_retention_reach_the_sampler(handle, tmp_path):
     counters_file = tmp_path / "c.csv"
     counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n")
