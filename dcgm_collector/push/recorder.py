@@ -432,7 +432,7 @@ class Recorder:
         pending = self.pending
         head = (f"<h2>Flight recordings</h2>\n<p>{html.escape(self.directory)}: {listing.count} recording"
                 f"{'s' if listing.count != 1 else ''}, {listing.bytes / 2**20:.1f} MiB of "
-                f"{self.max_bytes / 2**20:.0f} MiB" + (f"; {pending} being recorded" if pending else "") + "</p>\n")
+                f"{size_text(self.max_bytes)}" + (f"; {pending} being recorded" if pending else "") + "</p>\n")
         if not listing.newest:
             return head
         items = "".join(f"<li>{html.escape(r.name)}: {r.bytes / 1024:.1f} KiB, {html.escape(r.trigger)}</li>\n"

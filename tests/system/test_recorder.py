@@ -187,6 +187,8 @@ def test_sigusr2_records_every_gpu_and_openmetrics_stays_valid(tmp_path):
         with urllib.request.urlopen(request, timeout=5) as answer:
             openmetrics = answer.read().decode()
         log = c.log()
+        landing = c.get("/")[1]
+    assert re.search(r"recordings?, \d+\.\d MiB of 1 GiB", landing), landing   # the landing page's bound too
     # its bound on disk as people write it
     assert (f'msg="flight recorder: {out}, 5 s before and 2 s after each XID, lost GPU, failed health check, SIGUSR2 '
             'or POST /recorder; at most 1 GiB on disk"') in log, log
