@@ -533,6 +533,20 @@ def test_dcgm_forced_reads_the_libdcgm_the_linker_finds(tmp_path, flag, env):
         collector.end()
 
 
+def test_nvml_forced_reads_nvml_though_libdcgm_loads_too(tmp_path):
+    env = _env(DCGM_SIM_NVML_COSTS="off", DCGM_SIM_SCENARIO="2",
+               LD_LIBRARY_PATH=_linker_path_with(tmp_path, "libdcgm.so.4", "libnvidia-ml.so.1"))
+    collector = NvmlCollector(tmp_path, env, "--nvml")
+    try:
+        wait_for(lambda: len(by_gpu(collector.metrics(), "DCGM_FI_DEV_GPU_TEMP")) == 2,
+                 what="GPU temperatures of 2 GPUs", log=collector.log)
+        assert _source_seen(collector) == ("OK\nsource: nvml, chosen by --nvml",
+                                           {"source": "nvml", "source_reason": "given"})
+        assert "the engine reading NVML (" in collector.log()
+    finally:
+        collector.end()
+
+
 @pytest.mark.skipif(_dcgm_on_the_linker_path(), reason="a real libdcgm.so.4 is installed: DCGM would be chosen")
 @pytest.mark.parametrize(("flag", "env"), [(["--dcgm"], {}), ([], {"DCGM_COLLECTOR_DCGM": "1"})])
 def test_dcgm_forced_with_no_libdcgm_exits_1_and_never_falls_back_to_nvml(tmp_path, flag, env):
