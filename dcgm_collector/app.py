@@ -1,6 +1,8 @@
 """The running collector: counters file, HTTP listener, DCGM library, targets, signals.
 
-Start-up order: counters file -> HTTP listener -> libdcgm -> targets.  A
+Start-up order: counters file -> HTTP listener -> libdcgm -> targets.  Which
+libdcgm, and so where the readings come from and why, is
+dcgm_collector.sources' choice; the log, /health and build_info name it.  A
 target (dcgm_collector.collect.target) is the embedded engine or one -r
 hostengine: handle -> GPUs -> profiling support -> sampler -> exposition.
 The listener comes early so that a busy port fails before DCGM is touched;
@@ -26,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections import Counter as Tally
@@ -38,7 +39,7 @@ from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
 from dcgm_collector.collect.readers.triggers import TriggerReader
 from dcgm_collector.collect.sampler import Sampler
-from dcgm_collector.collect.servable import unservable_rows
+from dcgm_collector.collect.servable import load_warnings
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
 from dcgm_collector.collect.view import target_view
 from dcgm_collector.config import Config, hostname_label
@@ -46,6 +47,7 @@ from dcgm_collector.dcgm import DcgmError, Handle, Library
 from dcgm_collector.expose import history
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
+from dcgm_collector.files import size_text
 from dcgm_collector.model import EntityType, GpuInfo, id_ranges
 from dcgm_collector.push.remote_write import (
     STOP_WAIT_S,
@@ -59,6 +61,7 @@ from dcgm_collector.serve import malloc
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.server import ListenError, MetricsServer, Reply, Request, Route, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
+from dcgm_collector.sources import Source, SourceError, load_source
 
 if TYPE_CHECKING:   # optional features, imported when they are on (see _read_web_config, _make_recorder, ...)
     from dcgm_collector.push.recorder import Recorder
@@ -109,7 +112,7 @@ class Collector:
         self.server: MetricsServer | None = None
         self.library: Library | None = None
         self.library_version = "unknown"
-        self.source_reason: str | None = None   # why the source was chosen, when no flag chose it
+        self.source: Source | None = None   # what the readings come from and why, once the library is loaded
         self.targets: list[Any] = []
         self.exposition: Any = None     # MultiExposition over the targets, once they exist
         # what /metrics writes (every output's families) and where the outputs find the targets' samples
@@ -142,6 +145,12 @@ class Collector:
         return body
 
     def health(self) -> tuple[bool, str]:
+        """The state on the first line (one line per target that is not up), the source and why on the last."""
+        ok, reason = self._health_state()
+        source = self.source
+        return ok, reason if source is None else f"{reason}\n{source.describe()}"
+
+    def _health_state(self) -> tuple[bool, str]:
         exposition = self.exposition
         if exposition is None:
             return False, "starting: no sampler yet"
@@ -226,7 +235,10 @@ class Collector:
         self.targets = self._make_targets(counters)
         for target in self.targets:
             self._start_target(target)
-        exposition = MultiExposition(self.targets, version=__version__, library_version=self.library_version)
+        source = self.source
+        exposition = MultiExposition(self.targets, version=__version__, library_version=self.library_version,
+                                     source=source.name if source else "",
+                                     source_reason=source.reason if source else "")
         # /metrics writes the families in the order they are registered: DCGM's and the collector's own, remote
         # write's, the recorder's; all of them before /metrics serves (self.exposition), so no scrape misses one
         self.registry.register(exposition)
@@ -276,17 +288,17 @@ class Collector:
         config, library = self.config, self.library
         kind = "NVIDIA DCGM"
         if library is not None and library.is_simulator:
-            source = engine.source_name(library)
-            if source.startswith("nvml"):
-                kind = f"the engine reading NVML ({source.partition(' ')[2]})"
-                if self.source_reason:
-                    kind += f", chosen because {self.source_reason}"
-            elif config.nvml:   # the engine has not started yet (NVML not ready): the target retries
+            running = engine.source_name(library)
+            if running.startswith("nvml"):
+                kind = f"the engine reading NVML ({running.partition(' ')[2]})"
+            elif self.source is not None and self.source.name == "nvml":   # not started (NVML not ready): retried
                 kind = "the engine reading NVML, not started yet"
             else:
                 kind = "dcgm-collector's simulated engine"
         lines = [f"dcgm-collector {__version__}; DCGM library {library.path if library else '?'} "
                  f"({kind}, version {self.library_version})"]
+        if self.source is not None:
+            lines.append(self.source.describe())
         series = windows = ring_bytes = 0
         for target in self.targets:
             where = f"hostengine at {target.address} (hostname {target.name})" if target.remote else "embedded DCGM"
@@ -294,9 +306,7 @@ class Collector:
             if generation is None:
                 lines.append(f"{where}: {target.reason}")
                 continue
-            models = Tally(gpu.name for gpu in generation.topology.gpus)
-            lines.append(f"{where}: GPUs {id_ranges(generation.sampler.gpu_ids) or 'none whole'} "
-                         f"({', '.join(f'{n} x {model}' for model, n in models.items()) or 'none'})")
+            lines.append(f"{where}: {generation.topology.gpus_line()}")
             instances = generation.sampler.instances
             if instances:
                 lines.append(f"{where}: MIG GPU instances {id_ranges([i.entity_id for i in instances])} ("
@@ -320,16 +330,18 @@ class Collector:
                 row = rows_by_name[name]
                 log.warning("%s:%d: not serving %s: %s answers NOT_SUPPORTED for it on every NvLink, NvSwitch, "
                             "CPU or core it is kept for", row.path, row.line, name, where)
-            rings = generation.sampler.rings.values()
-            series += sum(ring.n_series for ring in rings)
-            ring_bytes += sum(ring.nbytes for ring in rings) + generation.sampler.events.nbytes
+            series += generation.series
+            ring_bytes += generation.ring_bytes
             windows += generation.exposition.window_families
+        # a target not up yet has nothing to count: it logs its own figures once it is
+        waiting = sum(target.generation is None for target in self.targets)
+        later = f" ({waiting} target{'s' * (waiting != 1)} not up yet: counted when up)" if waiting else ""
         lines.append(f"counters {counters.path}: {len(counters)} rows, {series} sampled series, "
-                     f"{windows} window families over {config.window_s:g} s")
+                     f"{windows} window families over {config.window_s:g} s{later}")
         sampling = config.sampling
         lines.append(f"draining DCGM every {sampling.collect_interval_ms:g} ms, DCGM sampling every "
                      f"{sampling.watch_ms:g} ms; {sampling.retention_s:g} s of history in "
-                     f"{ring_bytes / 2**20:.1f} MiB of rings")
+                     f"{ring_bytes / 2**20:.1f} MiB of rings{later}")
         where = self.server.describe() if self.server else "?"
         security = web.describe() if web is not None else "no TLS, no auth"
         # one parenthesis: the listener's own note (every interface, ...) and the TLS and auth state
@@ -338,7 +350,7 @@ class Collector:
         if recorder is not None:
             lines.append(f"flight recorder: {recorder.directory}, {config.recorder_before_s:g} s before and "
                          f"{config.recorder_after_s:g} s after each XID, lost GPU, failed health check, SIGUSR2 or "
-                         f"POST /recorder; at most {config.recorder_max_bytes} bytes")
+                         f"POST /recorder; at most {size_text(config.recorder_max_bytes)} on disk")
         return lines
 
     def _make_recorder(self) -> Recorder | None:
@@ -404,7 +416,10 @@ class Collector:
         config = self.config
         if len(config.remotes) > 1 and (config.kubernetes or config.hpc_job_mapping_dir):
             # the kubelet and the job directory describe this node, not the others'
-            log.warning("-k and --hpc-job-mapping-dir describe this node only: ignored with several -r hostengines")
+            given = " and ".join(flag for flag, on in (("-k", config.kubernetes),
+                                                       ("--hpc-job-mapping-dir", config.hpc_job_mapping_dir)) if on)
+            log.warning("%s %s ignored: with several -r hostengines, this node's pods and jobs do not describe the "
+                        "others' GPUs", given, "are" if " and " in given else "is")
             return None
         jobs = HpcJobMapper(config.hpc_job_mapping_dir) if config.hpc_job_mapping_dir else None
         if config.kubernetes:
@@ -430,14 +445,8 @@ class Collector:
             raise StartupError(str(error)) from None
         except OSError as error:
             raise StartupError(f"{path}: cannot read counters file: {error.strerror or error}") from None
-        for warning in counters.warnings:
+        for warning in load_warnings(counters):   # the lines check-counters prints too
             log.warning("%s", warning)
-        for row in unservable_rows(counters):
-            log.warning("%s", row.warning)
-        for counter in counters.counters_served_as_gauges():
-            log.warning("%s:%d: %s is typed counter, but DCGM's value is %s and can go down: served as a gauge, "
-                        "so that rate() and increase() do not read its dips as resets", counter.path, counter.line,
-                        counter.name, counter.field.not_a_running_total)   # type: ignore[union-attr]
         totals = counters.running_totals()
         if self.config.aggregations and totals:
             log.warning("--aggregations %s applies to gauges: the counter rows %s get no window families "
@@ -446,70 +455,11 @@ class Collector:
         return counters
 
     def _load_library(self) -> Library:
-        config = self.config
         try:
-            if config.nvml:
-                try:
-                    engine.check_nvml()
-                except ValueError as error:
-                    raise StartupError(f"--nvml: {error}") from None
-                os.environ[engine.SOURCE_ENV] = "nvml"
-                return dcgm.load_library(engine.library_path())
-            if config.sim is not None:
-                spec = engine.resolve_scenario(config.sim)
-                if engine.is_recording(spec):
-                    spec = self._replay_recording(spec)
-                try:
-                    engine.check_scenario(spec)
-                except ValueError as error:
-                    raise StartupError(f"--sim {config.sim}: {error}") from None
-                os.environ[engine.SCENARIO_ENV] = spec
-                os.environ[engine.SOURCE_ENV] = "models"
-                return dcgm.load_library(engine.library_path())
-            if config.dcgm_lib is None and not os.environ.get(dcgm.LIBRARY_ENV):
-                return self._load_dcgm_or_nvml()
-            return dcgm.load_library(config.dcgm_lib, given_by="--dcgm-lib")
-        except dcgm.LibraryNotFoundError as error:
-            raise StartupError(error.message) from None
-        except (dcgm.DcgmError, FileNotFoundError, ValueError) as error:
-            raise StartupError(f"cannot load libdcgm: {error}") from None
-
-    def _load_dcgm_or_nvml(self) -> Library:
-        """No source named: DCGM when its library loads, else the package's engine over the driver's NVML.
-
-        A node with only the NVIDIA driver is the common case outside NVIDIA's own images, so the same
-        command must work there.  A hostengine (-r) is reached only through DCGM's own library: no fallback.
-        """
-        try:
-            return dcgm.load_library()
-        except dcgm.LibraryNotFoundError as not_found:
-            if self.config.remotes:
-                raise
-            searched = not_found.message.partition("; fix: ")[0]
-            try:
-                nvml = engine.check_nvml()
-            except ValueError as no_nvml:
-                why = re.split(r": install|; point", str(no_nvml))[0]
-                raise StartupError(
-                    f"{searched}; and {engine.NVML_LIBRARY_NAME} (the NVIDIA driver's NVML) was not found either: "
-                    f"{why}; fix: install the NVIDIA driver (then the collector reads the GPUs through it), "
-                    f"or {dcgm.HOW_TO_FIX}") from None
-        self.source_reason = f"{dcgm.LIBRARY_NAME} was not found and {nvml} loads"
-        log.info("no %s found: reading the GPUs through the driver's NVML (%s) with the package's engine, as "
-                 "--nvml does (give --dcgm-lib or install DCGM to use DCGM)", dcgm.LIBRARY_NAME, nvml)
-        os.environ[engine.SOURCE_ENV] = "nvml"
-        return dcgm.load_library(engine.library_path())
-
-    @staticmethod
-    def _replay_recording(path: str) -> str:
-        """The scenario that replays a flight recording; its errors already name the file."""
-        try:
-            spec, warnings = engine.replay_recording(path)
-        except ValueError as error:
-            raise StartupError(f"--sim {error}") from None
-        for warning in warnings:
-            log.warning("--sim %s", warning)
-        return spec
+            library, self.source = load_source(self.config)
+        except SourceError as error:
+            raise StartupError(str(error)) from None
+        return library
 
     def _make_targets(self, counters: CounterSet) -> list[Target]:
         config, library, recorder = self.config, self.library, self.recorder

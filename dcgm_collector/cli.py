@@ -7,14 +7,13 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
 from collections.abc import Sequence
 
 from dcgm_collector.catalog.counters import Counter, CountersError, CounterSet, load_counters
-from dcgm_collector.collect.servable import unservable_rows
+from dcgm_collector.collect.servable import load_warnings
 from dcgm_collector.config import (
     CHECK_COMMAND,
     DASHBOARD_COMMAND,
@@ -27,6 +26,7 @@ from dcgm_collector.config import (
 )
 from dcgm_collector.dashboard import main as dashboard_main
 from dcgm_collector.logs import setup_logging
+from dcgm_collector.options.parser import SuggestingParser
 
 __all__ = ["check_counters", "main"]
 
@@ -46,7 +46,7 @@ def _kind(counter: Counter) -> str:
 
 
 def check_counters(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog=f"{PROG} {CHECK_COMMAND}",
         description="Validate a counters file and list what it would export; exit 1 with file:line on an error.")
     parser.add_argument("file", metavar="FILE", help="counters file (counters.csv grammar)")
@@ -60,7 +60,7 @@ def check_counters(argv: Sequence[str]) -> int:
         print(f"{PROG}: error: {args.file}: cannot read counters file: {error.strerror or error}", file=sys.stderr)
         return EXIT_ERROR
     print(_counters_table(counters))
-    for warning in (*counters.warnings, *(row.warning for row in unservable_rows(counters))):
+    for warning in load_warnings(counters):   # the lines the collector logs for the same file
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
@@ -70,7 +70,8 @@ def _counters_table(counters: CounterSet) -> str:
     rows = [header]
     for c in counters:
         field_id = "-" if c.field is None else str(c.field.id)
-        rows.append((str(c.line), c.name, c.prom_type, field_id, _kind(c), "|".join(c.aggregations) or "-"))
+        # the TYPE /metrics serves (a rate typed counter is served as a gauge, and warned about)
+        rows.append((str(c.line), c.name, c.served_type, field_id, _kind(c), "|".join(c.aggregations) or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     right = {0, 3}
     lines = ["  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])

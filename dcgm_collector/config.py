@@ -112,6 +112,8 @@ class Config:
     recorder_before_s: float = DEFAULT_RECORDER_BEFORE_S
     recorder_after_s: float = DEFAULT_RECORDER_AFTER_S
     recorder_max_bytes: int = DEFAULT_RECORDER_MAX_BYTES
+    dcgm: bool = False                     # --dcgm: DCGM's library from the search, no fallback to NVML
+    source_flag: str | None = None         # the flag or variable that chose the source, as given; None: automatic
 
     @property
     def sampling(self) -> SamplingOptions:
@@ -150,10 +152,7 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
     remotes = parse_remotes(values["remote"], "-r" if args.remote is not None else "DCGM_REMOTE_HOSTENGINE_INFO")
     values["remote"] = ",".join(a.text for a in remotes) or None
     values["nvidia_resource_names"] = _name_list(values["nvidia_resource_names"])
-    if values["nvml"] and (values["sim"] is not None or args.dcgm_lib is not None):
-        raise ConfigError("give --nvml, --sim or --dcgm-lib, not two")
-    if values["sim"] is not None and args.dcgm_lib is not None:
-        raise ConfigError("give --sim or --dcgm-lib, not both")
+    values["source_flag"] = _source_flag(args, values, environ)
     try:
         SamplingOptions(values["collect_interval_ms"], values["watch_interval_ms"], values["retention_s"])
     except (TypeError, ValueError) as error:
@@ -179,6 +178,36 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
         _check_label_text(name, environ)
     return Config(**values, warnings=tuple(warnings), remotes=tuple(a.text for a in remotes),
                   target_names=tuple(names))
+
+
+# The options that choose where the readings come from, and the pairs of them that contradict each other:
+# -r reaches a hostengine through a libdcgm, which --dcgm, --dcgm-lib or --sim may name; NVML has no hostengine.
+_SOURCE_OPTIONS = ("nvml", "dcgm", "sim", "dcgm_lib", "remote")
+_CLASHES = (("nvml", "dcgm"), ("nvml", "sim"), ("nvml", "dcgm_lib"), ("nvml", "remote"), ("dcgm", "sim"),
+            ("sim", "dcgm_lib"))
+
+
+def _source_flag(args: argparse.Namespace, values: dict[str, Any], environ: Mapping[str, str]) -> str | None:
+    """How the source was named (-r, --dcgm-lib, --dcgm, --sim or --nvml, with its value, as the user gave it),
+    or None when the collector chooses; ConfigError naming both when two of them contradict each other."""
+    named: dict[str, tuple[str, str]] = {}   # dest -> (the flag or VARIABLE=value, the same with the flag's value)
+    for option in OPTIONS:
+        value = values.get(option.dest) if option.dest in _SOURCE_OPTIONS else None
+        if value is None or value is False or (option.dest == "dcgm_lib" and args.dcgm_lib is None):
+            continue   # DCGM_COLLECTOR_LIBDCGM only says where libdcgm is (dcgm.load_library reads it)
+        # -r's addresses are named on every line about their targets: the flag alone says it chose
+        bare = option.boolean or option.dest == "remote"
+        if getattr(args, option.dest) is not None:
+            flag = option.flags[0]
+            named[option.dest] = (flag, flag if bare else f"{flag} {value}")
+        else:
+            variable = f"{option.env}={environ.get(option.env or '', '')}"
+            named[option.dest] = (variable, option.env if option.dest == "remote" else variable)
+    for first, second in _CLASHES:
+        if first in named and second in named:
+            raise ConfigError(f"{named[first][0]} and {named[second][0]} each choose where the readings come from: "
+                              "give one of them")
+    return next((named[dest][1] for dest in ("remote", "dcgm_lib", "dcgm", "sim", "nvml") if dest in named), None)
 
 
 def _from_env(name: str | None, parse: Callable[[str], Any], environ: Mapping[str, str], default: Any) -> Any:
@@ -234,10 +263,9 @@ def _unsupported_options(args: argparse.Namespace, environ: Mapping[str, str]) -
                 given_by = f"{item.env}={raw}"
         if value is None or value is False or (item.default is not None and str(value).lower() == item.default.lower()):
             continue
-        message = f"{given_by} is not supported yet: {item.why}"
         if item.refuse:
-            raise ConfigError(message)
-        warnings.append(f"ignoring {message}")
+            raise ConfigError(f"{given_by} cannot be used: {item.why}")
+        warnings.append(f"{given_by} is ignored: {item.why}")
     return warnings
 
 

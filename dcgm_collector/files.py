@@ -46,13 +46,14 @@ def file_kind(mode: int) -> str:
     return next((kind for test, kind in kinds if test(mode)), f"file type 0o{stat.S_IFMT(mode):o}")
 
 
-def size_text(limit: int) -> str:
-    """A byte count as the error lines write it: 1 MiB, 64 KiB or 300 bytes."""
-    if limit >= 1 << 20 and limit % (1 << 20) == 0:
-        return f"{limit >> 20} MiB"
-    if limit >= 1 << 10 and limit % (1 << 10) == 0:
-        return f"{limit >> 10} KiB"
-    return f"{limit} bytes"
+def size_text(size: int) -> str:
+    """A byte count as the messages write it for people: 1 GiB, 64 KiB, 300 bytes; a count that is no whole number
+    of its unit is given exactly as well: 1.5 GiB (1610612736 bytes)."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if size >= 1 << shift:
+            whole, part = divmod(size, 1 << shift)
+            return f"{whole} {unit}" if not part else f"{size / (1 << shift):.1f} {unit} ({size} bytes)"
+    return "1 byte" if size == 1 else f"{size} bytes"
 
 
 def _inside(path: str, folder: str) -> bool:

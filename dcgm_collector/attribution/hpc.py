@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from dcgm_collector.files import open_regular_file
+from dcgm_collector.files import open_regular_file, size_text
 
 __all__ = ["HpcJobMapper", "JOB_FILE_NAME", "MAX_JOBS_PER_GPU", "parse_jobs"]
 
@@ -181,8 +181,8 @@ class HpcJobMapper:
         self._recovered(problem, "HPC job mapping file %s is readable again", entry.path)
         jobs = parse_jobs(data[:MAX_FILE_BYTES])
         if len(data) > MAX_FILE_BYTES or len(jobs) > MAX_JOBS_PER_GPU:
-            log.warning("HPC job mapping file %s lists more than %d jobs (or %d bytes); using the first %d",
-                        entry.path, MAX_JOBS_PER_GPU, MAX_FILE_BYTES, min(len(jobs), MAX_JOBS_PER_GPU))
+            log.warning("HPC job mapping file %s lists more than %d jobs (or is larger than %s); using the first %d",
+                        entry.path, MAX_JOBS_PER_GPU, size_text(MAX_FILE_BYTES), min(len(jobs), MAX_JOBS_PER_GPU))
             jobs = jobs[:MAX_JOBS_PER_GPU]
         return stamp, tuple(jobs)
 

@@ -10,6 +10,7 @@ the default) samples a GPU that has MIG instances through its instances only,
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,25 @@ class Topology:
     counters: CounterSet
     instances: tuple[MigInstance, ...] = ()   # GPU instances sampled on their own
     levels: tuple[LevelEntity, ...] = ()   # NvLinks, NvSwitches, CPUs, cores (collect.levels)
+
+    def gpus_line(self) -> str:
+        """Each physical GPU counted once by model, and with MIG which are read through their instances:
+        ``GPUs 0-3 (3 x H100, 1 x H200): GPU 3 whole, GPUs 0-2 with MIG through their 12 GPU instances``."""
+        def named(ids: Sequence[int]) -> str:
+            return f"GPU {id_ranges(ids)}" if len(ids) == 1 else f"GPUs {id_ranges(ids) or 'none'}"
+
+        by_id = {gpu.gpu_id: gpu for gpu in self.gpus}
+        models = Counter(gpu.name for gpu in by_id.values())
+        line = f"{named(sorted(by_id))} ({', '.join(f'{n} x {model}' for model, n in models.items()) or 'none'})"
+        instances = self.instances
+        if not instances:
+            return line
+        mig = sorted({instance.gpu_id for instance in instances})
+        parts = [f"{named(self.gpu_ids)} whole"] if self.gpu_ids else []
+        their = "its" if len(mig) == 1 else "their"
+        parts.append(f"{named(mig)} with MIG through {their} {len(instances)} GPU instance"
+                     f"{'s' * (len(instances) != 1)}")
+        return f"{line}: {', '.join(parts)}"
 
     @property
     def identity(self) -> tuple[tuple[int, str], ...]:

@@ -13,6 +13,9 @@ the reload and ``check-counters`` cannot disagree:
 * a DCGM_EXP_* row the exposition has no family for
   (:data:`SERVED_EXPORTER_COUNTERS`).
 
+:func:`load_warnings` gives every such line the file alone can tell, with
+the rows typed counter whose DCGM value can go down (served as gauges).
+
 What only the node can tell (profiling metrics the GPUs lack, fields DCGM
 answers NOT_SUPPORTED for on every GPU) is warned about where it is found.
 """
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 from dcgm_collector.catalog.counters import EXPORTER_COUNTERS, Counter, CounterSet
 from dcgm_collector.catalog.fields import watch_level
 
-__all__ = ["NO_EVENTS_LEVELS", "SAMPLED_LEVELS", "SERVED_EXPORTER_COUNTERS", "UnservableRow", "unservable_rows"]
+__all__ = ["NO_EVENTS_LEVELS", "SAMPLED_LEVELS", "SERVED_EXPORTER_COUNTERS", "UnservableRow", "load_warnings",
+           "unservable_rows"]
 
 # The entity levels the sampler watches fields on: GPUs, node-wide fields read through them,
 # NvLinks, NvSwitches, CPUs and CPU cores.
@@ -45,6 +49,20 @@ class UnservableRow:
     def warning(self) -> str:
         """``path:line: not serving NAME: why``: the one line the user sees."""
         return f"{self.counter.path}:{self.counter.line}: not serving {self.counter.name}: {self.why}"
+
+
+def load_warnings(counters: CounterSet) -> tuple[str, ...]:
+    """Every ``path:line: ...`` warning about the file that needs no node: what the collector logs at start and on
+    each reload, and what ``check-counters`` prints, in that order: repeated rows, rows not served, rows typed
+    counter that are served as gauges."""
+    return (*counters.warnings, *(row.warning for row in unservable_rows(counters)),
+            *(_served_as_gauge(counter) for counter in counters.counters_served_as_gauges()))
+
+
+def _served_as_gauge(counter: Counter) -> str:
+    why = counter.field.not_a_running_total if counter.field is not None else None
+    return (f"{counter.path}:{counter.line}: {counter.name} is typed counter, but DCGM's value is {why} and can go "
+            "down: served as a gauge, so that rate() and increase() do not read its dips as resets")
 
 
 def unservable_rows(counters: CounterSet) -> tuple[UnservableRow, ...]:

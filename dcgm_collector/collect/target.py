@@ -89,6 +89,21 @@ class Generation:
     topology: Topology
     started: float                     # time.time() it went up
 
+    @property
+    def series(self) -> int:
+        """Series the sampler keeps in its rings."""
+        return sum(ring.n_series for ring in self.sampler.rings.values())
+
+    @property
+    def ring_bytes(self) -> int:
+        """Memory of the sampler's rings and its event ring."""
+        return sum(ring.nbytes for ring in self.sampler.rings.values()) + self.sampler.events.nbytes
+
+    def figures(self) -> str:
+        """What this connection samples, for the log line of a (re)connect: GPUs, series, ring memory."""
+        return (f"{self.topology.gpus_line()}; {self.series} sampled series in {self.ring_bytes / 2**20:.1f} MiB "
+                "of rings")
+
 
 class Backoff:
     """Capped exponential delays with jitter: first_s, first_s*factor, ... up to cap_s, each times 1±jitter."""
@@ -353,13 +368,12 @@ class Target:
             return self._failed(f"cannot reach hostengine at {self.address}: {error}")
         if not self._build_new(handle, f"hostengine at {self.address}"):
             return False
+        # the start-up lines were written before any connection: here are the figures they could not give
         if self._connected_once:
             self.reconnects += 1
-            log.info("%sreconnected to the hostengine at %s (%d GPUs)", self._prefix(), self.address,
-                     len(self.generation.topology.gpus))   # type: ignore[union-attr]
-        else:
-            log.info("%sconnected to the hostengine at %s (%d GPUs)", self._prefix(), self.address,
-                     len(self.generation.topology.gpus))   # type: ignore[union-attr]
+        log.info("%s%s to the hostengine at %s: %s", self._prefix(),
+                 "reconnected" if self._connected_once else "connected", self.address,
+                 self.generation.figures())   # type: ignore[union-attr]
         self._connected_once = True
         self._set_state(State.UP, "OK")
         return True
@@ -375,8 +389,8 @@ class Target:
             return self._failed(str(error))
         if not self._build_new(handle, "DCGM embedded"):
             return False
-        log.info("DCGM embedded started after %d failed attempts (%d GPUs)", self.backoff.failures,
-                 len(self.generation.topology.gpus))   # type: ignore[union-attr]
+        log.info("DCGM embedded started after %d failed attempts: %s", self.backoff.failures,
+                 self.generation.figures())   # type: ignore[union-attr]
         self._connected_once = True
         self.backoff.reset()
         self._set_state(State.UP, "OK")

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dcgm_collector.ext._native import lib
+from dcgm_collector.files import size_text
 
 _INT32_MAX = 2**31 - 1
 _UINT32_MAX = 2**32 - 1
@@ -42,7 +43,7 @@ def _text(value: Any, what: str, max_bytes: int) -> bytes:
     if b"\0" in data:
         raise ValueError(f"{what} contains a NUL character")
     if len(data) > max_bytes:
-        raise ValueError(f"{what} is longer than {max_bytes} bytes")
+        raise ValueError(f"{what} is longer than {size_text(max_bytes)}")
     return data
 
 

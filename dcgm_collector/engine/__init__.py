@@ -46,7 +46,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 __all__ = [
     "LIBRARY_NAME", "NVML_LIBRARY_NAME", "NVML_LIB_ENV", "SCENARIO_ENV", "SOURCE_ENV", "check_nvml",
     "check_scenario", "is_recording", "library_dir", "library_path", "nvml_library_dir", "nvml_library_path",
-    "remove_replay_files", "replay_recording", "resolve_scenario", "source_name",
+    "remove_replay_files", "replay_recording", "resolve_scenario", "shipped_scenarios", "source_name",
+    "unknown_scenario",
 ]
 
 MAX_SCENARIO_BYTES = 16 << 20   # a scenario is a few KiB of TOML; its traces are files of their own
@@ -96,6 +97,20 @@ def resolve_scenario(spec: str) -> str:
         return spec
     shipped = Path(__file__).resolve().parent / "scenarios" / (spec if spec.endswith(".toml") else f"{spec}.toml")
     return str(shipped) if shipped.is_file() else spec
+
+
+def shipped_scenarios() -> list[str]:
+    """The names of the scenarios shipped with the package, as --sim takes them (``spikes``, ``xid-burst``)."""
+    return sorted(path.stem for path in (Path(__file__).resolve().parent / "scenarios").glob("*.toml"))
+
+
+def unknown_scenario(spec: str) -> str | None:
+    """Why ``spec`` names no scenario when it is a bare name that is neither shipped nor a file, else None."""
+    if spec.isdigit() or os.path.exists(spec) or "/" in spec or spec.endswith(".parquet"):
+        return None
+    return (f"no shipped scenario is named {spec}: give a shipped scenario ({', '.join(shipped_scenarios())}), "
+            "a number N (N simulated H100s), or the path of a scenario file (.toml) or of a flight recording "
+            "(.parquet)")
 
 
 def is_recording(spec: str) -> bool:

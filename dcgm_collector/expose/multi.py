@@ -56,14 +56,17 @@ class MultiExposition:
     """
 
     def __init__(self, targets: Sequence[ServedTarget], *, version: str, library_version: str = "unknown",
-                 labelled: bool | None = None) -> None:
+                 labelled: bool | None = None, source: str = "", source_reason: str = "") -> None:
         if not targets:
             raise ValueError("no targets")
         self.targets = tuple(targets)
         # with one target the collector's own series keep the names they always had
         self.labelled = len(self.targets) > 1 if labelled is None else labelled
         self._target_labels = [label_text([("hostname", t.name)]) if self.labelled else "" for t in self.targets]
-        self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
+        # source and source_reason: what the readings come from and why (dcgm_collector.sources), when known
+        self._build_info = label_text([("version", version), ("dcgm_library", library_version),
+                                       *((name, value) for name, value in (("source", source),
+                                                                           ("source_reason", source_reason)) if value)])
         self._last_scrape_s: float | None = None
         self._plan_lock = threading.Lock()
         self._plan: tuple[tuple, list[tuple[str, Header, list[tuple[int, Family]]]]] | None = None

@@ -101,7 +101,10 @@ _TICK_FAILURES_HELP = ("Sampler ticks that failed with something other than a DC
 _ERRORS_HELP = "Failed DCGM calls, by DCGM status code."
 _RECONNECTS_HELP = "Connections to the hostengine made again after one was lost."
 _SCRAPE_HELP = "How long the previous scrape of this endpoint took to render and send, in seconds."
-_BUILD_HELP = "Version of dcgm-collector and of the DCGM library it loaded; always 1."
+_BUILD_HELP = ("Version of dcgm-collector and of the DCGM library it loaded, and the source of the readings: "
+               "source is dcgm (NVIDIA DCGM embedded), hostengine (nv-hostengines, -r), nvml (the package's engine "
+               "on the driver's NVML) or sim (simulated GPUs); source_reason is one of given (a flag or variable "
+               "named the source) | auto: libdcgm loaded | auto: no libdcgm, NVML loaded; always 1.")
 
 
 def _self_headers() -> dict[str, Header]:

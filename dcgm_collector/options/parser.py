@@ -9,6 +9,7 @@ from dcgm-exporter and the dcgm-exporter options not implemented yet.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 import textwrap
@@ -75,6 +76,50 @@ differences from dcgm-exporter:
 """ + _not_implemented_help()
 
 
+class SuggestingParser(argparse.ArgumentParser):
+    """argparse's parser, whose error for unknown arguments suggests the nearest flag or command by name.
+
+    Python 3.11's argparse has no ``suggest_on_error``; the suggestion is difflib's closest spelling among the
+    parser's own (``--colectors`` -> ``--collectors``), one dash or two alike as Go's flags, and for a first
+    argument that is no flag, among ``commands``.  The error is argparse's: usage, one line, exit 2.
+    """
+
+    FLAG_CUTOFF = 0.75   # difflib's ratio a flag must reach to be suggested
+
+    def __init__(self, *args: Any, commands: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = tuple(commands)
+        self.typed: dict[str, str] = {}   # an argument go_style_argv respelled for argparse -> as the user typed it
+
+    def parse_args(self, args: Sequence[str] | None = None,   # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        given = list(sys.argv[1:] if args is None else args)
+        parsed, extras = self.parse_known_args(given, namespace)
+        if extras:
+            extras = [self.typed.get(extra, extra) for extra in extras]
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._suggestion(given, extras)}")
+        return parsed
+
+    def _suggestion(self, given: Sequence[str], extras: Sequence[str]) -> str:
+        flags = {spelling.lstrip("-"): spelling for spelling in self._option_string_actions}
+        pairs = []
+        for index, extra in enumerate(extras):
+            if extra.startswith("-") and len(extra) > 1:
+                name = extra.partition("=")[0]
+                near = difflib.get_close_matches(name.lstrip("-"), list(flags), n=1, cutoff=self.FLAG_CUTOFF)
+                if near:
+                    pairs.append((name, flags[near[0]]))
+            elif index == 0 and given and extra == given[0] and self.commands:
+                near = difflib.get_close_matches(extra, self.commands, n=1, cutoff=0.6)
+                if near:
+                    pairs.append((extra, near[0]))
+        if not pairs:
+            return ""
+        if len(pairs) == 1:
+            return f" (did you mean {pairs[0][1]}?)"
+        return " (did you mean " + ", ".join(f"{near} for {typed}" for typed, near in pairs) + "?)"
+
+
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=36, width=min(100, _terminal_width()))
@@ -104,8 +149,8 @@ def _option_help(option: Option) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
+    parser = SuggestingParser(
+        prog=PROG, commands=(CHECK_COMMAND, DASHBOARD_COMMAND),
         usage=(f"%(prog)s [OPTIONS]\n       %(prog)s {CHECK_COMMAND} FILE\n"
                f"       %(prog)s {DASHBOARD_COMMAND} [-f FILE]"),
         description="DCGM GPU telemetry for Prometheus: a drop-in for dcgm-exporter that keeps every\n"
@@ -148,5 +193,19 @@ def go_style_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[
                 if candidate in known:
                     arg = candidate + eq + value
                     break
+            else:
+                arg = _unknown_long_flag(arg, name, parser)
         out.append(arg)
     return out
+
+
+def _unknown_long_flag(arg: str, name: str, parser: argparse.ArgumentParser) -> str:
+    """A one-dash flag that is no flag but is near a long one (-no-hostnam) stays one unknown flag for argparse,
+    which would read it as -n with the value o-hostnam; the error then names it as typed and suggests the flag."""
+    if name.startswith("--") or len(name) < 4 or not isinstance(parser, SuggestingParser):
+        return arg
+    longs = [spelling.lstrip("-") for spelling in parser._option_string_actions if len(spelling.lstrip("-")) > 2]
+    if not difflib.get_close_matches(name[1:], longs, n=1, cutoff=SuggestingParser.FLAG_CUTOFF):
+        return arg   # -c500 and the like: argparse's own reading
+    parser.typed[f"-{arg}"] = arg
+    return f"-{arg}"

@@ -56,10 +56,9 @@ class Option:
 
 GROUPS = {
     "collection": "collection",
-    "connection": "connection to DCGM",
+    "source": "source of the readings (with none of these: DCGM when libdcgm.so.4 loads, else the driver's NVML)",
     "devices": "devices",
     "window": "window aggregates (beside the last value dcgm-exporter serves)",
-    "simulator": "simulator",
     "attribution": "Kubernetes and HPC job attribution",
     "web": "web",
     "remote_write": "Prometheus remote write (every sample, pushed; see README)",
@@ -103,10 +102,21 @@ OPTIONS: tuple[Option, ...] = (
            f"running DCGM embedded; used only when given.  Give it several times (or a comma-separated list) "
            f"to collect from several hostengines, each labelled with its own hostname "
            f"[dcgm-exporter's nominal default: {DEFAULT_REMOTE}]",
-           "connection", "ADDRESS", repeatable=True),
+           "source", "ADDRESS", repeatable=True),
     Option("dcgm_lib", ("--dcgm-lib",), "DCGM_COLLECTOR_LIBDCGM", None, _nonempty("path"),
-           "libdcgm.so.4 to load (a file or its directory) [default: the dynamic linker's search, then "
-           "DCGM's install directories]", "connection", "PATH"),
+           "read the GPUs through the libdcgm.so.4 at PATH (the file, or the directory holding it), never "
+           "falling back to NVML", "source", "PATH"),
+    Option("dcgm", ("--dcgm",), "DCGM_COLLECTOR_DCGM", False, parse_bool,
+           "read the GPUs through NVIDIA DCGM's libdcgm.so.4 from the dynamic linker's search, then DCGM's "
+           "install directories; never falling back to NVML (a missing library is an error)", "source", "BOOL",
+           True),
+    Option("sim", ("--sim",), "DCGM_COLLECTOR_SIM", None, _nonempty("scenario"),
+           "use the simulated libdcgm shipped with the package: N H100s, a scenario file, the name of a "
+           "shipped scenario (spikes, mixed, xid-burst, ...), or a flight recording (.parquet) to replay",
+           "source", "N|SCENARIO"),
+    Option("nvml", ("--nvml",), "DCGM_COLLECTOR_NVML", False, parse_bool,
+           "read the GPUs through the driver's NVML (libnvidia-ml.so.1 from $DCGM_ENGINE_NVML_LIB, else the "
+           "dynamic linker's search) with the package's engine, never DCGM", "source", "BOOL", True),
     Option("devices", ("-d", "--devices"), "DCGM_EXPORTER_DEVICES_STR", DeviceSelection("f"), parse_devices,
            "GPUs to sample: f (every GPU, a MIG GPU through its GPU instances), g (all GPUs, whole), g:0,1 or "
            "g:0-3 (those GPUs), i or i:0,2-4 (those MIG GPU instances, by entity id); ids 0-1023 [default: f]",
@@ -124,14 +134,6 @@ OPTIONS: tuple[Option, ...] = (
     Option("aggregations", ("--aggregations",), "DCGM_COLLECTOR_AGGREGATIONS", (), aggregations_argument,
            "window families for every numeric row, e.g. max or min,max,avg, on top of each row's 4th column "
            "[default: none]", "window", "LIST"),
-    Option("sim", ("--sim",), "DCGM_COLLECTOR_SIM", None, _nonempty("scenario"),
-           "use the simulated libdcgm shipped with the package: N H100s, a scenario file, the name of a "
-           "shipped scenario (spikes, mixed, xid-burst, ...), or a flight recording (.parquet) to replay",
-           "simulator", "N|SCENARIO"),
-    Option("nvml", ("--nvml",), "DCGM_COLLECTOR_NVML", False, parse_bool,
-           "run the package's engine on the driver's NVML (libnvidia-ml.so.1 from $DCGM_ENGINE_NVML_LIB, else "
-           "the dynamic linker's search) instead of NVIDIA DCGM or the simulated GPUs; with no source flag it is "
-           "chosen by itself when libdcgm.so.4 is not found", "simulator", "BOOL", True),
     Option("kubernetes", ("-k", "--kubernetes"), "DCGM_EXPORTER_KUBERNETES", False, parse_bool,
            "label each GPU's series with the pod, namespace and container holding it, from the kubelet's "
            "pod-resources API (refreshed every 10 s, not per scrape)", "attribution", "BOOL", True),
@@ -218,23 +220,29 @@ class Unsupported:
     env: str | None
     boolean: bool
     default: str | None          # dcgm-exporter's default: giving it changes nothing, so no warning
-    why: str
+    why: str                     # what is missing: "<flag> is ignored: <why>", or "<flag> cannot be used: <why>"
     refuse: bool = False         # True: serving without it would be wrong, not merely less
 
 
+# what a warning about a pod-label option says: labels from the pod itself are what is missing
+_POD_LABELS = "the pods' own labels are not attached yet; pod, namespace and container are (with -k)"
+
 UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(("--kubernetes-enable-pod-labels",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", True, None,
-                "pod labels are not attached yet"),
+                _POD_LABELS),
     Unsupported(("--kubernetes-enable-pod-uid",), "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", True, None,
-                "pod labels are not attached yet"),
+                "the pod's UID is not attached yet; pod, namespace and container are (with -k)"),
     Unsupported(("--kubernetes-pod-label-allowlist-regex",), "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
-                False, None, "pod labels are not attached yet"),
+                False, None, _POD_LABELS),
     Unsupported(("--kubernetes-virtual-gpus",), "KUBERNETES_VIRTUAL_GPUS", True, None,
-                "per-pod copies of shared GPUs are not made yet"),
+                "per-pod copies of a shared GPU's series are not made yet"),
     Unsupported(("--kubernetes-enable-dra",), "KUBERNETES_ENABLE_DRA", True, None, "DRA labels are not attached yet"),
-    Unsupported(("--fake-gpus",), "DCGM_EXPORTER_USE_FAKE_GPUS", True, None, "fake GPUs are not made"),
-    Unsupported(("--enable-dcgm-log",), "DCGM_EXPORTER_ENABLE_DCGM_LOG", True, None, "DCGM's own log is not relayed"),
-    Unsupported(("--dcgm-log-level",), "DCGM_EXPORTER_DCGM_LOG_LEVEL", False, "NONE", "DCGM's own log is not relayed"),
+    Unsupported(("--fake-gpus",), "DCGM_EXPORTER_USE_FAKE_GPUS", True, None,
+                "fake GPUs are not made (--sim simulates GPUs)"),
+    Unsupported(("--enable-dcgm-log",), "DCGM_EXPORTER_ENABLE_DCGM_LOG", True, None,
+                "DCGM's own log is not relayed yet"),
+    Unsupported(("--dcgm-log-level",), "DCGM_EXPORTER_DCGM_LOG_LEVEL", False, "NONE",
+                "DCGM's own log is not relayed yet"),
     Unsupported(("--disable-startup-validate",), "DISABLE_STARTUP_VALIDATE", True, None,
                 "there is no separate start-up validation to skip"),
     Unsupported(("--enable-gpu-bind-unbind-watch",), "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", True, None,
@@ -249,9 +257,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(("--dump-compression",), "DCGM_EXPORTER_DUMP_COMPRESSION", True, "true",
                 "debug dumps are not written"),
     Unsupported(("--web-systemd-socket",), "DCGM_EXPORTER_SYSTEMD_SOCKET", True, None,
-                "systemd socket activation is not supported yet; use -a", refuse=True),
+                "systemd socket activation is not implemented yet; listen with -a instead", refuse=True),
     Unsupported(("-m", "--configmap-data"), "DCGM_EXPORTER_CONFIGMAP_DATA", False, "none",
-                "counters are not read from a ConfigMap yet; mount it as a file and use -f", refuse=True),
+                "counters are not read from a ConfigMap yet; mount it as a file and give -f", refuse=True),
 )
 
 

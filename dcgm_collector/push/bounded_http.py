@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dcgm_collector.files import size_text
+
 __all__ = ["MAX_ANSWER_BYTES", "AnswerTooLong", "BoundedResponse", "Watchdog"]
 
 # What a sender reads of one answer at most: a status line and headers of a few hundred bytes, and the
@@ -40,7 +42,7 @@ class _CountingReader:
     def _took(self, n: int) -> None:
         self._left -= n
         if self._left < 0:
-            raise AnswerTooLong(f"the answer is over {self._limit} bytes")
+            raise AnswerTooLong(f"the answer is larger than {size_text(self._limit)}")
 
     def _room(self, size: int | None) -> int:
         # one byte past the bound, so that going over it is seen rather than read up to it for ever

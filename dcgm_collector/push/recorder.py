@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from dcgm_collector.files import size_text
 from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX
 from dcgm_collector.push.options import DEFAULT_AFTER_S, DEFAULT_BEFORE_S, DEFAULT_MAX_BYTES, MAX_AFTER_S
 from dcgm_collector.push.recording_file import (
@@ -391,8 +392,8 @@ class Recorder:
                 continue
             total -= size
             if removed:
-                log.info("flight recorder: removed %s: the recordings exceeded --recorder-max-bytes %d", name,
-                         self.max_bytes)
+                log.info("flight recorder: removed %s: the recordings exceeded --recorder-max-bytes (%s)", name,
+                         size_text(self.max_bytes))
 
     def _remove_recording(self, name: str) -> bool:
         """Remove a recording and then its sidecar, each only while it is a regular file (never a link's target).
@@ -431,7 +432,7 @@ class Recorder:
         pending = self.pending
         head = (f"<h2>Flight recordings</h2>\n<p>{html.escape(self.directory)}: {listing.count} recording"
                 f"{'s' if listing.count != 1 else ''}, {listing.bytes / 2**20:.1f} MiB of "
-                f"{self.max_bytes / 2**20:.0f} MiB" + (f"; {pending} being recorded" if pending else "") + "</p>\n")
+                f"{size_text(self.max_bytes)}" + (f"; {pending} being recorded" if pending else "") + "</p>\n")
         if not listing.newest:
             return head
         items = "".join(f"<li>{html.escape(r.name)}: {r.bytes / 1024:.1f} KiB, {html.escape(r.trigger)}</li>\n"

@@ -71,6 +71,7 @@ from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 from dcgm_collector import __version__
+from dcgm_collector.files import size_text
 from dcgm_collector.serve.addresses import parse_listen_address
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.deadline import DeadlineReader, DeadlineWriter, ResponseDeadline
@@ -371,7 +372,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = self._content_length or 0   # checked with the head
         if length > route.max_body:
             self._drain_on_close = True
-            self._send(413, f"413 Content Too Large: at most {route.max_body} bytes\n".encode(), PLAIN_TYPE,
+            self._send(413, f"413 Content Too Large: at most {size_text(route.max_body)}\n".encode(), PLAIN_TYPE,
                        close=True)
             return
         if length:
@@ -453,9 +454,11 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("health check failed: %s", error)
             ok, reason = False, f"health check failed: {type(error).__name__}"
         if ok:
-            # healthy, perhaps with a note ("OK; lost GPU 1 ...") on one line
-            note = " ".join((reason or "").split())
-            self._send(200, note.encode() if note.startswith("OK; ") else b"OK", PLAIN_TYPE)
+            # healthy, perhaps with a note ("OK; lost GPU 1 ...") on the first line; what follows it (the
+            # source the readings come from) is kept as its own lines
+            first, _, rest = (reason or "").partition("\n")
+            note = " ".join(first.split())
+            self._send(200, _lines(f"{note if note.startswith('OK; ') else 'OK'}\n{rest}"), PLAIN_TYPE)
         else:
             self._send(503, _lines(reason or "unhealthy"), PLAIN_TYPE)
 

@@ -122,6 +122,33 @@ def test_a_missing_remote_value_is_a_usage_error(tmp_path):
     assert err.splitlines()[-1] == f"{ERROR_PREFIX}argument -r/--remote-hostengine-info: expected one argument"
 
 
+MISTYPED = [
+    (["--colectors", "x.csv"], "--colectors x.csv (did you mean --collectors?)"),
+    (["--colector=x.csv"], "--colector=x.csv (did you mean --collectors?)"),
+    (["-colectors", "x.csv"], "-colectors x.csv (did you mean --collectors?)"),
+    (["-no-hostnam"], "-no-hostnam (did you mean --no-hostname?)"),
+    (["--nvm"], "--nvm (did you mean --nvml?)"),
+    (["--debg", "--retension=60"], "--debg --retension=60 (did you mean --debug for --debg, --retention for "
+                                   "--retension?)"),
+    (["check-counter", "x.csv"], "check-counter x.csv (did you mean check-counters?)"),
+    (["dashbord"], "dashbord (did you mean dashboard?)"),
+    (["--no-such-flag-at-all"], "--no-such-flag-at-all"),   # nothing near: nothing suggested
+]
+
+
+def test_a_mistyped_flag_or_command_is_a_usage_error_suggesting_the_nearest(tmp_path):
+    results = finished([launch(COLLECTOR, *args, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True) for args, _ in MISTYPED])
+    for (args, said), (code, err) in zip(MISTYPED, results):
+        assert code == 2, (args, err)
+        assert err.splitlines()[-1] == f"{ERROR_PREFIX}unrecognized arguments: {said}", (args, err)
+        assert err.splitlines()[0].startswith("usage: dcgm-collector [OPTIONS]"), err
+    (code, err), = finished([launch(COLLECTOR, "check-counters", "x.csv", "--hepl", cwd=tmp_path, env=_env(),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)])
+    assert code == 2 and err.splitlines()[-1] == ("dcgm-collector check-counters: error: unrecognized arguments: "
+                                                  "--hepl (did you mean --help?)"), err
+
+
 BAD_SCENARIOS = {
     # name: (text, line, what the line says)
     "unterminated.toml": ('seed = 1\n[[gpu]]\nmodel = "H100\n', 3, None),
@@ -224,7 +251,7 @@ def collector(running):
     assert running.proc.poll() is None, running.log()
     assert running.families() == FAMILIES
     assert fresh(running.metrics())
-    assert running.get("/health") == (200, "OK")
+    assert running.get("/health") == (200, "OK\nsource: sim, chosen by --sim 2")
 
 
 @pytest.mark.parametrize("path", ["/nope", "/metrics/", "/metricsx", "/healthz", "/../../etc/passwd", "/%00",
@@ -292,7 +319,7 @@ def test_clients_that_send_nothing_do_not_hold_up_the_others(collector):
             status, body = collector.get()
             latencies.append(time.monotonic() - started)
             assert status == 200 and "DCGM_FI_DEV_GPU_TEMP{" in body
-        assert collector.get("/health") == (200, "OK")
+        assert collector.get("/health") == (200, "OK\nsource: sim, chosen by --sim 2")
         assert max(latencies) < 0.5, latencies
     finally:
         for sock in silent + half:

@@ -326,7 +326,8 @@ def test_landing_page_and_health_from_the_cli(tmp_path, sim_lib):
         assert {labels["gpu"] for _, labels, _ in samples(c.metrics()) if "gpu" in labels} == {"0"}
         status, page = c.get("/")
         assert status == 200 and 'href="metrics"' in page and __version__ in page
-        wait_for(lambda: c.get("/health") == (200, "OK"), what="healthy")
+        wait_for(lambda: c.get("/health") == (200, f"OK\nsource: sim, chosen by --dcgm-lib {sim_lib}"),
+                 what="healthy")
         assert c.get("/nope")[0] == 404
 
 
@@ -378,6 +379,24 @@ def test_unknown_gpu_and_bad_scenario(tmp_path):
     result = run_cli(tmp_path, "--sim", str(tmp_path / "missing.toml"), "-a", "127.0.0.1:0")
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "missing.toml" in result.stderr
+    result = run_cli(tmp_path, "--sim", "nosuch", "-a", "127.0.0.1:0")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "dcgm-collector: error: --sim nosuch: no shipped scenario is named nosuch: give a shipped scenario (default, "
+        "gpu-lost, h200-recorded-load, h200-recorded-replay, memory-leak, mig, mixed, nvswitch-grace, spikes, "
+        "thermal-runaway, xid-burst), a number N (N simulated H100s), or the path of a scenario file (.toml) or of a "
+        "flight recording (.parquet)\n")
+
+
+def test_an_option_not_implemented_is_one_warning_saying_it_is_ignored_and_why(tmp_path):
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "--kubernetes-enable-pod-labels",
+                   env=clean_env(DCGM_EXPORTER_ENABLE_PPROF="true")) as c:
+        log = c.log()
+    warnings = [line.partition(" msg=")[2] for line in log.splitlines() if "level=WARN" in line]
+    assert warnings == [
+        "\"--kubernetes-enable-pod-labels is ignored: the pods' own labels are not attached yet; pod, namespace and "
+        "container are (with -k)\"",
+        "\"DCGM_EXPORTER_ENABLE_PPROF=true is ignored: there is no pprof endpoint\""], log
 
 
 def test_bad_env_value_names_the_variable(tmp_path):
@@ -405,8 +424,13 @@ def test_version_and_help(tmp_path):
     assert (result.returncode, result.stdout) == (0, f"dcgm-collector {__version__}\n")
     result = run_cli(tmp_path, "-h")
     assert result.returncode == 0
-    for title in ("collection:", "connection to DCGM:", "devices:", "window aggregates", "simulator:", "web:"):
+    for title in ("collection:", "source of the readings (", "devices:", "window aggregates", "web:"):
         assert title in result.stdout
+    assert "simulator:" not in result.stdout and "connection to DCGM:" not in result.stdout
+    # the flags that choose the source stand together in their group, and nowhere else
+    source_group = result.stdout.split("\nsource of the readings (", 1)[1].split("\n\n", 1)[0]
+    flags = re.findall(r"^  (-\S+)", source_group, re.MULTILINE)
+    assert flags == ["-r", "--dcgm-lib", "--dcgm", "--sim", "--nvml"], source_group
     for env in ("DCGM_EXPORTER_INTERVAL", "DCGM_COLLECTOR_WINDOW", "DCGM_REMOTE_HOSTENGINE_INFO"):
         assert env in result.stdout
     assert "check-counters" in result.stdout and "not implemented yet" in result.stdout
@@ -549,8 +573,8 @@ def test_start_up_says_what_it_runs_on(tmp_path):
         log = c.log()
     messages = [json.loads(f'"{m}"') for m in re.findall(r'msg="((?:[^"\\]|\\.)*)"', log)]
     library = str(engine.library_path())
-    assert f"dcgm-collector {__version__}; DCGM library {library} (dcgm-collector's simulated engine, " \
-           "version 4.6.0)" in messages
+    first = f"dcgm-collector {__version__}; DCGM library {library} (dcgm-collector's simulated engine, version 4.6.0)"
+    assert messages[messages.index(first) + 1] == "source: sim, chosen by --sim 3"
     assert "embedded DCGM: GPUs 0-2 (3 x NVIDIA H100 80GB HBM3)" in messages
     # temperature, power and the clock event reasons DCGM_EXP_CLOCK_EVENTS_COUNT reads, on 3 GPUs; window
     # families: power's _min from its own column, both gauges' _max from --aggregations

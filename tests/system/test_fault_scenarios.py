@@ -28,7 +28,7 @@ LOST_AT_S = 1.0     # node time at which the lost GPU falls off the bus
 STALE_AFTER_S = 5.0   # exposition.MIN_STALE_AFTER_S: -c 200 makes 3 intervals less than that
 
 LOST_SCENARIO = lost_gpu_scenario(LOST_AT_S)
-LOST_GPU_1 = "OK; lost GPU 1 (its series stop)"   # /health while the other GPUs stay fresh
+LOST_GPU_1 = "OK; lost GPU 1 (its series stop)"   # /health's first line while the other GPUs stay fresh
 
 # Two overlapping bursts on GPU 0 (XID 31 ends last, at 1.6 + 29 * 0.01 = 1.89 s),
 # one on GPU 1; GPU 2 stays clean.
@@ -127,7 +127,8 @@ def test_a_lost_gpu_drops_out_at_its_first_blank_sample_while_the_others_stay_fr
         while "1" in temps(text := collector.metrics()):
             assert set(temps(text)) == {"0", "1", "2"}
             assert fresh(text), "a lost GPU must not make the target stale"
-            assert collector.get("/health") in ((200, "OK"), (200, LOST_GPU_1))
+            assert collector.get("/health") in ((200, "OK\nsource: sim, chosen by --sim lost.toml"),
+                                                (200, f"{LOST_GPU_1}\nsource: sim, chosen by --sim lost.toml"))
             assert time.monotonic() - seen_lost < STALE_AFTER_S + 3, "GPU 1 never dropped out"
             time.sleep(0.2)
         gone_after = time.monotonic() - seen_lost
@@ -144,7 +145,8 @@ def test_a_lost_gpu_drops_out_at_its_first_blank_sample_while_the_others_stay_fr
         # every GPU reporting; a lost GPU shows as its missing series, its XID 79 and a note on /health
         assert fresh(text) and value(text, "dcgm_collector_up") == 1
         # the sampler asks GPU statuses in its once-a-second housekeeping, when blanks went up
-        wait_for(lambda: collector.get("/health") == (200, LOST_GPU_1), what="/health naming GPU 1",
+        wait_for(lambda: collector.get("/health") == (200, f"{LOST_GPU_1}\nsource: sim, chosen by --sim lost.toml"),
+                 what="/health naming GPU 1",
                  log=collector.log)
         # and sampling goes on for the others (read again: the loss and the XID can land in one tick)
         text = collector.metrics()
@@ -177,7 +179,7 @@ def test_an_xid_storm_is_counted_exactly_and_the_last_code_is_kept(tmp_path):
         lines = [line for line in text.splitlines() if line.startswith("DCGM_EXP_XID_ERRORS_COUNT{")]
         assert 'gpu="2"' in lines[-1] and 'xid="' not in lines[-1] and lines[-1].endswith(" 0")
         assert all(f'window_size_in_ms="{window_ms}"' in line for line in lines)
-        assert fresh(text) and collector.get("/health") == (200, "OK")
+        assert fresh(text) and collector.get("/health") == (200, "OK\nsource: sim, chosen by --sim storm.toml")
         # once the window has slid past the storm the counts are gone; the last code is not
         text = wait_for(lambda: (t := collector.metrics()) and not xid_counts(t) and t,
                         timeout=window_ms / 1000 + 3, what="the window to pass the storm", log=collector.log)
@@ -244,7 +246,8 @@ def test_scrapes_stay_fast_while_the_hostengine_stalls(tmp_path, request_timeout
                         log=collector.log)
         assert time.monotonic() - resumed < 4.0
         assert value(text, "dcgm_collector_reconnects_total") == (0 if stall == "stale" else 1)
-        wait_for(lambda: collector.get("/health") == (200, "OK"), what="/health 200", log=collector.log)
+        wait_for(lambda: collector.get("/health") == (200, "OK\nsource: hostengine, chosen by -r"),
+                 what="/health 200", log=collector.log)
         assert "Traceback" not in collector.log()
     finally:
         if engine.proc.poll() is None:
@@ -295,7 +298,8 @@ def test_a_kill_during_a_large_read_is_seen_at_once_not_after_the_request_timeou
         assert value(text, "dcgm_collector_reconnects_total") == 1
         assert set(gpu_series(text)) == set(old)
         assert value(text, "dcgm_collector_samples_total") > samples_before
-        wait_for(lambda: collector.get("/health") == (200, "OK"), what="/health 200", log=collector.log)
+        wait_for(lambda: collector.get("/health") == (200, "OK\nsource: hostengine, chosen by -r"),
+                 what="/health 200", log=collector.log)
         print(f"\nkill during a blocked read noticed after {noticed_s * 1000:.0f} ms")
         assert "Traceback" not in collector.log()
     finally:

@@ -146,12 +146,23 @@ def gpu_series(text: str, name: str = "DCGM_FI_DEV_GPU_TEMP") -> dict[tuple[str,
 
 # ---- the issue's "done when" -----------------------------------------------------------------
 
+def connected_lines(address: str, gpus: str) -> re.Pattern:
+    """The log line of a (re)connection to the hostengine at ``address``: (re or None, series, MiB of rings)."""
+    return re.compile(rf'msg="127\.0\.0\.1: (re)?connected to the hostengine at {re.escape(address)}: '
+                      rf'{re.escape(gpus)}; (\d+) sampled series in (\d+\.\d) MiB of rings"')
+
+
 def test_sigkill_restart_fresh_again_with_the_same_threads_and_fds(tmp_path):
     engine = Hostengine(tmp_path, "2")
     collector = None
     try:
         collector = Collector(tmp_path, "-r", engine.address)
         wait_for(lambda: fresh(collector.metrics()), what="fresh samples", log=collector.log)
+        # the connection says what it samples (the start-up lines may come before it, with nothing yet)
+        figures = connected_lines(engine.address, "GPUs 0-1 (2 x NVIDIA H100 80GB HBM3)")
+        startup = [m.groups() for m in figures.finditer(collector.log())]
+        assert len(startup) == 1 and startup[0][0] is None, collector.log()
+        assert int(startup[0][1]) == 4 and float(startup[0][2]) > 0   # temperature and power on 2 GPUs
         time.sleep(0.5)
         threads, fds = collector.settled_counts()
         before = collector.metrics()
@@ -183,7 +194,10 @@ def test_sigkill_restart_fresh_again_with_the_same_threads_and_fds(tmp_path):
         assert reconnect_s < 5.0, f"fresh again {reconnect_s:.1f} s after the restart"
         assert value(text, "dcgm_collector_reconnects_total") == 1
         assert value(text, "dcgm_collector_samples_total") > samples_before
-        wait_for(lambda: collector.get("/health") == (200, "OK"), what="/health 200", log=collector.log)
+        # the same GPUs again: the same rings, restated once
+        assert [m.groups() for m in figures.finditer(collector.log())] == [startup[0], ("re", *startup[0][1:])]
+        wait_for(lambda: collector.get("/health") == (200, "OK\nsource: hostengine, chosen by -r"),
+                 what="/health 200", log=collector.log)
         time.sleep(0.5)
         assert collector.settled_counts() == (threads, fds)
         print(f"\nkill -> fresh: {time.monotonic() - killed_at:.2f} s; restart -> fresh: {reconnect_s:.2f} s; "
@@ -251,10 +265,21 @@ def test_an_unreachable_hostengine_at_start_is_not_fatal(tmp_path):
         assert body.startswith(f"cannot reach hostengine at 127.0.0.1:{port}: DCGM_ST_CONNECTION_NOT_VALID")
         text = collector.metrics()   # the collector's own metrics only
         assert value(text, "dcgm_collector_up") == 0 and not gpu_series(text)
-        assert "dcgm_collector_build_info{" in text
+        assert re.search(r'^dcgm_collector_build_info\{version="[^"]+",dcgm_library="[^"]+",source="hostengine",'
+                         r'source_reason="given"\} 1$', text, re.MULTILINE), text
+        # nothing was connected when the start-up lines were written: the connection restates the figures
+        log = collector.log()
+        assert re.search(r'msg="counters \S+: 2 rows, 0 sampled series, 0 window families over 15 s \(1 target not '
+                         r'up yet: counted when up\)"', log), log
+        assert re.search(r'msg="draining DCGM every 200 ms, DCGM sampling every 100 ms; 900 s of history in 0\.0 '
+                         r'MiB of rings \(1 target not up yet: counted when up\)"', log), log
         engine = Hostengine(tmp_path, "1", port=port)
         wait_for(lambda: fresh(collector.metrics()), what="connected", log=collector.log)
-        assert collector.get("/health") == (200, "OK")
+        connected = [m.groups() for m in connected_lines(engine.address, "GPU 0 (1 x NVIDIA H100 80GB HBM3)")
+                     .finditer(collector.log())]
+        assert len(connected) == 1 and connected[0][:2] == (None, "2"), collector.log()   # temperature, power
+        assert float(connected[0][2]) > 0
+        assert collector.get("/health") == (200, "OK\nsource: hostengine, chosen by -r")
         assert value(collector.metrics(), "dcgm_collector_reconnects_total") == 0
     finally:
         if engine is not None:

@@ -150,7 +150,7 @@ def test_many_concurrent_scrapers_on_8_gpus(tmp_path):
 
         # the collector kept sampling, is healthy, and the request threads are gone
         assert fresh(collector.metrics())
-        assert collector.get("/health") == (200, "OK")
+        assert collector.get("/health") == (200, f"OK\nsource: sim, chosen by --sim {GPUS}")
         wait_for(lambda: collector.settled_counts() == (threads_before, fds_before),
                  what="threads and fds back to where they were", log=collector.log)
         assert "Traceback" not in collector.log()

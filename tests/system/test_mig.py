@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
 from kubelet_standin import Container, KubeletStandIn, Pod
 from support import COLLECTOR, SERVING, http_get, launch, samples, stop_process, wait_for
+from test_cli import collector
 
 from dcgm_collector.collect.discovery import mig_instances
 
@@ -77,6 +79,9 @@ def test_mig_instances_served_with_their_labels_and_pods(tmp_path, open_node):
         kubelet.stop()
     startup = log.read_text()
     assert "MIG GPU instances 0-2 (GPU 0 GI 0 3g.71gb, GPU 0 GI 1 2g.35gb, GPU 0 GI 2 1g.18gb)" in startup
+    # each physical GPU counted once, by model, and the MIG one said to be read through its instances
+    assert ('msg="embedded DCGM: GPUs 0-1 (1 x NVIDIA H100 80GB HBM3, 1 x NVIDIA H200): GPU 1 whole, GPU 0 with '
+            'MIG through its 3 GPU instances"') in startup
     assert "Traceback" not in startup
 
     parsed = samples(text)
@@ -108,3 +113,19 @@ def test_mig_instances_served_with_their_labels_and_pods(tmp_path, open_node):
     # pods: the instances the kubelet lists, and the whole GPU; the other instance has none
     pods = {(labels["gpu"], labels.get("GPU_I_ID")): labels.get("pod") for labels, _ in fb_used}
     assert pods == {("0", "0"): None, ("0", "1"): "infer-0", ("0", "2"): "infer-1", ("1", None): "train-0"}
+
+
+@pytest.mark.parametrize(("devices", "line"), [
+    ("f", "GPUs 0-3 (3 x NVIDIA H100 80GB HBM3, 1 x NVIDIA H200): GPU 3 whole, GPUs 0-2 with MIG through their 12 "
+          "GPU instances"),
+    ("g", "GPUs 0-3 (3 x NVIDIA H100 80GB HBM3, 1 x NVIDIA H200)"),
+    ("i:0,2,16", "GPUs 0,2 (1 x NVIDIA H100 80GB HBM3, 1 x NVIDIA H200): GPUs 0,2 with MIG through their 3 GPU "
+                 "instances"),
+    ("g:3", "GPU 3 (1 x NVIDIA H100 80GB HBM3)"),
+])
+def test_the_start_up_line_counts_each_physical_gpu_once_and_says_which_are_read_through_mig(tmp_path, devices,
+                                                                                               line):
+    """The shipped mig scenario: H100s split 3g+2g+1g and into seven 1g, an H200 split 4g+3g, a whole H100."""
+    with collector(tmp_path, "--sim", "mig", "-a", "127.0.0.1:0", "-d", devices) as c:
+        log = c.log()
+    assert f'msg="embedded DCGM: {line}"' in log, log

@@ -19,6 +19,8 @@ import pytest
 from support import samples
 from test_cli import clean_env, collector, metrics_after_ticks
 
+from dcgm_collector import cli
+
 # the enabled rows of default-counters.csv and dcp-metrics-included.csv (the same rows in both)
 DEFAULT_ROWS = (
     ("DCGM_FI_DEV_SM_CLOCK", "gauge"), ("DCGM_FI_DEV_MEM_CLOCK", "gauge"), ("DCGM_FI_DEV_MEMORY_TEMP", "gauge"),
@@ -82,7 +84,7 @@ def row_lines(rows: tuple[tuple[str, str], ...]) -> dict[str, list[int]]:
 
 
 @pytest.mark.parametrize("file_name", list(FILES))
-def test_nvidia_file_loads_and_every_enabled_row_is_served(tmp_path: Path, file_name: str) -> None:
+def test_nvidia_file_loads_and_every_enabled_row_is_served(tmp_path: Path, file_name: str, capsys) -> None:
     rows, flags = FILES[file_name]
     counters = tmp_path / file_name
     counters.write_text(counters_text(rows))
@@ -120,3 +122,14 @@ def test_nvidia_file_loads_and_every_enabled_row_is_served(tmp_path: Path, file_
                      and ("nvlink_bandwidth" in name.lower() or "pcie_tx" in name or "pcie_rx" in name)]
     for name in dict.fromkeys(rate_counters):
         assert log.count(f"{counters}:{lines[name][0]}: {name} is typed counter") == 1, log
+    # check-counters says of the file what the collector's log says, line for line, and types the rows as served
+    assert cli.main(["check-counters", str(counters)]) == 0
+    checked = capsys.readouterr()
+    warnings = [line.removeprefix("dcgm-collector: warning: ") for line in checked.err.splitlines()]
+    assert len(warnings) == len(dict.fromkeys(rate_counters)) + len(repeated), checked.err
+    for warning in warnings:
+        assert log.count(f'msg="{warning}"') == 1, (warning, log)
+    for name in dict.fromkeys(rate_counters):
+        assert f"{counters}:{lines[name][0]}: {name} is typed counter, but DCGM's value is " in checked.err
+        table_row = next(row.split() for row in checked.out.splitlines() if f" {name} " in row)
+        assert table_row[2] == "gauge", table_row

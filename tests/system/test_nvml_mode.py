@@ -138,6 +138,9 @@ def test_nvml_mode_serves_the_nvml_readings_with_the_sim_labels(tmp_path):
                         what="every NVML row on 4 GPUs", log=collector.log)
         log = collector.log()
         assert f"the engine reading NVML ({Path(env['DCGM_ENGINE_NVML_LIB']).resolve()})" in log
+        assert "source: nvml, chosen by --nvml" in log
+        assert _source_seen(collector) == ("OK\nsource: nvml, chosen by --nvml",
+                                           {"source": "nvml", "source_reason": "given"})
         elapsed_s = time.monotonic() - started
         for name, key in SERVED.items():
             for gpu, (_, got) in by_gpu(text, name).items():
@@ -203,7 +206,7 @@ def test_a_lost_gpu_stops_while_the_others_stay_fresh(tmp_path):
         from support import http_get
 
         assert http_get(f"http://127.0.0.1:{collector.port}/health", timeout=5) == (
-            200, b"OK; lost GPU 1 (its series stop)")
+            200, b"OK; lost GPU 1 (its series stop)\nsource: nvml, chosen by --nvml")
         assert "Traceback" not in collector.log()
     finally:
         collector.end()
@@ -433,18 +436,18 @@ def test_no_libnvidia_ml_exits_1_with_one_line(tmp_path):
     assert len(lines) == 1 and str(tmp_path / "nowhere") in lines[0], done.stderr
 
 
-@pytest.mark.parametrize("other", [["--sim", "2"], ["--dcgm-lib", "/nonexistent/libdcgm.so.4"]])
-def test_nvml_with_another_library_is_a_one_line_usage_error(tmp_path, other):
-    done = run_once(["--nvml", *other, "-a", "127.0.0.1:0"], _env(), tmp_path)
-    assert done.returncode == 2, done
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "give --nvml, --sim or --dcgm-lib, not two" in lines[0], done.stderr
-
-
-def test_nvml_env_var_with_sim_is_refused_too(tmp_path):
-    done = run_once(["--sim", "2", "-a", "127.0.0.1:0"], _env(DCGM_COLLECTOR_NVML="true"), tmp_path)
-    assert done.returncode == 2, done
-    assert "give --nvml, --sim or --dcgm-lib, not two" in done.stderr
+@pytest.mark.parametrize(("flags", "env", "both"), [
+    (["--nvml", "--sim", "2"], {}, "--nvml and --sim"),
+    (["--nvml", "--dcgm-lib", "/nonexistent/libdcgm.so.4"], {}, "--nvml and --dcgm-lib"),
+    (["--nvml", "--dcgm"], {}, "--nvml and --dcgm"),
+    (["--nvml", "-r", "127.0.0.1:5555"], {}, "--nvml and -r"),
+    (["--sim", "2"], {"DCGM_COLLECTOR_NVML": "true"}, "DCGM_COLLECTOR_NVML=true and --sim"),
+    (["--sim", "2"], {"DCGM_COLLECTOR_DCGM": "true"}, "DCGM_COLLECTOR_DCGM=true and --sim"),
+])
+def test_two_sources_are_a_one_line_usage_error_naming_both(tmp_path, flags, env, both):
+    done = run_once([*flags, "-a", "127.0.0.1:0"], _env(**env), tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), done
+    assert done.stderr == f"dcgm-collector: error: {both} each choose where the readings come from: give one of them\n"
 
 
 # ---- no source named: DCGM when its library loads, else the driver's NVML --------------------------------------
@@ -466,6 +469,16 @@ def _linker_path_with(tmp_path: Path, *names: str) -> str:
     return str(folder)
 
 
+def _source_seen(collector: NvmlCollector) -> tuple[str, dict[str, str]]:
+    """The healthy /health body and the labels of dcgm_collector_build_info but its versions."""
+    from support import http_get
+
+    health = wait_for(lambda: (r := http_get(f"http://127.0.0.1:{collector.port}/health", timeout=5))[0] == 200
+                      and r[1].decode(), what="/health 200", log=collector.log)
+    [labels] = [labels for name, labels, _ in samples(collector.metrics()) if name == "dcgm_collector_build_info"]
+    return health, {k: v for k, v in labels.items() if k not in ("version", "dcgm_library")}
+
+
 @pytest.mark.skipif(_dcgm_on_the_linker_path(), reason="a real libdcgm.so.4 is installed: DCGM would be chosen")
 def test_a_node_with_only_the_driver_is_read_through_nvml_with_no_flag(tmp_path):
     """No --nvml, no --sim: libdcgm.so.4 is nowhere, libnvidia-ml.so.1 loads, so the collector reads NVML."""
@@ -479,7 +492,10 @@ def test_a_node_with_only_the_driver_is_read_through_nvml_with_no_flag(tmp_path)
         log = collector.log()
         assert "no libdcgm.so.4 found: reading the GPUs through the driver's NVML (libnvidia-ml.so.1)" in log
         assert "the engine reading NVML (" in log
-        assert "chosen because libdcgm.so.4 was not found and libnvidia-ml.so.1 loads" in log
+        assert "source: nvml, chosen because libdcgm.so.4 was not found and libnvidia-ml.so.1 loads" in log
+        assert _source_seen(collector) == (
+            "OK\nsource: nvml, chosen because libdcgm.so.4 was not found and libnvidia-ml.so.1 loads",
+            {"source": "nvml", "source_reason": "auto: no libdcgm, NVML loaded"})
     finally:
         collector.end()
 
@@ -496,8 +512,55 @@ def test_a_node_with_dcgm_is_read_through_dcgm_with_no_flag(tmp_path):
         # the dynamic linker found it through the link: the log names the file it resolves to
         assert "DCGM library " in log and "(dcgm-collector's simulated engine, version" in log
         assert "NVML" not in log
+        # the libdcgm.so.4 found is the package's simulator: what runs is the simulated GPUs
+        assert _source_seen(collector) == ("OK\nsource: sim, chosen because libdcgm.so.4 loads",
+                                           {"source": "sim", "source_reason": "auto: libdcgm loaded"})
     finally:
         collector.end()
+
+
+@pytest.mark.parametrize(("flag", "env"), [(["--dcgm"], {}), ([], {"DCGM_COLLECTOR_DCGM": "true"})])
+def test_dcgm_forced_reads_the_libdcgm_the_linker_finds(tmp_path, flag, env):
+    env = _env(DCGM_SIM_SCENARIO="2", LD_LIBRARY_PATH=_linker_path_with(tmp_path, "libdcgm.so.4"), **env)
+    collector = NvmlCollector(tmp_path, env, *flag)
+    try:
+        wait_for(lambda: len(by_gpu(collector.metrics(), "DCGM_FI_DEV_GPU_TEMP")) == 2,
+                 what="GPU temperatures of 2 GPUs", log=collector.log)
+        given = "--dcgm" if flag else "DCGM_COLLECTOR_DCGM=true"
+        assert _source_seen(collector) == (f"OK\nsource: sim, chosen by {given}",
+                                           {"source": "sim", "source_reason": "given"})
+    finally:
+        collector.end()
+
+
+def test_nvml_forced_reads_nvml_though_libdcgm_loads_too(tmp_path):
+    env = _env(DCGM_SIM_NVML_COSTS="off", DCGM_SIM_SCENARIO="2",
+               LD_LIBRARY_PATH=_linker_path_with(tmp_path, "libdcgm.so.4", "libnvidia-ml.so.1"))
+    collector = NvmlCollector(tmp_path, env, "--nvml")
+    try:
+        wait_for(lambda: len(by_gpu(collector.metrics(), "DCGM_FI_DEV_GPU_TEMP")) == 2,
+                 what="GPU temperatures of 2 GPUs", log=collector.log)
+        assert _source_seen(collector) == ("OK\nsource: nvml, chosen by --nvml",
+                                           {"source": "nvml", "source_reason": "given"})
+        assert "the engine reading NVML (" in collector.log()
+    finally:
+        collector.end()
+
+
+@pytest.mark.skipif(_dcgm_on_the_linker_path(), reason="a real libdcgm.so.4 is installed: DCGM would be chosen")
+@pytest.mark.parametrize(("flag", "env"), [(["--dcgm"], {}), ([], {"DCGM_COLLECTOR_DCGM": "1"})])
+def test_dcgm_forced_with_no_libdcgm_exits_1_and_never_falls_back_to_nvml(tmp_path, flag, env):
+    """libnvidia-ml.so.1 loads, but DCGM was asked for: the usual one line of the DCGM search, no NVML."""
+    env = _env(LD_LIBRARY_PATH=_linker_path_with(tmp_path, "libnvidia-ml.so.1"), **env)
+    done = run_once([*flag, "-a", "127.0.0.1:0"], env, tmp_path)
+    assert (done.returncode, done.stdout) == (1, ""), done
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("dcgm-collector: error: libdcgm.so.4 was not found; searched: the dynamic linker's "
+                               f"path (LD_LIBRARY_PATH='{tmp_path / 'lib'}', "), lines[0]
+    assert lines[0].endswith("; fix: install DCGM (package datacenter-gpu-manager-4), or give the library's path "
+                             "(--dcgm-lib PATH or DCGM_COLLECTOR_LIBDCGM=PATH), or use the simulator (--sim)")
+    assert "NVML" not in done.stderr and "libnvidia-ml" not in done.stderr
 
 
 @pytest.mark.skipif(_dcgm_on_the_linker_path(), reason="a real libdcgm.so.4 is installed: DCGM would be chosen")

@@ -186,6 +186,12 @@ def test_sigusr2_records_every_gpu_and_openmetrics_stays_valid(tmp_path):
             "Accept": "application/openmetrics-text; version=1.0.0"})
         with urllib.request.urlopen(request, timeout=5) as answer:
             openmetrics = answer.read().decode()
+        log = c.log()
+        landing = c.get("/")[1]
+    assert re.search(r"recordings?, \d+\.\d MiB of 1 GiB", landing), landing   # the landing page's bound too
+    # its bound on disk as people write it
+    assert (f'msg="flight recorder: {out}, 5 s before and 2 s after each XID, lost GPU, failed health check, SIGUSR2 '
+            'or POST /recorder; at most 1 GiB on disk"') in log, log
     side = sidecar(path)
     assert side["trigger"]["kind"] == "signal" and side["trigger"]["detail"] == "SIGUSR2"
     assert side["trigger"]["gpus"] == [0, 1] and [g["gpu"] for g in side["gpus"]] == [0, 1]
@@ -355,8 +361,9 @@ def test_a_full_disk_costs_one_error_line_and_no_partial_file(tmp_path):
             healed = c.get("/health")
     assert left == ["filler"]   # nothing half written
     # /health stays 200 (the GPUs are fine) but says which output fails, until a recording is written again
-    assert failing == (200, "OK; flight recorder: writing failed: No space left on device (1 failure)")
-    assert healed == (200, "OK")
+    assert failing == (200, "OK; flight recorder: writing failed: No space left on device (1 failure)\n"
+                            "source: sim, chosen by --sim 2")
+    assert healed == (200, "OK\nsource: sim, chosen by --sim 2")
     assert len(errors) == 1 and "flight recorder: cannot write recording-" in errors[0] \
         and "No space left on device" in errors[0], errors
     assert status == 200
@@ -469,7 +476,7 @@ def test_entries_it_cannot_remove_cost_a_failure_each_and_the_recorder_goes_on(t
     assert left == sorted([OLD, stuck.name, files[1], f"{files[1]}.json"]), left
     assert metric_value(metrics, "dcgm_collector_recorder_failures_total") == 2   # the immutable file, each time
     assert health == (200, f"OK; flight recorder: removing an old recording failed: {stuck.name}: Operation not "
-                           "permitted (1 failure)")
+                           "permitted (1 failure)\nsource: sim, chosen by --sim 2")
     errors = [line for line in log.splitlines() if "level=ERROR" in line]
     assert len(errors) == 1 and f"{stuck.name}: Operation not permitted" in errors[0], errors   # said once
     assert "Traceback" not in log

@@ -97,7 +97,7 @@ class Collector:
     """The collector process, sampling every 100 ms, with its log in a file."""
 
     def __init__(self, work: Path, *flags: str, scenario_text: str = SCENARIO) -> None:
-        scenario = work / "scenario.toml"
+        scenario = self.scenario = work / "scenario.toml"
         scenario.write_text(scenario_text)
         self.port = free_port()
         self.log_path = work / "collector.log"
@@ -550,8 +550,8 @@ def test_an_answer_that_never_ends_is_read_only_so_far(tmp_path, raw):
         requests = list(raw.requests)
         assert requests[2].series == requests[1].series and requests[2].status == 204   # the batch, sent again
         assert collector.self_metric("requests_failed_total", url=raw.url, code="network") == 1
-        too_long = [m for level, m in log_messages(collector.log()) if "bytes" in m]
-        assert len(too_long) == 1 and "the answer is over 65536 bytes" in too_long[0], too_long
+        too_long = [m for level, m in log_messages(collector.log()) if "the answer is" in m]
+        assert len(too_long) == 1 and "the answer is larger than 64 KiB" in too_long[0], too_long
         assert_every_sample_once(raw)
     finally:
         assert collector.end() == 0, collector.log()
@@ -589,10 +589,11 @@ def test_health_says_which_receiver_is_failing_until_it_recovers(tmp_path, raw):
         time.sleep(1.5)
         status, body = http_get(health)
         assert status == 200
-        assert re.fullmatch(rf"OK; remote write to {re.escape(raw.url)} failing for [1-9]\d* s: HTTP 503",
-                            body.decode()), body
+        assert re.fullmatch(rf"OK; remote write to {re.escape(raw.url)} failing for [1-9]\d* s: HTTP 503\n"
+                            rf"source: sim, chosen by --sim {re.escape(str(collector.scenario))}", body.decode()), body
         failing.clear()
-        wait_for(lambda: http_get(health) == (200, b"OK"), timeout=15, what="the note gone", log=collector.log)
+        wait_for(lambda: http_get(health)[1].decode() == f"OK\nsource: sim, chosen by --sim {collector.scenario}",
+                 timeout=15, what="the note gone", log=collector.log)
         assert_every_sample_once(raw)
     finally:
         assert collector.end() == 0, collector.log()
@@ -605,7 +606,8 @@ def test_a_failing_receiver_s_note_follows_a_lost_gpu_s(tmp_path, raw):
         body = wait_for(lambda: (b := http_get(f"{collector.url}/health")[1].decode()).startswith("OK; lost GPU 1")
                         and "remote write" in b and b, timeout=20, what="both notes", log=collector.log)
         assert re.fullmatch(rf"OK; lost GPU 1 \(its series stop\); remote write to {re.escape(raw.url)} failing for "
-                            rf"\d+ s: HTTP 503", body), body
+                            rf"\d+ s: HTTP 503\nsource: sim, chosen by --sim {re.escape(str(collector.scenario))}",
+                            body), body
     finally:
         assert collector.end() == 0, collector.log()
 

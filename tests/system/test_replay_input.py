@@ -107,7 +107,7 @@ def test_a_recording_or_sidecar_that_is_no_regular_file_or_too_large_is_refused_
         "trace.toml": "trace.toml: trace.toml:4: trace.csv: cannot open trace: not a regular file (a FIFO)",
         "folder.parquet": "folder.parquet: cannot read recording: not a regular file (a directory)",
         "zero.parquet": "zero.parquet: cannot read recording: not a regular file (a character device)",
-        "huge.parquet": "huge.parquet: cannot read recording: larger than 1024 MiB",
+        "huge.parquet": "huge.parquet: cannot read recording: larger than 1 GiB",
         "wide.parquet": "wide.parquet.json: cannot read the recording's sidecar: larger than 1 MiB",
     })
 

@@ -40,6 +40,18 @@ def test_remote_flag_makes_a_target_that_keeps_trying(monkeypatch):
     assert calls[0] == "node7:5555"
 
 
+def test_node_attribution_with_several_hostengines_is_one_warning_saying_it_is_ignored(tmp_path, caplog):
+    cases = ((["-k"], "-k is ignored"), (["--hpc-job-mapping-dir", str(tmp_path)], "--hpc-job-mapping-dir is ignored"),
+             (["-k", "--hpc-job-mapping-dir", str(tmp_path)], "-k and --hpc-job-mapping-dir are ignored"))
+    for flags, ignored in cases:
+        caplog.clear()
+        collector = app.Collector(parse_config(["-r", "node-a", "-r", "node-b", *flags], {}))
+        with caplog.at_level("WARNING"):
+            assert collector._start_attribution() is None
+        assert [r.getMessage() for r in caplog.records] == [
+            f"{ignored}: with several -r hostengines, this node's pods and jobs do not describe the others' GPUs"]
+
+
 def test_intervals_and_retention_reach_the_sampler(handle, tmp_path):
     counters_file = tmp_path / "c.csv"
     counters_file.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n")
@@ -103,6 +115,28 @@ def test_health_turns_503_while_metrics_cannot_be_rendered():
         exposition.broken = False   # a good render makes it healthy again
         assert http_get(f"{base}/metrics")[0] == 200
         assert http_get(f"{base}/health") == (200, b"OK")
+    finally:
+        server.stop()
+
+
+def test_health_names_the_source_on_a_line_of_its_own_healthy_or_not():
+    from dcgm_collector.sources import AUTO_NVML, Source
+
+    collector = app.Collector(parse_config(["-a", "127.0.0.1:0"], {"NODE_NAME": "node"}))
+    collector.source = Source("nvml", AUTO_NVML, "chosen because libdcgm.so.4 was not found and "
+                              "libnvidia-ml.so.1 loads")
+    server = MetricsServer("127.0.0.1:0", collector.metrics, collector.health)
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        source_line = b"source: nvml, chosen because libdcgm.so.4 was not found and libnvidia-ml.so.1 loads"
+        assert http_get(f"{base}/health") == (503, b"starting: no sampler yet\n" + source_line)
+        exposition = collector.exposition = _BrokenLabels()
+        collector.registry.register(exposition)
+        exposition.broken = False
+        assert http_get(f"{base}/health") == (200, b"OK\n" + source_line)
+        exposition.health = lambda: (True, "OK; lost GPU 1 (its series stop)")
+        assert http_get(f"{base}/health") == (200, b"OK; lost GPU 1 (its series stop)\n" + source_line)
     finally:
         server.stop()
 

@@ -119,6 +119,7 @@ FLAG_ENV_CASES = [
      "clock_events_count_window_ms", 400, 300),
     (["--sim", "2"], "DCGM_COLLECTOR_SIM", "mixed", "sim", "mixed", "2"),
     (["--nvml=false"], "DCGM_COLLECTOR_NVML", "true", "nvml", True, False),
+    (["--dcgm=false"], "DCGM_COLLECTOR_DCGM", "true", "dcgm", True, False),
     # the variable is left to dcgm.load_library, which reads it itself (and names it in its error)
     (["--dcgm-lib", "/x/libdcgm.so.4"], "DCGM_COLLECTOR_LIBDCGM", "/y", "dcgm_lib", None, "/x/libdcgm.so.4"),
     (["--window", "5"], "DCGM_COLLECTOR_WINDOW", "7.5", "window_s", 7.5, 5.0),
@@ -230,13 +231,51 @@ def test_bad_flag_values_are_one_line_usage_errors(argv, message, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--watch-interval", "300", "-c", "200"], "--watch-interval 300 ms must not be longer than"),
     (["--window", "100", "--retention", "50"], "--window 100 s is longer than --retention 50 s"),
-    (["--sim", "2", "--dcgm-lib", "/x"], "give --sim or --dcgm-lib, not both"),
     (["--recorder-dir", "/r", "--recorder-after", "700"],
      "--recorder-before 300 s + --recorder-after 700 s is longer than --retention 900 s"),
 ])
 def test_inconsistent_options(argv, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         parse_config(argv, {})
+
+
+CHOOSE_ONE = "each choose where the readings come from: give one of them"
+
+
+@pytest.mark.parametrize("argv, env, both", [
+    (["--nvml", "--dcgm"], {}, "--nvml and --dcgm"),
+    (["--nvml", "--sim", "2"], {}, "--nvml and --sim"),
+    (["--nvml", "--dcgm-lib", "/x"], {}, "--nvml and --dcgm-lib"),
+    (["--nvml", "-r", "node-a:5555"], {}, "--nvml and -r"),
+    (["--sim", "2"], {"DCGM_COLLECTOR_NVML": "true"}, "DCGM_COLLECTOR_NVML=true and --sim"),
+    ([], {"DCGM_COLLECTOR_NVML": "1", "DCGM_REMOTE_HOSTENGINE_INFO": "node-a"},
+     "DCGM_COLLECTOR_NVML=1 and DCGM_REMOTE_HOSTENGINE_INFO=node-a"),
+    (["--dcgm", "--sim", "mig"], {}, "--dcgm and --sim"),
+    (["--sim", "2"], {"DCGM_COLLECTOR_DCGM": "t"}, "DCGM_COLLECTOR_DCGM=t and --sim"),
+    (["--sim", "2", "--dcgm-lib", "/x"], {}, "--sim and --dcgm-lib"),
+])
+def test_two_sources_that_contradict_each_other_are_named_in_one_line(argv, env, both):
+    with pytest.raises(ConfigError) as info:
+        parse_config(argv, env)
+    assert str(info.value) == f"{both} {CHOOSE_ONE}"
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("argv, env, flag", [
+    ([], {}, None),
+    ([], {"DCGM_COLLECTOR_LIBDCGM": "/opt/dcgm"}, None),   # where libdcgm is, read by the binding itself
+    (["--nvml=false"], {"DCGM_COLLECTOR_NVML": "false"}, None),
+    (["--nvml"], {}, "--nvml"),
+    ([], {"DCGM_COLLECTOR_NVML": "true"}, "DCGM_COLLECTOR_NVML=true"),
+    (["--dcgm"], {}, "--dcgm"),
+    (["--dcgm", "--dcgm-lib", "/opt/dcgm"], {}, "--dcgm-lib /opt/dcgm"),
+    (["--sim", "xid-burst"], {}, "--sim xid-burst"),
+    (["-r", "node-a:5555", "--dcgm"], {}, "-r"),
+    ([], {"DCGM_REMOTE_HOSTENGINE_INFO": "node-a"}, "DCGM_REMOTE_HOSTENGINE_INFO"),
+    (["--sim", "2", "-r", "node-a"], {}, "-r"),   # the simulated libdcgm as a hostengine's client
+])
+def test_the_flag_that_chose_the_source_is_kept_as_given(argv, env, flag):
+    assert parse_config(argv, env).source_flag == flag
 
 
 def test_go_style_spellings():
@@ -250,15 +289,21 @@ def test_go_style_spellings():
 def test_unsupported_options_warn_or_refuse():
     env = {"DCGM_EXPORTER_ENABLE_PPROF": "true", "DCGM_EXPORTER_DUMP_DIRECTORY": "/tmp/dcgm-exporter-debug"}
     config = parse_config(["--kubernetes-enable-pod-uid", "--dump-enabled", "-s", "f"], env)
-    text = "\n".join(config.warnings)
-    assert "--kubernetes-enable-pod-uid is not supported yet" in text
-    assert "--dump-enabled is not supported yet" in text
-    assert "DCGM_EXPORTER_ENABLE_PPROF=true" in text
-    assert "switch-devices" not in text and "DUMP_DIRECTORY" not in text   # dcgm-exporter's defaults: nothing to warn
-    refused = ((["-m", "ns:cm"], {}), ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}))
-    for argv, env in refused:
-        with pytest.raises(ConfigError, match="is not supported yet"):
+    assert config.warnings == (
+        "--kubernetes-enable-pod-uid is ignored: the pod's UID is not attached yet; pod, namespace and container are "
+        "(with -k)",
+        "DCGM_EXPORTER_ENABLE_PPROF=true is ignored: there is no pprof endpoint",
+        "--dump-enabled is ignored: debug dumps are not written",
+    )
+    # -s f and DCGM_EXPORTER_DUMP_DIRECTORY at dcgm-exporter's defaults: nothing to warn about
+    refused = ((["-m", "ns:cm"], {}, "-m/--configmap-data cannot be used: counters are not read from a ConfigMap "
+                "yet; mount it as a file and give -f"),
+               ([], {"DCGM_EXPORTER_SYSTEMD_SOCKET": "1"}, "DCGM_EXPORTER_SYSTEMD_SOCKET=1 cannot be used: systemd "
+                "socket activation is not implemented yet; listen with -a instead"))
+    for argv, env, message in refused:
+        with pytest.raises(ConfigError) as info:
             parse_config(argv, env)
+        assert str(info.value) == message
     assert parse_config(["-o=false", "-m", "none"], {}).warnings == ()
 
 

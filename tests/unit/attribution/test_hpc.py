@@ -214,7 +214,8 @@ def test_too_many_jobs_are_capped(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="dcgm_collector.attribution.hpc"):
         jobs = HpcJobMapper(tmp_path).jobs_for(0)
     assert jobs == [f"job{i}" for i in range(MAX_JOBS_PER_GPU)]
-    assert any("more than" in r.getMessage() for r in caplog.records)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"HPC job mapping file {tmp_path / '0'} lists more than 64 jobs (or is larger than 64 KiB); using the first 64"]
 
 
 def test_refresh_zero_checks_every_call(tmp_path):

@@ -589,6 +589,23 @@ def test_scrapes_between_two_ticks_reuse_the_families_text(monkeypatch):
     assert renders == [False, True, False, False]
 
 
+def test_build_info_names_the_source_and_why_when_it_is_known():
+    from types import SimpleNamespace
+
+    from dcgm_collector.expose.multi import MultiExposition
+    from dcgm_collector.series.stats import SamplerStats
+
+    target = SimpleNamespace(name="a", remote=False, stats=SamplerStats(), reconnects=0, exposition=None,
+                             health=lambda now_s=None: (True, "OK"))
+    known = MultiExposition([target], version="test", library_version="4.6.0", source="nvml",
+                            source_reason="auto: no libdcgm, NVML loaded").render().decode()
+    assert ('dcgm_collector_build_info{version="test",dcgm_library="4.6.0",source="nvml",'
+            'source_reason="auto: no libdcgm, NVML loaded"} 1\n') in known
+    assert "source is dcgm (NVIDIA DCGM embedded), hostengine (nv-hostengines, -r), nvml" in known   # the HELP
+    unknown = MultiExposition([target], version="test", library_version="4.6.0").render().decode()
+    assert 'dcgm_collector_build_info{version="test",dcgm_library="4.6.0"} 1\n' in unknown
+
+
 def test_a_scrape_makes_no_call_into_libdcgm(golden_run):
     """Rendering reads the rings: the loader's count of calls into the library does not move."""
     from types import SimpleNamespace

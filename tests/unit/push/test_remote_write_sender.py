@@ -263,7 +263,7 @@ def test_each_kind_of_failed_answer_is_logged_once(messages, caplog):
     assert writer.failed == {"network": 3}
     logged = [r.getMessage() for r in caplog.records]
     assert len(logged) == 2, logged
-    assert "BadStatusLine" in logged[0] and "AnswerTooLong: the answer is over 65536 bytes" in logged[1]
+    assert "BadStatusLine" in logged[0] and "AnswerTooLong: the answer is larger than 64 KiB" in logged[1]
 
 
 @pytest.mark.parametrize("reply", [
