@@ -173,6 +173,10 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None,
         values["collectors"] = default_counters_path()
     _check_remote_write(values)
     names = target_names(remotes, environ)
+    if values["kubernetes"] and len(names) == 1:
+        # as dcgm-exporter under --kubernetes: the node's name, not the hostengine's (a node-local Service
+        # such as the GPU Operator's nvidia-dcgm would otherwise label every node's series alike)
+        names = [environ.get("NODE_NAME") or socket.gethostname()]
     values["hostname"] = None if values["no_hostname"] else (names[0] if names else hostname_label(None, environ))
     for name in (values["hostname"], *names):
         _check_label_text(name, environ)

@@ -61,7 +61,7 @@ GROUPS = {
     "window": "window aggregates (beside the last value dcgm-exporter serves)",
     "attribution": "Kubernetes and HPC job attribution",
     "web": "web",
-    "remote_write": "Prometheus remote write (every sample, pushed; see README)",
+    "remote_write": "Prometheus remote write (every sample, pushed; see docs/remote-write.md)",
     "recorder": "flight recorder (writes the samples around an XID, a lost GPU or a failed health check)",
     "logging": "logging",
 }

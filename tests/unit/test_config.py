@@ -449,3 +449,12 @@ def test_bad_remote_write_flags_are_one_line_usage_errors(argv, message, capsys)
 def test_remote_write_flags_that_do_not_go_together(argv, message):
     with pytest.raises(ConfigError, match="^" + re.escape(message) + "$"):
         parse_config(["--remote-write-url", "http://a/w", *argv], {})
+
+
+def test_under_kubernetes_a_hostengine_s_series_carry_the_node_s_name():
+    # the GPU Operator's nvidia-dcgm Service is node-local: its name would label every node's series alike
+    env = {"NODE_NAME": "gpu-node-7"}
+    config = parse_config(["-k", "-r", "nvidia-dcgm.gpu-operator.svc:5555"], env)
+    assert (config.hostname, config.target_names) == ("gpu-node-7", ("gpu-node-7",))
+    assert parse_config(["-r", "nvidia-dcgm.gpu-operator.svc:5555"], env).hostname == "nvidia-dcgm.gpu-operator.svc"
+    assert parse_config(["-k", "-r", "h:5555"], {}).hostname == socket.gethostname()
