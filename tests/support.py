@@ -266,3 +266,19 @@ def write_recording(path: Path, rows: list[tuple], sidecar: dict[str, Any] | Non
     if sidecar is not None:
         path.with_name(path.name + RECORDING_SIDECAR_SUFFIX).write_text(json.dumps(sidecar))
     return path
+
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def copy_checkout(destination: Path) -> Path:
+    """The checkout's tracked and unignored files, as a fresh clone with the reader's edits has them."""
+    listed = subprocess.run(["git", "-C", str(CHECKOUT), "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], capture_output=True, check=True, timeout=60)
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = CHECKOUT / name
+        if source.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return destination

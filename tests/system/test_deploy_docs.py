@@ -47,6 +47,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import copy_checkout
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "deploying.md"
@@ -62,17 +63,6 @@ def _blocks() -> list[tuple[int, str]]:
     text = DOC.read_text()
     return [(text.count("\n", 0, m.start()) + 2, m.group(1))
             for m in re.finditer(r"^```sh\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)]
-
-
-def _checkout_copy(destination: Path) -> None:
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
-                            capture_output=True, check=True, timeout=60).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():
-            target = destination / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
 
 
 def _environment(tmp: Path) -> dict[str, str]:
@@ -93,7 +83,7 @@ def _rerooted(block: str, root: Path) -> str:
 def results(tmp_path_factory) -> list[tuple[int, str, subprocess.CompletedProcess]]:
     tmp = tmp_path_factory.mktemp("deploy-docs")
     work = tmp / "checkout"
-    _checkout_copy(work)
+    copy_checkout(work)
     root = tmp / "root"
     for host_dir in ("etc/systemd/system", "etc/default", "opt"):   # as on any host
         (root / host_dir).mkdir(parents=True)
@@ -171,7 +161,7 @@ def _standin(environ: dict[str, str], command: str) -> subprocess.CompletedProce
     ("docker run --gpu all dcgm-collector:0.1.0", 2, "docker (stand-in): unknown flag '--gpu'"),
     ("docker run dcgm-collector:0.1.0", 1, "Unable to find image 'dcgm-collector:0.1.0'"),
     ("docker build -f deploy/docker/Dockerfile -t dcgm-collector:0.1.0 . && "
-     "docker run dcgm-collector:0.1.0 --nvml --sim 8", 1, "give --nvml, --sim or --dcgm-lib, not two"),
+     "docker run dcgm-collector:0.1.0 --nvml --sim 8", 1, "--nvml and --sim each choose where the readings come from: give one of them"),
     ("systemctl enable --now dcgm-collector", 1, "Unit dcgm-collector.service does not exist"),
     ("systemctl enabel dcgm-collector", 2, "systemctl (stand-in): unknown command 'enabel'"),
 ])

@@ -35,7 +35,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -45,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import copy_checkout
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -217,19 +217,6 @@ def run_block(block: Block, cwd: Path, logs: Path, wait_s: float = SERVER_WAIT_S
             os.killpg(server.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-
-
-def copy_checkout(destination: Path) -> Path:
-    """The checkout's tracked and unignored files, as a fresh clone with the reader's edits has them."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():
-            target = destination / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
-    return destination
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
@@ -151,70 +152,63 @@ def in_window(series: dict[tuple, list], low_ms: int, high_ms: int) -> dict[tupl
     return {labels: [s for s in values if low_ms <= s[0] <= high_ms] for labels, values in series.items()}
 
 
+class Receiver:
+    """A real remote-write receiver on a loopback port, restartable on the same data folder."""
+
+    def __init__(self, tmp_path: Path, name: str, launch: Callable[[int, IO[bytes]], subprocess.Popen],
+                 ready_path: str, stored: Callable[[str, str], dict[tuple, list[tuple[int, float]]]]):
+        self.tmp_path, self.name, self.launch = tmp_path, name, launch
+        self.ready_path, self._stored = ready_path, stored
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.write_url = f"{self.url}/api/v1/write"
+        self.proc: subprocess.Popen | None = None
+        self.logs: list[IO[bytes]] = []
+
+    def start(self) -> None:
+        log = open(self.tmp_path / f"{self.name}-{len(self.logs)}.log", "wb")  # noqa: SIM115 - closed in close()
+        self.logs.append(log)
+        self.proc = self.launch(self.port, log)
+        wait_until(f"{self.name} ready", lambda: http_get(f"{self.url}{self.ready_path}")[0] == 200, self.proc, 30)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+
+    def stored(self, selector: str) -> dict[tuple, list[tuple[int, float]]]:
+        """What the receiver holds for a selector: {labels: [(ts ms, value)]}."""
+        return self._stored(self.url, selector)
+
+    def close(self) -> None:
+        self.stop()
+        for log in self.logs:
+            log.close()
+
+
 @pytest.fixture
 def prometheus(tmp_path):
-    """Prometheus with its remote-write receiver on, restartable on the same data folder."""
+    """Prometheus with its remote-write receiver on."""
     config = tmp_path / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 15s\n")
-    port = free_port()
-    logs = []
 
-    class Server:
-        url = f"http://127.0.0.1:{port}"
-        write_url = f"{url}/api/v1/write"
-        proc: subprocess.Popen | None = None
+    def launch(port: int, log: IO[bytes]) -> subprocess.Popen:
+        return start_prometheus(config, tmp_path, port, log, "--web.enable-remote-write-receiver")
 
-        def start(self) -> None:
-            log = open(tmp_path / f"prometheus-{len(logs)}.log", "wb")  # noqa: SIM115 - closed below
-            logs.append(log)
-            self.proc = start_prometheus(config, tmp_path, port, log, "--web.enable-remote-write-receiver")
-            wait_until("prometheus ready", lambda: http_get(f"{self.url}/-/ready")[0] == 200, self.proc, 30)
-
-        def stop(self) -> None:
-            if self.proc is not None:
-                stop_process(self.proc)
-
-        def stored(self, selector: str) -> dict[tuple, list[tuple[int, float]]]:
-            return prometheus_samples(self.url, selector, time.time())
-
-    server = Server()
+    server = Receiver(tmp_path, "prometheus", launch, "/-/ready",
+                      lambda url, selector: prometheus_samples(url, selector, time.time()))
     server.start()
     yield server
-    server.stop()
-    for log in logs:
-        log.close()
+    server.close()
 
 
 @pytest.fixture
 def victoria_metrics(tmp_path):
-    """VictoriaMetrics (single node) on a loopback port, restartable on the same data folder."""
-    port = free_port()
-    logs = []
-
-    class Server:
-        url = f"http://127.0.0.1:{port}"
-        write_url = f"{url}/api/v1/write"
-        proc: subprocess.Popen | None = None
-
-        def start(self) -> None:
-            log = open(tmp_path / f"victoria-metrics-{len(logs)}.log", "wb")  # noqa: SIM115 - closed below
-            logs.append(log)
-            self.proc = start_victoria_metrics(tmp_path, port, log)
-            wait_until("victoria-metrics ready", lambda: http_get(f"{self.url}/health")[0] == 200, self.proc, 30)
-
-        def stop(self) -> None:
-            if self.proc is not None:
-                stop_process(self.proc)
-
-        def stored(self, selector: str) -> dict[tuple, list[tuple[int, float]]]:
-            return victoria_samples(self.url, selector)
-
-    server = Server()
+    """VictoriaMetrics (single node)."""
+    server = Receiver(tmp_path, "victoria-metrics", lambda port, log: start_victoria_metrics(tmp_path, port, log),
+                      "/health", victoria_samples)
     server.start()
     yield server
-    server.stop()
-    for log in logs:
-        log.close()
+    server.close()
 
 
 # the real receivers each end-to-end test runs against: a fixture name each
