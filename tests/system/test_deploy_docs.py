@@ -161,7 +161,8 @@ def _standin(environ: dict[str, str], command: str) -> subprocess.CompletedProce
     ("docker run --gpu all dcgm-collector:0.1.0", 2, "docker (stand-in): unknown flag '--gpu'"),
     ("docker run dcgm-collector:0.1.0", 1, "Unable to find image 'dcgm-collector:0.1.0'"),
     ("docker build -f deploy/docker/Dockerfile -t dcgm-collector:0.1.0 . && "
-     "docker run dcgm-collector:0.1.0 --nvml --sim 8", 1, "--nvml and --sim each choose where the readings come from: give one of them"),
+     "docker run dcgm-collector:0.1.0 --nvml --sim 8", 1,
+     "--nvml and --sim each choose where the readings come from: give one of them"),
     ("systemctl enable --now dcgm-collector", 1, "Unit dcgm-collector.service does not exist"),
     ("systemctl enabel dcgm-collector", 2, "systemctl (stand-in): unknown command 'enabel'"),
 ])
