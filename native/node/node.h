@@ -146,6 +146,28 @@ int sim_node_set_power_limit(sim_node *node, unsigned int gpu, int64_t from_us, 
  */
 int sim_node_slowdown_ns(sim_node *node, unsigned int gpu, int64_t t_rel_us, uint64_t reason, int64_t *ns);
 
+/*
+ * A process on a GPU at one instant, as the driver lists it: the scenario's
+ * [[process]] tables, or where a GPU has none, one synthetic process that
+ * runs its workload (none while the workload is idle).
+ */
+typedef struct sim_process_info {
+    unsigned int pid;
+    bool graphics;              /* else compute */
+    uint64_t fb_bytes;          /* framebuffer it holds */
+    unsigned int gpu_instance, compute_instance; /* 0xFFFFFFFF where MIG is off */
+    double sm_util, mem_util;   /* percent: its part of the GPU's utilisation readings */
+} sim_process_info;
+
+/*
+ * The processes alive on GPU gpu at t_rel_us, ascending by pid: writes at
+ * most max into out and returns how many there are in all (0 for no such
+ * GPU).  Their framebuffer adds up to the GPU's FB used (field 252, MiB) and
+ * their utilisation to its fields 203 and 204.  Not thread safe, as
+ * sim_node_sample.
+ */
+int sim_node_processes(sim_node *node, unsigned int gpu, int64_t t_rel_us, sim_process_info *out, int max);
+
 /* NvLink links the GPU's model has (0 on PCIe parts). */
 unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu);
 

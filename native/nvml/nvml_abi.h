@@ -417,6 +417,15 @@ typedef struct nvmlProcessInfo_v1_st {
     unsigned long long usedGpuMemory;
 } nvmlProcessInfo_v1_t;
 
+typedef struct nvmlProcessUtilizationSample_st {
+    unsigned int pid;
+    unsigned long long timeStamp;       /* CPU timestamp, us */
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 typedef struct nvmlViolationTime_st {
     unsigned long long referenceTime;   /* CPU timestamp, us */
     unsigned long long violationTime;   /* ns spent under the policy */

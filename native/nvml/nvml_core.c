@@ -132,6 +132,7 @@ static const struct {
     {"nvmlDeviceGetGraphicsRunningProcesses", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetGraphicsRunningProcesses_v2", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetGraphicsRunningProcesses_v3", NVML_FN_RUNNING_PROCESSES},
+    {"nvmlDeviceGetProcessUtilization", NVML_FN_PROCESS_UTILIZATION},
     {"nvmlDeviceGetViolationStatus", NVML_FN_VIOLATION_STATUS},
     {"nvmlDeviceGetP2PStatus", NVML_FN_P2P_STATUS},
     {"nvmlDeviceGetNvLinkState", NVML_FN_NVLINK_STATE},
@@ -175,6 +176,7 @@ static void costs_set_defaults(void)
     lib.costs[NVML_FN_MEMORY_INFO].spin_us = 5.1;
     lib.costs[NVML_FN_MEMORY_INFO_V2].spin_us = 8.0;
     lib.costs[NVML_FN_RUNNING_PROCESSES].spin_us = 8.5;
+    lib.costs[NVML_FN_PROCESS_UTILIZATION].spin_us = 2000.0;
     lib.costs[NVML_FN_REMAPPED_ROWS].spin_us = 3.0;
     lib.costs[NVML_FN_TOTAL_ENERGY_CONSUMPTION].spin_us = 3100.0;
     lib.costs[NVML_FN_VIOLATION_STATUS].spin_us = 720.0;
@@ -481,6 +483,19 @@ bool nvml_sample_at(unsigned int gpu, int64_t t_us, unsigned short dcgm_field, s
     int rc = sim_node_sample(lib.node, gpu, dcgm_field, t_us, out);
     pthread_mutex_unlock(&node_lock);
     return rc == DCGM_ST_OK && out->kind == SIM_VALUE_OK;
+}
+
+int nvml_processes_at(unsigned int gpu, int64_t t_us, sim_process_info *out, int max)
+{
+    pthread_mutex_lock(&node_lock);
+    int n = sim_node_processes(lib.node, gpu, t_us, out, max);
+    pthread_mutex_unlock(&node_lock);
+    return n;
+}
+
+int64_t nvml_wall_of(int64_t t_us)
+{
+    return lib.t0_wall_us + t_us;
 }
 
 bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, sim_value *out)

@@ -783,54 +783,6 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, uns
     return nvml_end(NVML_SUCCESS);
 }
 
-/* ---- processes ------------------------------------------------------------------------------------------ */
-
-/* The simulated node runs no real processes: every list is empty. */
-static nvmlReturn_t no_processes(nvmlDevice_t device, unsigned int *infoCount, const void *infos)
-{
-    BEGIN_DEVICE(NVML_FN_RUNNING_PROCESSES, device);
-    if (infoCount == NULL || (*infoCount > 0 && infos == NULL))
-        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    *infoCount = 0;
-    return nvml_end(NVML_SUCCESS);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
-                                                                 nvmlProcessInfo_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
-                                                                 nvmlProcessInfo_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
-                                                              nvmlProcessInfo_v1_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
-                                                                  nvmlProcessInfo_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
-                                                                  nvmlProcessInfo_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
-                                                               nvmlProcessInfo_v1_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
 /* ---- violation counters ------------------------------------------------------------------------------------ */
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType,

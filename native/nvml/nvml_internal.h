@@ -7,6 +7,7 @@
  *   nvml_fields.c   nvmlDeviceGetFieldValues and the cumulative counters
  *   nvml_pcie_link.c  the PCIe link-layer counters among the field values
  *   nvml_events.c   event sets (XIDs from the scenario) and GPM samples
+ *   nvml_processes.c  running processes and their utilisation samples
  *
  * Values come from the simulated node (native/node/, compiled into this
  * library; it sees only node.h): every getter asks sim_node_sample for the
@@ -93,6 +94,7 @@ typedef enum nvml_fn {
     NVML_FN_MIG_MODE,
     NVML_FN_MIG_DEVICE_QUERY,
     NVML_FN_RUNNING_PROCESSES,
+    NVML_FN_PROCESS_UTILIZATION,
     NVML_FN_VIOLATION_STATUS,
     NVML_FN_P2P_STATUS,
     NVML_FN_NVLINK_STATE,
@@ -141,6 +143,11 @@ NVML_HIDDEN bool nvml_slowdown_ns(const nvml_call *call, uint64_t reason, int64_
 NVML_HIDDEN bool nvml_set_power_limit(const nvml_call *call, double watts);
 NVML_HIDDEN int64_t nvml_sample_int(const nvml_call *call, unsigned short dcgm_field);
 NVML_HIDDEN double nvml_sample_double(const nvml_call *call, unsigned short dcgm_field);
+
+/* The node's processes on a GPU at t (sim_node_processes). */
+NVML_HIDDEN int nvml_processes_at(unsigned int gpu, int64_t t_us, sim_process_info *out, int max);
+/* CLOCK_REALTIME us of simulated time t_us: the timestamps NVML puts on samples. */
+NVML_HIDDEN int64_t nvml_wall_of(int64_t t_us);
 
 NVML_HIDDEN unsigned int nvml_gpu_count(void);
 NVML_HIDDEN nvmlDevice_t nvml_device_handle(unsigned int gpu);
