@@ -13,6 +13,7 @@
  *   replay.c       recorded traces played back as a workload
  *   node.c         the physics: every reading of a GPU at a time
  *   node_levels.c  the NvSwitches and Grace CPUs beyond the GPUs
+ *   processes.c    the processes running on each GPU
  *
  * The node knows nothing of watches, handles or NVML: it answers pure
  * functions of (scenario, seed, entity, field, time) and the settings made
