@@ -426,6 +426,27 @@ typedef struct nvmlProcessUtilizationSample_st {
     unsigned int decUtil;
 } nvmlProcessUtilizationSample_t;
 
+typedef struct nvmlProcessUtilizationInfo_v1_st {
+    unsigned long long timeStamp;       /* CPU timestamp, us */
+    unsigned int pid;
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+    unsigned int jpgUtil;
+    unsigned int ofaUtil;
+} nvmlProcessUtilizationInfo_v1_t;
+
+typedef struct nvmlProcessesUtilizationInfo_v1_st {
+    unsigned int version;               /* nvmlProcessesUtilizationInfo_v1 */
+    unsigned int processSamplesCount;   /* in: room in procUtilArray; out: samples */
+    unsigned long long lastSeenTimeStamp;
+    nvmlProcessUtilizationInfo_v1_t *procUtilArray;
+} nvmlProcessesUtilizationInfo_v1_t;
+
+typedef nvmlProcessesUtilizationInfo_v1_t nvmlProcessesUtilizationInfo_t;
+#define nvmlProcessesUtilizationInfo_v1 NVML_STRUCT_VERSION(sizeof(nvmlProcessesUtilizationInfo_v1_t), 1)
+
 typedef struct nvmlViolationTime_st {
     unsigned long long referenceTime;   /* CPU timestamp, us */
     unsigned long long violationTime;   /* ns spent under the policy */

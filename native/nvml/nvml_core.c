@@ -133,6 +133,7 @@ static const struct {
     {"nvmlDeviceGetGraphicsRunningProcesses_v2", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetGraphicsRunningProcesses_v3", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetProcessUtilization", NVML_FN_PROCESS_UTILIZATION},
+    {"nvmlDeviceGetProcessesUtilizationInfo", NVML_FN_PROCESS_UTILIZATION},
     {"nvmlDeviceGetViolationStatus", NVML_FN_VIOLATION_STATUS},
     {"nvmlDeviceGetP2PStatus", NVML_FN_P2P_STATUS},
     {"nvmlDeviceGetNvLinkState", NVML_FN_NVLINK_STATE},

@@ -10,10 +10,12 @@
  * MIG).  Handles are whole GPUs (MIG device handles are not simulated), so a
  * MIG GPU's list holds every instance's processes, each with its ids.
  *
- * Utilisation samples: the driver samples each process once per 200 ms
- * utilisation period and keeps about a second of them; a call returns those
- * stamped after lastSeenTimeStamp (CPU time in us; 0: all it keeps),
- * NOT_FOUND when there are none, and NOT_SUPPORTED on a MIG-enabled GPU.
+ * Utilisation samples (nvmlDeviceGetProcessUtilization, and the versioned
+ * nvmlDeviceGetProcessesUtilizationInfo): the driver samples each process
+ * once per 200 ms utilisation period and keeps about a second of them; a
+ * call returns those stamped after lastSeenTimeStamp (CPU time in us; 0: all
+ * it keeps), NOT_FOUND when there are none, INSUFFICIENT_SIZE with the count
+ * for a NULL or short array, and NOT_SUPPORTED on a MIG-enabled GPU.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +157,30 @@ static bool add_samples(unsigned int gpu, int64_t sample_us, nvmlProcessUtilizat
     return true;
 }
 
+/* The samples kept on the call's GPU stamped after last_seen (oldest first), in *out for the caller to free. */
+static nvmlReturn_t samples_after(const nvml_call *call, unsigned long long last_seen,
+                                  nvmlProcessUtilizationSample_t **out, unsigned int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (call->sim->mig_instances > 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    unsigned int cap = 0;
+    int64_t newest = call->t_us / PROC_UTIL_PERIOD_US * PROC_UTIL_PERIOD_US;
+    for (int k = PROC_UTIL_KEPT - 1; k >= 0; k--) {
+        int64_t at = newest - k * PROC_UTIL_PERIOD_US;
+        if (at <= 0 || (unsigned long long)nvml_wall_of(at) <= last_seen)
+            continue;
+        if (!add_samples(call->gpu, at, out, n, &cap)) {
+            free(*out);
+            *out = NULL;
+            *n = 0;
+            return NVML_ERROR_MEMORY;
+        }
+    }
+    return *n == 0 ? NVML_ERROR_NOT_FOUND : NVML_SUCCESS;
+}
+
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                                          nvmlProcessUtilizationSample_t *utilization,
                                                          unsigned int *processSamplesCount,
@@ -163,28 +189,45 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
     BEGIN_DEVICE(NVML_FN_PROCESS_UTILIZATION, device);
     if (processSamplesCount == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    if (call.sim->mig_instances > 0)
-        return nvml_end(NVML_ERROR_NOT_SUPPORTED);
     nvmlProcessUtilizationSample_t *samples = NULL;
-    unsigned int n = 0, cap = 0;
-    int64_t newest = call.t_us / PROC_UTIL_PERIOD_US * PROC_UTIL_PERIOD_US;
-    for (int k = PROC_UTIL_KEPT - 1; k >= 0; k--) {
-        int64_t at = newest - k * PROC_UTIL_PERIOD_US;
-        if (at <= 0 || (unsigned long long)nvml_wall_of(at) <= lastSeenTimeStamp)
-            continue;
-        if (!add_samples(call.gpu, at, &samples, &n, &cap)) {
-            free(samples);
-            return nvml_end(NVML_ERROR_MEMORY);
-        }
-    }
-    nvmlReturn_t rc = NVML_SUCCESS;
-    if (n == 0)
-        rc = NVML_ERROR_NOT_FOUND;
-    else if (utilization == NULL || *processSamplesCount < n)
+    unsigned int n = 0;
+    nvmlReturn_t rc = samples_after(&call, lastSeenTimeStamp, &samples, &n);
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_MEMORY)
+        return nvml_end(rc);
+    if (rc == NVML_SUCCESS && (utilization == NULL || *processSamplesCount < n))
         rc = NVML_ERROR_INSUFFICIENT_SIZE;
-    else
+    else if (rc == NVML_SUCCESS)
         memcpy(utilization, samples, n * sizeof *samples);
     *processSamplesCount = n;
+    free(samples);
+    return nvml_end(rc);
+}
+
+/* The same samples in the versioned struct, with JPEG and OFA utilisation (0: the node models neither). */
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                               nvmlProcessesUtilizationInfo_t *info)
+{
+    BEGIN_DEVICE(NVML_FN_PROCESS_UTILIZATION, device);
+    if (info == NULL)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    if (info->version != nvmlProcessesUtilizationInfo_v1)
+        return nvml_end(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    nvmlProcessUtilizationSample_t *samples = NULL;
+    unsigned int n = 0;
+    nvmlReturn_t rc = samples_after(&call, info->lastSeenTimeStamp, &samples, &n);
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_MEMORY)
+        return nvml_end(rc);
+    if (rc == NVML_SUCCESS && (info->procUtilArray == NULL || info->processSamplesCount < n))
+        rc = NVML_ERROR_INSUFFICIENT_SIZE;
+    else if (rc == NVML_SUCCESS) {
+        for (unsigned int i = 0; i < n; i++) {
+            info->procUtilArray[i] = (nvmlProcessUtilizationInfo_v1_t){
+                .timeStamp = samples[i].timeStamp, .pid = samples[i].pid,
+                .smUtil = samples[i].smUtil, .memUtil = samples[i].memUtil,
+            };
+        }
+    }
+    info->processSamplesCount = n;
     free(samples);
     return nvml_end(rc);
 }

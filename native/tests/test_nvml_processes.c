@@ -3,7 +3,8 @@
  * lists and per-process utilisation, through dlopen as a client uses them:
  * the two-call size protocol, the v1 and v2 records, compute against
  * graphics, processes starting and stopping, a leak, churn, MIG ids, and
- * utilisation samples newer than lastSeenTimeStamp.  Expected values come
+ * utilisation samples newer than lastSeenTimeStamp (both the plain and the
+ * versioned call).  Expected values come
  * from the library's own device getters (memory info, utilisation rates),
  * which the processes must add up to.
  *
@@ -31,7 +32,8 @@
     X(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3, (nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *)) \
     X(nvmlReturn_t, nvmlDeviceGetGraphicsRunningProcesses_v3, (nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *)) \
     X(nvmlReturn_t, nvmlDeviceGetProcessUtilization,                                                            \
-      (nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long))
+      (nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long))                    \
+    X(nvmlReturn_t, nvmlDeviceGetProcessesUtilizationInfo, (nvmlDevice_t, nvmlProcessesUtilizationInfo_t *))
 
 #define DECLARE_POINTER(ret, name, args) static ret(*p_##name) args;
 NVML_TEST_FUNCTIONS(DECLARE_POINTER)
@@ -234,6 +236,24 @@ static void test_utilization_samples(void)
     CHECK(count == 0, "count %u with nothing newer", count);
     count = 32;
     CHECK_RC(p_nvmlDeviceGetProcessUtilization(d, s, NULL, 0), NVML_ERROR_INVALID_ARGUMENT);
+
+    /* the versioned call: the same samples, the same protocol */
+    nvmlProcessUtilizationInfo_v1_t info[32];
+    nvmlProcessesUtilizationInfo_t all = {.version = nvmlProcessesUtilizationInfo_v1};
+    CHECK_RC(p_nvmlDeviceGetProcessesUtilizationInfo(d, &all), NVML_ERROR_INSUFFICIENT_SIZE);
+    CHECK(all.processSamplesCount == 15, "%u samples", all.processSamplesCount);
+    all.procUtilArray = info;
+    all.processSamplesCount = 32;
+    all.lastSeenTimeStamp = newest - 1;
+    CHECK_RC(p_nvmlDeviceGetProcessesUtilizationInfo(d, &all), NVML_SUCCESS);
+    unsigned int sm_info = 0;
+    for (unsigned int i = 0; i < all.processSamplesCount; i++)
+        sm_info += info[i].smUtil;
+    CHECK(all.processSamplesCount == 3 && info[0].timeStamp == newest && sm_info == sm_newest,
+          "%u samples, SM %u against %u", all.processSamplesCount, sm_info, sm_newest);
+    all.version = 2;
+    CHECK_RC(p_nvmlDeviceGetProcessesUtilizationInfo(d, &all), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    CHECK_RC(p_nvmlDeviceGetProcessesUtilizationInfo(d, NULL), NVML_ERROR_INVALID_ARGUMENT);
     p_nvmlShutdown();
 }
 

@@ -48,8 +48,11 @@ for i in range(n.nvmlDeviceGetCount()):
     # the same calls again with lastSeen at the second newest and at the newest sample time
     if isinstance(gpu["samples"], list):
         times = sorted({s[1] for s in gpu["samples"]})
-        gpu["since"] = samples(h, times[-2]) if len(times) > 1 else None
         gpu["after_newest"] = samples(h, times[-1])
+        if len(times) > 1:
+            gpu["since"] = samples(h, times[-2])
+            gpu["info_since"] = [[s.pid, s.timeStamp, s.smUtil, s.memUtil]
+                                 for s in n.nvmlDeviceGetProcessesUtilizationInfo(h, times[-2])]
     out.append(gpu)
 n.nvmlShutdown()
 print(json.dumps(out))
@@ -115,6 +118,7 @@ def test_shares_split_the_load_and_samples_come_after_last_seen(tmp_path):
 
     assert sorted(s[0] for s in gpu["since"]) == [100, 200, 300] and {s[1] for s in gpu["since"]} == {times[-1]}
     assert gpu["after_newest"] == "Not Found"
+    assert gpu["info_since"] == gpu["since"]   # the versioned call gives the same samples
 
 
 def test_processes_start_stop_and_leave_the_gpu_idle(tmp_path):
