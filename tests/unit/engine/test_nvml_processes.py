@@ -59,9 +59,9 @@ print(json.dumps(out))
 """
 
 
-def _read(scenario: str, cwd) -> list[dict]:
+def _read(scenario: str, cwd, t_us: int = T_US) -> list[dict]:
     pytest.importorskip("pynvml")
-    env = dict(os.environ, DCGM_SIM_SCENARIO=scenario, DCGM_SIM_NVML_COSTS="off", DCGM_SIM_NVML_TIME_US=str(T_US))
+    env = dict(os.environ, DCGM_SIM_SCENARIO=scenario, DCGM_SIM_NVML_COSTS="off", DCGM_SIM_NVML_TIME_US=str(t_us))
     env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(engine.nvml_library_dir()),
                                                            os.environ.get("LD_LIBRARY_PATH")]))
     # cwd outside the checkout: the source folder has no compiled extension on sys.path
@@ -153,6 +153,19 @@ def test_the_default_node_runs_one_training_process_per_gpu_above_any_real_pid(t
         assert memory == gpu["used"]
         newest = max(s[1] for s in gpu["samples"])
         assert [s[2] for s in gpu["samples"] if s[1] == newest] == [gpu["util"]]
+
+
+def test_the_shipped_processes_scenario_runs_what_it_says(tmp_path):
+    scenario = str(engine.resolve_scenario("processes"))
+    trainers, churn = _read(scenario, tmp_path, t_us=60_000_000)
+    assert [p[:2] for p in trainers["compute"]] == [
+        [4300001, 1050673152], [4300002, 268435456 + 60 * 4194304], [4300003, 536870912]]
+    assert trainers["used"] == 1050673152 // 2**20 * 2**20 + 268435456 + 60 * 4194304 + 536870912
+    # five a second living two seconds: the ten started after 58 s, the one starting at 60 s included
+    assert [p[0] for p in churn["compute"]] == list(range(4400291, 4400301))
+    assert churn["used"] == 10 * 134217728
+    (after,) = _read(scenario, tmp_path, t_us=100_000_000)[:1]
+    assert [p[0] for p in after["compute"]] == [4300001, 4300002]
 
 
 @pytest.mark.parametrize(("text", "line", "message"), [
