@@ -405,6 +405,12 @@ typedef struct nvmlEventData_st {
     unsigned int computeInstanceId;
 } nvmlEventData_t;
 
+typedef struct nvmlBAR1Memory_st {
+    unsigned long long bar1Total;       /* bytes */
+    unsigned long long bar1Free;
+    unsigned long long bar1Used;
+} nvmlBAR1Memory_t;
+
 typedef struct nvmlProcessInfo_st {
     unsigned int pid;
     unsigned long long usedGpuMemory;

@@ -56,6 +56,7 @@ typedef enum nvml_fn {
     NVML_FN_VBIOS_VERSION,
     NVML_FN_MEMORY_INFO,
     NVML_FN_MEMORY_INFO_V2,
+    NVML_FN_BAR1_MEMORY,
     NVML_FN_UTILIZATION_RATES,
     NVML_FN_ENCODER_UTILIZATION,
     NVML_FN_DECODER_UTILIZATION,
@@ -114,6 +115,7 @@ typedef enum nvml_fn {
 /* A device handle points at one of these; index is the node's GPU index. */
 struct nvmlDevice_st {
     unsigned int index;
+    unsigned int mig_instance;  /* MIG device handles: the GPU instance (whole-GPU handles: 0, unused) */
 };
 
 /* What a device call has once it may go ahead. */
@@ -133,6 +135,17 @@ NVML_HIDDEN nvmlReturn_t nvml_begin_device(nvml_fn fn, nvmlDevice_t device, nvml
 /* The same for calls that take no device (the GPU fields of call are 0). */
 NVML_HIDDEN nvmlReturn_t nvml_begin(nvml_fn fn, nvml_call *call);
 NVML_HIDDEN nvmlReturn_t nvml_end(nvmlReturn_t rc);
+/*
+ * nvml_begin_device that also takes a MIG device handle (the few calls that
+ * answer for one: *instance is its GPU instance, and the call runs on its
+ * GPU), else *instance is NVML_SIM_WHOLE_GPU.  Every other call takes whole
+ * GPUs only and answers INVALID_ARGUMENT for a MIG device handle.
+ */
+#define NVML_SIM_WHOLE_GPU 0xFFFFFFFFu
+NVML_HIDDEN nvmlReturn_t nvml_begin_device_or_mig(nvml_fn fn, nvmlDevice_t device, nvml_call *call,
+                                                  unsigned int *instance);
+/* The MIG device handle of a GPU's instance (the caller checked both exist). */
+NVML_HIDDEN nvmlDevice_t nvml_mig_device_handle(unsigned int gpu, unsigned int instance);
 
 /* The node's value of a DCGM field for the call's GPU and time. */
 NVML_HIDDEN bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, sim_value *out);

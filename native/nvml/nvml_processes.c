@@ -7,15 +7,16 @@
  * NVML_ERROR_INSUFFICIENT_SIZE with the count needed; no processes is
  * SUCCESS with count 0.  The unversioned calls write the 16-byte v1 record,
  * _v2 and _v3 the 24-byte one with the MIG instance ids (0xFFFFFFFF without
- * MIG).  Handles are whole GPUs (MIG device handles are not simulated), so a
- * MIG GPU's list holds every instance's processes, each with its ids.
+ * MIG).  On a MIG GPU the whole GPU's handle lists every instance's
+ * processes, each with its ids, and a MIG device handle only its instance's.
  *
  * Utilisation samples (nvmlDeviceGetProcessUtilization, and the versioned
  * nvmlDeviceGetProcessesUtilizationInfo): the driver samples each process
  * once per 200 ms utilisation period and keeps about a second of them; a
  * call returns those stamped after lastSeenTimeStamp (CPU time in us; 0: all
  * it keeps), NOT_FOUND when there are none, INSUFFICIENT_SIZE with the count
- * for a NULL or short array, and NOT_SUPPORTED on a MIG-enabled GPU.
+ * for a NULL or short array, and NOT_SUPPORTED on a MIG-enabled GPU (either
+ * handle: the MIG device handle's call runs on its GPU).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +55,20 @@ static sim_process_info *processes_at(unsigned int gpu, int64_t t_us, int *n)
     return list;
 }
 
+/* Whether a process is in a list: of its type, and on a MIG device handle in its instance. */
+static bool listed(const sim_process_info *p, bool graphics, unsigned int instance)
+{
+    return p->graphics == graphics && (instance == NVML_SIM_WHOLE_GPU || p->gpu_instance == instance);
+}
+
 static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *infoCount, void *infos, bool graphics,
                                       bool with_instances)
 {
-    BEGIN_DEVICE(NVML_FN_RUNNING_PROCESSES, device);
+    unsigned int instance;
+    nvml_call call;
+    nvmlReturn_t begin_rc = nvml_begin_device_or_mig(NVML_FN_RUNNING_PROCESSES, device, &call, &instance);
+    if (begin_rc != NVML_SUCCESS)
+        return begin_rc;
     if (infoCount == NULL || (*infoCount > 0 && infos == NULL))
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     int n = 0;
@@ -66,7 +77,7 @@ static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *infoCou
         return nvml_end(NVML_ERROR_MEMORY);
     unsigned int wanted = 0;
     for (int i = 0; i < n; i++)
-        wanted += list[i].graphics == graphics;
+        wanted += listed(&list[i], graphics, instance);
     if (*infoCount < wanted) {
         *infoCount = wanted;
         free(list);
@@ -74,7 +85,7 @@ static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *infoCou
     }
     unsigned int k = 0;
     for (int i = 0; i < n; i++) {
-        if (list[i].graphics != graphics)
+        if (!listed(&list[i], graphics, instance))
             continue;
         if (with_instances) {
             ((nvmlProcessInfo_t *)infos)[k] = (nvmlProcessInfo_t){
@@ -186,7 +197,11 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                                          unsigned int *processSamplesCount,
                                                          unsigned long long lastSeenTimeStamp)
 {
-    BEGIN_DEVICE(NVML_FN_PROCESS_UTILIZATION, device);
+    unsigned int instance;
+    nvml_call call;
+    nvmlReturn_t begin_rc = nvml_begin_device_or_mig(NVML_FN_PROCESS_UTILIZATION, device, &call, &instance);
+    if (begin_rc != NVML_SUCCESS)
+        return begin_rc;
     if (processSamplesCount == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     nvmlProcessUtilizationSample_t *samples = NULL;
@@ -207,7 +222,11 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
                                                                nvmlProcessesUtilizationInfo_t *info)
 {
-    BEGIN_DEVICE(NVML_FN_PROCESS_UTILIZATION, device);
+    unsigned int instance;
+    nvml_call call;
+    nvmlReturn_t begin_rc = nvml_begin_device_or_mig(NVML_FN_PROCESS_UTILIZATION, device, &call, &instance);
+    if (begin_rc != NVML_SUCCESS)
+        return begin_rc;
     if (info == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
     if (info->version != nvmlProcessesUtilizationInfo_v1)

@@ -2,7 +2,8 @@
  * test_nvml_processes.c -- the simulated libnvidia-ml.so.1's running-process
  * lists and per-process utilisation, through dlopen as a client uses them:
  * the two-call size protocol, the v1 and v2 records, compute against
- * graphics, processes starting and stopping, a leak, churn, MIG ids, and
+ * graphics, processes starting and stopping, a leak, churn, MIG ids and
+ * MIG device handles, and
  * utilisation samples newer than lastSeenTimeStamp (both the plain and the
  * versioned call).  Expected values come
  * from the library's own device getters (memory info, utilisation rates),
@@ -33,7 +34,12 @@
     X(nvmlReturn_t, nvmlDeviceGetGraphicsRunningProcesses_v3, (nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *)) \
     X(nvmlReturn_t, nvmlDeviceGetProcessUtilization,                                                            \
       (nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long))                    \
-    X(nvmlReturn_t, nvmlDeviceGetProcessesUtilizationInfo, (nvmlDevice_t, nvmlProcessesUtilizationInfo_t *))
+    X(nvmlReturn_t, nvmlDeviceGetProcessesUtilizationInfo, (nvmlDevice_t, nvmlProcessesUtilizationInfo_t *))  \
+    X(nvmlReturn_t, nvmlDeviceGetMigDeviceHandleByIndex, (nvmlDevice_t, unsigned int, nvmlDevice_t *))         \
+    X(nvmlReturn_t, nvmlDeviceGetDeviceHandleFromMigDeviceHandle, (nvmlDevice_t, nvmlDevice_t *))              \
+    X(nvmlReturn_t, nvmlDeviceIsMigDeviceHandle, (nvmlDevice_t, unsigned int *))                               \
+    X(nvmlReturn_t, nvmlDeviceGetName, (nvmlDevice_t, char *, unsigned int))                                  \
+    X(nvmlReturn_t, nvmlDeviceGetBAR1MemoryInfo, (nvmlDevice_t, nvmlBAR1Memory_t *))
 
 #define DECLARE_POINTER(ret, name, args) static ret(*p_##name) args;
 NVML_TEST_FUNCTIONS(DECLARE_POINTER)
@@ -191,6 +197,37 @@ static void test_churn_and_mig(void)
     nvmlProcessUtilizationSample_t s[4];
     unsigned int count = 4;
     CHECK_RC(p_nvmlDeviceGetProcessUtilization(handle(3), s, &count, 0), NVML_ERROR_NOT_SUPPORTED);
+
+    /* a MIG device handle lists only its own instance's processes */
+    for (unsigned int k = 0; k < 2; k++) {
+        nvmlDevice_t mig = NULL, parent = NULL;
+        CHECK_RC(p_nvmlDeviceGetMigDeviceHandleByIndex(handle(3), k, &mig), NVML_SUCCESS);
+        unsigned int is_mig = 0;
+        CHECK_RC(p_nvmlDeviceIsMigDeviceHandle(mig, &is_mig), NVML_SUCCESS);
+        CHECK(is_mig == 1, "MIG device handle %u", k);
+        CHECK_RC(p_nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig, &parent), NVML_SUCCESS);
+        CHECK(parent == handle(3), "parent of instance %u", k);
+        n = compute_list(mig, list, 16);
+        CHECK(n == 1 && list[0].pid == 4000 + k && list[0].gpuInstanceId == k, "instance %u lists %u", k, n);
+        count = 4;
+        CHECK_RC(p_nvmlDeviceGetProcessUtilization(mig, s, &count, 0), NVML_ERROR_NOT_SUPPORTED);
+        char name[96];
+        CHECK_RC(p_nvmlDeviceGetName(mig, name, sizeof name), NVML_ERROR_INVALID_ARGUMENT);
+        /* BAR1 is the GPU's, through either handle */
+        nvmlBAR1Memory_t whole = {0}, part = {0};
+        CHECK_RC(p_nvmlDeviceGetBAR1MemoryInfo(handle(3), &whole), NVML_SUCCESS);
+        CHECK_RC(p_nvmlDeviceGetBAR1MemoryInfo(mig, &part), NVML_SUCCESS);
+        CHECK(whole.bar1Total > 0 && whole.bar1Total == whole.bar1Used + whole.bar1Free &&
+              memcmp(&whole, &part, sizeof whole) == 0, "BAR1 %llu = %llu + %llu", whole.bar1Total,
+              whole.bar1Used, whole.bar1Free);
+    }
+    nvmlDevice_t mig = NULL, parent = NULL;
+    unsigned int is_mig = 1;
+    CHECK_RC(p_nvmlDeviceGetMigDeviceHandleByIndex(handle(3), 2, &mig), NVML_ERROR_NOT_FOUND);
+    CHECK_RC(p_nvmlDeviceGetMigDeviceHandleByIndex(handle(0), 0, &mig), NVML_ERROR_NOT_FOUND);
+    CHECK_RC(p_nvmlDeviceIsMigDeviceHandle(handle(3), &is_mig), NVML_SUCCESS);
+    CHECK(is_mig == 0, "a whole GPU's handle is no MIG device handle");
+    CHECK_RC(p_nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle(3), &parent), NVML_ERROR_INVALID_ARGUMENT);
     p_nvmlShutdown();
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -53,6 +54,17 @@ for i in range(n.nvmlDeviceGetCount()):
             gpu["since"] = samples(h, times[-2])
             gpu["info_since"] = [[s.pid, s.timeStamp, s.smUtil, s.memUtil]
                                  for s in n.nvmlDeviceGetProcessesUtilizationInfo(h, times[-2])]
+    gpu["instances"] = []
+    try:
+        slots = n.nvmlDeviceGetMaxMigDeviceCount(h)
+    except n.NVMLError:
+        slots = 0
+    for k in range(slots):
+        try:
+            mig = n.nvmlDeviceGetMigDeviceHandleByIndex(h, k)
+        except n.NVMLError_NotFound:
+            continue
+        gpu["instances"].append([p.pid for p in n.nvmlDeviceGetComputeRunningProcesses(mig)])
     out.append(gpu)
 n.nvmlShutdown()
 print(json.dumps(out))
@@ -133,14 +145,29 @@ def test_processes_start_stop_and_leave_the_gpu_idle(tmp_path):
     assert leaking["compute"] == [[200, 1073741824 + 2 * 2**20, 0xFFFFFFFF, 0xFFFFFFFF]]
 
 
-def test_mig_lists_every_instance_on_the_parent_and_has_no_process_utilisation(tmp_path):
+def test_mig_lists_every_instance_on_the_parent_its_own_on_a_mig_handle_and_no_utilisation(tmp_path):
     scenario = _scenario(tmp_path, (
         '[[gpu]]\nmodel = "H100"\nmig_profiles = ["3g.40gb", "2g.20gb"]\n'
         '[[process]]\ngpu = 0\npid = 100\ngpu_instance = 0\nfb_bytes = 1048576\n'
         '[[process]]\ngpu = 0\npid = 101\ngpu_instance = 1\ncompute_instance = 0\nfb_bytes = 2097152\n'))
     (gpu,) = _read(scenario, tmp_path)
     assert gpu["compute"] == [[100, 1048576, 0, 0], [101, 2097152, 1, 0]]
+    assert gpu["instances"] == [[100], [101]]   # each MIG device handle lists its own instance's
     assert gpu["samples"] == "Not Supported" and gpu["util"] == "Not Supported"
+
+
+def test_nvitop_shows_the_processes_of_a_mig_node(tmp_path):
+    """nvitop walks the MIG device handles (their BAR1 included) and lists each GPU's process."""
+    nvitop = shutil.which("nvitop", path=os.path.dirname(sys.executable)) or shutil.which("nvitop")
+    assert nvitop is not None, "nvitop (in the test extra) is not installed"
+    env = dict(os.environ, DCGM_SIM_SCENARIO=str(engine.resolve_scenario("mig")), DCGM_SIM_NVML_COSTS="off")
+    env["LD_LIBRARY_PATH"] = str(engine.nvml_library_dir())
+    done = subprocess.run([nvitop, "--once", "--ascii"], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if " 42000" in line]
+    # the synthetic process of each MIG GPU runs in its first instance (GPU:instance), the whole H100 has none idle
+    assert [row[1:3] for row in rows] == [["0:0", "4200000"], ["1:0", "4200001"], ["2:0", "4200002"]], done.stdout
 
 
 def test_the_default_node_runs_one_training_process_per_gpu_above_any_real_pid(tmp_path):
