@@ -163,8 +163,9 @@ typedef struct sim_process_info {
 /*
  * The processes alive on GPU gpu at t_rel_us, ascending by pid: writes at
  * most max into out and returns how many there are in all (0 for no such
- * GPU).  Their framebuffer adds up to the GPU's FB used (field 252, MiB) and
- * their utilisation to its fields 203 and 204.  Not thread safe, as
+ * GPU).  Who is alive and what they hold are taken on the node's 100 ms grid,
+ * so that their framebuffer adds up to the GPU's FB used (field 252, MiB);
+ * their utilisation adds up to its fields 203 and 204 at t.  Not thread safe, as
  * sim_node_sample.
  */
 int sim_node_processes(sim_node *node, unsigned int gpu, int64_t t_rel_us, sim_process_info *out, int max);
