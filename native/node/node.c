@@ -20,7 +20,6 @@
 
 #include "node_internal.h"
 
-#define SIM_STEP_US 100000LL
 #define SIM_STEP_S 0.1
 #define SIM_CHECKPOINT_STEPS 3000
 /* Beyond this a catch-up from zero would take long; no real run gets here. */
@@ -132,6 +131,9 @@ static double node_utilization(const sim_node *node, unsigned int index, const s
                                int64_t t_us)
 {
     const sim_workload *w = &seg->workload;
+    /* a GPU whose scenario names its processes idles while none with load runs */
+    if (node->gpus[index].process_count > 0 && !sim_processes_busy(&node->gpus[index], t_us))
+        return 0.0;
     switch (w->kind) {
     case SIM_WL_IDLE:
     case SIM_WL_IDLE_CONTEXT:
@@ -633,6 +635,7 @@ void sim_node_free(sim_node *node)
         free(node->gpus[i].xids);
         free(node->gpus[i].cache.checkpoints);
         free(node->gpus[i].limit_changes);
+        free(node->gpus[i].processes);
     }
     for (size_t i = 0; i < node->trace_count; i++)
         sim_trace_free(node->traces[i]);
@@ -884,6 +887,8 @@ static int64_t node_fb_used_mib(const node_now *n)
     const sim_model *m = n->model;
     const sim_workload *w = &n->seg->workload;
     double usable = m->fb_total_mib - m->fb_reserved_mib;
+    if (n->gpu->process_count > 0) /* what its named processes hold, nothing besides */
+        return (int64_t)node_clamp(floor(sim_processes_fb_mib(n->gpu, n->t_us)), 0.0, floor(usable * 0.995));
     double used = usable * w->fb_used;
     if (used > 0)
         used *= 1.0 + 0.01 * n->gpu->fb_jitter;

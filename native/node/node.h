@@ -13,6 +13,7 @@
  *   replay.c       recorded traces played back as a workload
  *   node.c         the physics: every reading of a GPU at a time
  *   node_levels.c  the NvSwitches and Grace CPUs beyond the GPUs
+ *   processes.c    the processes running on each GPU
  *
  * The node knows nothing of watches, handles or NVML: it answers pure
  * functions of (scenario, seed, entity, field, time) and the settings made
@@ -145,6 +146,29 @@ int sim_node_set_power_limit(sim_node *node, unsigned int gpu, int64_t from_us, 
  * them.  DCGM_ST_BADPARAM for any other reason or no such GPU.
  */
 int sim_node_slowdown_ns(sim_node *node, unsigned int gpu, int64_t t_rel_us, uint64_t reason, int64_t *ns);
+
+/*
+ * A process on a GPU at one instant, as the driver lists it: the scenario's
+ * [[process]] tables, or where a GPU has none, one synthetic process that
+ * runs its workload (none while the workload is idle).
+ */
+typedef struct sim_process_info {
+    unsigned int pid;
+    bool graphics;              /* else compute */
+    uint64_t fb_bytes;          /* framebuffer it holds */
+    unsigned int gpu_instance, compute_instance; /* 0xFFFFFFFF where MIG is off */
+    double sm_util, mem_util;   /* percent: its part of the GPU's utilisation readings */
+} sim_process_info;
+
+/*
+ * The processes alive on GPU gpu at t_rel_us, ascending by pid: writes at
+ * most max into out and returns how many there are in all (0 for no such
+ * GPU).  Who is alive and what they hold are taken on the node's 100 ms grid,
+ * so that their framebuffer adds up to the GPU's FB used (field 252, MiB);
+ * their utilisation adds up to its fields 203 and 204 at t.  Not thread safe, as
+ * sim_node_sample.
+ */
+int sim_node_processes(sim_node *node, unsigned int gpu, int64_t t_rel_us, sim_process_info *out, int max);
 
 /* NvLink links the GPU's model has (0 on PCIe parts). */
 unsigned int sim_node_gpu_nvlinks(const sim_node *node, unsigned int gpu);

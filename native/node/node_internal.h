@@ -19,6 +19,8 @@
 
 #define NODE_HIDDEN __attribute__((visibility("hidden")))
 
+/* The node computes its state on a grid of 100 ms steps (node.c); readings hold over a step. */
+#define SIM_STEP_US 100000LL
 #define SIM_POWER_AVERAGE_STEPS 10  /* 1 s of 100 ms steps */
 #define SIM_DEFAULT_SEED 42ULL
 #define SIM_DRIVER_VERSION "550.54.15"
@@ -204,6 +206,40 @@ typedef struct sim_state_cache {
     size_t checkpoint_count, checkpoint_cap;
 } sim_state_cache;
 
+/* ---- processes on a GPU (processes.c) -------------------------------------- */
+
+/*
+ * The synthetic process that runs a GPU's workload where the scenario names
+ * none for it: it holds whatever the workload uses and all of its load.  Its
+ * pid is above Linux's largest possible pid (PID_MAX_LIMIT, 4194304 on 64-bit
+ * kernels), so a collector that looks it up in /proc never mistakes a real
+ * process on the machine for it; GPU g's is SIM_PROCESS_PID_BASE + g.
+ */
+#define SIM_PROCESS_PID_BASE 4200000u
+#define SIM_PROCESS_MAX_ALIVE 1024
+#define SIM_PROCESS_CHURN_PIDS 100000u /* a churn table's pids: its pid + k modulo this */  /* live instances of one churn table, and of a GPU's list */
+
+typedef struct sim_process {
+    unsigned int pid;           /* churn: the first instance's; instance k has pid + k % SIM_PROCESS_CHURN_PIDS */
+    bool graphics;
+    int64_t start_us, stop_us;  /* stop_us -1: runs on */
+    double fb_bytes;            /* at start */
+    double fb_growth_bytes_s;   /* a leak */
+    double sm_share, mem_share; /* weights of the GPU's utilisation among its live processes */
+    unsigned int gpu_instance, compute_instance; /* SIM_NO_MIG_ID where MIG is off */
+    double churn_per_s;         /* 0: one process; else new instances at this rate ... */
+    int64_t lifetime_us;        /* ... each living this long */
+} sim_process;
+
+#define SIM_NO_MIG_ID 0xFFFFFFFFu
+
+struct sim_gpu;
+
+/* Whether a GPU whose scenario names processes has any live one with load at t (its utilisation is 0 if not). */
+NODE_HIDDEN bool sim_processes_busy(const struct sim_gpu *gpu, int64_t t_us);
+/* The framebuffer (MiB) a GPU's named processes hold at t. */
+NODE_HIDDEN double sim_processes_fb_mib(const struct sim_gpu *gpu, int64_t t_us);
+
 /* ---- the node ------------------------------------------------------------- */
 
 /* A power limit set while the node runs (sim_node_set_power_limit). */
@@ -234,6 +270,8 @@ typedef struct sim_gpu {
     double fb_jitter;           /* -1..1, nudges framebuffer use per GPU */
     char uuid[64], serial[32], bus_id[32];
     sim_gpu_info info;          /* what sim_node_gpu_info answers, filled at load */
+    sim_process *processes;     /* the scenario's; none: one synthetic process runs the workload */
+    size_t process_count;
 
     sim_state_cache cache;
 } sim_gpu;

@@ -101,7 +101,18 @@ typedef struct scn_event_table {
     scn_workload_keys wl;
 } scn_event_table;
 
-typedef enum scn_section { SCN_TOP, SCN_GPU, SCN_EVENT } scn_section;
+/* [[process]]: one process on one GPU, or a churn of short-lived ones (processes.c). */
+typedef struct scn_process_table {
+    int line;
+    bool has_gpu, has_pid, has_stop, has_gi, has_ci, has_lifetime;
+    int64_t gpu, pid, gi, ci;
+    double start, stop, fb_bytes, fb_growth, sm_share, mem_share, churn, lifetime;
+    bool graphics;
+} scn_process_table;
+
+#define SCN_MAX_PROCESSES 256
+
+typedef enum scn_section { SCN_TOP, SCN_GPU, SCN_EVENT, SCN_PROCESS } scn_section;
 
 /* cores of a Grace CPU unless the scenario says (cpu_cores) */
 #define SCN_GRACE_CORES 72
@@ -123,6 +134,8 @@ typedef struct scn_parser {
     int gpu_total;
     scn_event_table *events;
     int event_count, event_cap;
+    scn_process_table *processes;
+    int process_count;
 } scn_parser;
 
 static int scn_fail(scn_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -609,6 +622,49 @@ static int scn_event_key(scn_parser *p, const char *key, const scn_value *v)
                        SCN_WORKLOAD_KEYS ")", key);
 }
 
+static int scn_process_key(scn_parser *p, const char *key, const scn_value *v)
+{
+    scn_process_table *t = &p->processes[p->process_count - 1];
+    int rc;
+    struct { const char *name; double *into; double lo, hi; } numbers[] = {
+        {"start", &t->start, 0.0, SCN_MAX_SECONDS}, {"stop", &t->stop, 0.0, SCN_MAX_SECONDS},
+        {"fb_bytes", &t->fb_bytes, 0.0, 1e15}, {"fb_growth", &t->fb_growth, 0.0, 1e13},
+        {"sm_share", &t->sm_share, 0.0, 1.0}, {"mem_share", &t->mem_share, 0.0, 1.0},
+        {"churn", &t->churn, 0.001, 10000.0}, {"lifetime", &t->lifetime, 0.001, SCN_MAX_SECONDS},
+    };
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        if (strcmp(key, numbers[i].name) != 0)
+            continue;
+        t->has_stop |= numbers[i].into == &t->stop;
+        t->has_lifetime |= numbers[i].into == &t->lifetime;
+        return scn_want_number(p, key, v, numbers[i].lo, numbers[i].hi, numbers[i].into);
+    }
+    struct { const char *name; int64_t *into; bool *has; int64_t lo, hi; } ints[] = {
+        {"gpu", &t->gpu, &t->has_gpu, 0, DCGM_MAX_NUM_DEVICES - 1},
+        {"pid", &t->pid, &t->has_pid, 1, 0xFFFFFFFELL},
+        {"gpu_instance", &t->gi, &t->has_gi, 0, SIM_MAX_MIG_INSTANCES - 1},
+        {"compute_instance", &t->ci, &t->has_ci, 0, SIM_MAX_MIG_INSTANCES - 1},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (strcmp(key, ints[i].name) != 0)
+            continue;
+        *ints[i].has = true;
+        return scn_want_int(p, key, v, ints[i].lo, ints[i].hi, ints[i].into);
+    }
+    if (strcmp(key, "name") == 0)
+        return scn_want_string(p, key, v);   /* the scenario's own note: NVML gives no names */
+    if (strcmp(key, "type") == 0) {
+        if ((rc = scn_want_string(p, key, v)) != DCGM_ST_OK)
+            return rc;
+        if (strcasecmp(v->str, "compute") != 0 && strcasecmp(v->str, "graphics") != 0)
+            return scn_fail(p, "unknown process type \"%s\" (known: compute, graphics)", v->str);
+        t->graphics = strcasecmp(v->str, "graphics") == 0;
+        return DCGM_ST_OK;
+    }
+    return scn_fail(p, "unknown key '%s' in [[process]] (known: gpu, pid, name, type, start, stop, fb_bytes, "
+                       "fb_growth, sm_share, mem_share, gpu_instance, compute_instance, churn, lifetime)", key);
+}
+
 static int scn_open_table(scn_parser *p, const char *name)
 {
     p->seen_count = 0;
@@ -640,13 +696,25 @@ static int scn_open_table(scn_parser *p, const char *name)
         p->section = SCN_EVENT;
         return DCGM_ST_OK;
     }
-    return scn_fail(p, "unknown table [[%s]] (known: [[gpu]], [[event]])", name);
+    if (strcmp(name, "process") == 0) {
+        if (p->process_count == SCN_MAX_PROCESSES)
+            return scn_fail(p, "too many [[process]] tables (at most %d)", SCN_MAX_PROCESSES);
+        if (p->processes == NULL && (p->processes = calloc(SCN_MAX_PROCESSES, sizeof *p->processes)) == NULL)
+            return scn_fail(p, "out of memory");
+        scn_process_table *t = &p->processes[p->process_count++];
+        memset(t, 0, sizeof *t);
+        t->line = p->line;
+        t->sm_share = t->mem_share = 1.0;
+        p->section = SCN_PROCESS;
+        return DCGM_ST_OK;
+    }
+    return scn_fail(p, "unknown table [[%s]] (known: [[gpu]], [[event]], [[process]])", name);
 }
 
 static int scn_header(scn_parser *p, const char *s)
 {
     if (s[1] != '[')
-        return scn_fail(p, "plain [tables] are not supported; use [[gpu]] or [[event]]");
+        return scn_fail(p, "plain [tables] are not supported; use [[gpu]], [[event]] or [[process]]");
     s = scn_skip_space(s + 2);
     char name[32];
     size_t n = 0;
@@ -658,7 +726,7 @@ static int scn_header(scn_parser *p, const char *s)
     name[n] = '\0';
     s = scn_skip_space(s);
     if (n == 0 || s[0] != ']' || s[1] != ']')
-        return scn_fail(p, "malformed table header (expected [[gpu]] or [[event]])");
+        return scn_fail(p, "malformed table header (expected [[gpu]], [[event]] or [[process]])");
     int rc = scn_expect_end(p, s + 2);
     return rc != DCGM_ST_OK ? rc : scn_open_table(p, name);
 }
@@ -703,6 +771,7 @@ static int scn_key_value(scn_parser *p, const char *s)
     switch (p->section) {
     case SCN_GPU: return scn_gpu_key(p, key, &v);
     case SCN_EVENT: return scn_event_key(p, key, &v);
+    case SCN_PROCESS: return scn_process_key(p, key, &v);
     default: return scn_top_key(p, key, &v);
     }
 }
@@ -832,6 +901,48 @@ static int scn_check_event(scn_parser *p, const scn_event_table *e)
     return scn_check_workload_keys(p, &e->wl, e->kind == SCN_EV_WORKLOAD);
 }
 
+/* The GPU table a GPU index falls in (the index must exist). */
+static const scn_gpu_table *scn_table_of_gpu(const scn_parser *p, int64_t gpu)
+{
+    int64_t first = 0;
+    for (int i = 0; i < p->gpu_tables; i++) {
+        if (gpu < first + p->gpus[i].count)
+            return &p->gpus[i];
+        first += p->gpus[i].count;
+    }
+    return NULL;
+}
+
+static int scn_check_process(scn_parser *p, const scn_process_table *t)
+{
+    p->line = t->line;
+    if (!t->has_gpu)
+        return scn_fail(p, "[[process]] needs 'gpu' (the index of the GPU it runs on)");
+    if (t->gpu >= p->gpu_total)
+        return scn_fail(p, "gpu %lld does not exist (the scenario has %d GPUs, numbered 0-%d)",
+                        (long long)t->gpu, p->gpu_total, p->gpu_total - 1);
+    if (t->has_stop && t->stop <= t->start)
+        return scn_fail(p, "stop (%g s) must come after start (%g s)", t->stop, t->start);
+    if ((t->churn > 0.0) != t->has_lifetime)
+        return scn_fail(p, "'churn' (processes started per second) and 'lifetime' (seconds each lives) "
+                           "go together");
+    if (t->churn * t->lifetime > SIM_PROCESS_MAX_ALIVE)
+        return scn_fail(p, "churn %g/s with lifetime %g s keeps %.0f processes alive (at most %d)", t->churn,
+                        t->lifetime, ceil(t->churn * t->lifetime), SIM_PROCESS_MAX_ALIVE);
+    const scn_gpu_table *g = scn_table_of_gpu(p, t->gpu);
+    int instances = g->mig_profile_count > 0 ? g->mig_profile_count : g->mig_instances;
+    if (instances == 0 && (t->has_gi || t->has_ci))
+        return scn_fail(p, "'gpu_instance' and 'compute_instance' need MIG on GPU %lld (mig_instances > 0)",
+                        (long long)t->gpu);
+    if (t->has_gi && t->gi >= instances)
+        return scn_fail(p, "gpu_instance %lld does not exist (GPU %lld has %d, numbered 0-%d)", (long long)t->gi,
+                        (long long)t->gpu, instances, instances - 1);
+    if (t->has_ci && t->ci != 0)
+        return scn_fail(p, "compute_instance %lld does not exist (each GPU instance has one, numbered 0)",
+                        (long long)t->ci);
+    return DCGM_ST_OK;
+}
+
 static int scn_check(scn_parser *p)
 {
     if (p->gpu_tables == 0) {
@@ -855,6 +966,11 @@ static int scn_check(scn_parser *p)
     }
     for (int i = 0; i < p->event_count; i++) {
         int rc = scn_check_event(p, &p->events[i]);
+        if (rc != DCGM_ST_OK)
+            return rc;
+    }
+    for (int i = 0; i < p->process_count; i++) {
+        int rc = scn_check_process(p, &p->processes[i]);
         if (rc != DCGM_ST_OK)
             return rc;
     }
@@ -1040,6 +1156,33 @@ static void scn_finish_gpu(sim_gpu *g)
     }
 }
 
+/* A table without 'pid' gets one above any real pid (SIM_PROCESS_PID_BASE), a churn's range its own. */
+static int scn_add_processes(const scn_parser *p, sim_node *node)
+{
+    for (int i = 0; i < p->process_count; i++) {
+        const scn_process_table *t = &p->processes[i];
+        sim_gpu *g = &node->gpus[t->gpu];
+        sim_process *grown = realloc(g->processes, (g->process_count + 1) * sizeof *grown);
+        if (grown == NULL)
+            return DCGM_ST_MEMORY;
+        g->processes = grown;
+        bool mig = g->mig_instances > 0;
+        g->processes[g->process_count++] = (sim_process){
+            .pid = t->has_pid ? (unsigned int)t->pid
+                              : SIM_PROCESS_PID_BASE + SIM_PROCESS_CHURN_PIDS * (unsigned int)(i + 1),
+            .graphics = t->graphics,
+            .start_us = llround(t->start * 1e6),
+            .stop_us = t->has_stop ? llround(t->stop * 1e6) : -1,
+            .fb_bytes = t->fb_bytes, .fb_growth_bytes_s = t->fb_growth,
+            .sm_share = t->sm_share, .mem_share = t->mem_share,
+            .gpu_instance = mig ? (unsigned int)t->gi : SIM_NO_MIG_ID,
+            .compute_instance = mig ? (unsigned int)t->ci : SIM_NO_MIG_ID,
+            .churn_per_s = t->churn, .lifetime_us = llround(t->lifetime * 1e6),
+        };
+    }
+    return DCGM_ST_OK;
+}
+
 static int scn_build(scn_parser *p, sim_node *node)
 {
     node->seed = p->has_seed ? p->seed : SIM_DEFAULT_SEED;
@@ -1072,7 +1215,7 @@ static int scn_build(scn_parser *p, sim_node *node)
     }
     for (unsigned int i = 0; i < node->gpu_count; i++)
         scn_finish_gpu(&node->gpus[i]);
-    return DCGM_ST_OK;
+    return scn_add_processes(p, node);
 }
 
 /* ---- specs ---------------------------------------------------------------- */
@@ -1144,6 +1287,7 @@ static int scn_file_spec(const char *path, sim_node *node, char *err, size_t err
     if (rc == DCGM_ST_MEMORY && err != NULL && errlen > 0)
         snprintf(err, errlen, "%s: out of memory building the node", path);
     free(p->events);
+    free(p->processes);
     free(p);
     return rc;
 }

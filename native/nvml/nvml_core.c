@@ -39,6 +39,7 @@ static struct {
     double field_costs[NVML_FI_MAX];
     bool denied[NVML_FN_COUNT];
     struct nvmlDevice_st devices[DCGM_MAX_NUM_DEVICES];
+    struct nvmlDevice_st mig_devices[DCGM_MAX_NUM_DEVICES][SIM_MAX_MIG_INSTANCES];
 } lib;
 
 static pthread_rwlock_t lib_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -78,6 +79,7 @@ static const struct {
     {"nvmlDeviceGetVbiosVersion", NVML_FN_VBIOS_VERSION},
     {"nvmlDeviceGetMemoryInfo", NVML_FN_MEMORY_INFO},
     {"nvmlDeviceGetMemoryInfo_v2", NVML_FN_MEMORY_INFO_V2},
+    {"nvmlDeviceGetBAR1MemoryInfo", NVML_FN_BAR1_MEMORY},
     {"nvmlDeviceGetUtilizationRates", NVML_FN_UTILIZATION_RATES},
     {"nvmlDeviceGetEncoderUtilization", NVML_FN_ENCODER_UTILIZATION},
     {"nvmlDeviceGetDecoderUtilization", NVML_FN_DECODER_UTILIZATION},
@@ -126,12 +128,16 @@ static const struct {
     {"nvmlDeviceGetMigMode", NVML_FN_MIG_MODE},
     {"nvmlDeviceIsMigDeviceHandle", NVML_FN_MIG_DEVICE_QUERY},
     {"nvmlDeviceGetMaxMigDeviceCount", NVML_FN_MIG_DEVICE_QUERY},
+    {"nvmlDeviceGetMigDeviceHandleByIndex", NVML_FN_MIG_DEVICE_QUERY},
+    {"nvmlDeviceGetDeviceHandleFromMigDeviceHandle", NVML_FN_MIG_DEVICE_QUERY},
     {"nvmlDeviceGetComputeRunningProcesses", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetComputeRunningProcesses_v2", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetComputeRunningProcesses_v3", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetGraphicsRunningProcesses", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetGraphicsRunningProcesses_v2", NVML_FN_RUNNING_PROCESSES},
     {"nvmlDeviceGetGraphicsRunningProcesses_v3", NVML_FN_RUNNING_PROCESSES},
+    {"nvmlDeviceGetProcessUtilization", NVML_FN_PROCESS_UTILIZATION},
+    {"nvmlDeviceGetProcessesUtilizationInfo", NVML_FN_PROCESS_UTILIZATION},
     {"nvmlDeviceGetViolationStatus", NVML_FN_VIOLATION_STATUS},
     {"nvmlDeviceGetP2PStatus", NVML_FN_P2P_STATUS},
     {"nvmlDeviceGetNvLinkState", NVML_FN_NVLINK_STATE},
@@ -175,6 +181,7 @@ static void costs_set_defaults(void)
     lib.costs[NVML_FN_MEMORY_INFO].spin_us = 5.1;
     lib.costs[NVML_FN_MEMORY_INFO_V2].spin_us = 8.0;
     lib.costs[NVML_FN_RUNNING_PROCESSES].spin_us = 8.5;
+    lib.costs[NVML_FN_PROCESS_UTILIZATION].spin_us = 2000.0;
     lib.costs[NVML_FN_REMAPPED_ROWS].spin_us = 3.0;
     lib.costs[NVML_FN_TOTAL_ENERGY_CONSUMPTION].spin_us = 3100.0;
     lib.costs[NVML_FN_VIOLATION_STATUS].spin_us = 720.0;
@@ -467,6 +474,41 @@ nvmlReturn_t nvml_begin_device(nvml_fn fn, nvmlDevice_t device, nvml_call *call)
     return NVML_SUCCESS;
 }
 
+/* Whether device is a MIG device handle this library gave out, and whose. */
+static bool mig_device_of(nvmlDevice_t device, unsigned int *gpu, unsigned int *instance)
+{
+    uintptr_t p = (uintptr_t)device, first = (uintptr_t)&lib.mig_devices[0][0];
+    if (device == NULL || p < first || p >= first + sizeof lib.mig_devices ||
+        (p - first) % sizeof lib.mig_devices[0][0] != 0)
+        return false;
+    const struct nvmlDevice_st *d = (const struct nvmlDevice_st *)device;
+    if (d->index >= nvml_gpu_count() || d->mig_instance >= sim_node_gpu_mig_instances(lib.node, d->index))
+        return false;
+    *gpu = d->index;
+    *instance = d->mig_instance;
+    return true;
+}
+
+nvmlReturn_t nvml_begin_device_or_mig(nvml_fn fn, nvmlDevice_t device, nvml_call *call, unsigned int *instance)
+{
+    unsigned int gpu = 0, mig = 0;
+    *instance = NVML_SIM_WHOLE_GPU;
+    pthread_rwlock_rdlock(&lib_lock);
+    bool is_mig = lib.refcount > 0 && mig_device_of(device, &gpu, &mig);
+    pthread_rwlock_unlock(&lib_lock);
+    if (!is_mig)
+        return nvml_begin_device(fn, device, call);
+    nvmlReturn_t rc = nvml_begin_device(fn, &lib.devices[gpu], call);
+    if (rc == NVML_SUCCESS)
+        *instance = mig;
+    return rc;
+}
+
+nvmlDevice_t nvml_mig_device_handle(unsigned int gpu, unsigned int instance)
+{
+    return &lib.mig_devices[gpu][instance];
+}
+
 nvmlReturn_t nvml_end(nvmlReturn_t rc)
 {
     pthread_rwlock_unlock(&lib_lock);
@@ -481,6 +523,19 @@ bool nvml_sample_at(unsigned int gpu, int64_t t_us, unsigned short dcgm_field, s
     int rc = sim_node_sample(lib.node, gpu, dcgm_field, t_us, out);
     pthread_mutex_unlock(&node_lock);
     return rc == DCGM_ST_OK && out->kind == SIM_VALUE_OK;
+}
+
+int nvml_processes_at(unsigned int gpu, int64_t t_us, sim_process_info *out, int max)
+{
+    pthread_mutex_lock(&node_lock);
+    int n = sim_node_processes(lib.node, gpu, t_us, out, max);
+    pthread_mutex_unlock(&node_lock);
+    return n;
+}
+
+int64_t nvml_wall_of(int64_t t_us)
+{
+    return lib.t0_wall_us + t_us;
 }
 
 bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, sim_value *out)
@@ -589,8 +644,11 @@ static nvmlReturn_t init_locked(void)
             warn("%s=%s is not a count of microseconds: the clock runs", NVML_SIM_TIME_ENV, frozen);
         }
     }
-    for (unsigned int i = 0; i < DCGM_MAX_NUM_DEVICES; i++)
+    for (unsigned int i = 0; i < DCGM_MAX_NUM_DEVICES; i++) {
         lib.devices[i].index = i;
+        for (unsigned int k = 0; k < SIM_MAX_MIG_INSTANCES; k++)
+            lib.mig_devices[i][k] = (struct nvmlDevice_st){.index = i, .mig_instance = k};
+    }
     nvml_counters_reset();
     lib.t0_wall_us = nvml_wall_us();
     lib.refcount = 1;

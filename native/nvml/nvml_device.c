@@ -235,6 +235,28 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
     return nvml_end(NVML_SUCCESS);
 }
 
+/* BAR1 (the GPU's PCIe aperture): fields 90, 92 and 93.  A MIG device handle reads its GPU's,
+ * as the engine's MIG instances read the GPU's value for fields they do not split. */
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t *bar1Memory)
+{
+    unsigned int instance;
+    nvml_call call;
+    nvmlReturn_t rc = nvml_begin_device_or_mig(NVML_FN_BAR1_MEMORY, device, &call, &instance);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (bar1Memory == NULL)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    long long total = 0, used = 0, free_mib = 0;
+    if ((rc = read_int(&call, DCGM_FI_DEV_BAR1_TOTAL, &total)) != NVML_SUCCESS ||
+        (rc = read_int(&call, DCGM_FI_DEV_BAR1_USED, &used)) != NVML_SUCCESS ||
+        (rc = read_int(&call, DCGM_FI_DEV_BAR1_FREE, &free_mib)) != NVML_SUCCESS)
+        return nvml_end(rc);
+    bar1Memory->bar1Total = (unsigned long long)total * MIB;
+    bar1Memory->bar1Used = (unsigned long long)used * MIB;
+    bar1Memory->bar1Free = (unsigned long long)free_mib * MIB;
+    return nvml_end(NVML_SUCCESS);
+}
+
 /* ---- utilisation ---------------------------------------------------------------------- */
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
@@ -761,13 +783,48 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int 
     return nvml_end(NVML_SUCCESS);
 }
 
-/* Handles given out are always whole GPUs: MIG device handles are not simulated yet. */
+/*
+ * MIG device handles: one per GPU instance of a MIG-enabled GPU.  The process
+ * lists and the handle queries below take them; every other getter takes
+ * whole GPUs only (INVALID_ARGUMENT for a MIG device handle).
+ */
 NVML_EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
 {
-    BEGIN_DEVICE(NVML_FN_MIG_DEVICE_QUERY, device);
+    unsigned int instance;
+    nvml_call call;
+    nvmlReturn_t rc = nvml_begin_device_or_mig(NVML_FN_MIG_DEVICE_QUERY, device, &call, &instance);
+    if (rc != NVML_SUCCESS)
+        return rc;
     if (isMigDevice == NULL)
         return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    *isMigDevice = 0;
+    *isMigDevice = instance != NVML_SIM_WHOLE_GPU;
+    return nvml_end(NVML_SUCCESS);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                             nvmlDevice_t *migDevice)
+{
+    BEGIN_DEVICE(NVML_FN_MIG_DEVICE_QUERY, device);
+    if (migDevice == NULL || index >= SIM_MAX_MIG_INSTANCES)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    if (!call.sim->mig_capable)
+        return nvml_end(NVML_ERROR_NOT_SUPPORTED);
+    if (index >= call.sim->mig_instances)
+        return nvml_end(NVML_ERROR_NOT_FOUND);
+    *migDevice = nvml_mig_device_handle(call.gpu, index);
+    return nvml_end(NVML_SUCCESS);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t *device)
+{
+    unsigned int instance;
+    nvml_call call;
+    nvmlReturn_t rc = nvml_begin_device_or_mig(NVML_FN_MIG_DEVICE_QUERY, migDevice, &call, &instance);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (device == NULL || instance == NVML_SIM_WHOLE_GPU)
+        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
+    *device = nvml_device_handle(call.gpu);
     return nvml_end(NVML_SUCCESS);
 }
 
@@ -781,54 +838,6 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, uns
     /* zero while MIG is off (recorded on an H200 with MIG disabled) */
     *count = mig_enabled(&call) ? SIM_MAX_MIG_INSTANCES : 0;
     return nvml_end(NVML_SUCCESS);
-}
-
-/* ---- processes ------------------------------------------------------------------------------------------ */
-
-/* The simulated node runs no real processes: every list is empty. */
-static nvmlReturn_t no_processes(nvmlDevice_t device, unsigned int *infoCount, const void *infos)
-{
-    BEGIN_DEVICE(NVML_FN_RUNNING_PROCESSES, device);
-    if (infoCount == NULL || (*infoCount > 0 && infos == NULL))
-        return nvml_end(NVML_ERROR_INVALID_ARGUMENT);
-    *infoCount = 0;
-    return nvml_end(NVML_SUCCESS);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
-                                                                 nvmlProcessInfo_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
-                                                                 nvmlProcessInfo_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
-                                                              nvmlProcessInfo_v1_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
-                                                                  nvmlProcessInfo_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
-                                                                  nvmlProcessInfo_t *infos)
-{
-    return no_processes(device, infoCount, infos);
-}
-
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
-                                                               nvmlProcessInfo_v1_t *infos)
-{
-    return no_processes(device, infoCount, infos);
 }
 
 /* ---- violation counters ------------------------------------------------------------------------------------ */

@@ -7,6 +7,7 @@
  *   nvml_fields.c   nvmlDeviceGetFieldValues and the cumulative counters
  *   nvml_pcie_link.c  the PCIe link-layer counters among the field values
  *   nvml_events.c   event sets (XIDs from the scenario) and GPM samples
+ *   nvml_processes.c  running processes and their utilisation samples
  *
  * Values come from the simulated node (native/node/, compiled into this
  * library; it sees only node.h): every getter asks sim_node_sample for the
@@ -55,6 +56,7 @@ typedef enum nvml_fn {
     NVML_FN_VBIOS_VERSION,
     NVML_FN_MEMORY_INFO,
     NVML_FN_MEMORY_INFO_V2,
+    NVML_FN_BAR1_MEMORY,
     NVML_FN_UTILIZATION_RATES,
     NVML_FN_ENCODER_UTILIZATION,
     NVML_FN_DECODER_UTILIZATION,
@@ -93,6 +95,7 @@ typedef enum nvml_fn {
     NVML_FN_MIG_MODE,
     NVML_FN_MIG_DEVICE_QUERY,
     NVML_FN_RUNNING_PROCESSES,
+    NVML_FN_PROCESS_UTILIZATION,
     NVML_FN_VIOLATION_STATUS,
     NVML_FN_P2P_STATUS,
     NVML_FN_NVLINK_STATE,
@@ -112,6 +115,7 @@ typedef enum nvml_fn {
 /* A device handle points at one of these; index is the node's GPU index. */
 struct nvmlDevice_st {
     unsigned int index;
+    unsigned int mig_instance;  /* MIG device handles: the GPU instance (whole-GPU handles: 0, unused) */
 };
 
 /* What a device call has once it may go ahead. */
@@ -131,6 +135,17 @@ NVML_HIDDEN nvmlReturn_t nvml_begin_device(nvml_fn fn, nvmlDevice_t device, nvml
 /* The same for calls that take no device (the GPU fields of call are 0). */
 NVML_HIDDEN nvmlReturn_t nvml_begin(nvml_fn fn, nvml_call *call);
 NVML_HIDDEN nvmlReturn_t nvml_end(nvmlReturn_t rc);
+/*
+ * nvml_begin_device that also takes a MIG device handle (the few calls that
+ * answer for one: *instance is its GPU instance, and the call runs on its
+ * GPU), else *instance is NVML_SIM_WHOLE_GPU.  Every other call takes whole
+ * GPUs only and answers INVALID_ARGUMENT for a MIG device handle.
+ */
+#define NVML_SIM_WHOLE_GPU 0xFFFFFFFFu
+NVML_HIDDEN nvmlReturn_t nvml_begin_device_or_mig(nvml_fn fn, nvmlDevice_t device, nvml_call *call,
+                                                  unsigned int *instance);
+/* The MIG device handle of a GPU's instance (the caller checked both exist). */
+NVML_HIDDEN nvmlDevice_t nvml_mig_device_handle(unsigned int gpu, unsigned int instance);
 
 /* The node's value of a DCGM field for the call's GPU and time. */
 NVML_HIDDEN bool nvml_sample(const nvml_call *call, unsigned short dcgm_field, sim_value *out);
@@ -141,6 +156,11 @@ NVML_HIDDEN bool nvml_slowdown_ns(const nvml_call *call, uint64_t reason, int64_
 NVML_HIDDEN bool nvml_set_power_limit(const nvml_call *call, double watts);
 NVML_HIDDEN int64_t nvml_sample_int(const nvml_call *call, unsigned short dcgm_field);
 NVML_HIDDEN double nvml_sample_double(const nvml_call *call, unsigned short dcgm_field);
+
+/* The node's processes on a GPU at t (sim_node_processes). */
+NVML_HIDDEN int nvml_processes_at(unsigned int gpu, int64_t t_us, sim_process_info *out, int max);
+/* CLOCK_REALTIME us of simulated time t_us: the timestamps NVML puts on samples. */
+NVML_HIDDEN int64_t nvml_wall_of(int64_t t_us);
 
 NVML_HIDDEN unsigned int nvml_gpu_count(void);
 NVML_HIDDEN nvmlDevice_t nvml_device_handle(unsigned int gpu);

@@ -228,9 +228,18 @@ static void test_values_match_the_node(const char *scenario)
         CHECK(fv[3].nvmlReturn == NVML_ERROR_INVALID_ARGUMENT, "field id 0: %d", fv[3].nvmlReturn);
         CHECK(fv[1].timestamp > 1600000000000000LL, "timestamps are us since 1970");
 
+        /* a GPU the scenario names no process for runs one that holds what its workload uses */
         unsigned int procs = 0;
-        CHECK_RC(p_nvmlDeviceGetComputeRunningProcesses_v3(d, &procs, NULL), NVML_SUCCESS);
-        CHECK(procs == 0, "no processes");
+        CHECK_RC(p_nvmlDeviceGetComputeRunningProcesses_v3(d, &procs, NULL), NVML_ERROR_INSUFFICIENT_SIZE);
+        CHECK(procs == 1, "one process, not %u", procs);
+        nvmlProcessInfo_t proc = {0};
+        CHECK_RC(p_nvmlDeviceGetComputeRunningProcesses_v3(d, &procs, &proc), NVML_SUCCESS);
+        CHECK(proc.pid == SIM_PROCESS_PID_BASE + i, "pid %u", proc.pid);
+        sim_value used;
+        CHECK_RC(sim_node_sample(node, i, 252 /* FB used, MiB */, t_us, &used), DCGM_ST_OK);
+        CHECK(proc.usedGpuMemory == (unsigned long long)used.i64 * 1024 * 1024, "process holds %llu, GPU uses %lld MiB",
+              proc.usedGpuMemory, (long long)used.i64);
+        CHECK(proc.gpuInstanceId == 0xFFFFFFFFu && proc.computeInstanceId == 0xFFFFFFFFu, "no MIG ids");
         CHECK_RC(p_nvmlDeviceGetFanSpeed(d, &u), NVML_ERROR_NOT_SUPPORTED);
     }
 

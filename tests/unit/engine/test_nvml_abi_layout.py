@@ -33,7 +33,7 @@ NOT_IN_REFERENCE = {
 REQUIRED_STRUCTS = {
     "nvmlPciInfo_t", "nvmlUtilization_t", "nvmlMemory_t", "nvmlMemory_v2_t", "nvmlValue_t", "nvmlFieldValue_t",
     "nvmlEventData_t", "nvmlProcessInfo_t", "nvmlViolationTime_t", "nvmlTemperature_t", "nvmlGpmSupport_t",
-    "nvmlGpmMetric_t", "nvmlGpmMetricsGet_t",
+    "nvmlGpmMetric_t", "nvmlGpmMetricsGet_t", "nvmlProcessInfo_v1_t", "nvmlProcessUtilizationSample_t",
 }
 
 
