@@ -112,6 +112,8 @@ class Config:
     recorder_before_s: float = DEFAULT_RECORDER_BEFORE_S
     recorder_after_s: float = DEFAULT_RECORDER_AFTER_S
     recorder_max_bytes: int = DEFAULT_RECORDER_MAX_BYTES
+    processes: bool = False                # --processes: per-process series
+    processes_top: int = 16                # --processes-top
     dcgm: bool = False                     # --dcgm: DCGM's library from the search, no fallback to NVML
     source_flag: str | None = None         # the flag or variable that chose the source, as given; None: automatic
 

@@ -68,6 +68,7 @@ from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
 from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
+from dcgm_collector.expose.processes import ProcessStoreFamily
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.store_families import (
@@ -81,6 +82,7 @@ from dcgm_collector.expose.xid_count import XID_COUNT, XidCountFamily
 from dcgm_collector.model import EntityType, GpuInfo, MigInstance
 from dcgm_collector.rings.ring import EventRows, RingBuffer
 from dcgm_collector.rings.series_store import SeriesStore
+from dcgm_collector.series.processes import ProcessFamily
 from dcgm_collector.series.registry import TargetSeries, render_body
 from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo, entity_gpus
 from dcgm_collector.series.text import Header, family_types, label_text
@@ -148,6 +150,7 @@ class Exposition:
         self._last_scrape_s: float | None = None
         self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
         self._stores: tuple[SeriesStore, ...] = ()   # attached stores of series that come and go
+        self._store_families: tuple[tuple[SeriesStore, ProcessFamily], ...] = ()   # the stores' own families
         self._refresh_families()
 
     # -- public
@@ -177,11 +180,13 @@ class Exposition:
         return sum(1 for family in self._families
                    if isinstance(family, (FieldFamily, StoreFieldFamily)) and family.aggregate)
 
-    def attach_store(self, store: SeriesStore) -> None:
+    def attach_store(self, store: SeriesStore, families: Sequence[ProcessFamily] = ()) -> None:
         """Serve a store's series beside the rings' (see expose.store_families) on /metrics and in the sample model.
 
-        The store stays this exposition's (one sampler's): a reload's new
-        exposition has none until one is attached to it.
+        ``families`` are families of the store's own (the per-process ones,
+        expose.processes), served after the counters' families.  The store
+        stays this exposition's (one sampler's): a reload's new exposition has
+        none until one is attached to it.
         """
         if not isinstance(store, SeriesStore):
             raise TypeError(f"store must be a SeriesStore, not {type(store).__name__}")
@@ -189,6 +194,7 @@ class Exposition:
             if any(s is store for s in self._stores):
                 return
             self._stores = (*self._stores, store)
+            self._store_families = (*self._store_families, *((store, spec) for spec in families))
             self._labels_seen = self._label_values = None   # rebuild the families (and so the sample model)
         self._refresh_families()
 
@@ -332,6 +338,8 @@ class Exposition:
                         counter, self.options.window_s, self.options.aggregations), stores, store_names)
                 for family in found:
                     add(family)
+        for store, spec in self._store_families:
+            add(ProcessStoreFamily(spec, store, store_names))
         return tuple(families)
 
     def _field_families(self, counter: Counter, entities: list[EntityLabels],
