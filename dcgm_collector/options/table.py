@@ -14,7 +14,6 @@ from typing import Any
 
 from dcgm_collector.catalog.counters import aggregations_argument
 from dcgm_collector.collect.options import DEFAULT_COLLECT_INTERVAL_MS, DEFAULT_RETENTION_S, MAX_INTERVAL_MS
-from dcgm_collector.collect.readers.processes import DEFAULT_TOP as DEFAULT_PROCESSES_TOP
 from dcgm_collector.expose.options import DEFAULT_COUNT_WINDOW_MS, DEFAULT_WINDOW_S
 from dcgm_collector.model import DeviceSelection
 from dcgm_collector.options.values import (
@@ -33,6 +32,7 @@ from dcgm_collector.options.values import (
 from dcgm_collector.push.options import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
 from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
 from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
+from dcgm_collector.series.processes import DEFAULT_TOP as DEFAULT_PROCESSES_TOP
 
 DEFAULT_ADDRESS = ":9400"
 DEFAULT_REMOTE = "localhost:5555"

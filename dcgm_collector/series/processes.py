@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["OTHER_PID", "PROCESS_FAMILIES", "ProcessFamily", "FAMILY_BY_KEY"]
+__all__ = ["DEFAULT_TOP", "OTHER_PID", "PROCESS_FAMILIES", "ProcessFamily", "FAMILY_BY_KEY"]
 
+DEFAULT_TOP = 16      # processes per GPU with series of their own (--processes-top)
 OTHER_PID = "other"   # the pid label of the series that folds the processes past the top N of a GPU
 
 

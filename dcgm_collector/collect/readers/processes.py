@@ -32,7 +32,7 @@ from dcgm_collector.collect.readers.nvml import NO_PERMISSION, NOT_SUPPORTED, Nv
 from dcgm_collector.collect.readers.reader import Reader
 from dcgm_collector.model import EntityType
 from dcgm_collector.rings.series_store import SeriesStore, StoreKey
-from dcgm_collector.series.processes import FAMILY_BY_KEY, OTHER_PID, PROCESS_FAMILIES
+from dcgm_collector.series.processes import DEFAULT_TOP, FAMILY_BY_KEY, OTHER_PID, PROCESS_FAMILIES
 
 if TYPE_CHECKING:
     from dcgm_collector.collect.sampler import Sampler
@@ -41,7 +41,6 @@ __all__ = ["DEFAULT_TOP", "MIN_INTERVAL_S", "TTL_INTERVALS", "ProcessInfo", "Pro
 
 log = logging.getLogger("dcgm_collector.collect.processes")
 
-DEFAULT_TOP = 16          # processes per GPU with series of their own (--processes-top)
 MIN_INTERVAL_S = 1.0      # process lists are a few NVML calls per GPU: not worth more than once a second
 TTL_INTERVALS = 3         # a process absent from this many reads in a row has its series removed
 STORE_ROWS = 120          # rows the store keeps: two minutes of reads at the default interval
