@@ -232,10 +232,15 @@ class Exposition:
             names = stats.error_names
             errors = ", ".join(f"{names.get(code, code)} x{n}" for code, n in sorted(stats.errors_by_code.items()))
             return False, f"the last read from DCGM failed (errors so far: {errors or 'none counted'})"
+        notes = []
         if stats.lost_gpus:
             # still healthy (the other GPUs are fresh), but say which stopped
-            return True, f"OK; lost GPU {', '.join(str(gpu) for gpu in stats.lost_gpus)} (its series stop)"
-        return True, "OK"
+            notes.append(f"lost GPU {', '.join(str(gpu) for gpu in stats.lost_gpus)} (its series stop)")
+        if stats.reader_failures:
+            # a side read (processes, labels) that raised: the samples still flow, but say so
+            notes.append("sampler readers failed: " + ", ".join(
+                f"{name} x{count}" for name, count in sorted(stats.reader_failures.items())))
+        return True, "; ".join(["OK", *notes])
 
     # -- set-up
     def _index_columns(self) -> dict[int, tuple[RingBuffer, list[int]]]:

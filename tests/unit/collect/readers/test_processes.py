@@ -11,8 +11,10 @@ import pytest
 from dcgm_collector.clock import ManualClock
 from dcgm_collector.collect.readers.nvml import NO_PERMISSION, NOT_SUPPORTED, NvmlError, NvmlProcess, NvmlUtilization
 from dcgm_collector.collect.readers.processes import TTL_INTERVALS, ProcessReader, read_proc
+from dcgm_collector.collect.readers.reader import run_readers
 from dcgm_collector.model import EntityType, MigInstance
 from dcgm_collector.series.processes import PROCESS_FAMILIES
+from dcgm_collector.series.stats import SamplerStats
 
 NAMES = {family.field_id: family.name for family in PROCESS_FAMILIES}
 GPU = int(EntityType.GPU)
@@ -209,3 +211,21 @@ def test_read_proc_of_this_process_names_it_as_proc_does():
     info = read_proc(os.getpid())
     assert info is not None and info.name == comm and info.rss_bytes > 0 and info.cpu_s > 0
     assert read_proc(2**22 + 12345) is None
+
+
+def test_an_exception_in_a_read_is_logged_once_and_counted_for_health(setup, caplog):
+    s = setup
+
+    def broken(index: int) -> object:
+        raise RuntimeError("driver went away")
+
+    s.nvml.device = broken
+    s.reader.sampler.stats = SamplerStats()
+    with caplog.at_level(logging.ERROR):
+        for _ in range(2):
+            run_readers(s.reader.sampler, [s.reader], s.clock.monotonic())
+            s.clock.advance(1.0)
+    assert s.reader.sampler.stats.reader_failures == {"processes": 2}
+    assert [r.getMessage() for r in caplog.records] == [
+        "sampler reader processes failed; the sampler and its other readers go on (counted in "
+        "dcgm_collector_tick_failures_total, logged again only if the cause changes)"]
