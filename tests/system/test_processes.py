@@ -153,3 +153,21 @@ def test_without_the_flag_there_are_no_process_series(tmp_path):
     finally:
         collector.stop()
     assert not [n for n, _, _ in found if "PROCESS" in n.upper()]
+
+
+def test_mig_instances_carry_their_processes_without_utilisation(tmp_path):
+    collector = Collector(tmp_path, "--sim", "mig", "--processes")
+    try:
+        found = collector.wait(lambda m: m if _of(m, "DCGM_EXP_PROCESS_FB_USED_BYTES", gpu="0") else None,
+                               "GPU 0's process")
+    finally:
+        collector.stop()
+    # the scenario's MIG GPUs run their synthetic process in their first instance; GPU 3 is whole and idle
+    fb = [labels for name, labels, _ in found if name == "DCGM_EXP_PROCESS_FB_USED_BYTES" and labels["gpu"] == "0"]
+    assert [(labels["GPU_I_ID"], labels["GPU_I_PROFILE"], labels["pid"]) for labels in fb] == [("0", "3g.40gb",
+                                                                                               "4200000")]
+    assert _of(found, "DCGM_EXP_PROCESS_COUNT", gpu="0", GPU_I_ID="1") == [0]
+    assert _of(found, "DCGM_EXP_PROCESS_COUNT", gpu="3") == [0]
+    assert not _of(found, "DCGM_EXP_PROCESS_SM_UTIL", gpu="0")
+    assert ("--processes: GPU 0 is in MIG mode: NVML gives no per-process utilisation there, its processes' SM, "
+            "memory, encoder and decoder series are left out") in collector.log.read_text()

@@ -44,7 +44,6 @@ int nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationS
 int nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, unsigned int *pending);
 int nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count);
 int nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *mig);
-int nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id);
 """
 
 _ffi = cffi.FFI()
@@ -106,8 +105,9 @@ class Nvml:
         self._check("nvmlDeviceGetHandleByIndex_v2", self._lib.nvmlDeviceGetHandleByIndex_v2(index, handle))
         return handle[0]
 
-    def mig_devices(self, device: object) -> list[tuple[int, object]]:
-        """(GPU instance id, MIG device handle) of each MIG device of a GPU; [] when MIG is off or unknown."""
+    def mig_devices(self, device: object) -> list[object]:
+        """The MIG device handles of a GPU; [] when MIG is off or unknown.  (Their processes carry their
+        GPU instance ids, so no nvmlDeviceGetGpuInstanceId, which not every NVML exports.)"""
         current, pending = _ffi.new("unsigned int *"), _ffi.new("unsigned int *")
         if self._lib.nvmlDeviceGetMigMode(device, current, pending) != SUCCESS or current[0] != 1:
             return []
@@ -120,9 +120,7 @@ class Nvml:
             if code == NOT_FOUND:
                 continue
             self._check("nvmlDeviceGetMigDeviceHandleByIndex", code)
-            instance = _ffi.new("unsigned int *")
-            self._check("nvmlDeviceGetGpuInstanceId", self._lib.nvmlDeviceGetGpuInstanceId(mig[0], instance))
-            found.append((instance[0], mig[0]))
+            found.append(mig[0])
         return found
 
     def processes(self, device: object, graphics: bool) -> list[NvmlProcess]:

@@ -55,7 +55,7 @@ class NvmlLike(Protocol):
     """What the reader calls (collect.readers.nvml.Nvml; tests pass a fake)."""
 
     def device(self, index: int) -> object: ...
-    def mig_devices(self, device: object) -> list[tuple[int, object]]: ...
+    def mig_devices(self, device: object) -> list[object]: ...
     def processes(self, device: object, graphics: bool) -> list[NvmlProcess]: ...
     def utilization(self, device: object, last_seen_us: int) -> list[NvmlUtilization]: ...
 
@@ -99,7 +99,7 @@ class ProcessReader(Reader):
         self.proc_root = proc_root
         self._open_nvml = open_nvml
         self.nvml: NvmlLike | None = None
-        entities = max(1, len(sampler.gpu_ids or ()) + len(sampler.instances))
+        entities = max(1, len(sampler.gpu_ids or ()) + len(sampler.instances))   # GPUs and instances served
         max_series = entities * ((top + 1) * len(_PER_PROCESS) + len(_PER_GPU))
         fixed = SeriesStore.bytes_for(max_series, STORE_ROWS)
         self.store = SeriesStore(max_series, STORE_ROWS, ttl_s=TTL_INTERVALS * self.every_s,
@@ -132,16 +132,31 @@ class ProcessReader(Reader):
         ts = max(int(self.sampler.clock.time() * 1e6), self._last_ts + 1)
         self._last_ts = ts
         samples: dict[StoreKey, float] = {}
-        instances = {(i.gpu_id, i.instance_id): i.entity_id for i in self.sampler.instances}
+        sampler = self.sampler
+        instances = {(i.gpu_id, i.instance_id): i.entity_id for i in sampler.instances}
+        whole = set(sampler.gpu_ids or ())
         listed: list[tuple[tuple[int, int], list[NvmlProcess], dict[int, NvmlUtilization] | None]] = []
-        for gpu in self.sampler.gpu_ids:
+        for gpu in sorted(whole | {i.gpu_id for i in sampler.instances}):
+            # the entities /metrics labels for this GPU: the whole GPU, its sampled instances, or both
+            served = ([(int(EntityType.GPU), gpu)] if gpu in whole else []) + [
+                (int(EntityType.GPU_I), i.entity_id) for i in sampler.instances if i.gpu_id == gpu]
             found = self._gpu_processes(gpu, instances) if self.nvml is not None else None
-            self._put(samples, (int(EntityType.GPU), gpu), "ok", 0 if found is None else 1)
+            for entity in served:
+                self._put(samples, entity, "ok", 0 if found is None else 1)
             if found is None:
                 continue
-            self._put(samples, (int(EntityType.GPU), gpu), "count",
-                      sum(len(processes) for _, processes, _ in found))
-            listed.extend(found)
+            by_entity: dict[tuple[int, int], list[NvmlProcess]] = {entity: [] for entity in served}
+            utilization_of: dict[tuple[int, int], dict[int, NvmlUtilization] | None] = {}
+            for entity, processes, utilization in found:
+                if entity not in by_entity:   # an instance the sampler does not sample: the whole GPU's
+                    entity = (int(EntityType.GPU), gpu)
+                    if entity not in by_entity:
+                        continue
+                by_entity[entity].extend(processes)
+                utilization_of[entity] = utilization
+            for entity, processes in by_entity.items():
+                self._put(samples, entity, "count", len(processes))
+                listed.append((entity, processes, utilization_of.get(entity)))
         infos = self._proc_infos({p.pid for _, processes, _ in listed for p in processes})
         for entity, processes, utilization in listed:
             self._entity_series(samples, entity, processes, utilization, infos)
@@ -160,10 +175,16 @@ class ProcessReader(Reader):
         try:
             device = nvml.device(gpu)
             migs = nvml.mig_devices(device)
-            handles = [((int(EntityType.GPU_I), instances[(gpu, gi)]) if (gpu, gi) in instances
-                        else (int(EntityType.GPU), gpu), handle) for gi, handle in migs] or [
-                ((int(EntityType.GPU), gpu), device)]
-            found = [(entity, self._listed(gpu, handle)) for entity, handle in handles]
+            if not migs:
+                found = [((int(EntityType.GPU), gpu), self._listed(handle=device))]
+            else:   # each MIG device lists its own instance's processes, which carry the instance's id
+                by_instance: dict[tuple[int, int], list[NvmlProcess]] = {}
+                for handle in migs:
+                    for p in self._listed(handle):
+                        entity = ((int(EntityType.GPU_I), instances[(gpu, p.gpu_instance)])
+                                  if (gpu, p.gpu_instance) in instances else (int(EntityType.GPU), gpu))
+                        by_instance.setdefault(entity, []).append(p)
+                found = list(by_instance.items())
         except NvmlError as error:
             self._warn_once(gpu, error)
             return None
@@ -183,7 +204,7 @@ class ProcessReader(Reader):
                         "its processes' SM, memory, encoder and decoder series are left out", gpu)
         return [(entity, processes, None if migs else utilization) for entity, processes in found]
 
-    def _listed(self, gpu: int, handle: object) -> list[NvmlProcess]:
+    def _listed(self, handle: object) -> list[NvmlProcess]:
         """Compute and graphics processes of one handle, each pid once (a process may be both)."""
         nvml = self.nvml
         assert nvml is not None
@@ -228,9 +249,8 @@ class ProcessReader(Reader):
         totals = self._totals.setdefault(entity, [0, 0])
         totals[0] += len(processes)
         totals[1] += len(folded)
-        if entity[0] == int(EntityType.GPU):
-            self._put(samples, entity, "seen", totals[0])
-            self._put(samples, entity, "folded", totals[1])
+        self._put(samples, entity, "seen", totals[0])
+        self._put(samples, entity, "folded", totals[1])
         for p in kept:
             info = infos[p.pid]
             assert info is not None

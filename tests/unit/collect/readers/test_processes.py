@@ -33,9 +33,9 @@ class FakeNvml:
     def device(self, index: int) -> object:
         return ("gpu", index)
 
-    def mig_devices(self, device: object) -> list[tuple[int, object]]:
+    def mig_devices(self, device: object) -> list[object]:
         index = device[1]
-        return [(gi, ("mig", index, gi)) for gi, _ in self.migs.get(index, [])]
+        return [("mig", index, gi) for gi, _ in self.migs.get(index, [])]
 
     def processes(self, device: object, graphics: bool) -> list[NvmlProcess]:
         if device[0] == "mig":
@@ -44,7 +44,8 @@ class FakeNvml:
             if device[1] in self.fail:
                 raise NvmlError("nvmlDeviceGetComputeRunningProcesses_v3", self.fail[device[1]], "Not Supported")
             listed = self.gpus[device[1]]
-        return [] if graphics else [NvmlProcess(pid, fb, None) for pid, fb in listed]
+        instance = device[2] if device[0] == "mig" else None
+        return [] if graphics else [NvmlProcess(pid, fb, instance) for pid, fb in listed]
 
     def utilization(self, device: object, last_seen_us: int) -> list[NvmlUtilization]:
         self.last_seen_asked.append((device[1], last_seen_us))
@@ -190,7 +191,8 @@ def test_mig_processes_go_to_their_instance_without_utilisation(tmp_path, caplog
     clock, nvml = ManualClock(), FakeNvml()
     write_proc(tmp_path, 9, "mig-job")
     nvml.migs[0] = [(1, [(9, 77)]), (2, [])]
-    sampler = SimpleNamespace(interval_s=1.0, gpu_ids=(0,), clock=clock,
+    # flex mode: the GPU is served through its instances only
+    sampler = SimpleNamespace(interval_s=1.0, gpu_ids=(), clock=clock,
                               instances=(MigInstance(entity_id=5, gpu_id=0, instance_id=1, profile="3g.71gb"),
                                          MigInstance(entity_id=6, gpu_id=0, instance_id=2, profile="3g.71gb")))
     reader = ProcessReader(sampler, lambda: nvml, proc_root=str(tmp_path))
@@ -200,7 +202,11 @@ def test_mig_processes_go_to_their_instance_without_utilisation(tmp_path, caplog
     got = {(NAMES[k.field_id], k.entity_group, k.entity_id, dict(k.labels).get("pid", "")): v
            for k, v in zip(window.keys, window.stats.last.tolist())}
     assert got[("DCGM_EXP_PROCESS_FB_USED_BYTES", int(EntityType.GPU_I), 5, "9")] == 77
-    assert got[("DCGM_EXP_PROCESS_COUNT", GPU, 0, "")] == 1
+    gpu_i = int(EntityType.GPU_I)
+    assert got[("DCGM_EXP_PROCESS_COUNT", gpu_i, 5, "")] == 1
+    assert got[("DCGM_EXP_PROCESS_COUNT", gpu_i, 6, "")] == 0
+    assert got[("DCGM_EXP_PROCESS_QUERY_SUCCESS", gpu_i, 6, "")] == 1
+    assert not any(group == GPU for _, group, _, _ in got)
     assert not any(name == "DCGM_EXP_PROCESS_SM_UTIL" for name, *_ in got)
     assert "GPU 0 is in MIG mode" in caplog.records[0].getMessage()
 
