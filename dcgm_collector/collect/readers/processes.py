@@ -110,6 +110,7 @@ class ProcessReader(Reader):
         self._warned_pid_namespace = False
         self._warned_open = False
         self._last_ts = 0
+        self._first_seen_us = 0
 
     @classmethod
     def factory(cls, open_nvml: Callable[[], NvmlLike], top: int = DEFAULT_TOP) -> Callable[[Sampler], Reader]:
@@ -131,6 +132,9 @@ class ProcessReader(Reader):
                     self._warned_open = True
         ts = max(int(self.sampler.clock.time() * 1e6), self._last_ts + 1)
         self._last_ts = ts
+        # a GPU's first utilisation query asks for the last interval only: lastSeen 0 would return the
+        # driver's whole buffer, samples of processes long gone
+        self._first_seen_us = ts - round(self.every_s * 1e6)
         samples: dict[StoreKey, float] = {}
         sampler = self.sampler
         instances = {(i.gpu_id, i.instance_id): i.entity_id for i in sampler.instances}
@@ -191,7 +195,7 @@ class ProcessReader(Reader):
         utilization: dict[int, NvmlUtilization] = {}
         if not migs:
             try:
-                for sample in nvml.utilization(device, self._last_seen.get(gpu, 0)):
+                for sample in nvml.utilization(device, self._last_seen.get(gpu, self._first_seen_us)):
                     if sample.ts_us >= utilization.get(sample.pid, sample).ts_us:
                         utilization[sample.pid] = sample
             except NvmlError as error:

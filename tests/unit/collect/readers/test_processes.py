@@ -105,7 +105,8 @@ def test_past_the_top_n_processes_fold_into_other_and_are_counted(setup):
     for pid in (1, 2, 3, 4):
         write_proc(s.proc, pid, f"job{pid}")
     s.nvml.gpus[0] = [(1, 100), (2, 400), (3, 300), (4, 200)]
-    s.nvml.samples[0] = [NvmlUtilization(pid, 5, 10 * pid, pid, 0, 0) for pid in (1, 2, 3, 4)]
+    recent_us = int(s.clock.time() * 1e6) - 100_000
+    s.nvml.samples[0] = [NvmlUtilization(pid, recent_us, 10 * pid, pid, 0, 0) for pid in (1, 2, 3, 4)]
     tick(s)
     got = served(s.reader, s.clock)
     fb = {pid: v for (name, gpu, pid), v in got.items() if name == "DCGM_EXP_PROCESS_FB_USED_BYTES"}
@@ -120,11 +121,15 @@ def test_utilisation_is_asked_after_the_newest_sample_seen_on_each_gpu(setup):
     s = setup
     write_proc(s.proc, 7, "x")
     s.nvml.gpus[0] = [(7, 1)]
-    s.nvml.samples[0] = [NvmlUtilization(7, 1000, 30, 3, 1, 2), NvmlUtilization(7, 2000, 40, 4, 1, 2)]
+    start_us = int(s.clock.time() * 1e6)
+    s.nvml.samples[0] = [NvmlUtilization(7, t, sm, 3, 1, 2) for t, sm in
+                         ((start_us - 5_000_000, 99), (start_us - 300_000, 30), (start_us - 200_000, 40))]
     tick(s)
+    # the first query asks for the last interval only: the sample 5 s old is not this process's present
+    assert s.nvml.last_seen_asked == [(0, start_us - 1_000_000), (1, start_us - 1_000_000)]
     assert served(s.reader, s.clock)[("DCGM_EXP_PROCESS_SM_UTIL", 0, "7")] == 40   # the newest sample
     tick(s)
-    assert s.nvml.last_seen_asked[-2:] == [(0, 2000), (1, 0)]
+    assert s.nvml.last_seen_asked[-2:] == [(0, start_us - 200_000), (1, start_us)]
     assert served(s.reader, s.clock)[("DCGM_EXP_PROCESS_SM_UTIL", 0, "7")] == 0   # no new sample: idle
 
 
