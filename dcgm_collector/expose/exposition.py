@@ -68,7 +68,7 @@ from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
 from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
-from dcgm_collector.expose.processes import ProcessStoreFamily
+from dcgm_collector.expose.processes import ProcessStoreFamily, store_size_families
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.store_families import (
@@ -345,6 +345,9 @@ class Exposition:
                     add(family)
         for store, spec in self._store_families:
             add(ProcessStoreFamily(spec, store, store_names))
+        for store in dict.fromkeys(store for store, _ in self._store_families):
+            for family in store_size_families(store):
+                add(family)
         return tuple(families)
 
     def _field_families(self, counter: Counter, entities: list[EntityLabels],

@@ -23,6 +23,7 @@ GPU's own series unaffected.  An exception is the tick's to count
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ log = logging.getLogger("dcgm_collector.collect.processes")
 
 MIN_INTERVAL_S = 1.0      # process lists are a few NVML calls per GPU: not worth more than once a second
 TTL_INTERVALS = 3         # a process absent from this many reads in a row has its series removed
-STORE_ROWS = 120          # rows the store keeps: two minutes of reads at the default interval
+STORE_ROWS = 60           # rows the store keeps: a minute of reads at the default interval
 _LABEL_BYTES = 512        # allowance per series for its pid and process_name labels
 _PER_PROCESS = ("fb", "sm", "mem", "enc", "dec", "cpu", "rss")
 _PER_GPU = ("count", "ok", "seen", "folded")
@@ -100,7 +101,9 @@ class ProcessReader(Reader):
         self._open_nvml = open_nvml
         self.nvml: NvmlLike | None = None
         entities = max(1, len(sampler.gpu_ids or ()) + len(sampler.instances))   # GPUs and instances served
-        max_series = entities * ((top + 1) * len(_PER_PROCESS) + len(_PER_GPU))
+        # a process past its last read keeps its slots for the TTL: under churn, the top N of TTL_INTERVALS + 1
+        # reads hold slots at once, besides pid="other" and the GPU's own series
+        max_series = entities * ((top * (TTL_INTERVALS + 1) + 1) * len(_PER_PROCESS) + len(_PER_GPU))
         fixed = SeriesStore.bytes_for(max_series, STORE_ROWS)
         self.store = SeriesStore(max_series, STORE_ROWS, ttl_s=TTL_INTERVALS * self.every_s,
                                  max_bytes=fixed + max_series * _LABEL_BYTES)
@@ -111,6 +114,7 @@ class ProcessReader(Reader):
         self._warned_open = False
         self._last_ts = 0
         self._first_seen_us = 0
+        self._written: set[StoreKey] = set()   # the series the last read gave a value
 
     @classmethod
     def factory(cls, open_nvml: Callable[[], NvmlLike], top: int = DEFAULT_TOP) -> Callable[[Sampler], Reader]:
@@ -164,8 +168,21 @@ class ProcessReader(Reader):
         infos = self._proc_infos({p.pid for _, processes, _ in listed for p in processes})
         for entity, processes, utilization in listed:
             self._entity_series(samples, entity, processes, utilization, infos)
+        self._blank_left_series(samples, listed)
         self.store.append(ts, samples)
         return True
+
+    def _blank_left_series(self, samples: dict[StoreKey, float],
+                           listed: list[tuple[tuple[int, int], list[NvmlProcess], object]]) -> None:
+        """A blank for each series of the last read that a process still listed no longer has (it moved into
+        pid="other", or its name changed), and for a pid="other" no longer needed: /metrics drops them now,
+        where an exited process's series stay for the time to live."""
+        still = {(entity, str(p.pid)) for entity, processes, _ in listed for p in processes}
+        for key in self._written - samples.keys():
+            pid = dict(key.labels).get("pid")
+            if pid is not None and (pid == OTHER_PID or ((key.entity_group, key.entity_id), pid) in still):
+                samples[key] = math.nan
+        self._written = {key for key, value in samples.items() if not math.isnan(value)}
 
     def _put(self, samples: dict[StoreKey, float], entity: tuple[int, int], key: str, value: float,
              labels: tuple[tuple[str, str], ...] = ()) -> None:

@@ -240,3 +240,26 @@ def test_an_exception_in_a_read_is_logged_once_and_counted_for_health(setup, cap
     assert [r.getMessage() for r in caplog.records] == [
         "sampler reader processes failed; the sampler and its other readers go on (counted in "
         "dcgm_collector_tick_failures_total, logged again only if the cause changes)"]
+
+
+def shown(reader: ProcessReader, clock: ManualClock, family: str) -> dict[str, float]:
+    """pid -> value of one family's series as /metrics shows them (a blank last sample hides a series)."""
+    window = reader.store.window(10_000_000, int(clock.time() * 1e6))
+    ok = (window.stats.last_status == 0).tolist()
+    return {dict(key.labels)["pid"]: value for key, value, good in zip(window.keys, window.stats.last.tolist(), ok)
+            if good and NAMES[key.field_id] == family and key.entity_id == 0}
+
+
+def test_a_process_that_drops_out_of_the_top_n_leaves_its_own_series_at_once(setup):
+    s = setup
+    for pid in (1, 2, 3):
+        write_proc(s.proc, pid, f"job{pid}")
+    s.nvml.gpus[0] = [(1, 300), (2, 200)]
+    tick(s)
+    assert shown(s.reader, s.clock, "DCGM_EXP_PROCESS_FB_USED_BYTES") == {"1": 300, "2": 200}
+    s.nvml.gpus[0] = [(1, 300), (2, 200), (3, 250)]   # 2 is folded now: its own series would count it twice
+    tick(s)
+    assert shown(s.reader, s.clock, "DCGM_EXP_PROCESS_FB_USED_BYTES") == {"1": 300, "3": 250, "other": 200}
+    s.nvml.gpus[0] = [(1, 300), (3, 250)]   # 2 exited: nothing left to fold, "other" goes at once
+    tick(s)
+    assert shown(s.reader, s.clock, "DCGM_EXP_PROCESS_FB_USED_BYTES") == {"1": 300, "3": 250}
