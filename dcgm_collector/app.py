@@ -482,6 +482,9 @@ class Collector:
         if not config.remotes:
             name = config.hostname or hostname_label(None, os.environ)
             return [make(name, None, lambda: self._open_embedded(library))]
+        if config.processes:
+            log.warning("--processes lists the processes of this machine's GPUs: with -r the GPUs are the "
+                        "hostengines', so no process series are served")
         return [make(name, address, lambda address=address: Handle.connect(
                     address, timeout_ms=CONNECT_TIMEOUT_MS, library=library))
                 for address, name in zip(config.remotes, config.target_names)]
