@@ -37,6 +37,8 @@ from dcgm_collector import __version__, dcgm, engine
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
+from dcgm_collector.collect.readers.nvml import Nvml
+from dcgm_collector.collect.readers.processes import ProcessReader
 from dcgm_collector.collect.readers.triggers import TriggerReader
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.servable import load_warnings
@@ -56,12 +58,13 @@ from dcgm_collector.push.remote_write import (
     RemoteWriteOptions,
     RemoteWriter,
 )
+from dcgm_collector.series.processes import PROCESS_FAMILIES
 from dcgm_collector.series.registry import Registry
 from dcgm_collector.serve import malloc
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.server import ListenError, MetricsServer, Reply, Request, Route, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
-from dcgm_collector.sources import Source, SourceError, load_source
+from dcgm_collector.sources import Source, SourceError, load_source, process_nvml_library
 
 if TYPE_CHECKING:   # optional features, imported when they are on (see _read_web_config, _make_recorder, ...)
     from dcgm_collector.push.recorder import Recorder
@@ -468,6 +471,9 @@ class Collector:
             hostname = None if config.no_hostname else name
             # each sampler of the target hands its XIDs, lost GPUs and failed health checks to the recorder
             readers = [TriggerReader.factory(recorder.trigger, name)] if recorder is not None else []
+            if config.processes and address is None:
+                nvml_library = process_nvml_library(config)
+                readers.append(ProcessReader.factory(lambda: Nvml(nvml_library), config.processes_top))
             return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,
                           switch_devices=config.switch_devices, cpu_devices=config.cpu_devices,
                           expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname), address=address,
@@ -476,6 +482,9 @@ class Collector:
         if not config.remotes:
             name = config.hostname or hostname_label(None, os.environ)
             return [make(name, None, lambda: self._open_embedded(library))]
+        if config.processes:
+            log.warning("--processes lists the processes of this machine's GPUs: with -r the GPUs are the "
+                        "hostengines', so no process series are served")
         return [make(name, address, lambda address=address: Handle.connect(
                     address, timeout_ms=CONNECT_TIMEOUT_MS, library=library))
                 for address, name in zip(config.remotes, config.target_names)]
@@ -509,8 +518,12 @@ class Collector:
             clock_events_count_window_ms=config.clock_events_count_window_ms,
             attribution=self.attribution,
         )
-        return Exposition(target_view(sampler), gpus, options, version=__version__,
-                          library_version=self.library_version)
+        exposition = Exposition(target_view(sampler), gpus, options, version=__version__,
+                                library_version=self.library_version)
+        for reader in sampler.readers:
+            if isinstance(reader, ProcessReader):   # a new exposition (a reload) serves the same store
+                exposition.attach_store(reader.store, PROCESS_FAMILIES)
+        return exposition
 
     # -- reload
     def reload(self) -> bool:

@@ -141,3 +141,18 @@ def _load_dcgm_or_nvml() -> tuple[Library, Source]:
     os.environ[engine.SOURCE_ENV] = "nvml"
     return dcgm.load_library(engine.library_path()), Source(
         "nvml", AUTO_NVML, f"chosen because {dcgm.LIBRARY_NAME} was not found and {nvml} loads")
+
+
+def process_nvml_library(config: Config) -> str:
+    """The libnvidia-ml.so.1 --processes reads: the one on the node the source shows.
+
+    Under --sim the package's simulated NVML, which reads the same scenario
+    (``DCGM_SIM_SCENARIO``, set when the simulator loads) and so lists the
+    processes of the simulated GPUs; under --nvml the one the engine reads
+    (``DCGM_ENGINE_NVML_LIB`` or the driver's); else the driver's, by name.
+    """
+    if config.sim is not None:
+        return str(engine.nvml_library_path())
+    if config.nvml:
+        return os.environ.get(engine.NVML_LIB_ENV) or engine.NVML_LIBRARY_NAME
+    return engine.NVML_LIBRARY_NAME

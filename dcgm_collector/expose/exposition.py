@@ -68,6 +68,7 @@ from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
 from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
+from dcgm_collector.expose.processes import ProcessStoreFamily, store_size_families
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.store_families import (
@@ -81,6 +82,7 @@ from dcgm_collector.expose.xid_count import XID_COUNT, XidCountFamily
 from dcgm_collector.model import EntityType, GpuInfo, MigInstance
 from dcgm_collector.rings.ring import EventRows, RingBuffer
 from dcgm_collector.rings.series_store import SeriesStore
+from dcgm_collector.series.processes import ProcessFamily
 from dcgm_collector.series.registry import TargetSeries, render_body
 from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo, entity_gpus
 from dcgm_collector.series.text import Header, family_types, label_text
@@ -148,6 +150,7 @@ class Exposition:
         self._last_scrape_s: float | None = None
         self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
         self._stores: tuple[SeriesStore, ...] = ()   # attached stores of series that come and go
+        self._store_families: tuple[tuple[SeriesStore, ProcessFamily], ...] = ()   # the stores' own families
         self._refresh_families()
 
     # -- public
@@ -177,11 +180,13 @@ class Exposition:
         return sum(1 for family in self._families
                    if isinstance(family, (FieldFamily, StoreFieldFamily)) and family.aggregate)
 
-    def attach_store(self, store: SeriesStore) -> None:
+    def attach_store(self, store: SeriesStore, families: Sequence[ProcessFamily] = ()) -> None:
         """Serve a store's series beside the rings' (see expose.store_families) on /metrics and in the sample model.
 
-        The store stays this exposition's (one sampler's): a reload's new
-        exposition has none until one is attached to it.
+        ``families`` are families of the store's own (the per-process ones,
+        expose.processes), served after the counters' families.  The store
+        stays this exposition's (one sampler's): a reload's new exposition has
+        none until one is attached to it.
         """
         if not isinstance(store, SeriesStore):
             raise TypeError(f"store must be a SeriesStore, not {type(store).__name__}")
@@ -189,6 +194,7 @@ class Exposition:
             if any(s is store for s in self._stores):
                 return
             self._stores = (*self._stores, store)
+            self._store_families = (*self._store_families, *((store, spec) for spec in families))
             self._labels_seen = self._label_values = None   # rebuild the families (and so the sample model)
         self._refresh_families()
 
@@ -226,10 +232,15 @@ class Exposition:
             names = stats.error_names
             errors = ", ".join(f"{names.get(code, code)} x{n}" for code, n in sorted(stats.errors_by_code.items()))
             return False, f"the last read from DCGM failed (errors so far: {errors or 'none counted'})"
+        notes = []
         if stats.lost_gpus:
             # still healthy (the other GPUs are fresh), but say which stopped
-            return True, f"OK; lost GPU {', '.join(str(gpu) for gpu in stats.lost_gpus)} (its series stop)"
-        return True, "OK"
+            notes.append(f"lost GPU {', '.join(str(gpu) for gpu in stats.lost_gpus)} (its series stop)")
+        if stats.reader_failures:
+            # a side read (processes, labels) that raised: the samples still flow, but say so
+            notes.append("sampler readers failed: " + ", ".join(
+                f"{name} x{count}" for name, count in sorted(stats.reader_failures.items())))
+        return True, "; ".join(["OK", *notes])
 
     # -- set-up
     def _index_columns(self) -> dict[int, tuple[RingBuffer, list[int]]]:
@@ -332,6 +343,11 @@ class Exposition:
                         counter, self.options.window_s, self.options.aggregations), stores, store_names)
                 for family in found:
                     add(family)
+        for store, spec in self._store_families:
+            add(ProcessStoreFamily(spec, store, store_names))
+        for store in dict.fromkeys(store for store, _ in self._store_families):
+            for family in store_size_families(store):
+                add(family)
         return tuple(families)
 
     def _field_families(self, counter: Counter, entities: list[EntityLabels],

@@ -32,11 +32,13 @@ from dcgm_collector.options.values import (
 from dcgm_collector.push.options import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
 from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
 from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
+from dcgm_collector.series.processes import DEFAULT_TOP as DEFAULT_PROCESSES_TOP
 
 DEFAULT_ADDRESS = ":9400"
 DEFAULT_REMOTE = "localhost:5555"
 # -x and --clock-events-count-window-size: a week is far past any alert's window (dcgm-exporter: 5 min)
 MAX_COUNT_WINDOW_MS = 7 * 24 * 3600 * 1000
+MAX_PROCESSES_TOP = 1024   # --processes-top: past this a GPU's series would outnumber every other family's
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,13 @@ OPTIONS: tuple[Option, ...] = (
            "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", DEFAULT_COUNT_WINDOW_MS,
            _positive_int("milliseconds", MAX_COUNT_WINDOW_MS),
            "window of DCGM_EXP_CLOCK_EVENTS_COUNT, in ms [default: %(default)s]", "collection", "MS"),
+    Option("processes", ("--processes",), "DCGM_COLLECTOR_PROCESSES", False, parse_bool,
+           "per-process series (DCGM_EXP_PROCESS_*): each GPU's processes, their framebuffer, utilisation, "
+           "CPU seconds and RSS (needs the host's PID namespace; see docs/processes.md)", "collection", "BOOL", True),
+    Option("processes_top", ("--processes-top",), "DCGM_COLLECTOR_PROCESSES_TOP", DEFAULT_PROCESSES_TOP,
+           _positive_int("processes", MAX_PROCESSES_TOP),
+           "processes per GPU with series of their own, by framebuffer; the rest are summed into pid=\"other\" "
+           "[default: %(default)s]", "collection", "N"),
     Option("no_hostname", ("-n", "--no-hostname"), "DCGM_EXPORTER_NO_HOSTNAME", False, parse_bool,
            "leave the hostname label out (it is $NODE_NAME, else the host's name)", "collection", "BOOL", True),
     Option("replace_blanks_in_model_name", ("-rbmn", "--replace-blanks-in-model-name"),

@@ -166,6 +166,8 @@ FLAG_ENV_CASES = [
     (["--remote-write-queue-limit", "1000"], "DCGM_COLLECTOR_REMOTE_WRITE_QUEUE_LIMIT", "2000",
      "remote_write_queue_limit", 2000, 1000),
     (["--remote-write-timeout", "3"], "DCGM_COLLECTOR_REMOTE_WRITE_TIMEOUT", "4", "remote_write_timeout_s", 4.0, 3.0),
+    (["--processes=false"], "DCGM_COLLECTOR_PROCESSES", "true", "processes", True, False),
+    (["--processes-top", "4"], "DCGM_COLLECTOR_PROCESSES_TOP", "8", "processes_top", 8, 4),
     (["--remote-write-label", "cluster=a,b", "--remote-write-label", "site=x"], "DCGM_COLLECTOR_REMOTE_WRITE_LABEL",
      "cluster=c,site=y", "remote_write_labels", (("cluster", "c"), ("site", "y")), (("cluster", "a,b"), ("site", "x"))),
 ]
@@ -197,6 +199,8 @@ def test_empty_env_value_counts_as_unset():
     ("DCGM_EXPORTER_INTERVAL", "\u0661\u0660\u0660",
      "DCGM_EXPORTER_INTERVAL: '\u0661\u0660\u0660' is not a whole number of milliseconds (ASCII digits)"),
     ("DCGM_EXPORTER_LOG_FORMAT", "xml", "DCGM_EXPORTER_LOG_FORMAT: 'xml': choose text or json"),
+    ("DCGM_COLLECTOR_PROCESSES_TOP", "0", "DCGM_COLLECTOR_PROCESSES_TOP: '0': must be more than 0 processes"),
+    ("DCGM_COLLECTOR_PROCESSES_TOP", "5000", "DCGM_COLLECTOR_PROCESSES_TOP: '5000': must be at most 1024 processes"),
 ])
 def test_bad_env_values(env, value, message):
     with pytest.raises(ConfigError) as info:

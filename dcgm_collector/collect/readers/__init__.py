@@ -27,8 +27,9 @@ The sampler's own readers are :data:`DEFAULT_READERS`, factories that make a
 sampler's reader or None when its counters do not ask for it: labels, P2P
 status, health checks, the engine's field costs, lost-GPU detection.  More come
 in through ``Sampler(readers=...)`` (a target passes its own to each of its
-samplers): the flight recorder's triggers (triggers.py, injected by app.py).
-Adding one (per-process accounting, an early-warning detector) is one module
+samplers): the flight recorder's triggers (triggers.py) and the processes of --processes
+(processes.py, its NVML calls in nvml.py), both injected by app.py.
+Adding one (an early-warning detector) is one module
 here with a Reader subclass, and a factory passed in; the tick does not change::
 
     class Throttling(Reader):

@@ -459,6 +459,9 @@ def test_up_and_health_follow_sample_freshness(open_node, tmp_path):
         sampler.stats.errors_by_code = {int(lib.DCGM_ST_TIMEOUT): 3}
         ok, reason = exposition.health()
         assert not ok and "DCGM_ST_TIMEOUT x3" in reason
+        sampler.stats.last_tick_ok = True
+        sampler.stats.reader_failures = {"processes": 2}
+        assert exposition.health() == (True, "OK; sampler readers failed: processes x2")
     finally:
         sampler.stop()
     handle.close()
