@@ -294,7 +294,9 @@ class ProcessReader(Reader):
                                                     if p.pid in utilization), labels)
         known = [info for info in infos if info is not None and info.rss_bytes >= 0]
         if known:
-            self._put(samples, entity, "cpu", sum(info.cpu_s for info in known), labels)
+            if len(processes) == 1 and dict(labels)["pid"] != OTHER_PID:
+                # a counter of one process; the fold's set changes from read to read, so its sum could fall
+                self._put(samples, entity, "cpu", known[0].cpu_s, labels)
             self._put(samples, entity, "rss", sum(info.rss_bytes for info in known), labels)
 
 

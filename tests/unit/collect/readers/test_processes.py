@@ -112,6 +112,10 @@ def test_past_the_top_n_processes_fold_into_other_and_are_counted(setup):
     fb = {pid: v for (name, gpu, pid), v in got.items() if name == "DCGM_EXP_PROCESS_FB_USED_BYTES"}
     assert fb == {"2": 400, "3": 300, "other": 300}
     assert got[("DCGM_EXP_PROCESS_SM_UTIL", 0, "other")] == 50   # pids 1 and 4
+    # a counter over a set that changes could fall: the fold has RSS, and no CPU seconds
+    assert ("DCGM_EXP_PROCESS_RSS_BYTES", 0, "other") in got
+    assert ("DCGM_EXP_PROCESS_CPU_SECONDS_TOTAL", 0, "other") not in got
+    assert ("DCGM_EXP_PROCESS_CPU_SECONDS_TOTAL", 0, "2") in got
     assert got[("dcgm_collector_processes_seen_total", 0, "")] == 4
     assert got[("dcgm_collector_processes_folded_total", 0, "")] == 2
     assert names(s.reader, s.clock)["other"] == ""
