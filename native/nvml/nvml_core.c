@@ -22,8 +22,6 @@
 
 #include "nvml_internal.h"
 
-#define NVML_EXPORT __attribute__((visibility("default")))
-
 typedef struct nvml_cost {
     double spin_us;             /* CPU time the call burns */
     double sleep_us;            /* then wall time it waits without CPU */

@@ -16,17 +16,6 @@
 #include "nvml_internal.h"
 #include "../dcgm_field_ids.h"
 
-#define NVML_EXPORT __attribute__((visibility("default")))
-
-/* Starts a device call: declares `call`, returns the error if the call may not go ahead. */
-#define BEGIN_DEVICE(fn, device)                                          \
-    nvml_call call;                                                       \
-    do {                                                                  \
-        nvmlReturn_t begin_rc_ = nvml_begin_device((fn), (device), &call); \
-        if (begin_rc_ != NVML_SUCCESS)                                    \
-            return begin_rc_;                                             \
-    } while (0)
-
 #define MIB 1048576ULL
 
 /* An integer field, or NOT_SUPPORTED when the model lacks it. */

@@ -20,8 +20,6 @@
 
 #include "nvml_internal.h"
 
-#define NVML_EXPORT __attribute__((visibility("default")))
-
 /* What a simulated device can register for (the H200 recorded 0xFF9F). */
 #define SUPPORTED_EVENTS_ALL 0xFF9FULL
 

@@ -15,8 +15,6 @@
 
 #include "nvml_internal.h"
 
-#define NVML_EXPORT __attribute__((visibility("default")))
-
 #define STEP_US 100000LL        /* the node's physics step */
 
 /* nvmlDeviceGpuRecoveryAction_t: nothing to do, or reset the GPU. */

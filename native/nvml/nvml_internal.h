@@ -132,9 +132,23 @@ typedef struct nvml_call {
  * lock and must end with nvml_end; on anything else nothing is held.
  */
 NVML_HIDDEN nvmlReturn_t nvml_begin_device(nvml_fn fn, nvmlDevice_t device, nvml_call *call);
+
 /* The same for calls that take no device (the GPU fields of call are 0). */
 NVML_HIDDEN nvmlReturn_t nvml_begin(nvml_fn fn, nvml_call *call);
 NVML_HIDDEN nvmlReturn_t nvml_end(nvmlReturn_t rc);
+
+/* The exported NVML entry points, beside the library's hidden functions. */
+#define NVML_EXPORT __attribute__((visibility("default")))
+
+/* Starts a device call: declares `call`, returns the error if the call may not go ahead. */
+#define BEGIN_DEVICE(fn, device)                                          \
+    nvml_call call;                                                       \
+    do {                                                                  \
+        nvmlReturn_t begin_rc_ = nvml_begin_device((fn), (device), &call); \
+        if (begin_rc_ != NVML_SUCCESS)                                    \
+            return begin_rc_;                                             \
+    } while (0)
+
 /*
  * nvml_begin_device that also takes a MIG device handle (the few calls that
  * answer for one: *instance is its GPU instance, and the call runs on its

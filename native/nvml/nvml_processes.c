@@ -23,18 +23,8 @@
 
 #include "nvml_internal.h"
 
-#define NVML_EXPORT __attribute__((visibility("default")))
-
 #define PROC_UTIL_PERIOD_US 200000LL    /* the node's utilisation sample period */
 #define PROC_UTIL_KEPT 5                /* samples kept per process: one second */
-
-#define BEGIN_DEVICE(fn, device)                                          \
-    nvml_call call;                                                       \
-    do {                                                                  \
-        nvmlReturn_t begin_rc_ = nvml_begin_device((fn), (device), &call); \
-        if (begin_rc_ != NVML_SUCCESS)                                    \
-            return begin_rc_;                                             \
-    } while (0)
 
 /* The node's processes at t, in a buffer the caller frees; NULL with *n = 0 when there are none. */
 static sim_process_info *processes_at(unsigned int gpu, int64_t t_us, int *n)
