@@ -68,7 +68,7 @@ from dcgm_collector.expose.health_status import HEALTH_STATUS, HealthFamily
 from dcgm_collector.expose.labels import LABELLERS, EntityKey, EntityLabels, LevelLabeller
 from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVALS, ExpositionOptions
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
-from dcgm_collector.expose.processes import ProcessStoreFamily, store_size_families
+from dcgm_collector.expose.processes import process_family, store_size_families
 from dcgm_collector.expose.scrape import Scrape
 from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
 from dcgm_collector.expose.store_families import (
@@ -344,7 +344,7 @@ class Exposition:
                 for family in found:
                     add(family)
         for store, spec in self._store_families:
-            add(ProcessStoreFamily(spec, store, store_names))
+            add(process_family(spec, store, store_names))
         for store in dict.fromkeys(store for store, _ in self._store_families):
             for family in store_size_families(store):
                 add(family)

@@ -10,34 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dcgm_collector.expose.families import Family
+from dcgm_collector.expose.families import Family, FieldFamilySpec
 from dcgm_collector.expose.scrape import Scrape
-from dcgm_collector.expose.store_families import StoreNames
+from dcgm_collector.expose.store_families import StoreFieldFamily, StoreNames
 from dcgm_collector.rings.series_store import SeriesStore
 from dcgm_collector.series.processes import ProcessFamily
 from dcgm_collector.series.text import Header, family_types
 
-__all__ = ["ProcessStoreFamily", "StoreSizeFamily", "store_size_families"]
+__all__ = ["StoreSizeFamily", "process_family", "store_size_families"]
 
 
-class ProcessStoreFamily(Family):
-    """One per-process family: the last value of the store's series of its field."""
-
-    def __init__(self, spec: ProcessFamily, store: SeriesStore, names: StoreNames) -> None:
-        self.name = spec.name
-        self.header = Header.of(spec.name, spec.help, *family_types(spec.prom_type, spec.name))
-        self.aggregate = None
-        self.field_id, self.store, self.names = spec.field_id, store, names
-        self.fmt = ("%d" if spec.integer else "%f") + "\n"
-
-    def lines(self, scrape: Scrape) -> list[str]:
-        window = scrape.store_view(self.store).last
-        lines: list[str] = []
-        for i in window.by_field.get(self.field_id, ()):
-            if window.ok[i]:
-                value = self.fmt % window.last[i]
-                lines.extend(prefix + value for prefix in self.names.prefixes(self.name, window.keys[i]))
-        return lines
+def process_family(spec: ProcessFamily, store: SeriesStore, names: StoreNames) -> Family:
+    """One per-process family: the last value of the store's series of its field (no ring series beside)."""
+    header = Header.of(spec.name, spec.help, *family_types(spec.prom_type, spec.name))
+    field_spec = FieldFamilySpec(spec.name, header, "%d" if spec.integer else "%f", None)
+    return StoreFieldFamily(field_spec, spec.field_id, None, (store,), names)
 
 
 class StoreSizeFamily(Family):
