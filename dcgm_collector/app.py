@@ -472,7 +472,8 @@ class Collector:
             # each sampler of the target hands its XIDs, lost GPUs and failed health checks to the recorder
             readers = [TriggerReader.factory(recorder.trigger, name)] if recorder is not None else []
             if config.processes and address is None:
-                nvml_library = process_nvml_library(config)
+                assert self.source is not None   # loaded with the library
+                nvml_library = process_nvml_library(self.source)
                 readers.append(ProcessReader.factory(lambda: Nvml(nvml_library), config.processes_top))
             return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,
                           switch_devices=config.switch_devices, cpu_devices=config.cpu_devices,

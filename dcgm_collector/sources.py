@@ -143,16 +143,17 @@ def _load_dcgm_or_nvml() -> tuple[Library, Source]:
         "nvml", AUTO_NVML, f"chosen because {dcgm.LIBRARY_NAME} was not found and {nvml} loads")
 
 
-def process_nvml_library(config: Config) -> str:
+def process_nvml_library(source: Source) -> str:
     """The libnvidia-ml.so.1 --processes reads: the one on the node the source shows.
 
-    Under --sim the package's simulated NVML, which reads the same scenario
-    (``DCGM_SIM_SCENARIO``, set when the simulator loads) and so lists the
-    processes of the simulated GPUs; under --nvml the one the engine reads
-    (``DCGM_ENGINE_NVML_LIB`` or the driver's); else the driver's, by name.
+    On the simulator the package's simulated NVML, which reads the same
+    scenario (``DCGM_SIM_SCENARIO``, set when the simulator loads) and so
+    lists the processes of the simulated GPUs; where the package's engine
+    reads NVML (given by --nvml or chosen for want of libdcgm) the one it
+    reads (``DCGM_ENGINE_NVML_LIB`` or the driver's); else the driver's, by name.
     """
-    if config.sim is not None:
+    if source.name == "sim":
         return str(engine.nvml_library_path())
-    if config.nvml:
+    if source.name == "nvml":
         return os.environ.get(engine.NVML_LIB_ENV) or engine.NVML_LIBRARY_NAME
     return engine.NVML_LIBRARY_NAME

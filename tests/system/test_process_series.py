@@ -32,10 +32,10 @@ def _env() -> dict[str, str]:
 class Collector:
     """A collector process and its /metrics."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.log = tmp_path / "collector.log"
         with open(self.log, "wb") as out:
-            self.proc = launch(COLLECTOR, *args, "-a", "127.0.0.1:0", cwd=tmp_path, env=_env(), stdout=out,
+            self.proc = launch(COLLECTOR, *args, "-a", "127.0.0.1:0", cwd=tmp_path, env=env or _env(), stdout=out,
                                stderr=subprocess.STDOUT)
         self.port = int(wait_for(lambda: SERVING.search(self.log.read_text()), timeout=60, what="serving",
                                  log=self.log.read_text)[1])
@@ -171,3 +171,51 @@ def test_mig_instances_carry_their_processes_without_utilisation(tmp_path):
     assert not _of(found, "DCGM_EXP_PROCESS_SM_UTIL", gpu="0")
     assert ("--processes: GPU 0 is in MIG mode: NVML gives no per-process utilisation there, its processes' SM, "
             "memory, encoder and decoder series are left out") in collector.log.read_text()
+
+
+def _nvml_node(tmp_path: Path, flags: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The package's engine reading the simulated NVML (DCGM_ENGINE_NVML_LIB), which runs the scenario: given by
+    --nvml or, with no flag, chosen because no libdcgm.so.4 loads; no libnvidia-ml.so.1 is on the linker path, so
+    only the NVML the engine reads can list the processes."""
+    from dcgm_collector.engine import nvml_library_path
+
+    nvml = nvml_library_path()
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    env = dict(_env(), DCGM_SIM_NVML_COSTS="off", DCGM_SIM_SCENARIO=str(tmp_path / "node.toml"),
+               DCGM_ENGINE_NVML_LIB=str(nvml), LD_LIBRARY_PATH=str(folder))
+    return flags, env
+
+
+@pytest.mark.parametrize("source", ["nvml given", "nvml chosen"])
+def test_the_engine_on_nvml_lists_the_processes_of_the_nvml_it_reads(tmp_path, children, source):
+    """--processes reads the NVML the running source reads (DCGM_ENGINE_NVML_LIB), also when no flag chose it."""
+    from dcgm_collector.dcgm.library import probe_library
+
+    if source == "nvml chosen" and probe_library("libdcgm.so.4") is None:
+        pytest.skip("a real libdcgm.so.4 is installed: DCGM would be chosen")
+    child, _ = children
+    (tmp_path / "node.toml").write_text(f"""\
+seed = 1
+[[gpu]]
+model = "H200"
+count = 2
+[[process]]
+gpu = 1
+pid = {child.pid}
+fb_bytes = {FB}
+""")
+    flags, env = _nvml_node(tmp_path, ("--nvml",) if source == "nvml given" else ())
+    collector = Collector(tmp_path, *flags, "--processes", env=env)
+    try:
+        found = collector.wait(lambda m: m if _of(m, "DCGM_EXP_PROCESS_FB_USED_BYTES", pid=str(child.pid)) else None,
+                               "the child's series")
+        assert _of(found, "DCGM_EXP_PROCESS_FB_USED_BYTES", gpu="1", pid=str(child.pid),
+                   process_name=CHILD_NAME) == [FB]
+        assert _of(found, "DCGM_EXP_PROCESS_COUNT", gpu="1") == [1]
+        assert _of(found, "DCGM_EXP_PROCESS_QUERY_SUCCESS", gpu="1") == [1]
+        [info] = [labels for name, labels, _ in found if name == "dcgm_collector_build_info"]
+        assert info["source"] == "nvml"
+    finally:
+        collector.stop()
+    assert "cannot open NVML" not in collector.log.read_text()
