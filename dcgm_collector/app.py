@@ -37,6 +37,7 @@ from dcgm_collector import __version__, dcgm, engine
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.hpc import HpcJobMapper
 from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
+from dcgm_collector.collect.readers.idle import IdleReader
 from dcgm_collector.collect.readers.nvml import Nvml
 from dcgm_collector.collect.readers.processes import ProcessReader
 from dcgm_collector.collect.readers.triggers import TriggerReader
@@ -58,6 +59,7 @@ from dcgm_collector.push.remote_write import (
     RemoteWriteOptions,
     RemoteWriter,
 )
+from dcgm_collector.series.idle import IDLE_FAMILIES
 from dcgm_collector.series.processes import PROCESS_FAMILIES
 from dcgm_collector.series.registry import Registry
 from dcgm_collector.serve import malloc
@@ -440,6 +442,20 @@ class Collector:
             return None
         return GpuAttribution(self.pods, jobs)
 
+    def _allocated(self, gpu_index: int, uuid: str, instance_id: int | None) -> bool:
+        """Whether a pod (-k) or an HPC job (a job file) holds the GPU, or its MIG instance: the idle reader's
+        allocated_no_process (collect does not import attribution, so the question comes in as this callable)."""
+        attribution = self.attribution
+        if attribution is None:
+            return False
+        pods, jobs = attribution.pods, attribution.jobs
+        if pods is not None:
+            held = (pods.labels_for(gpu_index, uuid) if instance_id is None
+                    else pods.labels_for_instance(gpu_index, instance_id, uuid))
+            if held:
+                return True
+        return jobs is not None and bool(jobs.jobs_for(gpu_index, instance_id))
+
     def _read_counters(self) -> CounterSet:
         path = self.config.collectors
         try:
@@ -475,6 +491,8 @@ class Collector:
                 assert self.source is not None   # loaded with the library
                 nvml_library = process_nvml_library(self.source)
                 readers.append(ProcessReader.factory(lambda: Nvml(nvml_library), config.processes_top))
+                # after the process reader, so that it classifies with this tick's process lists
+                readers.append(IdleReader.factory(self._allocated, config.idle_util_below, config.idle_held_fb_mib))
             return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,
                           switch_devices=config.switch_devices, cpu_devices=config.cpu_devices,
                           expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname), address=address,
@@ -524,6 +542,8 @@ class Collector:
         for reader in sampler.readers:
             if isinstance(reader, ProcessReader):   # a new exposition (a reload) serves the same store
                 exposition.attach_store(reader.store, PROCESS_FAMILIES)
+            elif isinstance(reader, IdleReader):
+                exposition.attach_store(reader.store, IDLE_FAMILIES, sized=False)
         return exposition
 
     # -- reload

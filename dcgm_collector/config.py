@@ -49,6 +49,7 @@ from dcgm_collector.options.values import MAX_DEVICE_ID, parse_bool, parse_devic
 from dcgm_collector.push.options import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
 from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
 from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
+from dcgm_collector.series.idle import DEFAULT_HELD_FB_MIB, DEFAULT_UTIL_BELOW
 from dcgm_collector.series.processes import DEFAULT_TOP as DEFAULT_PROCESSES_TOP
 
 # the names from dcgm_collector.options are listed too: the rest of the package and the tests import them from here
@@ -115,6 +116,8 @@ class Config:
     recorder_max_bytes: int = DEFAULT_RECORDER_MAX_BYTES
     processes: bool = False                # --processes: per-process series
     processes_top: int = DEFAULT_PROCESSES_TOP   # --processes-top
+    idle_util_below: float = DEFAULT_UTIL_BELOW     # --idle-util-below: % under which a sampled GPU is idle
+    idle_held_fb_mib: float = DEFAULT_HELD_FB_MIB   # --idle-held-fb-mib: MiB its processes hold to make it held
     dcgm: bool = False                     # --dcgm: DCGM's library from the search, no fallback to NVML
     source_flag: str | None = None         # the flag or variable that chose the source, as given; None: automatic
 

@@ -151,6 +151,7 @@ class Exposition:
         self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
         self._stores: tuple[SeriesStore, ...] = ()   # attached stores of series that come and go
         self._store_families: tuple[tuple[SeriesStore, ProcessFamily], ...] = ()   # the stores' own families
+        self._sized_stores: tuple[SeriesStore, ...] = ()   # the stores whose memory figures are served
         self._refresh_families()
 
     # -- public
@@ -180,11 +181,13 @@ class Exposition:
         return sum(1 for family in self._families
                    if isinstance(family, (FieldFamily, StoreFieldFamily)) and family.aggregate)
 
-    def attach_store(self, store: SeriesStore, families: Sequence[ProcessFamily] = ()) -> None:
+    def attach_store(self, store: SeriesStore, families: Sequence[ProcessFamily] = (), sized: bool = True) -> None:
         """Serve a store's series beside the rings' (see expose.store_families) on /metrics and in the sample model.
 
         ``families`` are families of the store's own (the per-process ones,
-        expose.processes), served after the counters' families.  The store
+        expose.processes), served after the counters' families, and with
+        ``sized`` the figures of the store's memory (a store of fixed size,
+        as the idle counters', has none worth serving).  The store
         stays this exposition's (one sampler's): a reload's new exposition has
         none until one is attached to it.
         """
@@ -195,6 +198,8 @@ class Exposition:
                 return
             self._stores = (*self._stores, store)
             self._store_families = (*self._store_families, *((store, spec) for spec in families))
+            if sized and families:
+                self._sized_stores = (*self._sized_stores, store)
             self._labels_seen = self._label_values = None   # rebuild the families (and so the sample model)
         self._refresh_families()
 
@@ -345,7 +350,7 @@ class Exposition:
                     add(family)
         for store, spec in self._store_families:
             add(process_family(spec, store, store_names))
-        for store in dict.fromkeys(store for store, _ in self._store_families):
+        for store in self._sized_stores:
             for family in store_size_families(store):
                 add(family)
         return tuple(families)

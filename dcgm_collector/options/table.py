@@ -21,6 +21,7 @@ from dcgm_collector.options.values import (
     _gpu_id_type,
     _log_format,
     _nonempty,
+    _number_between,
     _positive_float,
     _positive_int,
     _remote_write_label,
@@ -32,6 +33,7 @@ from dcgm_collector.options.values import (
 from dcgm_collector.push.options import DEFAULT_AFTER_S as DEFAULT_RECORDER_AFTER_S
 from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEFORE_S
 from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
+from dcgm_collector.series.idle import DEFAULT_HELD_FB_MIB, DEFAULT_UTIL_BELOW
 from dcgm_collector.series.processes import DEFAULT_TOP as DEFAULT_PROCESSES_TOP
 
 DEFAULT_ADDRESS = ":9400"
@@ -97,6 +99,14 @@ OPTIONS: tuple[Option, ...] = (
            _positive_int("processes", MAX_PROCESSES_TOP),
            "processes per GPU with series of their own, by framebuffer; the rest are summed into pid=\"other\" "
            "[default: %(default)s]", "collection", "N"),
+    Option("idle_util_below", ("--idle-util-below",), "DCGM_COLLECTOR_IDLE_UTIL_BELOW", DEFAULT_UTIL_BELOW,
+           _number_between("percent", 0, 100),
+           "with --processes: a GPU sampled at a utilisation under this is idle in DCGM_EXP_GPU_IDLE_SECONDS_TOTAL, "
+           "at or over it busy, in %% [default: %(default)g]", "collection", "PERCENT"),
+    Option("idle_held_fb_mib", ("--idle-held-fb-mib",), "DCGM_COLLECTOR_IDLE_HELD_FB_MIB", DEFAULT_HELD_FB_MIB,
+           _number_between("MiB", 0),
+           "with --processes: an idle GPU whose processes hold at least this much framebuffer in all is "
+           "idle_held, in MiB [default: %(default)g]", "collection", "MIB"),
     Option("no_hostname", ("-n", "--no-hostname"), "DCGM_EXPORTER_NO_HOSTNAME", False, parse_bool,
            "leave the hostname label out (it is $NODE_NAME, else the host's name)", "collection", "BOOL", True),
     Option("replace_blanks_in_model_name", ("-rbmn", "--replace-blanks-in-model-name"),

@@ -60,6 +60,20 @@ def _positive_float(what: str, most: float | None = None) -> Callable[[str], flo
     return parse
 
 
+def _number_between(what: str, low: float, high: float | None = None) -> Callable[[str], float]:
+    """A finite number from ``low`` up to ``high`` (no bound above when None), both included."""
+    def parse(text: str) -> float:
+        try:
+            value = parse_decimal(text.strip(), signed=True)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what} (ASCII digits, finite)") from None
+        if not math.isfinite(value) or value < low or (high is not None and value > high):
+            within = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {within} {what}")
+        return value
+    return parse
+
+
 def _address(text: str) -> str:
     try:
         parse_listen_address(text)

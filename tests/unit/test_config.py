@@ -168,6 +168,8 @@ FLAG_ENV_CASES = [
     (["--remote-write-timeout", "3"], "DCGM_COLLECTOR_REMOTE_WRITE_TIMEOUT", "4", "remote_write_timeout_s", 4.0, 3.0),
     (["--processes=false"], "DCGM_COLLECTOR_PROCESSES", "true", "processes", True, False),
     (["--processes-top", "4"], "DCGM_COLLECTOR_PROCESSES_TOP", "8", "processes_top", 8, 4),
+    (["--idle-util-below", "5"], "DCGM_COLLECTOR_IDLE_UTIL_BELOW", "2.5", "idle_util_below", 2.5, 5.0),
+    (["--idle-held-fb-mib", "0"], "DCGM_COLLECTOR_IDLE_HELD_FB_MIB", "512", "idle_held_fb_mib", 512.0, 0.0),
     (["--remote-write-label", "cluster=a,b", "--remote-write-label", "site=x"], "DCGM_COLLECTOR_REMOTE_WRITE_LABEL",
      "cluster=c,site=y", "remote_write_labels", (("cluster", "c"), ("site", "y")), (("cluster", "a,b"), ("site", "x"))),
 ]
@@ -201,6 +203,8 @@ def test_empty_env_value_counts_as_unset():
     ("DCGM_EXPORTER_LOG_FORMAT", "xml", "DCGM_EXPORTER_LOG_FORMAT: 'xml': choose text or json"),
     ("DCGM_COLLECTOR_PROCESSES_TOP", "0", "DCGM_COLLECTOR_PROCESSES_TOP: '0': must be more than 0 processes"),
     ("DCGM_COLLECTOR_PROCESSES_TOP", "5000", "DCGM_COLLECTOR_PROCESSES_TOP: '5000': must be at most 1024 processes"),
+    ("DCGM_COLLECTOR_IDLE_UTIL_BELOW", "101", "DCGM_COLLECTOR_IDLE_UTIL_BELOW: '101': must be from 0 to 100 percent"),
+    ("DCGM_COLLECTOR_IDLE_HELD_FB_MIB", "-1", "DCGM_COLLECTOR_IDLE_HELD_FB_MIB: '-1': must be at least 0 MiB"),
 ])
 def test_bad_env_values(env, value, message):
     with pytest.raises(ConfigError) as info:
@@ -223,6 +227,9 @@ def test_bad_env_values(env, value, message):
     (["--retention", "1e400"], "argument --retention: '1e400' is not a number of seconds (ASCII digits, finite)"),
     (["-d", "g:\u00b2"], "argument -d/--devices: 'g:\u00b2': '\u00b2' is not N or N-M"),
     (["-d", "g:\u0661"], "argument -d/--devices: 'g:\u0661': '\u0661' is not N or N-M"),
+    (["--idle-util-below", "-5"], "argument --idle-util-below: '-5': must be from 0 to 100 percent"),
+    (["--idle-util-below", "ten"], "argument --idle-util-below: 'ten' is not a number of percent (ASCII digits"),
+    (["--idle-held-fb-mib", "nan"], "argument --idle-held-fb-mib: 'nan' is not a number of MiB (ASCII digits"),
 ])
 def test_bad_flag_values_are_one_line_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as info:

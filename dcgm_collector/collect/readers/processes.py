@@ -25,8 +25,9 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 from dcgm_collector.collect.readers.nvml import NO_PERMISSION, NOT_SUPPORTED, NvmlError, NvmlProcess, NvmlUtilization
@@ -115,6 +116,9 @@ class ProcessReader(Reader):
         self._last_ts = 0
         self._first_seen_us = 0
         self._written: set[StoreKey] = set()   # the series the last read gave a value
+        # entity -> the processes its latest read listed (an entity whose list failed is left out); replaced
+        # whole on each read, for the idle reader (collect.readers.idle), which runs on the same thread
+        self.latest: Mapping[tuple[int, int], tuple[NvmlProcess, ...]] = MappingProxyType({})
 
     @classmethod
     def factory(cls, open_nvml: Callable[[], NvmlLike], top: int = DEFAULT_TOP) -> Callable[[Sampler], Reader]:
@@ -170,6 +174,7 @@ class ProcessReader(Reader):
             self._entity_series(samples, entity, processes, utilization, infos)
         self._blank_left_series(samples, listed)
         self.store.append(ts, samples)
+        self.latest = MappingProxyType({entity: tuple(processes) for entity, processes, _ in listed})
         return True
 
     def _blank_left_series(self, samples: dict[StoreKey, float],
