@@ -34,8 +34,10 @@ from collections import Counter as Tally
 from typing import TYPE_CHECKING, Any
 
 from dcgm_collector import __version__, dcgm, engine
+from dcgm_collector.attribution.checkpoint import DeviceCheckpoint
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.hpc import HpcJobMapper
+from dcgm_collector.attribution.processes import ProcessAttribution
 from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
 from dcgm_collector.collect.readers.nvml import Nvml
 from dcgm_collector.collect.readers.processes import ProcessReader
@@ -122,6 +124,7 @@ class Collector:
         self.registry = Registry()
         self.pods: Any = None           # PodMapper (-k)
         self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
+        self.process_attribution: ProcessAttribution | None = None   # the same for each process (--processes)
         self.recorder: Recorder | None = None   # the flight recorder (--recorder-dir), or None
         self._web: WebConfig | None = None
         self._renders: SingleFlight[bytes] = SingleFlight()
@@ -438,6 +441,10 @@ class Collector:
             log.info("hpc_job labels from %s, re-read every %g s", jobs.directory, jobs.refresh_s)
         if self.pods is None and jobs is None:
             return None
+        if config.processes:
+            # a process's own pod and job, from its cgroup: the checkpoint names the pod UIDs a cgroup gives
+            checkpoint = DeviceCheckpoint(config.kubernetes_device_checkpoint) if self.pods is not None else None
+            self.process_attribution = ProcessAttribution(self.pods, jobs, checkpoint)
         return GpuAttribution(self.pods, jobs)
 
     def _read_counters(self) -> CounterSet:
@@ -473,7 +480,9 @@ class Collector:
             readers = [TriggerReader.factory(recorder.trigger, name)] if recorder is not None else []
             if config.processes and address is None:
                 nvml_library = process_nvml_library(config)
-                readers.append(ProcessReader.factory(lambda: Nvml(nvml_library), config.processes_top))
+                attribute = self.process_attribution
+                readers.append(ProcessReader.factory(lambda: Nvml(nvml_library), config.processes_top, attribute,
+                                                     attribute.blank() if attribute is not None else ()))
             return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,
                           switch_devices=config.switch_devices, cpu_devices=config.cpu_devices,
                           expose=lambda sampler, gpus: self._expose(sampler, gpus, hostname), address=address,
