@@ -34,8 +34,10 @@ from collections import Counter as Tally
 from typing import TYPE_CHECKING, Any
 
 from dcgm_collector import __version__, dcgm, engine
+from dcgm_collector.attribution.checkpoint import DeviceCheckpoint
 from dcgm_collector.attribution.copies import GpuAttribution
 from dcgm_collector.attribution.hpc import HpcJobMapper
+from dcgm_collector.attribution.processes import ProcessAttribution
 from dcgm_collector.catalog.counters import CountersError, CounterSet, load_counters
 from dcgm_collector.collect.readers.idle import IdleReader
 from dcgm_collector.collect.readers.nvml import Nvml
@@ -124,6 +126,7 @@ class Collector:
         self.registry = Registry()
         self.pods: Any = None           # PodMapper (-k)
         self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
+        self.process_attribution: ProcessAttribution | None = None   # the same for each process (--processes)
         self.recorder: Recorder | None = None   # the flight recorder (--recorder-dir), or None
         self._web: WebConfig | None = None
         self._renders: SingleFlight[bytes] = SingleFlight()
@@ -440,6 +443,10 @@ class Collector:
             log.info("hpc_job labels from %s, re-read every %g s", jobs.directory, jobs.refresh_s)
         if self.pods is None and jobs is None:
             return None
+        if config.processes:
+            # a process's own pod and job, from its cgroup: the checkpoint names the pod UIDs a cgroup gives
+            checkpoint = DeviceCheckpoint(config.kubernetes_device_checkpoint) if self.pods is not None else None
+            self.process_attribution = ProcessAttribution(self.pods, jobs, checkpoint)
         return GpuAttribution(self.pods, jobs)
 
     def _allocated(self, gpu_index: int, uuid: str, instance_id: int | None) -> bool:
@@ -490,7 +497,9 @@ class Collector:
             if config.processes and address is None:
                 assert self.source is not None   # loaded with the library
                 nvml_library = process_nvml_library(self.source)
-                readers.append(ProcessReader.factory(lambda: Nvml(nvml_library), config.processes_top))
+                attribute = self.process_attribution
+                readers.append(ProcessReader.factory(lambda: Nvml(nvml_library), config.processes_top, attribute,
+                                                     attribute.blank() if attribute is not None else ()))
                 # after the process reader, so that it classifies with this tick's process lists
                 readers.append(IdleReader.factory(self._allocated, config.idle_util_below, config.idle_held_fb_mib))
             return Target(name, counters, connect=connect, devices=config.devices, sampling=config.sampling,

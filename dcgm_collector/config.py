@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dcgm_collector.attribution.checkpoint import DEFAULT_DEVICE_CHECKPOINT
 from dcgm_collector.catalog.counters import default_counters_path
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.model import DeviceSelection
@@ -92,6 +93,7 @@ class Config:
     kubernetes: bool = False
     kubernetes_gpu_id_type: str = "uid"
     pod_resources_kubelet_socket: str = "/var/lib/kubelet/pod-resources/kubelet.sock"
+    kubernetes_device_checkpoint: str = DEFAULT_DEVICE_CHECKPOINT   # --kubernetes-device-checkpoint
     nvidia_resource_names: tuple[str, ...] = ()
     hpc_job_mapping_dir: str | None = None
     web_config_file: str | None = None

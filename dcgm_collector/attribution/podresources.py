@@ -25,7 +25,9 @@ Device ids are matched as dcgm-exporter matches them (reference ops.md 1.6):
   and GKE's ``nvidia<N>/gi<M>``, label the GPU instance
   (:meth:`PodMapper.labels_for_instance`), never the whole GPU;
 * when several containers hold the same device, the last one listed wins,
-  as in dcgm-exporter's default (non-sharing) mode.
+  as in dcgm-exporter's default (non-sharing) mode, for the GPU's series;
+  :meth:`PodMapper.holders` keeps them all (time-slicing hands replicas of
+  one GPU to several containers), for the per-process labels.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ __all__ = [
     "accepted_resource",
     "device_keys",
     "gpu_key",
+    "holders_from_response",
     "instance_key",
     "mapping_from_response",
 ]
@@ -142,11 +145,11 @@ def _resolve_mig(mig_resolver: MigResolver | None, mig_uuid: str) -> tuple[int, 
     return int(gpu_index), int(instance_id)
 
 
-def mapping_from_response(response: pb.ListPodResourcesResponse, resource_names: Iterable[str] = (),
-                          mig_resolver: MigResolver | None = None) -> dict[str, PodInfo]:
-    """Device key -> the container holding it, from one List answer (the last container listed wins)."""
+def holders_from_response(response: pb.ListPodResourcesResponse, resource_names: Iterable[str] = (),
+                          mig_resolver: MigResolver | None = None) -> dict[str, tuple[PodInfo, ...]]:
+    """Device key -> every container holding it, once each, in the order of their last listing."""
     extra = frozenset(resource_names)
-    mapping: dict[str, PodInfo] = {}
+    holders: dict[str, dict[PodInfo, None]] = {}
     for pod in response.pod_resources:
         for container in pod.containers:
             holder = PodInfo(pod.name, pod.namespace, container.name)
@@ -155,8 +158,16 @@ def mapping_from_response(response: pb.ListPodResourcesResponse, resource_names:
                     continue
                 for device_id in devices.device_ids:
                     for key in device_keys(device_id, mig_resolver):
-                        mapping[key] = holder
-    return mapping
+                        found = holders.setdefault(key, {})
+                        found.pop(holder, None)   # to the end: the last one listed is the last one kept
+                        found[holder] = None
+    return {key: tuple(found) for key, found in holders.items()}
+
+
+def mapping_from_response(response: pb.ListPodResourcesResponse, resource_names: Iterable[str] = (),
+                          mig_resolver: MigResolver | None = None) -> dict[str, PodInfo]:
+    """Device key -> the container holding it, from one List answer (the last container listed wins)."""
+    return {key: found[-1] for key, found in holders_from_response(response, resource_names, mig_resolver).items()}
 
 
 class PodMapper:
@@ -189,6 +200,7 @@ class PodMapper:
         self.old_names = old_names
         self.mig_resolver = mig_resolver
         self._mapping: Mapping[str, PodInfo] = {}
+        self._holders: Mapping[str, tuple[PodInfo, ...]] = {}
         self._generation = 0
         self._refresh_lock = threading.Lock()
         self._stop = threading.Event()
@@ -211,6 +223,20 @@ class PodMapper:
         if holder is None and mig_uuid:
             holder = self._mapping.get(mig_uuid.removeprefix("MIG-"))   # filed bare, replicas (::N) too
         return holder.labels(self.old_names) if holder is not None else {}
+
+    def holders(self, key: str) -> tuple[PodInfo, ...]:
+        """Every container holding a device key (a raw device id, a GPU's UUID or ``nvidia<N>``,
+        ``"<gpu>-<gi>"``), replicas of a shared GPU included; () when none does."""
+        return self._holders.get(key, ())
+
+    def holders_for(self, gpu_index: int, uuid: str) -> tuple[PodInfo, ...]:
+        """Every container holding a whole GPU or one of its replicas (time-slicing, MPS)."""
+        return self._holders.get(gpu_key(self.gpu_id_type, gpu_index, uuid), ())
+
+    def holders_for_instance(self, gpu_index: int, instance_id: int, mig_uuid: str = "") -> tuple[PodInfo, ...]:
+        """Every container holding a MIG GPU instance or one of its replicas (found as labels_for_instance)."""
+        found = self._holders.get(instance_key(gpu_index, instance_id), ())
+        return found or (self._holders.get(mig_uuid.removeprefix("MIG-"), ()) if mig_uuid else ())
 
     @property
     def generation(self) -> int:
@@ -258,13 +284,14 @@ class PodMapper:
         """List the kubelet's pods once and swap the mapping in; False (mapping kept) on failure."""
         with self._refresh_lock:
             try:
-                mapping = mapping_from_response(self._list(), self.resource_names, self.mig_resolver)
+                holders = holders_from_response(self._list(), self.resource_names, self.mig_resolver)
             except _ListFailed as failure:
                 self._failed(failure)
                 return False
             self.refreshes += 1
-            if mapping != self._mapping:
-                self._mapping = mapping
+            if holders != self._holders:
+                self._mapping = {key: found[-1] for key, found in holders.items()}
+                self._holders = holders
                 self._generation += 1
             if self._problem is not None:
                 log.info("kubelet pod-resources answers again at %s: pod labels are current", self.socket_path)

@@ -46,7 +46,7 @@ class EntityLabels:
         merged = dict(self.labels)
         merged.update(extra or {})
         head = self.identity + tuple(sorted(merged.items()))
-        return tuple(head + tuple(sorted({**dict(copy), **(attributes or {})}.items())) for copy in self.copies)
+        return tuple(head + copy for copy in self._merged_copies(attributes))
 
     def render(self, extra: Mapping[str, str] | None = None,
                attributes: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -56,7 +56,16 @@ class EntityLabels:
         merged = dict(self.labels)
         merged.update(extra or {})
         head = list(self.identity) + sorted(merged.items())
-        return tuple(label_text(head + sorted({**dict(copy), **(attributes or {})}.items())) for copy in self.copies)
+        return tuple(label_text(head + list(copy)) for copy in self._merged_copies(attributes))
+
+    def _merged_copies(self, attributes: Mapping[str, str] | None) -> AttributeCopies:
+        """Each copy's attributes with the series' own over them, sorted; an empty one is left out (a process
+        known to be in no pod), and copies made alike by them are one (a process's one job over the GPU's)."""
+        if not attributes:
+            return self.copies
+        merged = {tuple(sorted((name, value) for name, value in {**dict(copy), **attributes}.items() if value)): None
+                  for copy in self.copies}
+        return tuple(merged)
 
 
 class Labeller(Protocol):

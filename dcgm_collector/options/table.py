@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dcgm_collector.attribution.checkpoint import DEFAULT_DEVICE_CHECKPOINT
 from dcgm_collector.catalog.counters import aggregations_argument
 from dcgm_collector.collect.options import DEFAULT_COLLECT_INTERVAL_MS, DEFAULT_RETENTION_S, MAX_INTERVAL_MS
 from dcgm_collector.expose.options import DEFAULT_COUNT_WINDOW_MS, DEFAULT_WINDOW_S
@@ -162,6 +163,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("pod_resources_kubelet_socket", ("--pod-resources-kubelet-socket",), "DCGM_POD_RESOURCES_KUBELET_SOCKET",
            "/var/lib/kubelet/pod-resources/kubelet.sock", _nonempty("path"),
            "the kubelet's pod-resources socket [default: %(default)s]", "attribution", "PATH"),
+    Option("kubernetes_device_checkpoint", ("--kubernetes-device-checkpoint",),
+           "DCGM_COLLECTOR_KUBERNETES_DEVICE_CHECKPOINT", DEFAULT_DEVICE_CHECKPOINT, _nonempty("path"),
+           "the kubelet device manager's checkpoint, which names the pod UID of each container's GPUs: with -k and "
+           "--processes, how a process's cgroup is matched to its pod [default: %(default)s]", "attribution",
+           "PATH"),
     Option("nvidia_resource_names", ("--nvidia-resource-names",), "NVIDIA_RESOURCE_NAMES", None, _text,
            "extended resources that are GPUs besides nvidia.com/gpu and nvidia.com/mig-* (comma-separated, "
            "or give it several times), e.g. nvidia.com/a100", "attribution", "NAMES", repeatable=True),

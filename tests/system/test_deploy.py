@@ -25,6 +25,8 @@ import yaml
 from manifest_checks import KUBERNETES_VERSIONS, SERVICE_MONITOR_SCHEMA, schema_errors
 from support import COLLECTOR, command
 
+from dcgm_collector.config import parse_config
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
@@ -210,10 +212,14 @@ def test_systemd_unit_says_how_to_install_from_a_checkout():
 
 def test_daemonset_reads_pod_resources_read_only_on_gpu_nodes():
     pod = _kind("DaemonSet")["spec"]["template"]["spec"]
-    (host_volume,) = [v for v in pod["volumes"] if "hostPath" in v]
-    assert host_volume["hostPath"]["path"] == "/var/lib/kubelet/pod-resources"
-    (mount,) = [m for m in _container()["volumeMounts"] if m["name"] == host_volume["name"]]
-    assert mount["mountPath"] == "/var/lib/kubelet/pod-resources" and mount["readOnly"] is True
+    host_volumes = {v["hostPath"]["path"]: v["name"] for v in pod["volumes"] if "hostPath" in v}
+    # the pod-resources socket, and the device manager's checkpoint beside the device plugins' sockets
+    assert set(host_volumes) == {"/var/lib/kubelet/pod-resources", "/var/lib/kubelet/device-plugins"}
+    mounts = {m["name"]: m for m in _container()["volumeMounts"]}
+    for path, name in host_volumes.items():
+        assert mounts[name]["mountPath"] == path and mounts[name]["readOnly"] is True
+    config = parse_config([], {})
+    assert Path(config.kubernetes_device_checkpoint).parent == Path("/var/lib/kubelet/device-plugins")
     assert pod["nodeSelector"] and any(t["key"] == "nvidia.com/gpu" for t in pod["tolerations"])
     env = {e["name"]: e for e in _container()["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"

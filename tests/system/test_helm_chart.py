@@ -178,6 +178,10 @@ def test_pod_attribution_reads_the_kubelet_socket_from_the_host_path():
     assert pod_resources["hostPath"]["path"] == "/var/lib/kubelet/pod-resources"
     assert pod_resources["mount"]["readOnly"] is True
     assert Path(config.pod_resources_kubelet_socket).parent == Path(pod_resources["mount"]["mountPath"])
+    device_plugins = _volumes(docs)["device-plugins"]
+    assert device_plugins["hostPath"]["path"] == "/var/lib/kubelet/device-plugins"
+    assert device_plugins["mount"]["readOnly"] is True
+    assert Path(config.kubernetes_device_checkpoint).parent == Path(device_plugins["mount"]["mountPath"])
 
 
 def test_counters_config_map_holds_the_shipped_file_or_your_own():

@@ -137,6 +137,8 @@ FLAG_ENV_CASES = [
      "kubernetes_gpu_id_type", "device-name", "uid"),
     (["--pod-resources-kubelet-socket", "/a.sock"], "DCGM_POD_RESOURCES_KUBELET_SOCKET", "/b.sock",
      "pod_resources_kubelet_socket", "/b.sock", "/a.sock"),
+    (["--kubernetes-device-checkpoint", "/a/cp"], "DCGM_COLLECTOR_KUBERNETES_DEVICE_CHECKPOINT", "/b/cp",
+     "kubernetes_device_checkpoint", "/b/cp", "/a/cp"),
     (["--nvidia-resource-names", "nvidia.com/a100", "--nvidia-resource-names", "nvidia.com/h100"],
      "NVIDIA_RESOURCE_NAMES", "nvidia.com/x, nvidia.com/y", "nvidia_resource_names",
      ("nvidia.com/x", "nvidia.com/y"), ("nvidia.com/a100", "nvidia.com/h100")),

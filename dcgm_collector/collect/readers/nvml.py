@@ -24,6 +24,7 @@ INSUFFICIENT_SIZE = 7
 GPU_IS_LOST = 15
 MAX_LIST_TRIES = 4        # a list that keeps outgrowing the buffer NVML asked for: give up after this many tries
 LIST_HEADROOM = 8         # entries beyond what NVML asked for, for processes that start meanwhile
+UUID_BUFFER = 96          # NVML's UUID buffer size (80) with room to spare
 MAX_LIST_ENTRIES = 65536  # NVML never asks for more than this; a bigger answer is an error, not an allocation
 
 _DECLARATIONS = """
@@ -37,6 +38,7 @@ int nvmlShutdown(void);
 const char *nvmlErrorString(int result);
 int nvmlDeviceGetCount_v2(unsigned int *count);
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
+int nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length);
 int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos);
 int nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos);
 int nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *samples,
@@ -104,6 +106,12 @@ class Nvml:
         handle = _ffi.new("nvmlDevice_t *")
         self._check("nvmlDeviceGetHandleByIndex_v2", self._lib.nvmlDeviceGetHandleByIndex_v2(index, handle))
         return handle[0]
+
+    def uuid(self, device: object) -> str:
+        """The device's UUID (``GPU-...``, ``MIG-...`` for a MIG device)."""
+        text = _ffi.new("char[]", UUID_BUFFER)
+        self._check("nvmlDeviceGetUUID", self._lib.nvmlDeviceGetUUID(device, text, UUID_BUFFER))
+        return _ffi.string(text).decode("ascii", "replace")
 
     def mig_devices(self, device: object) -> list[object]:
         """The MIG device handles of a GPU; [] when MIG is off or unknown.  (Their processes carry their

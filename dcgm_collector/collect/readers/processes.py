@@ -18,6 +18,12 @@ no listed pid is in /proc the collector does not see the host's PID namespace
 once per GPU and call and reads as ``DCGM_EXP_PROCESS_QUERY_SUCCESS`` 0, the
 GPU's own series unaffected.  An exception is the tick's to count
 (collect.readers.reader).
+
+Who a process belongs to (its pod, its HPC job) is not this stage's to know:
+an injected ``attribute(pid, gpu_index, uuid, gpu_instance)`` gives the
+labels a process's series add to ``pid`` and ``process_name`` (the app
+wires attribution.processes in), and ``folded_labels`` those of
+``pid="other"``, a sum over processes of anyone's.
 """
 
 from __future__ import annotations
@@ -47,16 +53,22 @@ MIN_INTERVAL_S = 1.0      # process lists are a few NVML calls per GPU: not wort
 TTL_INTERVALS = 3         # a process absent from this many reads in a row has its series removed
 STORE_ROWS = 60           # rows the store keeps: a minute of reads at the default interval
 _LABEL_BYTES = 512        # allowance per series for its pid and process_name labels
+_ATTRIBUTED_BYTES = 2048  # ... and for pod, namespace, container (up to 253, 63, 63 bytes) and hpc_job besides
 _PER_PROCESS = ("fb", "sm", "mem", "enc", "dec", "cpu", "rss")
 _PER_GPU = ("count", "ok", "seen", "folded")
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
+Labels = tuple[tuple[str, str], ...]
+Attribute = Callable[[int, int, str, "int | None"], Labels]   # (pid, GPU index, UUID, GPU instance) -> labels
+
+
 class NvmlLike(Protocol):
     """What the reader calls (collect.readers.nvml.Nvml; tests pass a fake)."""
 
     def device(self, index: int) -> object: ...
+    def uuid(self, device: object) -> str: ...
     def mig_devices(self, device: object) -> list[object]: ...
     def processes(self, device: object, graphics: bool) -> list[NvmlProcess]: ...
     def utilization(self, device: object, last_seen_us: int) -> list[NvmlUtilization]: ...
@@ -94,11 +106,13 @@ class ProcessReader(Reader):
     reads_dcgm = False
 
     def __init__(self, sampler: Sampler, open_nvml: Callable[[], NvmlLike], top: int = DEFAULT_TOP,
-                 proc_root: str = "/proc") -> None:
+                 proc_root: str = "/proc", attribute: Attribute | None = None, folded_labels: Labels = ()) -> None:
         super().__init__(sampler)
         self.every_s = max(MIN_INTERVAL_S, sampler.interval_s)
         self.top = top
         self.proc_root = proc_root
+        self.attribute = attribute
+        self.folded_labels = tuple(folded_labels)
         self._open_nvml = open_nvml
         self.nvml: NvmlLike | None = None
         entities = max(1, len(sampler.gpu_ids or ()) + len(sampler.instances))   # GPUs and instances served
@@ -106,8 +120,11 @@ class ProcessReader(Reader):
         # reads hold slots at once, besides pid="other" and the GPU's own series
         max_series = entities * ((top * (TTL_INTERVALS + 1) + 1) * len(_PER_PROCESS) + len(_PER_GPU))
         fixed = SeriesStore.bytes_for(max_series, STORE_ROWS)
+        label_bytes = _LABEL_BYTES if attribute is None and not folded_labels else _ATTRIBUTED_BYTES
         self.store = SeriesStore(max_series, STORE_ROWS, ttl_s=TTL_INTERVALS * self.every_s,
-                                 max_bytes=fixed + max_series * _LABEL_BYTES)
+                                 max_bytes=fixed + max_series * label_bytes)
+        self._instances = {instance.entity_id: instance for instance in sampler.instances}
+        self._uuids: dict[int, str] = {}               # GPU -> its UUID, asked of NVML once
         self._last_seen: dict[int, int] = {}          # GPU -> newest utilisation sample's ts
         self._totals: dict[tuple[int, int], list[int]] = {}   # entity -> [seen, folded]
         self._warned: set[tuple[int, str, int]] = set()
@@ -121,8 +138,9 @@ class ProcessReader(Reader):
         self.latest: Mapping[tuple[int, int], tuple[NvmlProcess, ...]] = MappingProxyType({})
 
     @classmethod
-    def factory(cls, open_nvml: Callable[[], NvmlLike], top: int = DEFAULT_TOP) -> Callable[[Sampler], Reader]:
-        return lambda sampler: cls(sampler, open_nvml, top)
+    def factory(cls, open_nvml: Callable[[], NvmlLike], top: int = DEFAULT_TOP, attribute: Attribute | None = None,
+                folded_labels: Labels = ()) -> Callable[[Sampler], Reader]:
+        return lambda sampler: cls(sampler, open_nvml, top, attribute=attribute, folded_labels=folded_labels)
 
     def close(self) -> None:
         if self.nvml is not None and hasattr(self.nvml, "close"):
@@ -200,6 +218,8 @@ class ProcessReader(Reader):
         assert nvml is not None
         try:
             device = nvml.device(gpu)
+            if self.attribute is not None and gpu not in self._uuids:
+                self._uuids[gpu] = self._uuid(device)
             migs = nvml.mig_devices(device)
             if not migs:
                 found = [((int(EntityType.GPU), gpu), self._listed(handle=device))]
@@ -229,6 +249,24 @@ class ProcessReader(Reader):
             log.warning("--processes: GPU %d is in MIG mode: NVML gives no per-process utilisation there, "
                         "its processes' SM, memory, encoder and decoder series are left out", gpu)
         return [(entity, processes, None if migs else utilization) for entity, processes in found]
+
+    def _uuid(self, device: object) -> str:
+        """The GPU's UUID, for pod lookups by UUID; "" when NVML does not say (lookups by index still work)."""
+        try:
+            return self.nvml.uuid(device) if self.nvml is not None else ""
+        except NvmlError as error:
+            log.warning("--processes: %s; processes on this GPU get pod labels only under "
+                        "--kubernetes-gpu-id-type device-name", error)
+            return ""
+
+    def _own_labels(self, entity: tuple[int, int], pid: int) -> Labels:
+        """What the attribution says of a process on the entity (a GPU, or a MIG instance)."""
+        if self.attribute is None:
+            return ()
+        if entity[0] == int(EntityType.GPU_I):
+            instance = self._instances[entity[1]]
+            return self.attribute(pid, instance.gpu_id, instance.uuid, instance.instance_id)
+        return self.attribute(pid, entity[1], self._uuids.get(entity[1], ""), None)
 
     def _listed(self, handle: object) -> list[NvmlProcess]:
         """Compute and graphics processes of one handle, each pid once (a process may be both)."""
@@ -280,10 +318,11 @@ class ProcessReader(Reader):
         for p in kept:
             info = infos[p.pid]
             assert info is not None
-            self._process(samples, entity, (("pid", str(p.pid)), ("process_name", info.name)), [p], utilization,
-                          [info])
+            labels = (("pid", str(p.pid)), ("process_name", info.name), *self._own_labels(entity, p.pid))
+            self._process(samples, entity, tuple(sorted(labels)), [p], utilization, [info])
         if folded:
-            self._process(samples, entity, (("pid", OTHER_PID), ("process_name", "")), folded, utilization,
+            labels = (("pid", OTHER_PID), ("process_name", ""), *self.folded_labels)
+            self._process(samples, entity, tuple(sorted(labels)), folded, utilization,
                           [infos[p.pid] for p in folded])
 
     def _process(self, samples: dict[StoreKey, float], entity: tuple[int, int], labels: tuple[tuple[str, str], ...],

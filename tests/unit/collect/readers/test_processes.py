@@ -267,3 +267,28 @@ def test_a_process_that_drops_out_of_the_top_n_leaves_its_own_series_at_once(set
     s.nvml.gpus[0] = [(1, 300), (3, 250)]   # 2 exited: nothing left to fold, "other" goes at once
     tick(s)
     assert shown(s.reader, s.clock, "DCGM_EXP_PROCESS_FB_USED_BYTES") == {"1": 300, "3": 250}
+
+
+def test_an_injected_attribution_labels_each_process_and_the_fold_gets_the_blank_labels(tmp_path):
+    clock = ManualClock()
+    nvml = FakeNvml()
+    nvml.uuid = lambda device: f"GPU-{device[1]}"
+    asked = []
+
+    def attribute(pid: int, gpu: int, uuid: str, instance: int | None) -> tuple[tuple[str, str], ...]:
+        asked.append((pid, gpu, uuid, instance))
+        return (("pod", f"pod-{pid}"), ("hpc_job", ""))
+
+    sampler = SimpleNamespace(interval_s=1.0, gpu_ids=(0, 1), instances=(), clock=clock)
+    reader = ProcessReader(sampler, lambda: nvml, top=1, proc_root=str(tmp_path), attribute=attribute,
+                           folded_labels=(("hpc_job", ""), ("pod", "")))
+    nvml.gpus[1] = [(300, 4096), (301, 1024)]
+    for pid in (300, 301):
+        write_proc(tmp_path, pid, "job")
+    reader.read(clock.monotonic())
+    window = reader.store.window(10_000_000, int(clock.time() * 1e6))
+    fb = PROCESS_FAMILIES[0].field_id
+    labels = {dict(key.labels)["pid"]: key.labels for key in window.keys if key.field_id == fb and key.labels}
+    assert labels == {"300": (("hpc_job", ""), ("pid", "300"), ("pod", "pod-300"), ("process_name", "job")),
+                      "other": (("hpc_job", ""), ("pid", "other"), ("pod", ""), ("process_name", ""))}
+    assert asked == [(300, 1, "GPU-1", None)]
