@@ -35,7 +35,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from dcgm_collector.catalog.counters import (
     AGGREGATIONS,
@@ -47,6 +47,7 @@ from dcgm_collector.catalog.counters import (
     load_counters,
 )
 from dcgm_collector.catalog.fields import FieldTable, field_table
+from dcgm_collector.dashboard.grafana import GRID_WIDTH, STAT, Panel, Target
 from dcgm_collector.dashboard.panels import (
     CLOCK_EVENT_REASONS,
     COLLECTOR,
@@ -83,9 +84,6 @@ GPU = Level("", 'gpu=~"$gpu"', LEGEND)
 # Grafana's rate window: at least four scrapes, so a rate always has two samples
 RATE_WINDOW = "$__rate_interval"
 
-GRID_WIDTH = 24
-GRAPH = (12, 8)     # width, height in grid units (24 columns, 30 px rows)
-STAT = (6, 4)
 ROW_HEIGHT = 1
 
 # Families that say which GPUs a collector has, best first: always sampled,
@@ -106,109 +104,6 @@ def _number(value: float) -> str:
 def _scaled(expr: str, factor: float) -> str:
     return expr if factor == 1 else f"{expr} * {_number(factor)}"
 
-
-@dataclass
-class Target:
-    expr: str
-    legend: str = ""
-    table: bool = False   # an instant query shown as a table (one row per series)
-
-    def to_json(self, ref_id: str, datasource: dict) -> dict:
-        target = {"refId": ref_id, "datasource": datasource, "expr": self.expr, "legendFormat": self.legend}
-        if self.table:
-            target.update(instant=True, range=False, format="table")
-        else:
-            target.update(instant=False, range=True, format="time_series")
-        return target
-
-
-@dataclass
-class Panel:
-    """A panel before layout: everything but its id and position."""
-    kind: str                      # Grafana panel type
-    title: str
-    targets: list[Target]
-    unit: str = "short"
-    description: str = ""
-    min: float | None = None
-    max: float | None = None
-    thresholds: tuple[tuple[float, str], ...] = ()
-    threshold_line: bool = False
-    stepped: bool = False
-    mappings: list[dict] = field(default_factory=list)
-    size: tuple[int, int] = GRAPH
-    base_color: str = "green"
-
-    def to_json(self, panel_id: int, grid: dict, datasource: dict) -> dict:
-        defaults: dict = {"unit": self.unit, "color": {"mode": "palette-classic"}}
-        if self.min is not None:
-            defaults["min"] = self.min
-        if self.max is not None:
-            defaults["max"] = self.max
-        defaults["thresholds"] = {"mode": "absolute", "steps": [{"color": self.base_color, "value": None}] + [
-            {"color": color, "value": value} for value, color in self.thresholds]}
-        if self.mappings:
-            defaults["mappings"] = self.mappings
-        panel = {"id": panel_id, "type": self.kind, "title": self.title, "description": self.description,
-                 "datasource": datasource, "gridPos": grid,
-                 "fieldConfig": {"defaults": defaults, "overrides": []},
-                 "options": {}, "targets": [t.to_json(_ref_id(i), datasource) for i, t in enumerate(self.targets)]}
-        PANEL_STYLERS[self.kind](self, panel)
-        return panel
-
-
-def _ref_id(index: int) -> str:
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(ord("A") + rest) + letters
-    return letters
-
-
-def _style_timeseries(panel: Panel, out: dict) -> None:
-    defaults = out["fieldConfig"]["defaults"]
-    defaults["custom"] = {
-        "drawStyle": "line", "lineInterpolation": "stepAfter" if panel.stepped else "linear",
-        "lineWidth": 1, "fillOpacity": 0, "showPoints": "never", "spanNulls": False,
-        "thresholdsStyle": {"mode": "line" if panel.threshold_line else "off"},
-    }
-    out["fieldConfig"]["overrides"] = [{
-        # the window series (legend "... max" / "... min") dashed, beside the solid last value
-        "matcher": {"id": "byRegexp", "options": ".* (max|min)$"},
-        "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}],
-    }]
-    out["options"] = {
-        "legend": {"showLegend": True, "displayMode": "table", "placement": "bottom",
-                   "calcs": ["lastNotNull", "max"]},
-        "tooltip": {"mode": "multi", "sort": "desc"},
-    }
-
-
-def _style_stat(panel: Panel, out: dict) -> None:
-    out["fieldConfig"]["defaults"]["color"] = {"mode": "thresholds"}
-    out["options"] = {
-        "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-        "colorMode": "value", "graphMode": "area", "justifyMode": "auto", "orientation": "auto",
-        "textMode": "auto",
-    }
-
-
-def _style_state_timeline(panel: Panel, out: dict) -> None:
-    out["fieldConfig"]["defaults"]["color"] = {"mode": "thresholds"}
-    out["fieldConfig"]["defaults"]["custom"] = {"fillOpacity": 80, "lineWidth": 0}
-    out["options"] = {"mergeValues": True, "showValue": "never", "alignValue": "left", "rowHeight": 0.9,
-                      "legend": {"showLegend": False}, "tooltip": {"mode": "single", "sort": "none"}}
-
-
-def _style_table(panel: Panel, out: dict) -> None:
-    out["options"] = {"showHeader": True, "cellHeight": "sm", "footer": {"show": False}}
-    out["transformations"] = [{"id": "filterFieldsByName",
-                               "options": {"include": {"names": list(XID_TABLE_COLUMNS)}}}]
-
-
-PANEL_STYLERS = {"timeseries": _style_timeseries, "stat": _style_stat,
-                 "state-timeline": _style_state_timeline, "table": _style_table}
 
 
 def _row(panel_id: int, title: str, y: int) -> dict:
@@ -352,7 +247,7 @@ def _field_panel(row: _Row) -> Panel:
                      mappings=mappings)
     if view == "xid_last":
         return Panel("table", row.style.title, [Target(selected, table=True)], unit="none",
-                     description=_description(row))
+                     description=_description(row), columns=XID_TABLE_COLUMNS)
     raise ValueError(f"unknown view {view!r} for {name}")
 
 
