@@ -96,6 +96,14 @@ def test_every_recording_rule_has_a_unit_test_of_its_value():
             assert name in evaluated, f"no unit test evaluates {name}"
 
 
+def test_every_rule_of_the_processes_group_is_documented():
+    page = (RULES_DIR.parents[1] / "docs" / "alerts-and-dashboards.md").read_text()
+    groups = {group["name"]: group["rules"] for group in yaml.safe_load(RULES.read_text())["groups"]}
+    for rule in groups["dcgm-collector-processes"]:
+        name = rule.get("alert") or rule["record"]
+        assert f"| `{name}` |" in page, f"docs/alerts-and-dashboards.md has no row for {name}"
+
+
 def test_the_process_alerts_keep_their_duration_in_for():
     # an end-to-end test shortens `for` only: the inner windows stay short,
     # so a shortened rule fires within seconds of its condition
