@@ -15,14 +15,18 @@ the families that file makes the collector export:
   spike between two points of a zoomed-out graph still shows;
 * variables ``instance`` (from ``dcgm_collector_up``, which every collector
   serves) and ``gpu``, both multi-value with "All"; legends name the host
-  and the GPU (``{{hostname}} GPU {{gpu}}``).
+  and the GPU (``{{hostname}} GPU {{gpu}}``);
+* rows for what a counters file cannot tell: ``--mig`` per-instance panels
+  for GPUs split into MIG instances, ``--processes`` the row of per-process
+  series and idle time (:mod:`dcgm_collector.dashboard.processes`) for
+  collectors run with ``--processes``.
 
 Why plain JSON and not grafana-foundation-sdk: the SDK needs Python 3.11
 while the collector supports 3.10; it is a public preview whose PyPI
 versioning resolves to Grafana 10.1 types unless pinned by epoch; and it
 would be a dependency for what is a small, stable document (a list of
 panels with a position, a unit and some PromQL).  A few helper functions
-below build that document directly, and the tests check it against the
+(here and in :mod:`dcgm_collector.dashboard.grafana`) build that document directly, and the tests check it against the
 classic model's rules and run every query against a real Prometheus.
 
 Library use: :func:`build_dashboard` returns the dashboard as a dict.
@@ -35,7 +39,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from dcgm_collector.catalog.counters import (
     AGGREGATIONS,
@@ -47,6 +51,7 @@ from dcgm_collector.catalog.counters import (
     load_counters,
 )
 from dcgm_collector.catalog.fields import FieldTable, field_table
+from dcgm_collector.dashboard.grafana import GRID_WIDTH, STAT, Panel, Target
 from dcgm_collector.dashboard.panels import (
     CLOCK_EVENT_REASONS,
     COLLECTOR,
@@ -59,6 +64,7 @@ from dcgm_collector.dashboard.panels import (
     MIG_INSTANCES,
     OTHER,
     OVERVIEW,
+    PROCESSES,
     SECTIONS,
     STYLES,
     TEMPERATURE_ALERT_C,
@@ -66,6 +72,7 @@ from dcgm_collector.dashboard.panels import (
     Style,
     grafana_unit,
 )
+from dcgm_collector.dashboard.processes import process_panels
 
 __all__ = ["DEFAULT_TITLE", "DEFAULT_UID", "SCHEMA_VERSION", "build_dashboard", "dashboard_json", "main"]
 
@@ -83,9 +90,6 @@ GPU = Level("", 'gpu=~"$gpu"', LEGEND)
 # Grafana's rate window: at least four scrapes, so a rate always has two samples
 RATE_WINDOW = "$__rate_interval"
 
-GRID_WIDTH = 24
-GRAPH = (12, 8)     # width, height in grid units (24 columns, 30 px rows)
-STAT = (6, 4)
 ROW_HEIGHT = 1
 
 # Families that say which GPUs a collector has, best first: always sampled,
@@ -106,109 +110,6 @@ def _number(value: float) -> str:
 def _scaled(expr: str, factor: float) -> str:
     return expr if factor == 1 else f"{expr} * {_number(factor)}"
 
-
-@dataclass
-class Target:
-    expr: str
-    legend: str = ""
-    table: bool = False   # an instant query shown as a table (one row per series)
-
-    def to_json(self, ref_id: str, datasource: dict) -> dict:
-        target = {"refId": ref_id, "datasource": datasource, "expr": self.expr, "legendFormat": self.legend}
-        if self.table:
-            target.update(instant=True, range=False, format="table")
-        else:
-            target.update(instant=False, range=True, format="time_series")
-        return target
-
-
-@dataclass
-class Panel:
-    """A panel before layout: everything but its id and position."""
-    kind: str                      # Grafana panel type
-    title: str
-    targets: list[Target]
-    unit: str = "short"
-    description: str = ""
-    min: float | None = None
-    max: float | None = None
-    thresholds: tuple[tuple[float, str], ...] = ()
-    threshold_line: bool = False
-    stepped: bool = False
-    mappings: list[dict] = field(default_factory=list)
-    size: tuple[int, int] = GRAPH
-    base_color: str = "green"
-
-    def to_json(self, panel_id: int, grid: dict, datasource: dict) -> dict:
-        defaults: dict = {"unit": self.unit, "color": {"mode": "palette-classic"}}
-        if self.min is not None:
-            defaults["min"] = self.min
-        if self.max is not None:
-            defaults["max"] = self.max
-        defaults["thresholds"] = {"mode": "absolute", "steps": [{"color": self.base_color, "value": None}] + [
-            {"color": color, "value": value} for value, color in self.thresholds]}
-        if self.mappings:
-            defaults["mappings"] = self.mappings
-        panel = {"id": panel_id, "type": self.kind, "title": self.title, "description": self.description,
-                 "datasource": datasource, "gridPos": grid,
-                 "fieldConfig": {"defaults": defaults, "overrides": []},
-                 "options": {}, "targets": [t.to_json(_ref_id(i), datasource) for i, t in enumerate(self.targets)]}
-        PANEL_STYLERS[self.kind](self, panel)
-        return panel
-
-
-def _ref_id(index: int) -> str:
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(ord("A") + rest) + letters
-    return letters
-
-
-def _style_timeseries(panel: Panel, out: dict) -> None:
-    defaults = out["fieldConfig"]["defaults"]
-    defaults["custom"] = {
-        "drawStyle": "line", "lineInterpolation": "stepAfter" if panel.stepped else "linear",
-        "lineWidth": 1, "fillOpacity": 0, "showPoints": "never", "spanNulls": False,
-        "thresholdsStyle": {"mode": "line" if panel.threshold_line else "off"},
-    }
-    out["fieldConfig"]["overrides"] = [{
-        # the window series (legend "... max" / "... min") dashed, beside the solid last value
-        "matcher": {"id": "byRegexp", "options": ".* (max|min)$"},
-        "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}],
-    }]
-    out["options"] = {
-        "legend": {"showLegend": True, "displayMode": "table", "placement": "bottom",
-                   "calcs": ["lastNotNull", "max"]},
-        "tooltip": {"mode": "multi", "sort": "desc"},
-    }
-
-
-def _style_stat(panel: Panel, out: dict) -> None:
-    out["fieldConfig"]["defaults"]["color"] = {"mode": "thresholds"}
-    out["options"] = {
-        "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-        "colorMode": "value", "graphMode": "area", "justifyMode": "auto", "orientation": "auto",
-        "textMode": "auto",
-    }
-
-
-def _style_state_timeline(panel: Panel, out: dict) -> None:
-    out["fieldConfig"]["defaults"]["color"] = {"mode": "thresholds"}
-    out["fieldConfig"]["defaults"]["custom"] = {"fillOpacity": 80, "lineWidth": 0}
-    out["options"] = {"mergeValues": True, "showValue": "never", "alignValue": "left", "rowHeight": 0.9,
-                      "legend": {"showLegend": False}, "tooltip": {"mode": "single", "sort": "none"}}
-
-
-def _style_table(panel: Panel, out: dict) -> None:
-    out["options"] = {"showHeader": True, "cellHeight": "sm", "footer": {"show": False}}
-    out["transformations"] = [{"id": "filterFieldsByName",
-                               "options": {"include": {"names": list(XID_TABLE_COLUMNS)}}}]
-
-
-PANEL_STYLERS = {"timeseries": _style_timeseries, "stat": _style_stat,
-                 "state-timeline": _style_state_timeline, "table": _style_table}
 
 
 def _row(panel_id: int, title: str, y: int) -> dict:
@@ -352,7 +253,7 @@ def _field_panel(row: _Row) -> Panel:
                      mappings=mappings)
     if view == "xid_last":
         return Panel("table", row.style.title, [Target(selected, table=True)], unit="none",
-                     description=_description(row))
+                     description=_description(row), columns=XID_TABLE_COLUMNS)
     raise ValueError(f"unknown view {view!r} for {name}")
 
 
@@ -509,7 +410,7 @@ def _variables(gpu_family: str | None, datasource: dict, fixed_datasource: bool,
 
 def build_dashboard(counters: CounterSet, *, title: str = DEFAULT_TITLE, uid: str = DEFAULT_UID,
                     datasource_uid: str | None = None, aggregations: Iterable[str] = (),
-                    mig: bool = False, table: FieldTable | None = None) -> dict:
+                    mig: bool = False, processes: bool = False, table: FieldTable | None = None) -> dict:
     """The classic Grafana dashboard model for what ``counters`` makes the collector export.
 
     ``aggregations`` is the collector's --aggregations (window families on
@@ -518,6 +419,9 @@ def build_dashboard(counters: CounterSet, *, title: str = DEFAULT_TITLE, uid: st
     counters file cannot tell whether the GPUs are split, and on a node
     without instances those panels would only say "No data".  Rows of link,
     switch and CPU fields get their level's row whenever the file has them.
+    ``processes`` adds the "Processes and idle time" row, for a collector
+    run with --processes (the file cannot tell that either): top processes
+    by framebuffer and SM share, and the GPUs and owners whose idle time grew.
     With ``datasource_uid`` the panels use that Prometheus data source;
     without, a ``datasource`` variable chooses one.
     """
@@ -541,10 +445,13 @@ def build_dashboard(counters: CounterSet, *, title: str = DEFAULT_TITLE, uid: st
     mig_family = _mig_family(rows, table) if mig else None
     if mig_family is not None:
         sections[MIG_INSTANCES] = _mig_panels(rows, table)
+    if processes:
+        sections[PROCESSES] = process_panels()
     sections[COLLECTOR] = _collector_panels()
     source = os.path.basename(counters.path)
     description = f"Generated by {PROG} from {source}"
-    options = ([f"--aggregations {','.join(aggregations)}"] if aggregations else []) + (["--mig"] if mig else [])
+    options = ([f"--aggregations {','.join(aggregations)}"] if aggregations else []) + (["--mig"] if mig else []) + (
+        ["--processes"] if processes else [])
     if options:
         description += " with " + " ".join(options)
     return {
@@ -573,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the collector's --aggregations (min,max,avg), if it runs with any")
     parser.add_argument("--mig", action="store_true",
                         help="add per-instance panels for GPUs split into MIG instances, and a GPU instance variable")
+    parser.add_argument("--processes", action="store_true",
+                        help="add the processes and idle time row, for collectors run with --processes")
     parser.add_argument("--title", default=DEFAULT_TITLE, help=f"dashboard title (default: {DEFAULT_TITLE})")
     parser.add_argument("--uid", default=DEFAULT_UID, help=f"dashboard uid (default: {DEFAULT_UID})")
     parser.add_argument("--datasource-uid", metavar="UID",
@@ -596,7 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     text = dashboard_json(build_dashboard(counters, title=args.title, uid=args.uid,
                                           datasource_uid=args.datasource_uid, aggregations=args.aggregations,
-                                          mig=args.mig))
+                                          mig=args.mig, processes=args.processes))
     if args.check is not None:
         return _check(args.check, text)
     if args.output is None:

@@ -25,6 +25,7 @@ __all__ = [
     "MIG_FIELDS",
     "MIG_INSTANCES",
     "OTHER",
+    "PROCESSES",
     "SECTIONS",
     "STYLES",
     "TEMPERATURE_ALERT_C",
@@ -43,13 +44,14 @@ CLOCKS = "Clocks and throttling"
 ERRORS = "XID errors and health"
 INTERCONNECT = "PCIe and NVLink"
 MIG_INSTANCES = "MIG instances"
+PROCESSES = "Processes and idle time"
 NVLINK_LINKS = "NvLink links"
 NVSWITCHES = "NvSwitches"
 CPUS = "CPUs"
 OTHER = "Other metrics"
 COLLECTOR = "Collector"
-SECTIONS = (OVERVIEW, UTILISATION, FRAMEBUFFER, MIG_INSTANCES, TEMPERATURE, POWER, CLOCKS, ERRORS, INTERCONNECT,
-            NVLINK_LINKS, NVSWITCHES, CPUS, OTHER, COLLECTOR)
+SECTIONS = (OVERVIEW, UTILISATION, FRAMEBUFFER, MIG_INSTANCES, PROCESSES, TEMPERATURE, POWER, CLOCKS, ERRORS,
+            INTERCONNECT, NVLINK_LINKS, NVSWITCHES, CPUS, OTHER, COLLECTOR)
 
 # The alert rules page at this temperature (issue 7: above 85 C for 2 m), so
 # the panel draws its threshold line at the same place.

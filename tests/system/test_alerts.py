@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.server
 import json
 import queue
+import re
 import shutil
 import subprocess
 import threading
@@ -73,7 +74,44 @@ def test_the_alerts_the_issue_asks_for_are_there():
         "GpuTemperatureHigh", "GpuFramebufferFull", "GpuIdle", "GpuUtilizationHigh", "GpuXidError",
         "GpuLost", "GpuThermalThrottling", "GpuPowerThrottling", "DcgmCollectorDown", "DcgmCollectorStale",
         "GpuMigInstanceFramebufferFull", "GpuNvlinkErrors",
+        "GpuHeldIdle", "GpuLowEfficiencyJob", "GpuProcessMemoryLeak", "GpuStarved",
     }
+
+
+def test_the_process_and_idle_rules_are_a_group_of_their_own():
+    groups = {group["name"]: group["rules"] for group in yaml.safe_load(RULES.read_text())["groups"]}
+    assert [rule.get("alert") or rule.get("record") for rule in groups["dcgm-collector-processes"]] == [
+        "namespace:dcgm_gpu_idle_hours:increase1d", "hpc_job:dcgm_gpu_idle_hours:increase1d",
+        "GpuHeldIdle", "GpuLowEfficiencyJob", "GpuProcessMemoryLeak", "GpuStarved"]
+
+
+def test_every_recording_rule_has_a_unit_test_of_its_value():
+    evaluated = {check["expr"] for group in yaml.safe_load(RULE_TESTS.read_text())["tests"]
+                 for check in group.get("promql_expr_test", []) if check.get("exp_samples")}
+    records = [rule["record"] for rule in _rules() if "record" in rule]
+    assert "hpc_job:dcgm_gpu_idle_hours:increase1d" in records
+    # the clock ratio is checked through the throttling alerts built on it
+    for name in records:
+        if name != "gpu:sm_clock:ratio_to_1h_peak":
+            assert name in evaluated, f"no unit test evaluates {name}"
+
+
+def test_every_rule_of_the_processes_group_is_documented():
+    page = (RULES_DIR.parents[1] / "docs" / "alerts-and-dashboards.md").read_text()
+    groups = {group["name"]: group["rules"] for group in yaml.safe_load(RULES.read_text())["groups"]}
+    for rule in groups["dcgm-collector-processes"]:
+        name = rule.get("alert") or rule["record"]
+        assert f"| `{name}` |" in page, f"docs/alerts-and-dashboards.md has no row for {name}"
+
+
+def test_the_process_alerts_keep_their_duration_in_for():
+    # an end-to-end test shortens `for` only: the inner windows stay short,
+    # so a shortened rule fires within seconds of its condition
+    for name in ("GpuHeldIdle", "GpuLowEfficiencyJob", "GpuProcessMemoryLeak", "GpuStarved"):
+        rule = _alerts()[name]
+        assert rule["for"] in ("5m", "10m"), name
+        windows = re.findall(r"\[(\d+)m\]", rule["expr"])
+        assert windows and all(int(w) <= 2 for w in windows), (name, windows)
 
 
 def test_every_alert_has_a_severity_and_names_host_and_gpu():
