@@ -12,7 +12,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -536,17 +536,13 @@ def test_every_panel_query_returns_data_from_prometheus(tmp_path):
         close_and_print_logs(tmp_path, logs)
 
 
-def _query_until_every_panel_has_data(url: str, queries: list[tuple[str, dict]], timeout_s: float = 30,
-                                      may_be_empty: Callable[[str], bool] = lambda expr: False) -> dict:
-    """Each panel query's result (expression -> series) once all have data; fails naming those still empty.
-
-    Every query must be one Prometheus accepts; ``may_be_empty(expr)`` names those that need not have data yet.
-    """
+def _query_until_every_panel_has_data(url: str, queries: list[tuple[str, dict]], timeout_s: float = 30) -> dict:
+    """Each panel query's result (expression -> series) once all have data; fails naming those still empty."""
     deadline = time.monotonic() + timeout_s
     while True:
         results = {t["expr"]: prometheus_query(url, _substitute(t["expr"])) for _, t in queries}
         empty = [f"{title}: {t['expr']}" for title, t in queries
-                 if not results[t["expr"]] and not may_be_empty(t["expr"])]
+                 if not results[t["expr"]]]
         if not empty or time.monotonic() > deadline:
             break
         time.sleep(1)
@@ -621,11 +617,6 @@ PROCESS_PANELS = ["Top processes by framebuffer", "Top processes by SM share", "
                   "SM share per process", "Processes per GPU", "Allocated but idle", "Idle GPU-hours per namespace",
                   "Idle GPU-hours per job"]
 IDLE_FAMILY = "DCGM_EXP_GPU_IDLE_SECONDS_TOTAL"
-# The idle counters (DCGM_EXP_GPU_IDLE_SECONDS_TOTAL{state}) are specified for --processes but not served yet.
-# Until they are, the panel queries on them must be queries Prometheus accepts, and may be empty; the
-# strict-xfail test below starts to pass (and so fails) the day the collector serves them: then set this
-# to True, and every query of the row must return data.
-IDLE_COUNTERS_SERVED = False
 
 
 def _section_titles(dashboard: dict, row: str) -> list[str]:
@@ -784,13 +775,10 @@ def _process_row_queries() -> list[tuple[str, dict]]:
 @pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
 def test_process_panel_queries_return_data_from_prometheus(tmp_path):
     queries = _process_row_queries()
-    pending = (lambda expr: False) if IDLE_COUNTERS_SERVED else _needs_idle_counters
-    # until the idle counters are served: these three, and only these, may be empty
-    assert [title for title, t in queries if pending(t["expr"])] == (
-        [] if IDLE_COUNTERS_SERVED else ["Allocated but idle", "Idle GPU-hours per namespace",
-                                         "Idle GPU-hours per job"])
+    assert [title for title, t in queries if _needs_idle_counters(t["expr"])] == [
+        "Allocated but idle", "Idle GPU-hours per namespace", "Idle GPU-hours per job"]
     with _process_stack(tmp_path) as (_, url):
-        results = _query_until_every_panel_has_data(url, queries, may_be_empty=pending)
+        results = _query_until_every_panel_has_data(url, queries)
         # the owners the idle panels will name: GPU 2's pod, GPU 3's job, on the GPU series already
         owners = {s["metric"]["gpu"]: (s["metric"].get("pod"), s["metric"].get("hpc_job"))
                   for s in prometheus_query(url, "DCGM_FI_DEV_GPU_UTIL")}
@@ -809,9 +797,6 @@ def test_process_panel_queries_return_data_from_prometheus(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
-@pytest.mark.xfail(not IDLE_COUNTERS_SERVED, strict=True,
-                   reason="the collector does not serve DCGM_EXP_GPU_IDLE_SECONDS_TOTAL yet; once it does, set "
-                          "IDLE_COUNTERS_SERVED and drop this mark")
 def test_idle_panels_show_the_held_gpu_and_the_allocated_one(tmp_path):
     queries = [(title, t) for title, t in _process_row_queries() if _needs_idle_counters(t["expr"])]
     with _process_stack(tmp_path) as (collector_url, url):
