@@ -57,3 +57,12 @@ def open_node(library, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable]:
     yield open_
     for h in reversed(handles):
         h.close()
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, object]]:
+    """An Alertmanager webhook on loopback: its URL and the queue of the notices it was sent."""
+    from support import webhook_receiver
+
+    with webhook_receiver() as receiver:
+        yield receiver

@@ -1,5 +1,6 @@
 """Helpers the tests that run real processes share: loopback ports, HTTP GETs,
-waiting loops, stopping subprocesses, reading the collector's output, and Debian's Prometheus with its HTTP API.
+waiting loops, stopping subprocesses, reading the collector's output, and Debian's Prometheus with its HTTP API
+and its Alertmanager with a webhook receiver.
 
 pytest puts tests/ on sys.path (no __init__.py, prepend import mode), so a
 test module imports these with ``from support import ...``.
@@ -7,18 +8,22 @@ test module imports these with ``from support import ...``.
 
 from __future__ import annotations
 
+import http.server
 import json
+import queue
 import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -144,6 +149,50 @@ def start_prometheus(config: Path, workdir: Path, port: int, log: IO[bytes], *fl
         [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{port}", *flags, "--log.level=warn"],
         cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+
+
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+
+
+class _Webhook(http.server.BaseHTTPRequestHandler):
+    """Alertmanager's webhook receiver: every JSON notice goes on the server's queue."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.notices.put(json.loads(body))  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def webhook_receiver() -> Iterator[tuple[str, queue.Queue]]:
+    """A webhook on loopback for Alertmanager: its URL and the queue of the notices it was sent."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Webhook)
+    server.notices = queue.Queue()  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", server.notices  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def start_alertmanager(config: Path, workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen:
+    """Debian's Alertmanager on 127.0.0.1:``port`` (no cluster), its data under ``workdir``; returns once ready.
+
+    Start it before Prometheus: an alert that fires before Prometheus knows its Alertmanager is only sent
+    again after the resend delay."""
+    assert ALERTMANAGER is not None, "prometheus-alertmanager is not installed"
+    process = subprocess.Popen(
+        [ALERTMANAGER, f"--config.file={config}", f"--storage.path={workdir / 'am'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address=", "--log.level=warn"],
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    wait_until("alertmanager ready", lambda: is_ready(f"http://127.0.0.1:{port}/-/ready"), process, 30)
+    return process
 
 
 def start_victoria_metrics(workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen:

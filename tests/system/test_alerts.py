@@ -10,13 +10,10 @@ MIG GPU instance whose framebuffer fills up.
 
 from __future__ import annotations
 
-import http.server
-import json
 import queue
 import re
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,15 +21,15 @@ from pathlib import Path
 import pytest
 import yaml
 from support import (
+    ALERTMANAGER,
     COLLECTOR,
     PROMETHEUS,
     close_and_print_logs,
     free_port,
-    is_ready,
     launch,
+    start_alertmanager,
     start_prometheus,
     stop_process,
-    wait_until,
 )
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
@@ -40,7 +37,6 @@ RULES = RULES_DIR / "gpu-alerts.yml"
 RULE_TESTS = RULES_DIR / "gpu-alerts.test.yml"
 
 PROMTOOL = shutil.which("promtool")
-ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian package 'prometheus')")
 
 GPU_LABELS = ("hostname", "gpu", "UUID", "modelName")
@@ -170,30 +166,6 @@ ALERT_DEADLINE_S = 60
 E2E_FOR = "3s"
 
 
-class _Webhook(http.server.BaseHTTPRequestHandler):
-    """Alertmanager's webhook receiver: every JSON notice goes on the server's queue."""
-
-    def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.server.notices.put(json.loads(body))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-@pytest.fixture
-def webhook():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Webhook)
-    server.notices = queue.Queue()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", server.notices
-    server.shutdown()
-    server.server_close()
-
-
 def _temperature_rule_for_e2e(path: Path) -> str:
     """The shipped GpuTemperatureHigh rule, expression and all, with a `for` short enough for a test."""
     return _rule_for_e2e(path, "GpuTemperatureHigh")
@@ -265,15 +237,9 @@ def _start_alerting(tmp_path: Path, scenario: str, ports: tuple[int, int, int], 
                     processes: list[subprocess.Popen], *collector_args: str) -> None:
     """Alertmanager, the collector on ``scenario`` and Prometheus, each appended to ``processes`` once started."""
     collector_port, prometheus_port, alertmanager_port = ports
-    # Alertmanager first: an alert that fires before Prometheus knows its
-    # Alertmanager is only re-sent after the resend delay
-    alertmanager = subprocess.Popen(
-        [ALERTMANAGER, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'am'}",
-         f"--web.listen-address=127.0.0.1:{alertmanager_port}", "--cluster.listen-address=", "--log.level=warn"],
-        cwd=tmp_path, stdout=logs["alertmanager"], stderr=subprocess.STDOUT)
+    alertmanager = start_alertmanager(tmp_path / "alertmanager.yml", tmp_path, alertmanager_port,
+                                      logs["alertmanager"])
     processes.append(alertmanager)
-    wait_until("alertmanager ready", lambda: is_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready"),
-               alertmanager, 30)
     # cwd=tmp_path: `python -m` puts the cwd on sys.path, and the checkout
     # may lack the compiled extension the installed package has
     collector = launch(COLLECTOR, "--sim", str(tmp_path / scenario), "-a", f"127.0.0.1:{collector_port}",
