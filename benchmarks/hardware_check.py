@@ -25,16 +25,31 @@ first /metrics answer holding DCGM_FI_DEV_GPU_TEMP for every GPU.  The report
 is markdown, by default ``benchmarks/hardware/<date>-<gpu model>.md`` beside
 this file.
 
+With ``--processes`` the collector runs with ``--processes`` too, and the
+report gains a section (the checks are in ``hardware_processes.py`` beside
+this file, loaded only then: copy both): at every scrape the per-process
+series against pynvml's process lists, usedGpuMemory and per-process
+utilisation read right after, ``DCGM_EXP_PROCESS_COUNT`` and
+``DCGM_EXP_PROCESS_QUERY_SUCCESS``, ``process_name`` against
+/proc/<pid>/comm, the load's own process (served on each GPU it uses, busy,
+its CPU seconds growing), the idle and busy seconds each phase added per
+state and GPU, and the collector's CPU and RSS against short runs without
+``--processes`` (one before the idle phase, one under the load after the
+load phase).  A process call NVML refuses (NOT_SUPPORTED, NO_PERMISSION) is
+reported as such.
+
 Needs only the standard library, pynvml and the installed collector (torch
 for the load phase).  ``--simulated`` runs it on a machine without GPUs: the
 collector and pynvml both open the simulated libnvidia-ml.so.1 built into the
 package (per-call costs off unless DCGM_SIM_NVML_COSTS says otherwise), and
-there is no load phase.  Each process's simulated clock starts at its own
+there is no load phase (the simulated NVML runs one synthetic process, pid
+4200000 + the GPU's index, on each GPU with a workload; no such pid is in
+/proc, so process names are not compared).  Each process's simulated clock starts at its own
 nvmlInit, so fast-moving fields differ by the two processes' start offset:
 misses there are expected in a dry run.
 
-    python hardware_check.py [--seconds-per-phase 60] [--no-load] [--collector CMD] [--out PATH]
-    python benchmarks/hardware_check.py --simulated --seconds-per-phase 10
+    python hardware_check.py [--seconds-per-phase 60] [--no-load] [--processes] [--collector CMD] [--out PATH]
+    python benchmarks/hardware_check.py --simulated --seconds-per-phase 10 [--processes]
 """
 
 from __future__ import annotations
@@ -69,6 +84,7 @@ FIRST_FAMILY = "DCGM_FI_DEV_GPU_TEMP"
 READY_TIMEOUT_S = 60.0
 LOAD_READY_TIMEOUT_S = 180.0
 LOAD_SETTLE_S = 10.0
+BASELINE_MAX_S = 20.0     # the runs without --processes, beside a --processes run: at most this long
 MIB = 1024 * 1024
 UINT_MAX = 0xFFFFFFFF
 REEXEC_MARK = "DCGM_HARDWARE_CHECK_SIMULATED"   # set once the --simulated run has its library path
@@ -795,6 +811,8 @@ class Run:
     readers: dict[int, Reader | str] = field(default_factory=dict)
     costs: dict[str, list[tuple[float, float]]] = field(default_factory=dict)   # call -> [(wall s, cpu s)]
     notes: list[str] = field(default_factory=list)
+    processes: object = None                   # the ProcessChecker, with --processes
+    baselines: dict[str, PhaseStats] = field(default_factory=dict)   # phase -> the run without --processes
 
 
 def served_values(samples: list[Sample], by_name: dict[str, FieldRow]) -> dict[tuple[int, str], object]:
@@ -873,6 +891,41 @@ def start_load(env: dict[str, str], cwd: str) -> tuple[Child | None, str]:
     return None, f"the load was not ready after {LOAD_READY_TIMEOUT_S:g} s"
 
 
+def baseline_run(command: list[str], cwd: str, gpus: int, seconds: float, name: str) -> PhaseStats:
+    """The collector without --processes, on a port of its own, for ``seconds`` after its first sample:
+    its CPU and RSS, with one GET of /metrics a second as in the phases."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    child = Child(command + ["-a", f"127.0.0.1:{port}"], dict(os.environ), cwd)
+    try:
+        wait_first_sample(child, url, gpus)
+        stats = PhaseStats(name, note="the same command without --processes, from its first sample on")
+        cpu0, t0 = cpu_seconds(child.pid), time.monotonic()
+        while time.monotonic() < t0 + seconds:
+            http_get(url)
+            time.sleep(max(0.0, min(SCRAPE_EVERY_S, t0 + seconds - time.monotonic())))
+        cpu1, t1 = cpu_seconds(child.pid), time.monotonic()
+        stats.seconds = t1 - t0
+        if cpu0 is not None and cpu1 is not None:
+            stats.cpu_percent = 100.0 * (cpu1 - cpu0) / stats.seconds
+        stats.rss_mib = rss_mib(child.pid)
+        return stats
+    finally:
+        child.stop()
+
+
+def load_process_checks():
+    """hardware_processes.py from this file's folder (not a package, so by path)."""
+    path = HERE / "hardware_processes.py"
+    if not path.is_file():
+        raise SystemExit(f"--processes needs hardware_processes.py beside this script: {path} is missing")
+    spec = importlib.util.spec_from_file_location("hardware_processes", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("hardware_processes", module)   # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
 class Checker:
     def __init__(self, nv, run: Run, url: str, collector: Child) -> None:
         self.nv, self.run, self.url, self.collector = nv, run, url, collector
@@ -880,6 +933,7 @@ class Checker:
         self.handles = {i: nv.nvmlDeviceGetHandleByIndex(i) for i in range(len(run.gpus))}
         self.rows_by_id = {row.field_id: row for row in run.rows}
         self.active: list[FieldRow] = []
+        self.processes = None   # a hardware_processes.ProcessChecker with --processes: observes each scrape
 
     def map_gpus(self, first: list[Sample]) -> None:
         """The served gpu labels and the pynvml index of each (by UUID)."""
@@ -924,6 +978,8 @@ class Checker:
                 self.run.costs.setdefault(reader.label, []).append((wall, cpu))
                 result.refs[(row.field_id, label)] = value
                 result.ref_t[(row.field_id, label)] = time.monotonic()
+        if self.processes is not None and body is not None:
+            self.processes.observe(phase, t, samples)
         self.run.scrapes.append(result)
         return result
 
@@ -1227,12 +1283,22 @@ def render_report(run: Run, args: argparse.Namespace) -> tuple[str, str]:
         add(f"Scrapes: {len(durations)} answered (median {statistics.median(durations) * 1000:.2f} ms, "
             f"max {max(durations) * 1000:.2f} ms), {failed} failed.")
     add("")
+    process_summary = ""
+    if run.processes is not None:
+        costs = []
+        for p in run.phases:
+            base = run.baselines.get(p.name)
+            if base is not None:
+                costs.append((p.name, p.cpu_percent, base.cpu_percent, p.rss_mib, base.rss_mib,
+                              f"{base.seconds:.0f} s: {base.note}"))
+        lines, process_summary = run.processes.render(phases, costs)
+        out.extend(lines)
     cpu = [p.cpu_percent for p in run.phases if p.cpu_percent is not None]
     summary = (f"{model} x{n}{' (simulated)' if run.simulated else ''}: {counts['within']} fields within, "
                f"{counts['outside']} outside, {counts['not compared']} not compared; collector CPU "
                + ("/".join(f"{c:.2f}" for c in cpu) + " % of a core (" + "/".join(phases) + ")" if cpu else "n/a")
                + f", RSS {fmt(run.phases[-1].rss_mib if run.phases else None, 4)} MiB, "
-               f"first sample {fmt(run.first_sample_s, 3)} s")
+               f"first sample {fmt(run.first_sample_s, 3)} s" + (f"; {process_summary}" if process_summary else ""))
     add("## Summary\n")
     add(summary)
     add("")
@@ -1308,6 +1374,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simulated", action="store_true",
                         help="dry run on the simulated libnvidia-ml.so.1 of the installed package; no load phase")
     parser.add_argument("--fieldmap", help="a fieldmap.tsv to use instead of the repository's or the held copy")
+    parser.add_argument("--processes", action="store_true",
+                        help="run the collector with --processes and check its per-process and idle series "
+                             "against pynvml (needs hardware_processes.py beside this script)")
     args = parser.parse_args(argv)
     if args.simulated and os.environ.get(REEXEC_MARK) != "1":
         reexec_simulated(argv)
@@ -1321,6 +1390,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.seconds_per_phase is None:
         args.seconds_per_phase = 10.0 if args.simulated else 60.0
     rows, source = load_fieldmap(args.fieldmap)
+    process_checks = load_process_checks() if args.processes else None
     children: list[Child] = []
     workdir = tempfile.TemporaryDirectory(prefix="dcgm-hwcheck-")
     nv.nvmlInit()
@@ -1331,18 +1401,30 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         command = collector_command(args.collector)
         port = free_port()
-        full = command + ["--nvml", "-c", str(COLLECT_MS), "--watch-interval", str(COLLECT_MS),
-                          "-a", f"127.0.0.1:{port}"]
+        plain = command + ["--nvml", "-c", str(COLLECT_MS), "--watch-interval", str(COLLECT_MS)]
+        full = plain + (["--processes"] if args.processes else []) + ["-a", f"127.0.0.1:{port}"]
         run = Run(rows, source, gpus, system, args.simulated, full)
+        baseline_s = min(args.seconds_per_phase, BASELINE_MAX_S)
         url = f"http://127.0.0.1:{port}/metrics"
-        print(f"{len(gpus)} x {gpus[0]['name']}, driver {system.get('driver')}; starting {shlex.join(full)}",
-              flush=True)
+        print(f"{len(gpus)} x {gpus[0]['name']}, driver {system.get('driver')}", flush=True)
+        if args.processes:
+            print(f"without --processes first, {baseline_s:g} s idle", flush=True)
+            run.baselines["idle"] = baseline_run(plain, workdir.name, len(gpus), baseline_s, "idle")
+        print(f"starting {shlex.join(full)}", flush=True)
         collector = Child(full, dict(os.environ), workdir.name)
         children.append(collector)
         run.first_sample_s, first = wait_first_sample(collector, url, len(gpus))
         print(f"first sample after {run.first_sample_s:.3f} s", flush=True)
         checker = Checker(nv, run, url, collector)
         checker.map_gpus(first)
+        if process_checks is not None:
+            run.processes = checker.processes = process_checks.ProcessChecker(nv, run.gpu_labels, checker.handles,
+                                                                              run.costs)
+            if args.simulated:
+                run.processes.notes.append(
+                    "Simulated: each GPU with a workload runs one synthetic process, pid 4200000 + its index, that "
+                    "both the collector and pynvml list; no such pid is in /proc, so no process_name is served "
+                    "and the names are not compared; the GPUs are busy in the idle phase too.")
         checker.phase("idle", args.seconds_per_phase)
         if args.simulated or args.no_load:
             run.notes.append("load phase skipped: " + ("--simulated" if args.simulated else "--no-load"))
@@ -1353,7 +1435,13 @@ def main(argv: list[str] | None = None) -> int:
                 run.notes.append(f"load phase skipped: {note}")
             else:
                 children.append(load)
+                if run.processes is not None:
+                    run.processes.load_pid = load.pid
                 checker.phase("load", args.seconds_per_phase, note)
+                if args.processes:
+                    collector.stop()   # its phases are over; the GPUs stay loaded for the run without it
+                    print(f"without --processes, {baseline_s:g} s under the load", flush=True)
+                    run.baselines["load"] = baseline_run(plain, workdir.name, len(gpus), baseline_s, "load")
                 load.stop()
         for reader in run.readers.values():
             if isinstance(reader, Reader) and isinstance(reader._read, GpmReader):

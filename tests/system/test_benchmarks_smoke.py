@@ -5,12 +5,16 @@ The script is meant to be copied alone to a machine with a GPU, so it holds
 a copy of the field map's columns it needs: the copy must match
 reference/nvml/fieldmap.tsv.  The dry run (--simulated, 3 s) reads the
 simulated libnvidia-ml.so.1 from both the collector and pynvml and must
-write a report with its field table.  Nothing here looks at a timing.
+write a report with its field table; with --processes it must find the
+simulated NVML's synthetic processes on /metrics and in pynvml's lists, and
+report a process list NVML refuses as such.  Nothing here looks at a timing.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,6 +83,41 @@ def test_a_simulated_dry_run_writes_the_report(tmp_path):
     assert "| DCGM_FI_DEV_GPU_TEMP | 150 |" in report
     assert "## Summary" in report and "(simulated)" in report
     assert "Traceback" not in done.stderr
+
+
+def _dry_run(tmp_path, *extra, env=None):
+    out = tmp_path / "report.md"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--simulated", "--seconds-per-phase", "3", "--processes",
+                           "--out", str(out), *extra], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    return out.read_text(), done.stdout
+
+
+@pytest.mark.slow
+def test_a_simulated_dry_run_with_processes_finds_the_synthetic_processes(tmp_path):
+    # the simulated NVML runs pid 4200000 + g on each loaded GPU g; the collector serves it, pynvml lists it
+    report, stdout = _dry_run(tmp_path)
+    assert "## Processes (`--processes`)" in report
+    assert re.search(r"\*\*Verdict\*\*: pass: the served pids are NVML's on (\d+) of \1 \(GPU, second\) pairs", report)
+    assert "| idle | 0 | 4200000 |" in report and "| idle | 7 | 4200007 |" in report
+    for check in ("Framebuffer per process", "Process count and query success", "Idle and busy seconds"):
+        section = report.split(f"### {check}\n", 1)[1].split("###", 1)[0]
+        assert "**Verdict**: pass" in section, section
+    cost = report.split("### Collector cost of `--processes`\n", 1)[1]
+    assert re.search(r"^\| idle \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|", cost, re.M), cost
+    assert "processes: " in stdout.splitlines()[-2] and " 0 fail" in stdout.splitlines()[-2]
+
+
+@pytest.mark.slow
+def test_a_process_list_nvml_refuses_is_reported_not_raised(tmp_path):
+    env = dict(os.environ, DCGM_SIM_NVML_NO_PERMISSION="nvmlDeviceGetComputeRunningProcesses")
+    report, _ = _dry_run(tmp_path, env=env)
+    assert re.search(r"^\| idle \| 0 \| \d+ \| n/a \| - \| NVML answers NO_PERMISSION \(Insufficient Permissions\) \|$",
+                     report, re.M), report
+    section = report.split("### Process count and query success\n", 1)[1].split("###", 1)[0]
+    assert "**Verdict**: pass: no list to count (pynvml's failed); DCGM_EXP_PROCESS_QUERY_SUCCESS" in section
 
 
 @pytest.mark.slow
