@@ -119,11 +119,10 @@ def gpu_block(node: NodeState, gpu: GpuState, view: View, width: int, selected: 
     fb = f"{_number(None if used is None else used / 1024, 1)}/{_number(None if total is None else total / 1024, 1)}"
     util = gpu.latest("util")
     first = (f"{'>' if selected else ' '}{gpu.name:<8} {gpu.model:<22} util {_number(util):>3}%  fb {fb} GiB  "
-             f"power {_number(gpu.latest('power')):>4}/{_number(_power_limit(gpu))} W  "
-             f"temp {_number(gpu.latest('gpu_temp'))} C  mem {_number(gpu.latest('mem_temp'))} C  "
-             f"sm {_number(gpu.latest('sm_clock'))} MHz  health {node.health_of(gpu.key)}")
-    second = (f"{'':10}throttle: {clock_event_words(gpu.latest('clock_events'))}   "
-              f"xid: {_xid_text(node, gpu)}")
+             f"power {_number(gpu.latest('power')):>4}/{_number(_power_limit(gpu))} W")
+    second = (f"{'':10}temp {_number(gpu.latest('gpu_temp'))} C  mem {_number(gpu.latest('mem_temp'))} C  "
+              f"sm {_number(gpu.latest('sm_clock'))} MHz  health {node.health_of(gpu.key)}  "
+              f"throttle: {clock_event_words(gpu.latest('clock_events'))}  xid: {_xid_text(node, gpu)}")
     label = f"{'':10}util {_span_name(view.span_s):>4} "
     spark_width = max(0, width - len(label) - 2)
     third = label + "|" + sparkline(gpu.samples("util"), node.newest_us + 1, view.span_s * 1_000_000,
@@ -172,7 +171,8 @@ def process_lines(node: NodeState, width: int, rows: int, gpu: GpuState | None =
 
 def title_line(node: NodeState, view: View, width: int) -> str:
     hosts = sorted({g.labels.get("hostname", "") for g in node.gpus.values()} - {""})
-    return _fit(f"dcgm-collector top  {view.url}  {', '.join(hosts) or '-'}  {len(node.gpus)} GPUs  "
+    count = f"{len(node.gpus)} GPU" + ("" if len(node.gpus) == 1 else "s")
+    return _fit(f"dcgm-collector top  {view.url}  {', '.join(hosts) or '-'}  {count}  "
                 f"span {_span_name(view.span_s)}  sort {view.sort}  health {node.node_health or '-'}", width)
 
 
