@@ -62,30 +62,44 @@ def clock_event_words(mask: float | None) -> str:
     return ", ".join(words) or "none"
 
 
-def sparkline(samples: Sequence[Sample], end_us: int, span_us: int, width: int, top: float) -> str:
+def sparkline(samples: Sequence[Sample], end_us: int, span_us: int, width: int, top: float,
+              hold_us: int = 0) -> str:
     """``width`` columns over [end - span, end): each the largest sample in its slice of time, scaled to ``top``.
 
     Taking the largest sample rather than the last or the mean keeps a short spike visible when a
-    column spans several samples; a slice with no sample is blank.
+    column spans several samples.  A slice with no sample of its own shows the sample before it when
+    that is at most ``hold_us`` older than the slice (columns narrower than the sampling interval),
+    else it is blank.
     """
     if width <= 0:
         return ""
     start = end_us - span_us
     peaks: list[float | None] = [None] * width
+    before: list[tuple[int, float] | None] = [None] * width   # the newest sample before each column
     for ts, value in samples:
-        if value is None or not start <= ts < end_us:
+        if value is None or ts >= end_us:
+            continue
+        if ts < start:
+            before[0] = (ts, value)
             continue
         column = min(width - 1, (ts - start) * width // span_us)
         peak = peaks[column]
         peaks[column] = value if peak is None else max(peak, value)
+        if column + 1 < width:
+            before[column + 1] = (ts, value)
     cells = []
-    for peak in peaks:
+    last: tuple[int, float] | None = None
+    for column, peak in enumerate(peaks):
+        last = before[column] or last
+        column_start = start + column * span_us // width
+        if peak is None and last is not None and column_start - last[0] <= hold_us:
+            peak = last[1]
         if peak is None:
             cells.append(BLOCKS[0])
-        else:
-            # eight heights of 1/8 of ``top`` each: the lowest for anything under 1/8, the full block from 7/8 up
-            level = (7 if peak > 0 else 0) if top <= 0 else int(peak / top * 8)
-            cells.append(BLOCKS[1 + max(0, min(7, level))])
+            continue
+        # eight heights of 1/8 of ``top`` each: the lowest for anything under 1/8, the full block from 7/8 up
+        level = (7 if peak > 0 else 0) if top <= 0 else int(peak / top * 8)
+        cells.append(BLOCKS[1 + max(0, min(7, level))])
     return "".join(cells)
 
 
@@ -126,8 +140,14 @@ def gpu_block(node: NodeState, gpu: GpuState, view: View, width: int, selected: 
     label = f"{'':10}util {_span_name(view.span_s):>4} "
     spark_width = max(0, width - len(label) - 2)
     third = label + "|" + sparkline(gpu.samples("util"), node.newest_us + 1, view.span_s * 1_000_000,
-                                    spark_width, 100.0) + "|"
+                                    spark_width, 100.0, _hold_us(node)) + "|"
     return [_fit(line, width) for line in (first, second, third)]
+
+
+def _hold_us(node: NodeState) -> int:
+    """How long a sample stands for the columns after it: one and a half sampling intervals."""
+    interval = node.sample_interval_s()
+    return 0 if interval is None else int(interval * 1.5e6)
 
 
 def _span_name(span_s: int) -> str:
@@ -217,7 +237,8 @@ def detail_lines(node: NodeState, gpu: GpuState, view: View, width: int, height:
         rows = [s for s in gpu.samples(name) if end - span <= s[0] < end and s[1] is not None]
         peak = max((v for _, v in rows), default=None)
         head = f"  {label:<8}{_number(gpu.latest(name)):>7} max {_number(peak):>6} "
-        lines.append(_fit(head + "|" + sparkline(rows, end, span, max(0, width - len(head) - 2), top) + "|", width))
+        lines.append(_fit(head + "|" + sparkline(gpu.samples(name), end, span, max(0, width - len(head) - 2), top,
+                                                    _hold_us(node)) + "|", width))
     lines.append("")
     lines.extend(process_lines(node, width, height - len(lines), gpu))
     return lines[:height]

@@ -117,3 +117,11 @@ def test_the_detail_view_charts_each_reading_over_the_span():
 def test_a_shorter_span_leaves_the_spike_out():
     lines = screen(spiky_node(), View("http://node7:9400", span_s=30), 100, 11)
     assert lines[4] == f"          util  30s |{'▁' * 78}|"
+
+
+def test_columns_narrower_than_the_sampling_interval_hold_the_sample_before_them():
+    samples = [(T0 + i * SECOND, 100.0) for i in range(4)]       # 1 Hz, columns of 0.5 s
+    assert sparkline(samples, T0 + 4 * SECOND, 4 * SECOND, 8, 100.0) == "█ █ █ █ "
+    assert sparkline(samples, T0 + 4 * SECOND, 4 * SECOND, 8, 100.0, hold_us=1_500_000) == "████████"
+    # past the hold the line goes blank: the collector stopped sampling
+    assert sparkline(samples, T0 + 6 * SECOND, 6 * SECOND, 12, 100.0, hold_us=1_500_000) == "█" * 10 + "  "
