@@ -102,7 +102,7 @@ class Connection:
 
 def _reason(reason: object) -> str:
     if isinstance(reason, ssl.SSLCertVerificationError):
-        return f"TLS: {reason.verify_message} (give --ca-file, or --insecure to skip verification)"
+        return f"TLS: certificate not verified: {reason.verify_message} (give --ca-file, or --insecure to skip it)"
     if isinstance(reason, ssl.SSLError):
         return f"TLS: {reason.reason or reason}"
     if isinstance(reason, TimeoutError):

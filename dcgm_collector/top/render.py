@@ -199,7 +199,7 @@ def title_line(node: NodeState, view: View, width: int) -> str:
 def status_line(view: View, width: int) -> str:
     """The bottom line: the URL, the refresh rate, the last error, the keys."""
     rate = "-" if view.refresh_s is None else f"{1 / view.refresh_s:.0f} Hz" if view.refresh_s < 1 \
-        else f"every {view.refresh_s:g} s"
+        else f"every {view.refresh_s:.1f} s"
     return _fit(f"{view.url}  refresh {rate}  {'error: ' + view.error if view.error else 'ok'}  "
                 f"| q quit  s sort  up/down 0-9 GPU  +/- span  h help", width)
 
