@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -67,7 +68,12 @@ def _once(feed: Feed, view: View, width: int) -> int:
     time.sleep(min(ONCE_WAIT_S, feed.refresh_s()))
     feed.poll()
     view.refresh_s = feed.refresh_s()
-    sys.stdout.write(snapshot(feed.node, view, width))
+    try:
+        sys.stdout.write(snapshot(feed.node, view, width))
+        sys.stdout.flush()
+    except BrokenPipeError:   # a reader that wanted only the first lines (| head) is no error
+        # what is left unwritten goes nowhere, so the flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
