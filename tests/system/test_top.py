@@ -9,6 +9,7 @@ in a tmux session of 160 x 50 cells; the test reads the screen with ``capture-pa
 from __future__ import annotations
 
 import datetime
+import itertools
 import re
 import shlex
 import shutil
@@ -139,11 +140,15 @@ def top(cwd: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProce
                           timeout=timeout)
 
 
+_SERVERS = itertools.count()
+
+
 class Terminal:
     """A tmux server of its own with one 160 x 50 session running a command."""
 
     def __init__(self, folder: Path, argv: list[str]) -> None:
-        self.socket = str(folder / "tmux.sock")
+        # a server of its own each time: a server told to exit may still hold its socket for a moment
+        self.socket = str(folder / f"tmux-{next(_SERVERS)}.sock")
         self.tmux(["new-session", "-d", "-s", "top", "-x", "160", "-y", "50", "-c", str(folder),
                    shlex.join(argv)])
 
@@ -273,3 +278,26 @@ def test_the_live_view_over_tls_and_its_401_in_the_status_line(capped, tmp_path)
         assert screen.rstrip("\n").splitlines()[-1].startswith(
             f"{c.url}  refresh every 1.0 s  error: {c.url}: 401 Unauthorized (wrong --user or --password)")
         assert "no GPU samples yet" in screen
+
+
+def test_without_blessed_the_live_view_says_how_to_install_it(spikes, tmp_path):
+    """On a terminal, with blessed hidden from the interpreter: one line naming the extra; --once still works."""
+    import os
+    import pty
+    import sys
+
+    hide = ("import sys; sys.modules['blessed'] = None; from dcgm_collector import cli; "
+            "sys.exit(cli.main(sys.argv[1:]))")
+    controller, terminal_side = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-c", hide, "top", spikes.url], cwd=tmp_path, stdout=terminal_side,
+                              stderr=subprocess.PIPE, text=True, timeout=30)
+    finally:
+        os.close(terminal_side)
+        os.close(controller)
+    assert proc.returncode == 1
+    assert proc.stderr == ("dcgm-collector top: error: the live view needs blessed: pip install "
+                           "'dcgm-collector[top]' (or --once for a plain snapshot)\n")
+    once = subprocess.run([sys.executable, "-c", hide, "top", spikes.url, "--once"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30)
+    assert once.returncode == 0 and " 4 GPUs " in once.stdout.splitlines()[0], once.stderr
