@@ -56,7 +56,8 @@ def run(feed: Feed, view: View) -> int:
             if time.monotonic() >= next_poll:
                 try:
                     feed.poll()
-                    view.error = ""
+                    view.error = "" if not feed.gaps else (
+                        f"{feed.gaps} polls came too late: samples were overwritten before they were read")
                 except TopError as error:
                     view.error = str(error)
                 view.refresh_s = feed.refresh_s()

@@ -15,6 +15,7 @@ missing from the counters file is shown as missing, never as an error.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import socket
 import ssl
@@ -54,7 +55,9 @@ class Connection:
     def __post_init__(self) -> None:
         object.__setattr__(self, "url", self.url.rstrip("/"))
 
-    def _context(self) -> ssl.SSLContext | None:
+    @functools.cached_property
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS context of an https URL (None for http); TopError naming --ca-file when it cannot be read."""
         if not self.url.startswith("https:"):
             return None
         if self.insecure:
@@ -76,7 +79,7 @@ class Connection:
             token = base64.b64encode(f"{self.user}:{self.password or ''}".encode()).decode("ascii")
             request.add_header("Authorization", f"Basic {token}")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self._context()) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.tls_context) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as error:
             body = error.read()

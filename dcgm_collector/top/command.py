@@ -58,8 +58,10 @@ def _connection(args: argparse.Namespace) -> Connection:
             raise TopError(f"--password-file {args.password_file}: {error.strerror or error}") from None
     if password is not None and args.user is None:
         raise TopError("--password needs --user")
-    return Connection(args.url, ca_file=args.ca_file, insecure=args.insecure, user=args.user, password=password,
-                      timeout=args.timeout)
+    connection = Connection(args.url, ca_file=args.ca_file, insecure=args.insecure, user=args.user,
+                            password=password, timeout=args.timeout)
+    _ = connection.tls_context    # an unreadable --ca-file is a usage error, before any request
+    return connection
 
 
 def _once(feed: Feed, view: View, width: int) -> int:

@@ -23,6 +23,7 @@ class Feed:
         self.poller = SamplePoller(connection)
         self.node = NodeState()
         self._metrics_at: float | None = None
+        self.gaps = 0     # answers that said samples were overwritten in the rings before they were read
 
     def poll(self) -> None:
         now = time.monotonic()
@@ -31,6 +32,8 @@ class Feed:
             self._read_metrics()
         self.node.ingest(self.poller.poll())
         self.node.served = self.poller.served
+        if self.poller.gap:
+            self.gaps += 1
 
     def _read_metrics(self) -> None:
         samples = list(parse_exposition(self.connection.text("/metrics")))
