@@ -2,7 +2,8 @@
 
 ``dcgm-collector [OPTIONS]`` parses the flags and environment into a Config
 (dcgm_collector.config) and runs the collector (dcgm_collector.app);
-``check-counters FILE`` and ``dashboard`` run without DCGM.
+``check-counters FILE``, ``dashboard`` and ``top [URL]`` (a live view of a collector
+over HTTP) run without DCGM.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dcgm_collector.config import (
     EXIT_ERROR,
     EXIT_OK,
     PROG,
+    TOP_COMMAND,
     ConfigError,
     build_parser,
     parse_config,
@@ -27,6 +29,7 @@ from dcgm_collector.config import (
 from dcgm_collector.dashboard import main as dashboard_main
 from dcgm_collector.logs import setup_logging
 from dcgm_collector.options.parser import SuggestingParser
+from dcgm_collector.top import main as top_main
 
 __all__ = ["check_counters", "main"]
 
@@ -90,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_counters(argv[1:])
     if argv and argv[0] == DASHBOARD_COMMAND:
         return dashboard_main(argv[1:])
+    if argv and argv[0] == TOP_COMMAND:
+        return top_main(argv[1:])
     parser = build_parser()
     try:
         config = parse_config(argv, os.environ, parser)
@@ -100,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in config.warnings:
         log.warning("%s", warning)
     # The one deliberate lazy import: the running collector loads the C extension and libdcgm,
-    # which --help, check-counters and dashboard must not need.
+    # which --help, check-counters, dashboard and top must not need.
     try:
         from dcgm_collector.lifecycle import serve
     except ImportError as error:   # an unbuilt checkout: the error says what to run

@@ -23,6 +23,7 @@ from dcgm_collector.options.values import parse_bool
 PROG = "dcgm-collector"
 CHECK_COMMAND = "check-counters"
 DASHBOARD_COMMAND = "dashboard"
+TOP_COMMAND = "top"
 EXPORTER_COUNTERS_PATH = "/etc/dcgm-exporter/default-counters.csv"
 
 
@@ -47,6 +48,7 @@ EPILOG = f"""\
 commands:
   {PROG} {CHECK_COMMAND} FILE   validate a counters file and list what it exports
   {PROG} {DASHBOARD_COMMAND} -f FILE   print a Grafana dashboard for that counters file
+  {PROG} {TOP_COMMAND} [URL]   a live terminal view of a collector (--once: one plain snapshot)
 
 environment:
   Every option has the environment variable shown in its help; a flag beats
@@ -150,9 +152,9 @@ def _option_help(option: Option) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = SuggestingParser(
-        prog=PROG, commands=(CHECK_COMMAND, DASHBOARD_COMMAND),
+        prog=PROG, commands=(CHECK_COMMAND, DASHBOARD_COMMAND, TOP_COMMAND),
         usage=(f"%(prog)s [OPTIONS]\n       %(prog)s {CHECK_COMMAND} FILE\n"
-               f"       %(prog)s {DASHBOARD_COMMAND} [-f FILE]"),
+               f"       %(prog)s {DASHBOARD_COMMAND} [-f FILE]\n       %(prog)s {TOP_COMMAND} [URL]"),
         description="DCGM GPU telemetry for Prometheus: a drop-in for dcgm-exporter that keeps every\n"
                     "sample DCGM takes between scrapes and serves window aggregates beside the last value.",
         epilog=EPILOG, formatter_class=_HelpFormatter, allow_abbrev=False, add_help=False,
