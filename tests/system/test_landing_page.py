@@ -198,7 +198,24 @@ def test_the_page_without_javascript_has_the_tiles_and_the_source(spikes):
     assert "<b>sim, chosen by --sim spikes</b>" in page and "<span>4 GPUs</span>" in page
     tiles = re.findall(r'<li class="tile" data-gpu="(\d)"><h3>GPU \d <span class="model">([^<]*)</span>', page)
     assert tiles == [(str(g), "NVIDIA H100 80GB HBM3") for g in range(4)]
-    assert re.search(r'<dd data-value="util">\d+ %</dd>', page) and "<noscript>" in page
+    values = re.findall(r'<dt>([a-z]+)</dt><dd[^>]*>([^<]*)</dd>', page)
+    assert [name for name, _ in values] == ["util", "fb", "temp", "power", "health"] * 4
+    assert all(re.fullmatch(r"\d+ %|\d+\.\d / \d+ GiB|\d+ °C|\d+ W|OK", value) for _, value in values), values
+    assert "<noscript>" in page
+
+
+def test_a_tile_shows_a_dash_for_what_the_counters_do_not_serve_and_dcgm_health_when_they_ask(tmp_path):
+    counters = tmp_path / "counters.csv"
+    counters.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
+                        "DCGM_EXP_GPU_HEALTH_STATUS, counter, DCGM reported health status\n")
+    with collector(tmp_path, "--sim", "1", "-a", "127.0.0.1:0", "-f", str(counters), env=clean_env()) as running:
+        # DCGM's first health check and the first temperature sample come within a second or two of the start
+        wait_for(lambda: "°C" in (page := running.get("/")[1]) and ">PASS<" in page, timeout=20,
+                 what="a temperature and DCGM's health on the tile", log=running.log)
+        page = running.get("/")[1]
+    values = dict(re.findall(r'<dt>([a-z]+)</dt><dd[^>]*>([^<]*)</dd>', page))
+    assert values == {"util": "-", "fb": "-", "temp": values["temp"], "power": "-", "health": "PASS"}, values
+    assert re.fullmatch(r"\d+ °C", values["temp"])
 
 
 @needs_chromium
