@@ -2,7 +2,8 @@
 
 Run with the wheel venv's python and a PATH holding only that venv's bin:
 starts `dcgm-collector --sim 2`, reads the port it serves on, fetches
-/metrics until both GPUs' temperatures are there, then stops it with SIGTERM.
+/metrics until both GPUs' temperatures are there, then the landing page's
+script and style sheet (package data), then stops it with SIGTERM.
 """
 
 import re
@@ -36,6 +37,11 @@ try:
         assert time.monotonic() < deadline, f"no temperature of both GPUs on /metrics: {gpus}"
         time.sleep(0.2)
     print(f"the wheel serves both GPUs on :{port}/metrics")
+    # the landing page's script and style sheet are package data: a wheel without them has a page without charts
+    for path in ("static/live.js", "static/live.css"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/{path}", timeout=5) as answer:
+            assert answer.status == 200 and len(answer.read()) > 1000, f"/{path} is missing from the wheel"
+    print("the wheel serves the landing page's script and style sheet")
 finally:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0, "dcgm-collector did not exit 0 on SIGTERM"

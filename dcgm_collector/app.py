@@ -32,6 +32,7 @@ import threading
 import time
 from collections import Counter as Tally
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from dcgm_collector import __version__, dcgm, engine
 from dcgm_collector.attribution.checkpoint import DeviceCheckpoint
@@ -52,6 +53,7 @@ from dcgm_collector.dcgm import DcgmError, Handle, Library
 from dcgm_collector.expose import history
 from dcgm_collector.expose.exposition import Exposition, ExpositionOptions
 from dcgm_collector.expose.multi import MultiExposition
+from dcgm_collector.expose.overview import gpu_readings
 from dcgm_collector.files import size_text
 from dcgm_collector.model import EntityType, GpuInfo, id_ranges
 from dcgm_collector.push.remote_write import (
@@ -66,6 +68,7 @@ from dcgm_collector.series.processes import PROCESS_FAMILIES
 from dcgm_collector.series.registry import Registry
 from dcgm_collector.serve import malloc
 from dcgm_collector.serve.admission import Admission
+from dcgm_collector.serve.landing import Overview
 from dcgm_collector.serve.server import ListenError, MetricsServer, Reply, Request, Route, Unavailable
 from dcgm_collector.serve.singleflight import SingleFlight
 from dcgm_collector.sources import Source, SourceError, load_source, process_nvml_library
@@ -210,14 +213,34 @@ class Collector:
             raise
         return Reply(200, answer.pieces, JSON_TYPE, compressible=True, sent=slot.release)
 
+    def overview(self) -> Overview:
+        """The landing page's head: /health's state and source lines and each GPU's newest values."""
+        if self.exposition is None:
+            raise Unavailable("starting: no sampler yet")
+        ok, reason = self.health()
+        state, _, source = reason.partition("\n")
+        tiles = gpu_readings(self.registry.series(), "OK" if ok else "-")
+        return Overview(health=state, source=source.splitlines()[-1] if source else "", tiles=tiles)
+
+    def _recording(self, request: Request) -> Reply:
+        """GET /recordings?name=recording-...parquet: a recording of the recorder's folder, to download."""
+        recorder = self.recorder
+        name = request.query.get("name", [""])[-1]
+        body = recorder.read_recording(name) if recorder is not None else None
+        if body is None:
+            return Reply(404, f"404 Not Found: no recording {name!r} in the recorder's folder\n".encode())
+        return Reply(200, body, "application/vnd.apache.parquet",
+                     headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(name)}"})
+
     def _routes(self) -> dict[str, Route]:
         """The paths served beside /metrics, /health and /."""
         routes = {
-            "/api/v1/samples": Route(self.samples, landing="every sample the rings hold, as JSON "
-                                     "(?field=DCGM_FI_DEV_POWER_USAGE&gpu=0&since=5m)"),
+            "/api/v1/samples": Route(self.samples, landing="every sample the rings hold, as JSON",
+                                     example="?field=DCGM_FI_DEV_POWER_USAGE&gpu=0&since=5m"),
         }
         if self.recorder is not None:
             routes["/recorder"] = Route(self._recorder_request, methods=("POST",), max_body=4096)
+            routes["/recordings"] = Route(self._recording)
         return routes
 
     # -- start-up
@@ -230,6 +253,7 @@ class Collector:
         landing_extra = self.recorder.landing_html if self.recorder is not None else None
         self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape,
                                     routes=self._routes(), landing_extra=landing_extra, admission=self.admission,
+                                    landing_overview=self.overview,
                                     **(web.server_options() if web is not None else {}))
         try:
             self.server.start()

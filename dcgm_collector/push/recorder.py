@@ -52,6 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote
 
 from dcgm_collector.files import size_text
 from dcgm_collector.model import RECORDING_FORMAT_VERSION, RECORDING_SIDECAR_SUFFIX
@@ -65,7 +66,7 @@ from dcgm_collector.push.recording_file import (
     window_columns,
     write_recording,
 )
-from dcgm_collector.push.recording_index import RESCAN_EVERY_S, RecordingIndex
+from dcgm_collector.push.recording_index import RESCAN_EVERY_S, RecordingIndex, is_recording_name
 from dcgm_collector.series.registry import Registry, Source
 from dcgm_collector.series.samples import SampleModel
 from dcgm_collector.series.text import Header
@@ -426,6 +427,24 @@ class Recorder:
                     with contextlib.suppress(OSError):
                         os.remove(entry.path)
 
+    def read_recording(self, name: str) -> bytes | None:
+        """A recording's bytes, for the landing page's download links; None unless ``name`` is one in the folder.
+
+        Only a plain file named as a recording (and only of the characters the
+        recorder's names use), directly in the folder: no other name, path or
+        link is ever opened.
+        """
+        if not is_recording_name(name) or not _FILE_NAME.fullmatch(name):
+            return None
+        try:
+            fd = os.open(os.path.join(self.directory, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            return file.read()
+
     def landing_html(self) -> str:
         """The landing page's section: the newest recordings with their size and trigger, from the index."""
         listing = self.index.listing
@@ -435,8 +454,8 @@ class Recorder:
                 f"{size_text(self.max_bytes)}" + (f"; {pending} being recorded" if pending else "") + "</p>\n")
         if not listing.newest:
             return head
-        items = "".join(f"<li>{html.escape(r.name)}: {r.bytes / 1024:.1f} KiB, {html.escape(r.trigger)}</li>\n"
-                        for r in listing.newest)
+        items = "".join(f"<li>{html.escape(r.name)}: {r.bytes / 1024:.1f} KiB, {html.escape(r.trigger)} "
+                        f"(<a href=\"recordings?name={quote(r.name)}\">download</a>)</li>\n" for r in listing.newest)
         more = listing.count - len(listing.newest)
         tail = f"<p>and {more} older recording{'s' if more != 1 else ''} not listed</p>\n" if more > 0 else ""
         return head + "<ul>\n" + items + "</ul>\n" + tail
@@ -481,6 +500,7 @@ def _why(error: BaseException, name_file: bool = True) -> str:
 
 
 _ERRNO = re.compile(r"\[errno (\d+)\]")
+_FILE_NAME = re.compile(r"[\w.-]+")   # what _safe leaves: letters, digits, "-", "_", "."
 
 
 def _safe(text: str) -> str:

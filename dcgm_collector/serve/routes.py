@@ -62,22 +62,25 @@ class Route:
 
     ``handler(request) -> Reply`` runs on the request thread; raising Unavailable gets a 503.
     ``methods`` it accepts (405 otherwise), ``max_body`` the largest request body it reads
-    (413 beyond), ``landing`` its line on the landing page ("" to leave it off).
+    (413 beyond), ``landing`` its line on the landing page ("" to leave it off), ``example`` a
+    query the landing page's link carries (``?field=...``), for a path that answers nothing useful bare.
     """
 
     handler: Callable[[Request], Reply]
     methods: tuple[str, ...] = ("GET", "HEAD")
     max_body: int = 0
     landing: str = ""
+    example: str = ""
 
 
 class _App:
     def __init__(self, metrics, health, observe_scrape, *, ssl_context=None, authenticate=None,
                  response_headers=None, allow_request=None, verify_client=None, routes=None,
-                 landing_extra=None, admission=None) -> None:
+                 landing_extra=None, landing_overview=None, admission=None) -> None:
         self.admission: Admission = admission if admission is not None else Admission()
         self.routes: dict[str, Route] = dict(routes or {})
         self.landing_extra = landing_extra
+        self.landing_overview = landing_overview
         self.metrics = metrics
         self.health = health
         self.observe_scrape = observe_scrape

@@ -67,6 +67,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
@@ -76,7 +77,7 @@ from dcgm_collector.serve.addresses import parse_listen_address
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.deadline import DeadlineReader, DeadlineWriter, ResponseDeadline
 from dcgm_collector.serve.framing import FramingError, body_size, content_length, gzip_body
-from dcgm_collector.serve.landing import landing_page
+from dcgm_collector.serve.landing import CSP, STATIC, Overview, StaticFile, landing_page
 from dcgm_collector.serve.listener import _TOO_MANY, ListenError, _display, _HTTPServer, _socket_address, _why
 from dcgm_collector.serve.listener import EVICTABLE_AFTER_S as EVICTABLE_AFTER_S
 from dcgm_collector.serve.listener import TLS_HANDSHAKE_RECORD as TLS_HANDSHAKE_RECORD
@@ -357,6 +358,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._route(route, path)
             return
         serve = {"/metrics": self._metrics, "/health": self._health, "/": self._landing}.get(path)
+        if serve is None and path in STATIC:
+            serve = partial(self._static, STATIC[path])
         if serve is None:
             self._send(404, b"404 Not Found: try /metrics, /health or /\n", PLAIN_TYPE)
             return
@@ -463,8 +466,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(503, _lines(reason or "unhealthy"), PLAIN_TYPE)
 
     def _landing(self) -> None:
-        page = landing_page(self.server.app.routes, self._landing_extra())
-        self._send(200, page.encode(), "text/html; charset=utf-8")
+        page = landing_page(self.server.app.routes, self._landing_extra(), self._landing_overview())
+        self._send(200, page.encode(), "text/html; charset=utf-8",
+                   headers={"Content-Security-Policy": CSP, "Cache-Control": "no-cache"})
+
+    def _static(self, file: StaticFile) -> None:
+        # no-cache: a browser asks again (and gets the new script) after the collector is upgraded
+        self._send(200, file.body, file.content_type, headers={"Cache-Control": "no-cache"})
+
+    def _landing_overview(self) -> Overview | None:
+        """The application's head of the landing page (source, GPU tiles); None when it has none or fails."""
+        overview = self.server.app.landing_overview
+        if overview is None:
+            return None
+        try:
+            return overview()
+        except Unavailable:
+            return None   # still starting: no GPUs to show yet
+        except Exception:
+            log.exception("the landing page's overview failed")
+            return None
 
     def _landing_extra(self) -> str:
         """HTML the application adds to the landing page (recordings, ...); nothing when it fails."""
@@ -517,7 +538,8 @@ class MetricsServer:
       the connection (a client certificate SAN allow-list).
     * ``routes``: extra paths (:class:`Route`), e.g. the history API and the
       recorder's trigger, and ``landing_extra() -> html``: a section the
-      landing page adds (the recordings).
+      landing page adds (the recordings); ``landing_overview() -> Overview``:
+      the page's head (the source and a tile per GPU).
     * ``admission``: the :class:`~dcgm_collector.serve.admission.Admission`
       that light requests (/metrics, /health, /) are marked in and that
       heavy route handlers take their slots from (one of its own if None).
@@ -546,13 +568,14 @@ class MetricsServer:
         verify_client: Callable[[ssl.SSLSocket], bool] | None = None,
         routes: Mapping[str, Route] | None = None,
         landing_extra: Callable[[], str] | None = None,
+        landing_overview: Callable[[], Overview] | None = None,
     ) -> None:
         self.address = address
         self.host, self._requested_port = parse_listen_address(address)
         self._app = _App(metrics, health, observe_scrape, ssl_context=ssl_context, authenticate=authenticate,
                          response_headers=response_headers, allow_request=allow_request,
                          verify_client=verify_client, routes=routes, landing_extra=landing_extra,
-                         admission=admission)
+                         landing_overview=landing_overview, admission=admission)
         self.request_timeout_s = float(request_timeout_s)
         self.response_timeout_s = float(response_timeout_s)
         self.max_connections = int(max_connections)

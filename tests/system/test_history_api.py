@@ -157,7 +157,10 @@ def test_the_api_asks_for_the_credentials_metrics_asks_for(tmp_path):
 
 def test_the_landing_page_lists_the_api(node):
     status, body = http_get(f"http://127.0.0.1:{node.port}/")
-    assert status == 200 and b'<a href="api/v1/samples">api/v1/samples</a>' in body
+    link = b'<a href="api/v1/samples?field=DCGM_FI_DEV_POWER_USAGE&amp;gpu=0&amp;since=5m">api/v1/samples</a>'
+    assert status == 200 and link in body
+    status, answer = _get_json(node.port, "field=DCGM_FI_DEV_POWER_USAGE&gpu=0&since=5m")   # the link answers
+    assert status == 200 and [s["gpu"] for s in answer["data"]["series"]] == [0]
 
 
 def test_a_collector_still_starting_answers_503():
