@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -81,6 +82,10 @@ SLAB_SAMPLES = 32_768       # samples written between two checks of the deadline
 COPY_ROWS = 256             # ring rows copied at a time (the whole width of the ring, before the chosen columns)
 _SEPARATORS = (",", ":")
 _SAMPLES = json.JSONEncoder(separators=_SEPARATORS, allow_nan=False)   # one encoder for every slab
+_KEPT_HEADS = 16_384        # series heads kept for the next answers (about 400 bytes each)
+_KEPT_CHOICES = 1_024       # rings x queries whose chosen series are kept
+_HEADS: dict[tuple, bytes] = {}
+_CHOSEN: dict[tuple, tuple] = {}
 
 # ---- answering -----------------------------------------------------------------------------
 
@@ -111,11 +116,36 @@ def _entity_json(entity: tuple[int, int]) -> dict[str, object]:
 
 
 def _head(metric: str, labels, field_id: int, field_name: str, gpu: int | None, entity) -> bytes:
-    """A series object's JSON up to the opening of its samples array."""
-    text = json.dumps({"metric": metric, "labels": dict(labels), "field_id": field_id, "field_name": field_name,
-                       "gpu": gpu, "entity": _entity_json(entity), "samples": []}, separators=_SEPARATORS)
-    assert text.endswith("[]}")
-    return text[:-2].encode()
+    """A series object's JSON up to the opening of its samples array (made once, then kept in _HEADS)."""
+    key = (metric, labels, field_id, field_name, gpu, entity)
+    found = _HEADS.get(key)
+    if found is None:
+        text = json.dumps({"metric": metric, "labels": dict(labels), "field_id": field_id, "field_name": field_name,
+                           "gpu": gpu, "entity": _entity_json(entity), "samples": []}, separators=_SEPARATORS)
+        assert text.endswith("[]}")
+        found = text[:-2].encode()
+        if len(_HEADS) >= _KEPT_HEADS:   # series that came and went: start again rather than grow
+            _HEADS.clear()
+        _HEADS[key] = found
+    return found
+
+
+def _chosen(ring: RingSeries, query: HistoryQuery) -> tuple[list[SeriesInfo], bool]:
+    """The ring's series the query chooses, and whether it serves any of its fields (on any GPU).
+
+    Kept per ring and query in _CHOSEN (a viewer asks the same every 100 ms),
+    by the ring's id with a weak reference to tell a new ring at a reused id.
+    """
+    key = (id(ring), query.fields, query.gpus)
+    found = _CHOSEN.get(key)
+    if found is not None and found[0]() is ring:
+        return found[1], found[2]
+    served = [s for s in ring.series if _wanted(s.name, s.field_id, s.field_name, query.fields)]
+    chosen = [s for s in served if query.gpus is None or s.gpu in query.gpus]
+    if len(_CHOSEN) >= _KEPT_CHOICES:
+        _CHOSEN.clear()
+    _CHOSEN[key] = (weakref.ref(ring), chosen, bool(served))
+    return chosen, bool(served)
 
 
 @dataclass
@@ -536,9 +566,8 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: floa
     known = False
     for model in models:
         for ring in model.rings:
-            chosen = [s for s in ring.series if _wanted(s.name, s.field_id, s.field_name, query.fields)
-                      and (query.gpus is None or s.gpu in query.gpus)]
-            known = known or any(_wanted(s.name, s.field_id, s.field_name, query.fields) for s in ring.series)
+            chosen, served = _chosen(ring, query)
+            known = known or served
             if chosen:
                 parts.append(_RingPart(ring, chosen))
         for store in model.stores:
