@@ -85,6 +85,8 @@ _SAMPLES = json.JSONEncoder(separators=_SEPARATORS, allow_nan=False)   # one enc
 _KEPT_HEADS = 16_384        # series heads kept for the next answers (about 400 bytes each)
 _KEPT_CHOICES = 1_024       # rings x queries whose chosen series are kept
 _HEADS: dict[tuple, bytes] = {}
+_NO_EVENTS = EventRows(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.uint32), np.empty(0, np.uint16),
+                       np.empty(0, np.int64))
 _CHOSEN: dict[tuple, tuple] = {}
 
 # ---- answering -----------------------------------------------------------------------------
@@ -212,6 +214,8 @@ class _RingPart:
         self.outputs = [_Output(_head(s.name, s.labels, s.field_id, s.field_name, s.gpu, s.entity)) for s in chosen]
         self.ring = ring
         self.integer = np.array([s.integer for s in chosen], dtype=bool)
+        self.columns = np.array([s.column for s in chosen], dtype=np.intp)
+        self.whole, self.real = np.flatnonzero(self.integer), np.flatnonzero(~self.integer)
         self.ts = np.empty(0, np.int64)
         self.values = np.empty((0, len(chosen)))
         self.status = np.empty((0, len(chosen)), np.int8)
@@ -227,7 +231,7 @@ class _RingPart:
             return
         since_us, until_us, limit = query.since_us, query.until_us, query.limit
         self.place.end_row = end = self.ring.ring.rows_written
-        columns = np.array([s.column for s in self.chosen], dtype=np.intp)
+        columns = self.columns
         wanted = max(limit // len(self.chosen), 1) + 1   # rows the limit can use, and one to know it is passed
         ts_parts, value_parts, status_parts = [], [], []
         got, cursor = 0, since_us
@@ -256,7 +260,7 @@ class _RingPart:
 
     def _read_from(self, row: int, limit: int) -> None:
         """The rows from number ``row`` on, a slice at a time, as many as the limit can use, in time order."""
-        columns = np.array([s.column for s in self.chosen], dtype=np.intp)
+        columns = self.columns
         wanted = max(limit // len(self.chosen), 1) + 1
         ts_parts, value_parts, status_parts = [], [], []
         got, at, more = 0, row, False
@@ -300,13 +304,13 @@ class _RingPart:
         clean = (present & good).all(axis=0).tolist()   # per series: every row a number
         any_present = present.any(axis=0).tolist()
         columns: list[list] = [[]] * len(self.chosen)
-        whole = np.flatnonzero(self.integer)
+        whole = self.whole
         if len(whole):   # integer fields as integers (not-OK cells are 0 here, null below)
             with np.errstate(invalid="ignore"):
                 integers = np.where(good[:, whole], numbers[:, whole], 0.0).astype(np.int64)
             for j, column in zip(whole.tolist(), integers.T.tolist()):
                 columns[j] = column
-        real = np.flatnonzero(~self.integer)
+        real = self.real
         for j, column in zip(real.tolist(), numbers[:, real].T.tolist()):
             columns[j] = column
         for j, output in enumerate(self.outputs):
@@ -458,7 +462,7 @@ class _EventPart:
         else:
             ring = model.events
             at = _start(query.cursor, self.place.serial, ring.rows_written, ring.first_row_since)
-            events, first = ring.rows_from(at)
+            events, first = ring.rows_from(at) if at < ring.rows_written else (_NO_EVENTS, at)
             self.place.first_row, self.place.gap = first, first > at
             keep = _ascending(events.ts)
             if keep < len(events.ts):   # a late event: it and the ones after it come in the next answer
