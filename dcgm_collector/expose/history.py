@@ -47,13 +47,14 @@ from __future__ import annotations
 
 import json
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from math import isfinite
 
 import numpy as np
 
 from dcgm_collector.expose.history_cursor import Cursor, encode
+from dcgm_collector.expose.history_heads import Layout, head_of, layout_of, wanted
 from dcgm_collector.expose.history_query import (
     DEFAULT_SPAN_S,
     MAX_SAMPLES,
@@ -62,7 +63,6 @@ from dcgm_collector.expose.history_query import (
     parse_query,
     shown_name,
 )
-from dcgm_collector.model import entity_group_name
 from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK, EventRows
 from dcgm_collector.series.samples import (
     EventSeries,
@@ -82,12 +82,11 @@ SLAB_SAMPLES = 32_768       # samples written between two checks of the deadline
 COPY_ROWS = 256             # ring rows copied at a time (the whole width of the ring, before the chosen columns)
 _SEPARATORS = (",", ":")
 _SAMPLES = json.JSONEncoder(separators=_SEPARATORS, allow_nan=False)   # one encoder for every slab
-_KEPT_HEADS = 16_384        # series heads kept for the next answers (about 400 bytes each)
-_KEPT_CHOICES = 1_024       # rings x queries whose chosen series are kept
-_HEADS: dict[tuple, bytes] = {}
 _NO_EVENTS = EventRows(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.uint32), np.empty(0, np.uint16),
                        np.empty(0, np.int64))
-_CHOSEN: dict[tuple, tuple] = {}
+_NO_TS = np.empty(0, np.int64)
+_FEW_ROWS = 16              # a slab of a ring with at most this many rows is written without numpy
+_INT64 = 2**63
 
 # ---- answering -----------------------------------------------------------------------------
 
@@ -107,47 +106,6 @@ class Answer:
     @property
     def body(self) -> bytes:
         return b"".join(self.pieces)
-
-
-def _wanted(series_name: str, field_id: int, field_name: str, fields: tuple[str, ...]) -> bool:
-    return any(f == series_name or f == field_name or f == str(field_id) for f in fields)
-
-
-def _entity_json(entity: tuple[int, int]) -> dict[str, object]:
-    return {"group": entity_group_name(entity[0]), "id": entity[1]}
-
-
-def _head(metric: str, labels, field_id: int, field_name: str, gpu: int | None, entity) -> bytes:
-    """A series object's JSON up to the opening of its samples array (made once, then kept in _HEADS)."""
-    key = (metric, labels, field_id, field_name, gpu, entity)
-    found = _HEADS.get(key)
-    if found is None:
-        text = json.dumps({"metric": metric, "labels": dict(labels), "field_id": field_id, "field_name": field_name,
-                           "gpu": gpu, "entity": _entity_json(entity), "samples": []}, separators=_SEPARATORS)
-        assert text.endswith("[]}")
-        found = text[:-2].encode()
-        if len(_HEADS) >= _KEPT_HEADS:   # series that came and went: start again rather than grow
-            _HEADS.clear()
-        _HEADS[key] = found
-    return found
-
-
-def _chosen(ring: RingSeries, query: HistoryQuery) -> tuple[list[SeriesInfo], bool]:
-    """The ring's series the query chooses, and whether it serves any of its fields (on any GPU).
-
-    Kept per ring and query in _CHOSEN (a viewer asks the same every 100 ms),
-    by the ring's id with a weak reference to tell a new ring at a reused id.
-    """
-    key = (id(ring), query.fields, query.gpus)
-    found = _CHOSEN.get(key)
-    if found is not None and found[0]() is ring:
-        return found[1], found[2]
-    served = [s for s in ring.series if _wanted(s.name, s.field_id, s.field_name, query.fields)]
-    chosen = [s for s in served if query.gpus is None or s.gpu in query.gpus]
-    if len(_CHOSEN) >= _KEPT_CHOICES:
-        _CHOSEN.clear()
-    _CHOSEN[key] = (weakref.ref(ring), chosen, bool(served))
-    return chosen, bool(served)
 
 
 @dataclass
@@ -209,16 +167,14 @@ class _Output:
 class _RingPart:
     """The chosen series of one ring: their columns of the rows in the span, copied a slice at a time."""
 
-    def __init__(self, ring: RingSeries, chosen: list[SeriesInfo]) -> None:
-        self.chosen = chosen
-        self.outputs = [_Output(_head(s.name, s.labels, s.field_id, s.field_name, s.gpu, s.entity)) for s in chosen]
+    def __init__(self, ring: RingSeries, layout: Layout) -> None:
+        self.chosen = layout.chosen
+        self.outputs = [_Output(head) for head in layout.heads]
         self.ring = ring
-        self.integer = np.array([s.integer for s in chosen], dtype=bool)
-        self.columns = np.array([s.column for s in chosen], dtype=np.intp)
-        self.whole, self.real = np.flatnonzero(self.integer), np.flatnonzero(~self.integer)
-        self.ts = np.empty(0, np.int64)
-        self.values = np.empty((0, len(chosen)))
-        self.status = np.empty((0, len(chosen)), np.int8)
+        self.layout = layout
+        self.columns = layout.columns
+        self.ts = _NO_TS
+        self.values = self.status = None   # type: ignore[assignment]   # (rows, chosen), once read
         self.horizon: int | None = None   # the last row copied, when rows after it were left in the ring
         self.place = _Place(ring.ring.serial)
 
@@ -290,12 +246,17 @@ class _RingPart:
             self.horizon = int(self.ts[-1])
 
     def weights(self) -> np.ndarray:
-        return (self.status != SAMPLE_ABSENT).sum(axis=1)
+        return (self.status != SAMPLE_ABSENT).sum(axis=1) if len(self.ts) else _NO_TS
 
     def write(self, low_us: int, high_us: int, pause: Callable[[], None] | None) -> None:
         """The samples stamped in [low_us, high_us] into each series' pieces; ``pause()`` between series."""
         start, end = np.searchsorted(self.ts, low_us, side="left"), np.searchsorted(self.ts, high_us, side="right")
         if start >= end:
+            return
+        if end - start <= _FEW_ROWS:
+            self._write_few(start, end)
+            if pause is not None:
+                pause()
             return
         ts = self.ts[start:end].tolist()
         cells, numbers = self.status[start:end], self.values[start:end]
@@ -304,13 +265,13 @@ class _RingPart:
         clean = (present & good).all(axis=0).tolist()   # per series: every row a number
         any_present = present.any(axis=0).tolist()
         columns: list[list] = [[]] * len(self.chosen)
-        whole = self.whole
+        whole = self.layout.whole
         if len(whole):   # integer fields as integers (not-OK cells are 0 here, null below)
             with np.errstate(invalid="ignore"):
                 integers = np.where(good[:, whole], numbers[:, whole], 0.0).astype(np.int64)
             for j, column in zip(whole.tolist(), integers.T.tolist()):
                 columns[j] = column
-        real = self.real
+        real = self.layout.real
         for j, column in zip(real.tolist(), numbers[:, real].T.tolist()):
             columns[j] = column
         for j, output in enumerate(self.outputs):
@@ -325,8 +286,47 @@ class _RingPart:
             if pause is not None:
                 pause()
 
+    def _write_few(self, start: int, end: int) -> None:
+        """As write, for a few rows: the text made in Python (:func:`_few_texts`)."""
+        texts, _ = _few_texts(self.ts[start:end].tolist(), self.values[start:end].tolist(),
+                           self.status[start:end].tolist(), self.layout.integer, list(range(len(self.chosen))))
+        for output, text in zip(self.outputs, texts):
+            if text:
+                output.pieces.append(text)
+
     def release(self) -> None:
         self.ts = self.values = self.status = None   # type: ignore[assignment]
+
+
+def _few_texts(ts: list[int], values: list[list[float]], cells: list[list[int]], integer: list[bool],
+               columns: list[int]) -> tuple[list[bytes], int]:
+    """Per chosen series (its column in ``columns``), its samples of a few rows as JSON (``[ts,value],...``;
+    empty when it has none there), and how many samples they hold.
+
+    For a few rows (a cursor's answer at a viewer's pace) numpy's calls and
+    the encoder cost more than the work, so the text is made in Python: the
+    same text as _RingPart.write's (floats as repr, which the encoder uses).
+    ``values`` and ``cells`` are the rows' lists, row by row, all columns.
+    """
+    out = []
+    count = 0
+    rows = list(zip(ts, values, cells))
+    for whole, column in zip(integer, columns):
+        texts = []
+        for t, numbers, states in rows:
+            state = states[column]
+            if state == SAMPLE_ABSENT:
+                continue
+            v = numbers[column]
+            if state != SAMPLE_OK or not isfinite(v):
+                texts.append(f"[{t},null]")
+            elif whole:   # as astype(int64) in write: out of its range is its smallest
+                texts.append(f"[{t},{int(v) if -_INT64 <= v < _INT64 else -_INT64}]")
+            else:
+                texts.append(f"[{t},{v!r}]")
+        out.append(",".join(texts).encode())
+        count += len(texts)
+    return out, count
 
 
 class _StorePart:
@@ -354,7 +354,7 @@ class _StorePart:
             inside = int(np.searchsorted(rows.ts, query.until_us, side="right"))   # a store's rows ascend
             copies: dict[int, list[int]] = {}   # series number -> the outputs of its chosen copies
             for s in series:
-                if _wanted(s.name, s.field_id, s.field_name, query.fields) and (query.gpus is None
+                if wanted(s.name, s.field_id, s.field_name, query.fields) and (query.gpus is None
                                                                                  or s.gpu in query.gpus):
                     copies.setdefault(s.column, []).append(self._output(index, s))
             if copies and inside:
@@ -409,7 +409,7 @@ class _StorePart:
         found = index.get((s.name, s.labels))
         if found is None:
             found = index[(s.name, s.labels)] = len(self.outputs)
-            self.outputs.append(_Output(_head(s.name, s.labels, s.field_id, s.field_name, s.gpu, s.entity)))
+            self.outputs.append(_Output(head_of(s.name, s.labels, s.field_id, s.field_name, s.gpu, s.entity)))
             self.integer.append(s.integer)
         return found
 
@@ -481,7 +481,7 @@ class _EventPart:
                     key = (family.name, entity, labels)
                     if key not in index:
                         index[key] = len(self.outputs)
-                        self.outputs.append(_Output(_head(family.name, labels, family.field_id, family.field_name,
+                        self.outputs.append(_Output(head_of(family.name, labels, family.field_id, family.field_name,
                                                           gpu, entity)))
                     ts_list.append(int(events.ts[i]))
                     which.append(index[key])
@@ -559,6 +559,63 @@ def _answer_head(query: HistoryQuery, parts: list, newest_us: int | None, next_s
             f'"truncated":{truncated},"gap":{gap},"cursor":"{text}","series":[')
 
 
+def _few_after(models: Sequence[SampleModel], query: HistoryQuery, cursor: Cursor,
+               pause: Callable[[], None] | None) -> Answer | None:
+    """A cursor's answer when it is a few new ring rows (what a viewer asks for every 100 ms), else None.
+
+    The same answer as the general path's, made without its machinery (the
+    timestamps' table, the cut, the slabs), which costs more than a few
+    rows: None (the general path answers) when a chosen ring has more than
+    _FEW_ROWS new rows, a late row, or lost rows, when the samples pass the
+    limit, when new events are to be given, or when an attached store is
+    asked (its series are found as its rows are read).
+    """
+    places: dict[int, int] = {}
+    series: list[bytes] = []
+    samples = 0
+    newest_us: int | None = None
+    known = False
+    for model in models:
+        for store in model.stores:
+            if any(wanted(name, field_id, field_name, query.fields) for name, field_id, field_name in store.fields):
+                return None
+        if any(wanted(f.name, f.field_id, f.field_name, query.fields) for f in model.event_series):
+            known, events = True, model.events
+            at = _start(cursor, events.serial, events.rows_written, events.first_row_since)
+            if at != events.rows_written:
+                return None
+            places[events.serial] = at
+        for ring in model.rings:
+            layout = layout_of(ring, query)
+            known = known or layout.served
+            if not layout.chosen:
+                continue
+            native = ring.ring
+            at = _start(cursor, native.serial, native.rows_written, native.first_row_since)
+            rows, first = native.rows_from(at, _FEW_ROWS + 1)
+            ts = rows.ts.tolist()
+            if first != at or len(ts) > _FEW_ROWS or any(b < a for a, b in zip(ts, ts[1:])):
+                return None
+            places[native.serial] = at + len(ts)
+            if not ts:
+                continue
+            texts, count = _few_texts(ts, rows.values.tolist(), rows.status.tolist(), layout.integer,
+                                      layout.column_list)
+            samples += count
+            if samples > query.limit:
+                return None
+            series.extend(head + text + b"]}" for head, text in zip(layout.heads, texts) if text)
+            newest_us = ts[-1] if newest_us is None else max(newest_us, ts[-1])
+            if pause is not None:
+                pause()
+    if not known:
+        return None
+    resume_us = cursor.resume_us if newest_us is None else max(cursor.resume_us, newest_us + 1)
+    head = ('{"status":"success","data":{"since_us":null,"until_us":null,"columns":["ts_us","value"],'
+            f'"truncated":false,"gap":false,"cursor":"{encode(Cursor(resume_us, places))}","series":[')
+    return Answer([head.encode() + b",".join(series) + b"]}}"], samples, False, None)
+
+
 def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: float | None = None,
            pause: Callable[[], None] | None = None) -> Answer:
     """The JSON answer for a checked query over the sample models of the targets.
@@ -566,23 +623,27 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: floa
     ``deadline`` (time.monotonic()): past it the answer is cut at the slab
     it reached.  ``pause()`` is called between slabs.
     """
+    if query.cursor is not None:
+        few = _few_after(models, query, query.cursor, pause)
+        if few is not None:
+            return few
     parts: list[_RingPart | _StorePart | _EventPart] = []
     known = False
     for model in models:
         for ring in model.rings:
-            chosen, served = _chosen(ring, query)
-            known = known or served
-            if chosen:
-                parts.append(_RingPart(ring, chosen))
+            layout = layout_of(ring, query)
+            known = known or layout.served
+            if layout.chosen:
+                parts.append(_RingPart(ring, layout))
         for store in model.stores:
-            if not any(_wanted(name, field_id, field_name, query.fields)
+            if not any(wanted(name, field_id, field_name, query.fields)
                        for name, field_id, field_name in store.fields):
                 continue
             known = True
             parts.append(_StorePart(store, query))   # kept without series too: the cursor keeps its place
             if pause is not None:
                 pause()
-        families = [f for f in model.event_series if _wanted(f.name, f.field_id, f.field_name, query.fields)]
+        families = [f for f in model.event_series if wanted(f.name, f.field_id, f.field_name, query.fields)]
         if families:
             known = True
             parts.append(_EventPart(model, families, query))

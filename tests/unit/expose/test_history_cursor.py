@@ -10,7 +10,14 @@ from dcgm_collector.expose import history_cursor
 from dcgm_collector.expose.history import QueryError, answer, parse_query
 from dcgm_collector.expose.history_cursor import MAX_CHARS, Cursor, CursorError, decode, encode
 from dcgm_collector.model import EntityType
-from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK, EventRing, RingBuffer
+from dcgm_collector.rings.ring import (
+    SAMPLE_ABSENT,
+    SAMPLE_BLANK,
+    SAMPLE_NOT_SUPPORTED,
+    SAMPLE_OK,
+    EventRing,
+    RingBuffer,
+)
 from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo
 
 GPU = int(EntityType.GPU)
@@ -252,3 +259,41 @@ def test_rows_from_numbers_rows_in_commit_order_and_says_where_the_ring_starts()
     assert first == 3 and rows.ts.tolist() == [T0 + 3, T0 + 4]
     assert ring.rows_from(6)[0].ts.tolist() == [] and ring.first_row_since(T0 + 4) == 4
     assert ring.rows_since(0, end_row=5).ts.tolist() == [T0 + 2, T0 + 3, T0 + 4]
+
+
+def _odd_node() -> SampleModel:
+    """One ring whose cells are every kind a sample can be: numbers, blank, not supported, absent, NaN, huge."""
+    ring = RingBuffer([(GPU, 0, 155), (GPU, 0, 150), (GPU, 1, 150)], capacity=100)
+    return SampleModel("odd", (), (RingSeries(ring, (_info("DCGM_FI_DEV_POWER_USAGE", 0, 155, 0),
+                                                     _info("DCGM_FI_DEV_GPU_TEMP", 0, 150, 1, integer=True),
+                                                     _info("DCGM_FI_DEV_GPU_TEMP", 1, 150, 2, integer=True))),),
+                       EventRing(8), ())
+
+
+def _odd_rows(model: SampleModel, first: int, n: int) -> None:
+    kinds = [SAMPLE_OK, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_ABSENT, SAMPLE_OK]
+    numbers = [1.5, -0.0, float("nan"), 3e20, 1e16, 7.0, -2.25]
+    for k in range(first, first + n):
+        row = [numbers[k % 7], numbers[(k + 2) % 7], float(k)]
+        model.rings[0].ring.append(T0 + k * 100_000, row, [kinds[k % 5], kinds[(k + 1) % 5], SAMPLE_OK])
+
+
+def test_a_few_rows_after_a_cursor_read_as_many_rows_are():
+    """The answer of a few rows (made without numpy) holds the same samples, as the same JSON, as one of many."""
+    many, few = _odd_node(), _odd_node()
+    start_many = _ask(many, field="155,150", since="0")["cursor"]
+    cursor = _ask(few, field="155,150", since="0")["cursor"]
+    _odd_rows(many, 0, 40)
+    whole = _ask(many, field="155,150", cursor=start_many)
+    followed = []
+    for k in range(0, 40, 2):
+        _odd_rows(few, k, 2)
+        data = _ask(few, field="155,150", cursor=cursor)
+        followed += _samples(data)
+        cursor = data["cursor"]
+    typed = [(metric, labels, t, v, type(v)) for metric, labels, t, v in followed]   # 40 and 40.0 differ in JSON
+    assert sorted(typed, key=repr) == sorted(((*s, type(s[3])) for s in _samples(whole)), key=repr)
+    assert _by_series(followed) == _by_series(_samples(whole))
+    ints = [v for metric, labels, t, v in _samples(whole) if metric == "DCGM_FI_DEV_GPU_TEMP" and v is not None]
+    assert ints and all(type(v) is int for v in ints)
+    assert None in [v for *_, v in followed] and 3e20 in [v for *_, v in followed]
