@@ -305,15 +305,19 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.request_version == "HTTP/1.0" and not self.close_connection:
             # an HTTP/1.0 client keeps the connection only when told so; the stdlib keeps it open silently
             self.send_header("Connection", "keep-alive")
-        self.end_headers()
-        if self.command == "HEAD":
+        # end_headers, but the head goes out with the body's first bytes: one send (and one wake-up of the
+        # client) for a small answer, not two
+        self._headers_buffer.append(b"\r\n")
+        head = b"".join(self._headers_buffer)
+        self._headers_buffer = []
+        if self.command == "HEAD" or (isinstance(body, bytes) and len(body) >= WRITE_BYTES):
+            self.wfile.write(head)   # a large body is not copied to join it
+            if self.command != "HEAD":
+                self.wfile.write(body)
             return
-        if isinstance(body, bytes):
-            self.wfile.write(body)
-            return
-        pending: list[bytes] = []
-        size = 0
-        for piece in body:
+        pending: list[bytes] = [head]
+        size = len(head)
+        for piece in (body,) if isinstance(body, bytes) else body:
             pending.append(piece)
             size += len(piece)
             if size >= WRITE_BYTES:
@@ -479,7 +483,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- logging: requests are routine, keep them out of the operator's log
     def log_message(self, format: str, *args) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+        if log.isEnabledFor(logging.DEBUG):   # every response comes here: format only what is logged
+            log.debug("%s %s", self.address_string(), format % args)
 
     def address_string(self) -> str:
         return str(self.client_address[0])
