@@ -86,6 +86,7 @@ from dcgm_collector.serve.negotiation import (
     openmetrics_version,
     wants_openmetrics,
 )
+from dcgm_collector.serve.plain_head import PlainHead, plain_head
 from dcgm_collector.serve.routes import Reply, Request, Route, TooManyRequests, Unavailable, _App
 
 __all__ = [
@@ -225,12 +226,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def parse_request(self) -> bool:
         raw = self.rfile
-        self.rfile = _HeaderBudget(raw, MAX_HEADER_BYTES)
-        try:
-            if not super().parse_request():
-                return False
-        finally:
-            self.rfile = raw
+        plain = plain_head(self.raw_requestline, raw.peek(1))
+        if plain is not None:
+            self._take(plain)
+        else:
+            self.rfile = _HeaderBudget(raw, MAX_HEADER_BYTES)
+            try:
+                if not super().parse_request():
+                    return False
+            finally:
+                self.rfile = raw
         # the stdlib parser takes a line without a colon as the end of the headers and silently
         # drops the ones after it (Connection: close among them); Go answers 400, and so do we
         if self.headers.get_payload() or any(isinstance(defect, email.errors.MissingHeaderBodySeparatorDefect)
@@ -245,6 +250,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(400, f"Bad Request: {error}")
             return False
         return True
+
+    def _take(self, plain: PlainHead) -> None:
+        """A plain request head (serve.plain_head), as the standard library's parse_request takes an HTTP/1.1 one."""
+        self.rfile.read(plain.length)
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.command, self.path, self.request_version = plain.command, plain.path, "HTTP/1.1"
+        if self.path.startswith("//"):   # not a scheme-relative URL when written back (as the standard library)
+            self.path = "/" + self.path.lstrip("/")
+        self.headers = plain.headers
+        self.close_connection = plain.headers.get("Connection", "").lower() == "close"
 
     def _abort(self) -> None:
         """Reset the connection when it closes: the unsent rest of the answer is dropped, not left to the kernel."""
