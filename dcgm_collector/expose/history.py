@@ -17,7 +17,8 @@ answer reads only the rows each ring held when the answer began to read it
 (its rows_written then), so its cursor goes on from there.  When rows a
 cursor names were overwritten, the answer starts at the oldest row held and
 says ``"gap": true``.  After a cursor only series with samples are listed,
-and ``since_us``/``until_us`` are null.
+and ``since_us``/``until_us`` are null.  The usual cursor answer, a few new
+rows of a ring, is made without numpy (expose.history_few), the same JSON.
 
 **Pages.**  An answer holds at most ``limit`` samples (default and cap
 :data:`MAX_SAMPLES`), cut at one moment for every series alike: it holds
@@ -49,11 +50,11 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from math import isfinite
 
 import numpy as np
 
 from dcgm_collector.expose.history_cursor import Cursor, encode
+from dcgm_collector.expose.history_few import FEW_ROWS, few_after, few_texts, start_row
 from dcgm_collector.expose.history_heads import Layout, head_of, layout_of, wanted
 from dcgm_collector.expose.history_query import (
     DEFAULT_SPAN_S,
@@ -85,8 +86,6 @@ _SAMPLES = json.JSONEncoder(separators=_SEPARATORS, allow_nan=False)   # one enc
 _NO_EVENTS = EventRows(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.uint32), np.empty(0, np.uint16),
                        np.empty(0, np.int64))
 _NO_TS = np.empty(0, np.int64)
-_FEW_ROWS = 16              # a slab of a ring with at most this many rows is written without numpy
-_INT64 = 2**63
 
 # ---- answering -----------------------------------------------------------------------------
 
@@ -133,16 +132,6 @@ class _Place:
         return self.first_row + given
 
 
-def _start(cursor: Cursor, serial: int, written: int, first_row_since: Callable[[int], int]) -> int:
-    """The row a cursor's answer reads a ring from: the cursor's, or the first one at its resume time."""
-    row = cursor.rows.get(serial)
-    if row is None:   # a ring made since, or left out of a long cursor
-        return first_row_since(cursor.resume_us)
-    if row > written:
-        raise QueryError("cursor: it names rows not written yet (it is not one this collector gave)")
-    return row
-
-
 def _ascending(ts: np.ndarray) -> int:
     """How many leading rows keep time order (none older than one before it): a late row waits for the next
     answer, so that the rows an answer gives out by time are a run of the ring's."""
@@ -182,7 +171,7 @@ class _RingPart:
         """The rows of the query's span (or after its cursor), at most as many as its limit can use."""
         if query.cursor is not None:
             ring = self.ring.ring
-            self._read_from(_start(query.cursor, self.place.serial, ring.rows_written, ring.first_row_since),
+            self._read_from(start_row(query.cursor, self.place.serial, ring.rows_written, ring.first_row_since),
                             query.limit)
             return
         since_us, until_us, limit = query.since_us, query.until_us, query.limit
@@ -253,7 +242,7 @@ class _RingPart:
         start, end = np.searchsorted(self.ts, low_us, side="left"), np.searchsorted(self.ts, high_us, side="right")
         if start >= end:
             return
-        if end - start <= _FEW_ROWS:
+        if end - start <= FEW_ROWS:
             self._write_few(start, end)
             if pause is not None:
                 pause()
@@ -288,7 +277,7 @@ class _RingPart:
 
     def _write_few(self, start: int, end: int) -> None:
         """As write, for a few rows: the text made in Python (:func:`_few_texts`)."""
-        texts, _ = _few_texts(self.ts[start:end].tolist(), self.values[start:end].tolist(),
+        texts, _ = few_texts(self.ts[start:end].tolist(), self.values[start:end].tolist(),
                            self.status[start:end].tolist(), self.layout.integer, list(range(len(self.chosen))))
         for output, text in zip(self.outputs, texts):
             if text:
@@ -296,37 +285,6 @@ class _RingPart:
 
     def release(self) -> None:
         self.ts = self.values = self.status = None   # type: ignore[assignment]
-
-
-def _few_texts(ts: list[int], values: list[list[float]], cells: list[list[int]], integer: list[bool],
-               columns: list[int]) -> tuple[list[bytes], int]:
-    """Per chosen series (its column in ``columns``), its samples of a few rows as JSON (``[ts,value],...``;
-    empty when it has none there), and how many samples they hold.
-
-    For a few rows (a cursor's answer at a viewer's pace) numpy's calls and
-    the encoder cost more than the work, so the text is made in Python: the
-    same text as _RingPart.write's (floats as repr, which the encoder uses).
-    ``values`` and ``cells`` are the rows' lists, row by row, all columns.
-    """
-    out = []
-    count = 0
-    rows = list(zip(ts, values, cells))
-    for whole, column in zip(integer, columns):
-        texts = []
-        for t, numbers, states in rows:
-            state = states[column]
-            if state == SAMPLE_ABSENT:
-                continue
-            v = numbers[column]
-            if state != SAMPLE_OK or not isfinite(v):
-                texts.append(f"[{t},null]")
-            elif whole:   # as astype(int64) in write: out of its range is its smallest
-                texts.append(f"[{t},{int(v) if -_INT64 <= v < _INT64 else -_INT64}]")
-            else:
-                texts.append(f"[{t},{v!r}]")
-        out.append(",".join(texts).encode())
-        count += len(texts)
-    return out, count
 
 
 class _StorePart:
@@ -394,7 +352,7 @@ class _StorePart:
                 if len(read.rows.ts) == 0:
                     return
                 since = int(read.rows.ts[-1]) + 1
-        at = _start(query.cursor, self.place.serial, store.store.rows_written, store.store.first_row_since)
+        at = start_row(query.cursor, self.place.serial, store.store.rows_written, store.store.first_row_since)
         while True:
             read, first = store.read_from(at, COPY_ROWS)
             if self.place.first_row is None:
@@ -461,7 +419,7 @@ class _EventPart:
             events = model.events_since(query.since_us, end)
         else:
             ring = model.events
-            at = _start(query.cursor, self.place.serial, ring.rows_written, ring.first_row_since)
+            at = start_row(query.cursor, self.place.serial, ring.rows_written, ring.first_row_since)
             events, first = ring.rows_from(at) if at < ring.rows_written else (_NO_EVENTS, at)
             self.place.first_row, self.place.gap = first, first > at
             keep = _ascending(events.ts)
@@ -559,63 +517,6 @@ def _answer_head(query: HistoryQuery, parts: list, newest_us: int | None, next_s
             f'"truncated":{truncated},"gap":{gap},"cursor":"{text}","series":[')
 
 
-def _few_after(models: Sequence[SampleModel], query: HistoryQuery, cursor: Cursor,
-               pause: Callable[[], None] | None) -> Answer | None:
-    """A cursor's answer when it is a few new ring rows (what a viewer asks for every 100 ms), else None.
-
-    The same answer as the general path's, made without its machinery (the
-    timestamps' table, the cut, the slabs), which costs more than a few
-    rows: None (the general path answers) when a chosen ring has more than
-    _FEW_ROWS new rows, a late row, or lost rows, when the samples pass the
-    limit, when new events are to be given, or when an attached store is
-    asked (its series are found as its rows are read).
-    """
-    places: dict[int, int] = {}
-    series: list[bytes] = []
-    samples = 0
-    newest_us: int | None = None
-    known = False
-    for model in models:
-        for store in model.stores:
-            if any(wanted(name, field_id, field_name, query.fields) for name, field_id, field_name in store.fields):
-                return None
-        if any(wanted(f.name, f.field_id, f.field_name, query.fields) for f in model.event_series):
-            known, events = True, model.events
-            at = _start(cursor, events.serial, events.rows_written, events.first_row_since)
-            if at != events.rows_written:
-                return None
-            places[events.serial] = at
-        for ring in model.rings:
-            layout = layout_of(ring, query)
-            known = known or layout.served
-            if not layout.chosen:
-                continue
-            native = ring.ring
-            at = _start(cursor, native.serial, native.rows_written, native.first_row_since)
-            rows, first = native.rows_from(at, _FEW_ROWS + 1)
-            ts = rows.ts.tolist()
-            if first != at or len(ts) > _FEW_ROWS or any(b < a for a, b in zip(ts, ts[1:])):
-                return None
-            places[native.serial] = at + len(ts)
-            if not ts:
-                continue
-            texts, count = _few_texts(ts, rows.values.tolist(), rows.status.tolist(), layout.integer,
-                                      layout.column_list)
-            samples += count
-            if samples > query.limit:
-                return None
-            series.extend(head + text + b"]}" for head, text in zip(layout.heads, texts) if text)
-            newest_us = ts[-1] if newest_us is None else max(newest_us, ts[-1])
-            if pause is not None:
-                pause()
-    if not known:
-        return None
-    resume_us = cursor.resume_us if newest_us is None else max(cursor.resume_us, newest_us + 1)
-    head = ('{"status":"success","data":{"since_us":null,"until_us":null,"columns":["ts_us","value"],'
-            f'"truncated":false,"gap":false,"cursor":"{encode(Cursor(resume_us, places))}","series":[')
-    return Answer([head.encode() + b",".join(series) + b"]}}"], samples, False, None)
-
-
 def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: float | None = None,
            pause: Callable[[], None] | None = None) -> Answer:
     """The JSON answer for a checked query over the sample models of the targets.
@@ -624,9 +525,9 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: floa
     it reached.  ``pause()`` is called between slabs.
     """
     if query.cursor is not None:
-        few = _few_after(models, query, query.cursor, pause)
+        few = few_after(models, query, query.cursor, pause)
         if few is not None:
-            return few
+            return Answer([few[0]], few[1], False, None)
     parts: list[_RingPart | _StorePart | _EventPart] = []
     known = False
     for model in models:

@@ -28,11 +28,20 @@ _KEPT_HEADS = 16_384        # series heads kept for the next answers (about 400 
 _KEPT_CHOICES = 1_024       # rings x queries whose chosen series are kept
 _HEADS: dict[tuple, bytes] = {}
 _CHOSEN: dict[tuple, tuple] = {}
+_WANTED: dict[tuple, bool] = {}
 
 
 def wanted(series_name: str, field_id: int, field_name: str, fields: tuple[str, ...]) -> bool:
-    """Whether a query's fields name this series (by its metric name, DCGM field name or field id)."""
-    return any(f == series_name or f == field_name or f == str(field_id) for f in fields)
+    """Whether a query's fields name this series (by its metric name, DCGM field name or field id); kept in
+    _WANTED, since a viewer asks it of the same event families and stores every 100 ms."""
+    key = (series_name, field_id, field_name, fields)
+    found = _WANTED.get(key)
+    if found is None:
+        found = any(f == series_name or f == field_name or f == str(field_id) for f in fields)
+        if len(_WANTED) >= _KEPT_HEADS:
+            _WANTED.clear()
+        _WANTED[key] = found
+    return found
 
 
 def _entity_json(entity: tuple[int, int]) -> dict[str, object]:

@@ -285,12 +285,14 @@ def test_a_few_rows_after_a_cursor_read_as_many_rows_are():
     cursor = _ask(few, field="155,150", since="0")["cursor"]
     _odd_rows(many, 0, 40)
     whole = _ask(many, field="155,150", cursor=start_many)
-    followed = []
-    for k in range(0, 40, 2):
-        _odd_rows(few, k, 2)
+    followed, k = [], 0
+    for n in (1, 3, 1, 1, 2, 1, 5, 1, 1, 4, 1, 1, 3, 1, 1, 1, 2, 1, 4, 1, 1, 1, 1, 1):   # 40 rows, one at a time mostly
+        _odd_rows(few, k, n)
+        k += n
         data = _ask(few, field="155,150", cursor=cursor)
         followed += _samples(data)
         cursor = data["cursor"]
+    assert k == 40
     typed = [(metric, labels, t, v, type(v)) for metric, labels, t, v in followed]   # 40 and 40.0 differ in JSON
     assert sorted(typed, key=repr) == sorted(((*s, type(s[3])) for s in _samples(whole)), key=repr)
     assert _by_series(followed) == _by_series(_samples(whole))
