@@ -1,25 +1,24 @@
 """The ring content as JSON, for scripts: what ``GET /api/v1/samples`` answers.
 
-A query names the fields (``field``: a DCGM field id, DCGM's field name or the
-metric name /metrics serves it under; repeated or comma-separated), may
-narrow the GPUs (``gpu``: ids, repeated or comma-separated; a GPU's MIG
-instances and NvLinks count as that GPU's) and gives the time span
-(``since``, ``until``: Unix seconds, RFC 3339, or a duration back from now
-such as ``30s``, ``5m``, ``1h``; ``since`` defaults to one minute back,
-``until`` to now).  The answer carries, per series, the name and labels
-/metrics gives it and every sample the rings hold in the span, oldest first,
-as ``[ts_us, value]`` pairs (``value`` null for a blank or not-supported
-sample).  XID rows come from the event ring, each event a sample.  The series
-of attached stores (series that come and go, expose.store_families) are
-answered as the fixed ones, under the names and labels /metrics gives them,
-for as long as their store holds their samples (an expired series' past
-samples included).
+A query (expose.history_query: the fields, the GPUs, the span or a cursor,
+the limit) is answered with, per series, the name and labels /metrics gives
+it and every sample the rings hold in the span, oldest first, as ``[ts_us,
+value]`` pairs (``value`` null for a blank or not-supported sample).  XID
+rows come from the event ring, each event a sample.  The series of attached
+stores (series that come and go, expose.store_families) are answered as the
+fixed ones, under the names and labels /metrics gives them, for as long as
+their store holds their samples (an expired series' past samples included).
 
-Numbers are read strictly: ASCII digits only (no sign, no ``_``, no
-``inf``/``nan``, no other script's digits), and every time must land within
-what the rings' int64 µs stamps hold (1970 to the year 9999); ``limit`` and
-``gpu`` are whole ASCII numbers in range.  Anything else is a
-:class:`QueryError` whose text is one line naming the parameter.
+**Cursors.**  Every answer gives ``cursor`` (expose.history_cursor): asked
+with it instead of a span, the answer holds exactly the rows committed to
+the chosen rings after the rows the earlier answer read, each once across
+successive answers whatever their timestamps, and a new cursor.  A span's
+answer reads only the rows each ring held when the answer began to read it
+(its rows_written then), so its cursor goes on from there.  When rows a
+cursor names were overwritten, the answer starts at the oldest row held and
+says ``"gap": true``.  After a cursor only series with samples are listed,
+and ``since_us``/``until_us`` are null.  The usual cursor answer, a few new
+rows of a ring, is made without numpy (expose.history_few), the same JSON.
 
 **Pages.**  An answer holds at most ``limit`` samples (default and cap
 :data:`MAX_SAMPLES`), cut at one moment for every series alike: it holds
@@ -47,172 +46,46 @@ past it the answer is cut at the slab it reached, truncated with
 
 from __future__ import annotations
 
-import decimal
 import json
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from dcgm_collector.model import entity_group_name
-from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK
-from dcgm_collector.series.samples import EventSeries, Labels, RingSeries, SampleModel, SeriesInfo, StoreSeries
+from dcgm_collector.expose.history_cursor import Cursor, encode
+from dcgm_collector.expose.history_few import FEW_ROWS, few_after, few_texts, start_row
+from dcgm_collector.expose.history_heads import Layout, head_of, layout_of, wanted
+from dcgm_collector.expose.history_query import (
+    DEFAULT_SPAN_S,
+    MAX_SAMPLES,
+    HistoryQuery,
+    QueryError,
+    parse_query,
+    shown_name,
+)
+from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK, EventRows
+from dcgm_collector.series.samples import (
+    EventSeries,
+    Labels,
+    RingSeries,
+    SampleModel,
+    SeriesInfo,
+    StoreRead,
+    StoreSeries,
+)
 
 __all__ = ["ANSWER_BUDGET_S", "DEFAULT_SPAN_S", "MAX_SAMPLES", "Answer", "HistoryQuery", "QueryError", "answer",
            "parse_query"]
 
-MAX_SAMPLES = 200_000       # about 6 MB of JSON: enough for 8 GPUs x 30 fields x 10 Hz over 80 s
-DEFAULT_SPAN_S = 60.0
 ANSWER_BUDGET_S = 2.0       # building one answer: past this it is cut where it got to (truncated, next_since)
 SLAB_SAMPLES = 32_768       # samples written between two checks of the deadline (a slab's lists: about 1 MB)
 COPY_ROWS = 256             # ring rows copied at a time (the whole width of the ring, before the chosen columns)
-MAX_GPU_ID = 2**31 - 1
-_PARAMETERS = ("field", "gpu", "since", "until", "limit")
-_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)", re.ASCII)
-_RFC3339 = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
-                      r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))", re.ASCII)
-_WHOLE = re.compile(r"[0-9]+", re.ASCII)
-_UNIT_US = {"ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000}
-_LATEST_US = 253_402_300_799_000_000   # 9999-12-31T23:59:59Z
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_SHOWN = 40                            # characters of a bad value an error line repeats
-_EXACT = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN, Emax=10**6, Emin=-10**6, traps=[])
 _SEPARATORS = (",", ":")
 _SAMPLES = json.JSONEncoder(separators=_SEPARATORS, allow_nan=False)   # one encoder for every slab
-
-
-class QueryError(ValueError):
-    """A parameter of the query is wrong; str() is one line naming it."""
-
-
-@dataclass(frozen=True)
-class HistoryQuery:
-    fields: tuple[str, ...]        # as given: ids, DCGM names or metric names
-    gpus: frozenset[int] | None    # None: every entity
-    since_us: int
-    until_us: int
-    limit: int
-
-
-# ---- parsing -----------------------------------------------------------------------------
-
-def _shown(text: str) -> str:
-    """The value as an error line repeats it: quoted, and cut when long."""
-    return repr(text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "...")
-
-
-def _name(text: str) -> str:
-    """A name as an error line repeats it: as it is when short and printable, else as _shown gives it."""
-    return text if len(text) <= _SHOWN and text.isprintable() else _shown(text)
-
-
-def _values(query: Mapping[str, Sequence[str]], name: str) -> list[str]:
-    return [item.strip() for value in query.get(name, ()) for item in value.split(",") if item.strip()]
-
-
-def _one(query: Mapping[str, Sequence[str]], name: str) -> str | None:
-    values = query.get(name, ())
-    if len(values) > 1:
-        raise QueryError(f"{name}: give it once, not {len(values)} times")
-    return values[0] if values else None
-
-
-def _time_us(text: str, name: str, now_us: int) -> int:
-    """Unix seconds, RFC 3339, or a duration back from now; within what a ring's int64 µs stamps hold."""
-    if not text.isascii():
-        raise QueryError(f"{name}: {_shown(text)} is not a time (write numbers with the ASCII digits 0-9)")
-    moment = _parse_time_us(text, name, now_us)
-    if moment is None or not 0 <= moment <= _LATEST_US:
-        raise QueryError(f"{name}: {_shown(text)} is out of range (before 1970 or after the year 9999)")
-    return moment
-
-
-def _exact_us(number: str, unit_us: int) -> int | None:
-    """An ASCII decimal times a unit, rounded to the µs; None when it is past anything a ring holds.
-
-    Decimal arithmetic, never float: ``1e308``, 400 nines or ``1e400`` are
-    simply too large, not an overflow.
-    """
-    try:
-        product = _EXACT.multiply(decimal.Decimal(number), decimal.Decimal(unit_us))
-        if not product.is_finite() or product > _LATEST_US:
-            return None
-        return int(product.to_integral_value(context=_EXACT))
-    except (decimal.DecimalException, ValueError, OverflowError):
-        return None
-
-
-def _parse_time_us(text: str, name: str, now_us: int) -> int | None:
-    match = _DURATION.fullmatch(text)
-    if match:
-        back = _exact_us(match.group(1), _UNIT_US[match.group(2)])
-        return None if back is None else now_us - back
-    if _NUMBER.fullmatch(text):
-        return _exact_us(text, 1_000_000)
-    if text.startswith("-") and _NUMBER.fullmatch(text[1:]):
-        raise QueryError(f"{name}: {_shown(text)} is not a time")
-    match = _RFC3339.fullmatch(text)
-    if match is None:
-        raise QueryError(f"{name}: {_shown(text)} is not Unix seconds, an RFC 3339 time or a duration like 30s, "
-                         "5m, 1h")
-    year, month, day, hour, minute, second, fraction, zulu, sign, zone_h, zone_m = match.groups()
-    try:
-        offset = timedelta(0) if zulu else (1 if sign == "+" else -1) * timedelta(hours=int(zone_h),
-                                                                                  minutes=int(zone_m))
-        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
-                          tzinfo=timezone(offset))
-    except ValueError as error:
-        raise QueryError(f"{name}: {_shown(text)} is not a valid RFC 3339 time ({error})") from None
-    micros = round(decimal.Decimal("0." + fraction) * 1_000_000) if fraction else 0
-    return (moment - _EPOCH) // timedelta(microseconds=1) + micros
-
-
-def _has_no_zone(text: str) -> bool:
-    return text.isascii() and _RFC3339.fullmatch(text + "Z") is not None
-
-
-def _whole(text: str, name: str, low: int, high: int, what: str) -> int:
-    """A whole ASCII number in [low, high]; QueryError naming ``name`` otherwise."""
-    if not _WHOLE.fullmatch(text):
-        raise QueryError(f"{name}: {_shown(text)} is not {what}")
-    if len(text) > len(str(high)) or not low <= int(text) <= high:
-        raise QueryError(f"{name}: {_name(text)} is out of range [{low}, {high}]")
-    return int(text)
-
-
-def parse_query(query: Mapping[str, Sequence[str]], now_us: int | None = None) -> HistoryQuery:
-    """The query string's parameters, checked; QueryError names the first wrong one."""
-    now_us = time.time_ns() // 1000 if now_us is None else now_us
-    unknown = sorted(set(query) - set(_PARAMETERS))
-    if unknown:
-        raise QueryError(f"{_name(unknown[0])}: unknown parameter (known: {', '.join(_PARAMETERS)})")
-    fields = tuple(_values(query, "field"))
-    if not fields:
-        raise QueryError("field: missing; name one or more fields by id, DCGM name or metric name "
-                         "(field=DCGM_FI_DEV_POWER_USAGE or field=155)")
-    gpus = None
-    if "gpu" in query:
-        items = [item for value in query["gpu"] for item in value.split(",")]
-        if not items or not all(_WHOLE.fullmatch(item) for item in items):
-            raise QueryError(f"gpu: {_shown(','.join(query['gpu']))} is not a list of GPU ids")
-        gpus = frozenset(_whole(item, "gpu", 0, MAX_GPU_ID, "a GPU id") for item in items)
-    until_text, since_text = _one(query, "until"), _one(query, "since")
-    for name, text in (("until", until_text), ("since", since_text)):
-        if text is not None and _has_no_zone(text):
-            raise QueryError(f"{name}: {_shown(text)} has no time zone (add Z or +00:00)")
-    until_us = _time_us(until_text, "until", now_us) if until_text else now_us
-    since_us = (_time_us(since_text, "since", now_us) if since_text
-                else max(0, until_us - round(DEFAULT_SPAN_S * 1e6)))
-    if since_us > until_us:
-        raise QueryError(f"since: {_shown(since_text or '')} is after until")
-    limit_text = _one(query, "limit")
-    limit = MAX_SAMPLES if not limit_text else _whole(limit_text, "limit", 1, MAX_SAMPLES, "a whole number")
-    return HistoryQuery(fields, gpus, since_us, until_us, limit)
-
+_NO_EVENTS = EventRows(np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.uint32), np.empty(0, np.uint16),
+                       np.empty(0, np.int64))
+_NO_TS = np.empty(0, np.int64)
 
 # ---- answering -----------------------------------------------------------------------------
 
@@ -234,20 +107,38 @@ class Answer:
         return b"".join(self.pieces)
 
 
-def _wanted(series_name: str, field_id: int, field_name: str, fields: tuple[str, ...]) -> bool:
-    return any(f == series_name or f == field_name or f == str(field_id) for f in fields)
+@dataclass
+class _Place:
+    """Where a part's rows are in its ring, for the answer's cursor; and whether rows a cursor asked for were lost.
+
+    Read by time (``since``), the place is the ring's ``rows_written`` when
+    the answer began to read it (``end_row``: rows committed later are not
+    read, they are the next cursor's).  Read from a cursor, it is the first
+    row read and the ts of the rows read, in row order and never
+    descending (:func:`_ascending`), so a cut at a time ends a run of rows.
+    """
+
+    serial: int
+    end_row: int = 0
+    first_row: int | None = None
+    row_ts: np.ndarray | None = None
+    gap: bool = False
+
+    def next_row(self, cut_us: int | None) -> int:
+        """The number of the first row this answer did not give out (all up to ``cut_us``, exclusive, if cut)."""
+        if self.first_row is None or self.row_ts is None:
+            return self.end_row
+        given = len(self.row_ts) if cut_us is None else int(np.searchsorted(self.row_ts, cut_us, side="left"))
+        return self.first_row + given
 
 
-def _entity_json(entity: tuple[int, int]) -> dict[str, object]:
-    return {"group": entity_group_name(entity[0]), "id": entity[1]}
-
-
-def _head(metric: str, labels, field_id: int, field_name: str, gpu: int | None, entity) -> bytes:
-    """A series object's JSON up to the opening of its samples array."""
-    text = json.dumps({"metric": metric, "labels": dict(labels), "field_id": field_id, "field_name": field_name,
-                       "gpu": gpu, "entity": _entity_json(entity), "samples": []}, separators=_SEPARATORS)
-    assert text.endswith("[]}")
-    return text[:-2].encode()
+def _ascending(ts: np.ndarray) -> int:
+    """How many leading rows keep time order (none older than one before it): a late row waits for the next
+    answer, so that the rows an answer gives out by time are a run of the ring's."""
+    if len(ts) < 2:
+        return len(ts)
+    late = np.flatnonzero(ts[1:] < np.maximum.accumulate(ts)[:-1])
+    return int(late[0]) + 1 if len(late) else len(ts)
 
 
 @dataclass
@@ -265,24 +156,33 @@ class _Output:
 class _RingPart:
     """The chosen series of one ring: their columns of the rows in the span, copied a slice at a time."""
 
-    def __init__(self, ring: RingSeries, chosen: list[SeriesInfo]) -> None:
-        self.chosen = chosen
-        self.outputs = [_Output(_head(s.name, s.labels, s.field_id, s.field_name, s.gpu, s.entity)) for s in chosen]
+    def __init__(self, ring: RingSeries, layout: Layout) -> None:
+        self.chosen = layout.chosen
+        self.outputs = [_Output(head) for head in layout.heads]
         self.ring = ring
-        self.integer = np.array([s.integer for s in chosen], dtype=bool)
-        self.ts = np.empty(0, np.int64)
-        self.values = np.empty((0, len(chosen)))
-        self.status = np.empty((0, len(chosen)), np.int8)
+        self.layout = layout
+        self.columns = layout.columns
+        self.ts = _NO_TS
+        self.values = self.status = None   # type: ignore[assignment]   # (rows, chosen), once read
         self.horizon: int | None = None   # the last row copied, when rows after it were left in the ring
+        self.place = _Place(ring.ring.serial)
 
-    def read(self, since_us: int, until_us: int, limit: int) -> None:
-        columns = np.array([s.column for s in self.chosen], dtype=np.intp)
+    def read(self, query: HistoryQuery) -> None:
+        """The rows of the query's span (or after its cursor), at most as many as its limit can use."""
+        if query.cursor is not None:
+            ring = self.ring.ring
+            self._read_from(start_row(query.cursor, self.place.serial, ring.rows_written, ring.first_row_since),
+                            query.limit)
+            return
+        since_us, until_us, limit = query.since_us, query.until_us, query.limit
+        self.place.end_row = end = self.ring.ring.rows_written
+        columns = self.columns
         wanted = max(limit // len(self.chosen), 1) + 1   # rows the limit can use, and one to know it is passed
         ts_parts, value_parts, status_parts = [], [], []
         got, cursor = 0, since_us
         while got < wanted:
             ask = min(COPY_ROWS, wanted - got)
-            rows = self.ring.rows_since(cursor, ask)
+            rows = self.ring.rows_since(cursor, ask, end)
             if len(rows.ts) == 0:
                 break
             inside = rows.ts <= until_us
@@ -303,13 +203,49 @@ class _RingPart:
             order = np.argsort(self.ts, kind="stable")
             self.ts, self.values, self.status = self.ts[order], self.values[order], self.status[order]
 
+    def _read_from(self, row: int, limit: int) -> None:
+        """The rows from number ``row`` on, a slice at a time, as many as the limit can use, in time order."""
+        columns = self.columns
+        wanted = max(limit // len(self.chosen), 1) + 1
+        ts_parts, value_parts, status_parts = [], [], []
+        got, at, more = 0, row, False
+        while got < wanted:
+            ask = min(COPY_ROWS, wanted - got)
+            rows, first = self.ring.ring.rows_from(at, ask)
+            if self.place.first_row is None:
+                self.place.first_row, self.place.gap = first, first > row
+            elif first > at:   # the writer lapped this read: what was read goes out, the rest next time
+                more = True
+                break
+            ts_parts.append(rows.ts)
+            value_parts.append(rows.values[:, columns])
+            status_parts.append(rows.status[:, columns])
+            got, at = got + len(rows.ts), first + len(rows.ts)
+            if len(rows.ts) < ask:
+                break
+        else:
+            more = True
+        ts = np.concatenate(ts_parts)
+        keep = _ascending(ts)
+        more = more or keep < len(ts)
+        self.ts, self.values, self.status = ts[:keep], np.concatenate(value_parts)[:keep], \
+            np.concatenate(status_parts)[:keep]
+        self.place.row_ts = self.ts
+        if more and keep:
+            self.horizon = int(self.ts[-1])
+
     def weights(self) -> np.ndarray:
-        return (self.status != SAMPLE_ABSENT).sum(axis=1)
+        return (self.status != SAMPLE_ABSENT).sum(axis=1) if len(self.ts) else _NO_TS
 
     def write(self, low_us: int, high_us: int, pause: Callable[[], None] | None) -> None:
         """The samples stamped in [low_us, high_us] into each series' pieces; ``pause()`` between series."""
         start, end = np.searchsorted(self.ts, low_us, side="left"), np.searchsorted(self.ts, high_us, side="right")
         if start >= end:
+            return
+        if end - start <= FEW_ROWS:
+            self._write_few(start, end)
+            if pause is not None:
+                pause()
             return
         ts = self.ts[start:end].tolist()
         cells, numbers = self.status[start:end], self.values[start:end]
@@ -318,13 +254,13 @@ class _RingPart:
         clean = (present & good).all(axis=0).tolist()   # per series: every row a number
         any_present = present.any(axis=0).tolist()
         columns: list[list] = [[]] * len(self.chosen)
-        whole = np.flatnonzero(self.integer)
+        whole = self.layout.whole
         if len(whole):   # integer fields as integers (not-OK cells are 0 here, null below)
             with np.errstate(invalid="ignore"):
                 integers = np.where(good[:, whole], numbers[:, whole], 0.0).astype(np.int64)
             for j, column in zip(whole.tolist(), integers.T.tolist()):
                 columns[j] = column
-        real = np.flatnonzero(~self.integer)
+        real = self.layout.real
         for j, column in zip(real.tolist(), numbers[:, real].T.tolist()):
             columns[j] = column
         for j, output in enumerate(self.outputs):
@@ -338,6 +274,14 @@ class _RingPart:
                             in zip(ts, column, present[:, j].tolist(), good[:, j].tolist()) if here])
             if pause is not None:
                 pause()
+
+    def _write_few(self, start: int, end: int) -> None:
+        """As write, for a few rows: the text made in Python (:func:`_few_texts`)."""
+        texts, _ = few_texts(self.ts[start:end].tolist(), self.values[start:end].tolist(),
+                           self.status[start:end].tolist(), self.layout.integer, list(range(len(self.chosen))))
+        for output, text in zip(self.outputs, texts):
+            if text:
+                output.pieces.append(text)
 
     def release(self) -> None:
         self.ts = self.values = self.status = None   # type: ignore[assignment]
@@ -355,17 +299,20 @@ class _StorePart:
         self.outputs: list[_Output] = []
         self.integer: list[bool] = []
         self.horizon: int | None = None   # the last row copied, when rows after it were left in the store
+        self.place = _Place(store.store.serial)
+        self._lapped = False
         index: dict[tuple[str, Labels], int] = {}
         parts: list[tuple[np.ndarray, ...]] = []
-        got, cursor = 0, query.since_us
-        while True:
-            rows, series = store.read(cursor, COPY_ROWS)
+        row_ts: list[np.ndarray] = [np.empty(0, np.int64)]
+        got = 0
+        for rows, series in self._slices(store, query):
             if len(rows.ts) == 0:
                 break
+            row_ts.append(rows.ts)
             inside = int(np.searchsorted(rows.ts, query.until_us, side="right"))   # a store's rows ascend
             copies: dict[int, list[int]] = {}   # series number -> the outputs of its chosen copies
             for s in series:
-                if _wanted(s.name, s.field_id, s.field_name, query.fields) and (query.gpus is None
+                if wanted(s.name, s.field_id, s.field_name, query.fields) and (query.gpus is None
                                                                                  or s.gpu in query.gpus):
                     copies.setdefault(s.column, []).append(self._output(index, s))
             if copies and inside:
@@ -384,18 +331,43 @@ class _StorePart:
             if got > query.limit:
                 self.horizon = int(rows.ts[-1])
                 break
-            cursor = int(rows.ts[-1]) + 1
+        if query.cursor is not None:
+            self.place.row_ts = np.concatenate(row_ts)   # a store's rows ascend: no late row to hold back
+            if self._lapped and len(self.place.row_ts):
+                self.horizon = int(self.place.row_ts[-1])
         columns_of = zip(*parts) if parts else ([np.empty(0, np.int64)], [np.empty(0, np.intp)], [np.empty(0)],
                                                  [np.empty(0, np.int8)])
         ts, which, values, status = (np.concatenate(c) for c in columns_of)
         order = np.argsort(ts, kind="stable")   # copies of a series were gathered one after the other
         self.ts, self.which, self.values, self.status = ts[order], which[order], values[order], status[order]
 
+    def _slices(self, store: StoreSeries, query: HistoryQuery) -> Iterator[StoreRead]:
+        """The store's rows COPY_ROWS at a time: from the span's start by time, or from the cursor's row."""
+        if query.cursor is None:
+            self.place.end_row = end = store.store.rows_written
+            since = query.since_us
+            while True:
+                read = store.read(since, COPY_ROWS, end)
+                yield read
+                if len(read.rows.ts) == 0:
+                    return
+                since = int(read.rows.ts[-1]) + 1
+        at = start_row(query.cursor, self.place.serial, store.store.rows_written, store.store.first_row_since)
+        while True:
+            read, first = store.read_from(at, COPY_ROWS)
+            if self.place.first_row is None:
+                self.place.first_row, self.place.gap = first, first > at
+            elif first > at:   # the writer lapped this read: what was read goes out, the rest next time
+                self._lapped = True
+                return
+            yield read
+            at = first + len(read.rows.ts)
+
     def _output(self, index: dict[tuple[str, Labels], int], s: SeriesInfo) -> int:
         found = index.get((s.name, s.labels))
         if found is None:
             found = index[(s.name, s.labels)] = len(self.outputs)
-            self.outputs.append(_Output(_head(s.name, s.labels, s.field_id, s.field_name, s.gpu, s.entity)))
+            self.outputs.append(_Output(head_of(s.name, s.labels, s.field_id, s.field_name, s.gpu, s.entity)))
             self.integer.append(s.integer)
         return found
 
@@ -440,7 +412,21 @@ class _EventPart:
         ts_list: list[int] = []
         which: list[int] = []
         values: list[int] = []
-        events = model.events_since(query.since_us)
+        self.horizon: int | None = None
+        self.place = _Place(model.events.serial)
+        if query.cursor is None:
+            self.place.end_row = end = model.events.rows_written
+            events = model.events_since(query.since_us, end)
+        else:
+            ring = model.events
+            at = start_row(query.cursor, self.place.serial, ring.rows_written, ring.first_row_since)
+            events, first = ring.rows_from(at) if at < ring.rows_written else (_NO_EVENTS, at)
+            self.place.first_row, self.place.gap = first, first > at
+            keep = _ascending(events.ts)
+            if keep < len(events.ts):   # a late event: it and the ones after it come in the next answer
+                events = EventRows(*(column[:keep] for column in events))
+                self.horizon = int(events.ts[-1])
+            self.place.row_ts = events.ts
         for family in families:
             mask = (events.field_id == family.field_id) & (events.ts <= query.until_us)
             for i in np.flatnonzero(mask).tolist():
@@ -453,7 +439,7 @@ class _EventPart:
                     key = (family.name, entity, labels)
                     if key not in index:
                         index[key] = len(self.outputs)
-                        self.outputs.append(_Output(_head(family.name, labels, family.field_id, family.field_name,
+                        self.outputs.append(_Output(head_of(family.name, labels, family.field_id, family.field_name,
                                                           gpu, entity)))
                     ts_list.append(int(events.ts[i]))
                     which.append(index[key])
@@ -462,7 +448,6 @@ class _EventPart:
         self.ts = np.array(ts_list, dtype=np.int64)[order]
         self.which = np.array(which, dtype=np.intp)[order]
         self.values = np.array(values, dtype=np.int64)[order]
-        self.horizon: int | None = None
 
     def weights(self) -> np.ndarray:
         return np.ones(len(self.ts), dtype=np.int64)
@@ -514,6 +499,24 @@ def _seconds(us: int) -> str:
     return f"{us // 1_000_000}.{us % 1_000_000:06d}"
 
 
+def _answer_head(query: HistoryQuery, parts: list, newest_us: int | None, next_since: int | None) -> str:
+    """The answer's JSON up to its series: the span (null after a cursor), truncated, gap, the next cursor."""
+    cursor = query.cursor
+    since_resume = query.since_us if cursor is None else cursor.resume_us
+    resume_us = max(since_resume, newest_us + 1) if newest_us is not None else since_resume
+    rows = {part.place.serial: part.place.next_row(next_since) for part in parts}
+    text = encode(Cursor(resume_us, rows))
+    truncated = "true" if next_since is not None else "false"
+    if cursor is None:
+        return (f'{{"status":"success","data":{{"since_us":{query.since_us},"until_us":{query.until_us},'
+                f'"columns":["ts_us","value"],"truncated":{truncated}'
+                + (f',"next_since":{_seconds(next_since)}' if next_since is not None else "")
+                + f',"cursor":"{text}","series":[')
+    gap = "true" if any(part.place.gap for part in parts) else "false"
+    return (f'{{"status":"success","data":{{"since_us":null,"until_us":null,"columns":["ts_us","value"],'
+            f'"truncated":{truncated},"gap":{gap},"cursor":"{text}","series":[')
+
+
 def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: float | None = None,
            pause: Callable[[], None] | None = None) -> Answer:
     """The JSON answer for a checked query over the sample models of the targets.
@@ -521,35 +524,36 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: floa
     ``deadline`` (time.monotonic()): past it the answer is cut at the slab
     it reached.  ``pause()`` is called between slabs.
     """
+    if query.cursor is not None:
+        few = few_after(models, query, query.cursor, pause)
+        if few is not None:
+            return Answer([few[0]], few[1], False, None)
     parts: list[_RingPart | _StorePart | _EventPart] = []
     known = False
     for model in models:
         for ring in model.rings:
-            chosen = [s for s in ring.series if _wanted(s.name, s.field_id, s.field_name, query.fields)
-                      and (query.gpus is None or s.gpu in query.gpus)]
-            known = known or any(_wanted(s.name, s.field_id, s.field_name, query.fields) for s in ring.series)
-            if chosen:
-                parts.append(_RingPart(ring, chosen))
+            layout = layout_of(ring, query)
+            known = known or layout.served
+            if layout.chosen:
+                parts.append(_RingPart(ring, layout))
         for store in model.stores:
-            if not any(_wanted(name, field_id, field_name, query.fields)
+            if not any(wanted(name, field_id, field_name, query.fields)
                        for name, field_id, field_name in store.fields):
                 continue
             known = True
-            part = _StorePart(store, query)
-            if part.outputs:
-                parts.append(part)
+            parts.append(_StorePart(store, query))   # kept without series too: the cursor keeps its place
             if pause is not None:
                 pause()
-        families = [f for f in model.event_series if _wanted(f.name, f.field_id, f.field_name, query.fields)]
+        families = [f for f in model.event_series if wanted(f.name, f.field_id, f.field_name, query.fields)]
         if families:
             known = True
             parts.append(_EventPart(model, families, query))
     if not known:
-        raise QueryError(f"field: {_name(','.join(query.fields))} is not served here (name a field of the "
+        raise QueryError(f"field: {shown_name(','.join(query.fields))} is not served here (name a field of the "
                          "counters file by id, DCGM name or metric name)")
     for part in parts:
         if isinstance(part, _RingPart):
-            part.read(query.since_us, query.until_us, query.limit)
+            part.read(query)
             if pause is not None:
                 pause()
     horizons = [p.horizon for p in parts if p.horizon is not None]
@@ -572,14 +576,12 @@ def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: floa
     for part in parts:
         part.release()
     truncated = next_since is not None
-    head = (f'{{"status":"success","data":{{"since_us":{query.since_us},"until_us":{query.until_us},'
-            f'"columns":["ts_us","value"],"truncated":{"true" if truncated else "false"}'
-            + (f',"next_since":{_seconds(next_since)}' if next_since is not None else "") + ',"series":[')
+    head = _answer_head(query, parts, int(unique[keep - 1]) if keep else None, next_since)
     pieces = [head.encode()]
     for part in parts:
         for output in part.outputs:
-            if isinstance(part, (_EventPart, _StorePart)) and not output.pieces:
-                continue   # an event or store series appears only with samples
+            if (query.cursor is not None or isinstance(part, (_EventPart, _StorePart))) and not output.pieces:
+                continue   # an event or store series appears only with samples, and so does any after a cursor
             if len(pieces) > 1:
                 pieces.append(b",")
             pieces.append(output.head)

@@ -22,6 +22,7 @@ rows committed before it from reads that start after its time.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ _ST_OK = lib.DCGM_ST_OK
 _ST_IN_USE = lib.DCGM_ST_IN_USE
 _UINT32_MAX = 2**32 - 1
 _INT64_MAX = 2**63 - 1
+_SERIALS = itertools.count(1)   # ring serials: no two rings of one process share one, even after one is freed
 
 
 class SeriesKey(NamedTuple):
@@ -166,28 +168,52 @@ def _pointer(kind: str, array: np.ndarray) -> Any:
     return ffi.from_buffer(kind, array, require_writable=True)
 
 
-def _copy_since(native: Any, since_us: int, find: Any, copy: Any,
-                columns: Callable[[int], Any], kinds: tuple[str, ...], max_rows: int | None = None) -> tuple[Any, int]:
+def _copy_since(native: Any, since_us: int, find: Any, copy: Any, columns: Callable[[int], Any],
+                kinds: tuple[str, ...], max_rows: int | None = None, end_row: int | None = None) -> tuple[Any, int]:
     """The newest rows with ts >= since_us, copied into ``columns(n)`` less the torn ones, and how many were torn.
 
     ``find`` and ``copy`` are one ring kind's ``*_find_since`` and ``*_copy``;
     ``kinds`` gives the C type of each column.  ``max_rows``: only the oldest
-    that many of those rows.
+    that many of those rows; ``end_row``: none numbered from it on.
     """
     since_us = _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX)
     first = ffi.new("int64_t *")
     head = find(native, since_us, first)
     if max_rows is not None:
         head = min(head, first[0] + _int(max_rows, "max_rows", 0, _INT64_MAX))
-    out = columns(head - first[0])
-    if head == first[0]:
+    if end_row is not None:
+        head = max(min(head, _int(end_row, "end_row", 0, _INT64_MAX)), first[0])
+    out, torn = _copy_rows(native, copy, columns, kinds, first[0], head)
+    return out, torn
+
+
+def _copy_rows(native: Any, copy: Any, columns: Callable[[int], Any], kinds: tuple[str, ...], first: int,
+               end: int) -> tuple[Any, int]:
+    """Rows [first, end) (all still within the ring's capacity of its head) less the torn ones, and how many."""
+    out = columns(end - first)
+    if end == first:
         return out, 0
     skipped = ffi.new("int64_t *")
     pointers = (_pointer(kind, column) for kind, column in zip(kinds, out, strict=True))
-    if copy(native, first[0], head, *pointers, skipped) < 0:
+    if copy(native, first, end, *pointers, skipped) < 0:
         raise RuntimeError("ring copy refused its arguments")
     torn = skipped[0]
     return (type(out)(*(column[torn:] for column in out)) if torn else out), torn
+
+
+def _copy_from(native: Any, head: int, capacity: int, row: int, copy: Any, columns: Callable[[int], Any],
+               kinds: tuple[str, ...], max_rows: int | None) -> tuple[Any, int]:
+    """The rows numbered from ``row`` on that the ring still holds, and the number of the first one copied.
+
+    Rows are numbered in commit order from 0 (``rows_written`` is the next
+    number); the first one copied is later than ``row`` when the writer had
+    overwritten those rows (before or while copying).
+    """
+    row = _int(row, "row", 0, _INT64_MAX)
+    first = min(max(row, head - capacity), head)
+    end = head if max_rows is None else min(head, first + _int(max_rows, "max_rows", 0, _INT64_MAX))
+    out, torn = _copy_rows(native, copy, columns, kinds, first, end)
+    return out, first + torn
 
 
 class RingBuffer:
@@ -221,6 +247,7 @@ class RingBuffer:
         self._native = ffi.gc(native, lib.dcgmc_ring_free)
         # rows readers copied but dropped because the writer overwrote them meanwhile (diagnostics)
         self.torn_rows_dropped = 0
+        self.serial: int = next(_SERIALS)   # names this ring in a reader's saved place (the history API's cursor)
 
     @staticmethod
     def bytes_for(n_series: int, capacity: int) -> int:
@@ -280,16 +307,37 @@ class RingBuffer:
         )
         _check_write(rc)
 
-    def rows_since(self, since_us: int, max_rows: int | None = None) -> RingRows:
+    def rows_since(self, since_us: int, max_rows: int | None = None, end_row: int | None = None) -> RingRows:
         """A consistent copy of the newest rows with ts >= since_us (since_us <= 0: all held), oldest first.
 
         ``max_rows``: only the oldest that many of them (a reader that pages
-        through the ring copies a bounded slice at a time).
+        through the ring copies a bounded slice at a time).  ``end_row``:
+        none of the rows committed from that row number on (a reader that
+        noted ``rows_written`` reads only what was there then).
         """
         rows, torn = _copy_since(self._native, since_us, lib.dcgmc_ring_find_since, lib.dcgmc_ring_copy,
-                                 self._empty_rows, ("int64_t[]", "double[]", "int8_t[]"), max_rows)
+                                 self._empty_rows, _ROW_KINDS, max_rows, end_row)
         self.torn_rows_dropped += torn
         return rows
+
+    def rows_from(self, row: int, max_rows: int | None = None) -> tuple[RingRows, int]:
+        """A consistent copy of the rows numbered from ``row`` on, oldest first, and the number of the first.
+
+        Rows are numbered in commit order from 0, so ``rows_written`` is the
+        number the next row gets: a reader that keeps its place by number
+        sees every row once, whatever their timestamps.  The first row
+        copied is later than ``row`` when the ring no longer holds those
+        rows.  ``max_rows``: only the oldest that many.
+        """
+        rows, first = _copy_from(self._native, int(lib.dcgmc_ring_head(self._native)), self.capacity, row,
+                                 lib.dcgmc_ring_copy, self._empty_rows, _ROW_KINDS, max_rows)
+        return rows, first
+
+    def first_row_since(self, since_us: int) -> int:
+        """The number of the first row ``rows_since(since_us)`` would copy (``rows_written`` when none)."""
+        first = ffi.new("int64_t *")
+        lib.dcgmc_ring_find_since(self._native, _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX), first)
+        return int(first[0])
 
     def _empty_rows(self, n: int) -> RingRows:
         return RingRows(np.empty(n, dtype=np.int64), np.empty((n, self.n_series)),
@@ -313,6 +361,10 @@ class RingBuffer:
 
     def __repr__(self) -> str:
         return f"RingBuffer({self.n_series} series x {self.capacity} rows, {self.rows_written} written)"
+
+
+_ROW_KINDS = ("int64_t[]", "double[]", "int8_t[]")
+_EVENT_KINDS = ("int64_t[]", "int32_t[]", "uint32_t[]", "uint16_t[]", "int64_t[]")
 
 
 def _check_write(rc: int) -> None:
@@ -360,6 +412,7 @@ class EventRing:
         if native == ffi.NULL:
             raise MemoryError(f"cannot make an event ring of {self.capacity} entries")
         self._native = ffi.gc(native, lib.dcgmc_events_free)
+        self.serial: int = next(_SERIALS)   # as a RingBuffer's: no other ring of this process has it
 
     @property
     def nbytes(self) -> int:
@@ -386,11 +439,25 @@ class EventRing:
         )
         _check_write(rc)
 
-    def since(self, since_us: int) -> EventRows:
-        """A consistent copy of the newest events with ts >= since_us (<= 0: all held), oldest first."""
+    def since(self, since_us: int, end_row: int | None = None) -> EventRows:
+        """A consistent copy of the newest events with ts >= since_us (<= 0: all held), oldest first.
+
+        ``end_row``: none of the events committed from that number on.
+        """
         events, _ = _copy_since(self._native, since_us, lib.dcgmc_events_find_since, lib.dcgmc_events_copy,
-                                _empty_events, ("int64_t[]", "int32_t[]", "uint32_t[]", "uint16_t[]", "int64_t[]"))
+                                _empty_events, _EVENT_KINDS, None, end_row)
         return events
+
+    def rows_from(self, row: int, max_rows: int | None = None) -> tuple[EventRows, int]:
+        """The events numbered from ``row`` on, oldest first, and the number of the first (RingBuffer.rows_from)."""
+        return _copy_from(self._native, int(lib.dcgmc_events_head(self._native)), self.capacity, row,
+                          lib.dcgmc_events_copy, _empty_events, _EVENT_KINDS, max_rows)
+
+    def first_row_since(self, since_us: int) -> int:
+        """The number of the first event ``since(since_us)`` would copy (``rows_written`` when none)."""
+        first = ffi.new("int64_t *")
+        lib.dcgmc_events_find_since(self._native, _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX), first)
+        return int(first[0])
 
     def __repr__(self) -> str:
         return f"EventRing({self.capacity} entries, {self.rows_written} written)"

@@ -450,15 +450,31 @@ class SeriesStore:
                              self._last_ts[used])
 
     # -- reading
-    def rows_since(self, since_us: int, max_rows: int | None = None) -> StoreRows:
+    @property
+    def serial(self) -> int:
+        """Its ring's serial: names the store in a reader's saved place, as RingBuffer.serial does a ring."""
+        return self._ring.serial
+
+    def rows_since(self, since_us: int, max_rows: int | None = None, end_row: int | None = None) -> StoreRows:
         """The samples of rows with ts >= since_us (<= 0: every row held), oldest first, by series.
 
         Expired series are in it while the ring holds their rows.
-        ``max_rows``: only the oldest that many rows.
+        ``max_rows``: only the oldest that many rows; ``end_row``: none of
+        the rows numbered from it on (RingBuffer.rows_since).
         """
-        rows = self._ring.rows_since(since_us, max_rows)
+        rows = self._ring.rows_since(since_us, max_rows, end_row)
         table = self._table   # taken after the copy: it names the assignment of every row copied
         return _attribute(rows, table)
+
+    def rows_from(self, row: int, max_rows: int | None = None) -> tuple[StoreRows, int]:
+        """The samples of the rows numbered from ``row`` on, and the number of the first row (RingBuffer.rows_from)."""
+        rows, first = self._ring.rows_from(row, max_rows)
+        table = self._table
+        return _attribute(rows, table), first
+
+    def first_row_since(self, since_us: int) -> int:
+        """The number of the first row ``rows_since(since_us)`` would copy (``rows_written`` when none)."""
+        return self._ring.first_row_since(since_us)
 
     def window(self, window_us: int, now_us: int | None = None) -> StoreWindow:
         """Statistics of the live series over the rows with ts in [now_us - window_us, now_us].

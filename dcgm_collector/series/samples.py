@@ -56,9 +56,10 @@ class RingSeries:
     ring: RingBuffer
     series: tuple[SeriesInfo, ...]
 
-    def rows_since(self, since_us: int, max_rows: int | None = None) -> RingRows:
-        """The ring's rows with ts >= since_us, oldest first (a consistent copy); at most ``max_rows`` of them."""
-        return self.ring.rows_since(since_us, max_rows)
+    def rows_since(self, since_us: int, max_rows: int | None = None, end_row: int | None = None) -> RingRows:
+        """The ring's rows with ts >= since_us, oldest first (a consistent copy); at most ``max_rows`` of them,
+        none numbered ``end_row`` or later."""
+        return self.ring.rows_since(since_us, max_rows, end_row)
 
 
 class StoreRead(NamedTuple):
@@ -90,9 +91,16 @@ class StoreSeries:
     # describe's answers; cleared when it outgrows what the store can hold, so churn never grows it
     _described: dict[StoreKey, tuple[SeriesInfo, ...]] = field(default_factory=dict, repr=False)
 
-    def read(self, since_us: int, max_rows: int | None = None) -> StoreRead:
+    def read(self, since_us: int, max_rows: int | None = None, end_row: int | None = None) -> StoreRead:
         """The store's rows with ts >= since_us, oldest first, and the served series of their columns."""
-        rows = self.store.rows_since(since_us, max_rows)
+        return self._named(self.store.rows_since(since_us, max_rows, end_row))
+
+    def read_from(self, row: int, max_rows: int | None = None) -> tuple[StoreRead, int]:
+        """The store's rows numbered from ``row`` on, with their series, and the number of the first row."""
+        rows, first = self.store.rows_from(row, max_rows)
+        return self._named(rows), first
+
+    def _named(self, rows: StoreRows) -> StoreRead:
         return StoreRead(rows, tuple(replace(info, column=j) for j, key in enumerate(rows.keys)
                                      for info in self.series_of(key)))
 
@@ -141,9 +149,9 @@ class SampleModel:
         """Every ring series, ring by ring."""
         return tuple(s for ring in self.rings for s in ring.series)
 
-    def events_since(self, since_us: int) -> EventRows:
-        """The event ring's entries with ts >= since_us, oldest first."""
-        return self.events.since(since_us)
+    def events_since(self, since_us: int, end_row: int | None = None) -> EventRows:
+        """The event ring's entries with ts >= since_us, oldest first (none numbered ``end_row`` or later)."""
+        return self.events.since(since_us, end_row)
 
 
 def entity_gpus(gpu_ids: Iterable[int], instances: Iterable[MigInstance],

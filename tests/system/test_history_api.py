@@ -133,7 +133,7 @@ def test_answers_are_bounded_and_say_where_to_go_on(node):
                                   "5m, 1h"),
     ("field=155&gpu=zero", "gpu: 'zero' is not a list of GPU ids"),
     ("field=155&limit=0", "limit: 0 is out of range [1, 200000]"),
-    ("field=155&window=5m", "window: unknown parameter (known: field, gpu, since, until, limit)"),
+    ("field=155&window=5m", "window: unknown parameter (known: field, gpu, since, until, limit, cursor)"),
     ("field=155&since=10s&until=20s", "since: '10s' is after until"),
 ])
 def test_a_bad_parameter_is_a_400_naming_it(node, query, error):

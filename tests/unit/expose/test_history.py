@@ -241,6 +241,8 @@ def test_values_are_numbers_or_null_and_integers_stay_integers():
 
 def test_the_answer_is_the_json_it_always_was():
     data = _ask(_node(rows=3, xids=((T0 + 100_000, 1, 79),)), field=FIELDS, since=f"{T0 / 1e6:.6f}", limit=5)
+    cursor = data.pop("cursor")   # opaque: where the next answer goes on (test_history_cursor)
+    assert isinstance(cursor, str) and 0 < len(cursor) <= 200
     assert data == {
         "since_us": T0, "until_us": T0 + 10_000_000, "columns": ["ts_us", "value"], "truncated": True,
         "next_since": (T0 + 100_000) / 1e6,

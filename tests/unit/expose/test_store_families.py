@@ -161,6 +161,22 @@ def test_history_pages_through_store_series_each_sample_once(target):
     assert sorted(v for pid, _, v in seen if pid == "7") == sorted([512] + [-k for k in range(40)])
 
 
+def test_history_cursors_follow_store_series_each_sample_once(target):
+    exposition, store, now = target
+    model = exposition.sample_model("node7")
+    query = history.parse_query({"field": ["DCGM_FI_DEV_FB_USED"], "since": ["10s"]}, now_us=now)
+    cursor = json.loads(history.answer([model], query).body)["data"]["cursor"]
+    seen = []
+    for k in range(5):
+        store.append(now + 10_000 + k * 1_000, {process(4242): float(k), process(31 + k % 2): float(-k)})
+        query = history.parse_query({"field": ["DCGM_FI_DEV_FB_USED"], "cursor": [cursor]}, now_us=now)
+        data = json.loads(history.answer([model], query).body)["data"]
+        seen += [(s["labels"].get("pid"), t, v) for s in data["series"] for t, v in s["samples"]]
+        cursor = data["cursor"]
+    assert sorted(seen) == sorted([("4242", now + 10_000 + k * 1_000, k) for k in range(5)]
+                                  + [(str(31 + k % 2), now + 10_000 + k * 1_000, -k) for k in range(5)])
+
+
 def test_a_flight_recording_holds_store_samples_under_their_metric(target):
     exposition, _, now = target
     columns = window_columns(exposition.sample_model("node7"), Window(now - 3 * S, now, frozenset({1})))
