@@ -11,8 +11,6 @@ cursor older than the rings answers from the oldest sample with
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import json
 import ssl
 import subprocess
@@ -21,7 +19,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from support import COLLECTOR, launch, stop_process
+from support import COLLECTOR, launch, self_signed_certificate, stop_process
 from test_cli import Running, clean_env, collector
 
 FIELDS = "DCGM_FI_DEV_POWER_USAGE,DCGM_FI_DEV_GPU_TEMP,DCGM_FI_DEV_GPU_UTIL,DCGM_FI_DEV_SM_CLOCK,DCGM_FI_DEV_FB_USED"
@@ -127,25 +125,7 @@ def test_a_cursor_past_the_rings_span_answers_from_the_oldest_sample_with_gap(tm
 
 
 def _self_signed(directory) -> tuple:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "collector")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = directory / "collector.pem", directory / "collector.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
+    return self_signed_certificate(directory, "collector", "collector")
 
 
 def test_the_cursor_is_followed_behind_tls_and_basic_auth(tmp_path):

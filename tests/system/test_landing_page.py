@@ -14,8 +14,6 @@ auth, the credentials given once in the page's URL.
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import re
 import shutil
@@ -29,7 +27,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from support import COLLECTOR, launch, stop_process, wait_for
+from support import COLLECTOR, launch, self_signed_certificate, stop_process, wait_for
 from test_cli import Running, clean_env, collector
 
 pytestmark = pytest.mark.slow
@@ -234,25 +232,7 @@ def test_the_browser_draws_the_spikes(spikes, tmp_path):
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = directory / "server.crt", directory / "server.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
+    return self_signed_certificate(directory, "server", ca=False)
 
 
 @needs_chromium

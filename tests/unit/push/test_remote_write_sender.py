@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import datetime
 import email.utils
-import ipaddress
 import logging
 import os
 import ssl
@@ -14,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from remote_write_standin import Hold, RawReceiver, StandIn, answer, write_request_module
-from support import wait_for
+from support import self_signed_certificate, wait_for
 
 from dcgm_collector.push import remote_write
 from dcgm_collector.push.remote_write import (
@@ -93,25 +91,7 @@ def test_the_bearer_token_file_is_read_again_for_each_request(tmp_path, messages
 
 def self_signed(directory: Path) -> tuple[Path, Path]:
     """A certificate for 127.0.0.1 that is its own CA, and its key."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "receiver")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = directory / "receiver.pem", directory / "receiver.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
+    return self_signed_certificate(directory, "receiver", "receiver")
 
 
 def test_https_with_a_ca_file_and_a_client_certificate(tmp_path, messages):
