@@ -2,8 +2,8 @@
 
 ``dcgm-collector [OPTIONS]`` parses the flags and environment into a Config
 (dcgm_collector.config) and runs the collector (dcgm_collector.app);
-``check-counters FILE``, ``dashboard`` and ``top [URL]`` (a live view of a collector
-over HTTP) run without DCGM.
+``check-counters FILE``, ``dashboard``, ``top [URL]`` (a live view of a collector
+over HTTP) and ``report RECORDING`` (a flight recording summarised) run without DCGM.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dcgm_collector.config import (
     EXIT_ERROR,
     EXIT_OK,
     PROG,
+    REPORT_COMMAND,
     TOP_COMMAND,
     ConfigError,
     build_parser,
@@ -29,6 +30,7 @@ from dcgm_collector.config import (
 from dcgm_collector.dashboard import main as dashboard_main
 from dcgm_collector.logs import setup_logging
 from dcgm_collector.options.parser import SuggestingParser
+from dcgm_collector.report import main as report_main
 from dcgm_collector.top import main as top_main
 
 __all__ = ["check_counters", "main"]
@@ -95,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return dashboard_main(argv[1:])
     if argv and argv[0] == TOP_COMMAND:
         return top_main(argv[1:])
+    if argv and argv[0] == REPORT_COMMAND:
+        return report_main(argv[1:])
     parser = build_parser()
     try:
         config = parse_config(argv, os.environ, parser)

@@ -32,6 +32,7 @@ from dcgm_collector.options.parser import (
     EPILOG,
     EXPORTER_COUNTERS_PATH,
     PROG,
+    REPORT_COMMAND,
     TOP_COMMAND,
     build_parser,
     go_style_argv,
@@ -57,7 +58,8 @@ from dcgm_collector.series.processes import DEFAULT_TOP as DEFAULT_PROCESSES_TOP
 # the names from dcgm_collector.options are listed too: the rest of the package and the tests import them from here
 __all__ = [
     "CHECK_COMMAND", "DASHBOARD_COMMAND", "DEFAULT_ADDRESS", "DEFAULT_REMOTE", "EPILOG", "EXPORTER_COUNTERS_PATH",
-    "GROUPS", "MAX_COUNT_WINDOW_MS", "MAX_DEVICE_ID", "OPTIONS", "PROG", "TOP_COMMAND", "UNSUPPORTED", "Config",
+    "GROUPS", "MAX_COUNT_WINDOW_MS", "MAX_DEVICE_ID", "OPTIONS", "PROG", "REPORT_COMMAND", "TOP_COMMAND",
+    "UNSUPPORTED", "Config",
     "ConfigError",
     "DeviceSelection", "Option", "Unsupported", "build_parser", "go_style_argv", "parse_bool", "parse_config",
     "parse_devices",

@@ -24,6 +24,7 @@ PROG = "dcgm-collector"
 CHECK_COMMAND = "check-counters"
 DASHBOARD_COMMAND = "dashboard"
 TOP_COMMAND = "top"
+REPORT_COMMAND = "report"
 EXPORTER_COUNTERS_PATH = "/etc/dcgm-exporter/default-counters.csv"
 
 
@@ -49,6 +50,7 @@ commands:
   {PROG} {CHECK_COMMAND} FILE   validate a counters file and list what it exports
   {PROG} {DASHBOARD_COMMAND} -f FILE   print a Grafana dashboard for that counters file
   {PROG} {TOP_COMMAND} [URL]   a live terminal view of a collector (--once: one plain snapshot)
+  {PROG} {REPORT_COMMAND} RECORDING.parquet [-o REPORT.html]   a flight recording's findings and XIDs
 
 environment:
   Every option has the environment variable shown in its help; a flag beats
@@ -152,7 +154,7 @@ def _option_help(option: Option) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = SuggestingParser(
-        prog=PROG, commands=(CHECK_COMMAND, DASHBOARD_COMMAND, TOP_COMMAND),
+        prog=PROG, commands=(CHECK_COMMAND, DASHBOARD_COMMAND, TOP_COMMAND, REPORT_COMMAND),
         usage=(f"%(prog)s [OPTIONS]\n       %(prog)s {CHECK_COMMAND} FILE\n"
                f"       %(prog)s {DASHBOARD_COMMAND} [-f FILE]\n       %(prog)s {TOP_COMMAND} [URL]"),
         description="DCGM GPU telemetry for Prometheus: a drop-in for dcgm-exporter that keeps every\n"
