@@ -190,10 +190,6 @@ def _nvml_node(tmp_path: Path, flags: tuple[str, ...]) -> tuple[tuple[str, ...],
 @pytest.mark.parametrize("source", ["nvml given", "nvml chosen"])
 def test_the_engine_on_nvml_lists_the_processes_of_the_nvml_it_reads(tmp_path, children, source):
     """--processes reads the NVML the running source reads (DCGM_ENGINE_NVML_LIB), also when no flag chose it."""
-    from dcgm_collector.dcgm.library import probe_library
-
-    if source == "nvml chosen" and probe_library("libdcgm.so.4") is None:
-        pytest.skip("a real libdcgm.so.4 is installed: DCGM would be chosen")
     child, _ = children
     (tmp_path / "node.toml").write_text(f"""\
 seed = 1
@@ -206,6 +202,10 @@ pid = {child.pid}
 fb_bytes = {FB}
 """)
     flags, env = _nvml_node(tmp_path, ("--nvml",) if source == "nvml given" else ())
+    # asked of a fresh process with the collector's environment: this one may have the simulated libdcgm loaded
+    if source == "nvml chosen" and subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libdcgm.so.4')"],
+                                                  env=env, capture_output=True).returncode == 0:
+        pytest.skip("a real libdcgm.so.4 is installed: DCGM would be chosen")
     collector = Collector(tmp_path, *flags, "--processes", env=env)
     try:
         found = collector.wait(lambda m: m if _of(m, "DCGM_EXP_PROCESS_FB_USED_BYTES", pid=str(child.pid)) else None,
