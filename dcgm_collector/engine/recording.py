@@ -9,7 +9,7 @@ readings hold after its end), the XID rows as ``xid`` events at their own
 times, and a GPU whose readings all go blank as a ``lost`` event.  What the
 recording lacks comes from the model.  pyarrow is imported only here, when a
 recording is replayed.  The rows and the sidecar are read, and every value
-checked, by ``recording_rows`` and ``recording_sidecar``: what the scenario
+checked, by ``recording_rows`` and ``recordings.sidecar``: what the scenario
 hands the engine is already known to be in range, so no error names the
 engine's temporary files.
 """
@@ -32,9 +32,9 @@ from dcgm_collector.engine.recording_rows import (
     read_rows,
     unknown_fields,
 )
-from dcgm_collector.engine.recording_sidecar import read_sidecar, sidecar_path
 from dcgm_collector.files import open_regular_file
 from dcgm_collector.model import RECORDING_STATUSES
+from dcgm_collector.recordings.sidecar import read_sidecar, sidecar_path
 
 __all__ = ["RecordingScenario", "is_recording", "write_scenario"]
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dcgm_collector.expose.history_cursor import Cursor, encode
-from dcgm_collector.expose.history_few import FEW_ROWS, few_after, few_texts, start_row
+from dcgm_collector.expose.history_few import FEW_ROWS, cursor_answer_head, few_after, few_texts, start_row
 from dcgm_collector.expose.history_heads import Layout, head_of, layout_of, wanted
 from dcgm_collector.expose.history_query import (
     DEFAULT_SPAN_S,
@@ -512,9 +512,7 @@ def _answer_head(query: HistoryQuery, parts: list, newest_us: int | None, next_s
                 f'"columns":["ts_us","value"],"truncated":{truncated}'
                 + (f',"next_since":{_seconds(next_since)}' if next_since is not None else "")
                 + f',"cursor":"{text}","series":[')
-    gap = "true" if any(part.place.gap for part in parts) else "false"
-    return (f'{{"status":"success","data":{{"since_us":null,"until_us":null,"columns":["ts_us","value"],'
-            f'"truncated":{truncated},"gap":{gap},"cursor":"{text}","series":[')
+    return cursor_answer_head(text, next_since is not None, any(part.place.gap for part in parts))
 
 
 def answer(models: Sequence[SampleModel], query: HistoryQuery, *, deadline: float | None = None,

@@ -20,7 +20,7 @@ from dcgm_collector.expose.history_query import HistoryQuery, QueryError
 from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_OK
 from dcgm_collector.series.samples import SampleModel
 
-__all__ = ["FEW_ROWS", "few_after", "few_texts", "start_row"]
+__all__ = ["FEW_ROWS", "cursor_answer_head", "few_after", "few_texts", "start_row"]
 
 FEW_ROWS = 16       # a ring's slab of at most this many rows is written here, without numpy
 _INT64 = 2**63
@@ -37,7 +37,7 @@ def start_row(cursor: Cursor, serial: int, written: int, first_row_since: Callab
 
 
 def few_texts(ts: list[int], values: list[list[float]], cells: list[list[int]], integer: list[bool],
-               columns: list[int]) -> tuple[list[bytes], int]:
+              columns: list[int]) -> tuple[list[bytes], int]:
     """Per chosen series (its column in ``columns``), its samples of a few rows as JSON (``[ts,value],...``;
     empty when it has none there), and how many samples they hold.
 
@@ -48,8 +48,6 @@ def few_texts(ts: list[int], values: list[list[float]], cells: list[list[int]], 
     """
     out = []
     count = 0
-    if len(ts) == 1:   # the usual answer at a viewer's pace: one new row
-        return _one_row_texts(ts[0], values[0], cells[0], integer, columns)
     rows = list(zip(ts, values, cells))
     for whole, column in zip(integer, columns):
         texts = []
@@ -59,35 +57,21 @@ def few_texts(ts: list[int], values: list[list[float]], cells: list[list[int]], 
                 continue
             v = numbers[column]
             if state != SAMPLE_OK or not isfinite(v):
-                texts.append(f"[{t},null]")
+                texts.append(b"[%d,null]" % t)
             elif whole:   # as astype(int64) in write: out of its range is its smallest
-                texts.append(f"[{t},{int(v) if -_INT64 <= v < _INT64 else -_INT64}]")
+                texts.append(b"[%d,%d]" % (t, int(v) if -_INT64 <= v < _INT64 else -_INT64))
             else:
-                texts.append(f"[{t},{v!r}]")
-        out.append(",".join(texts).encode())
+                texts.append(f"[{t},{v!r}]".encode())
+        out.append(b",".join(texts))
         count += len(texts)
     return out, count
 
 
-def _one_row_texts(t: int, numbers: list[float], states: list[int], integer: list[bool],
-                   columns: list[int]) -> tuple[list[bytes], int]:
-    """_few_texts for one row."""
-    out = []
-    count = 0
-    for whole, column in zip(integer, columns):
-        state = states[column]
-        if state == SAMPLE_ABSENT:
-            out.append(b"")
-            continue
-        v = numbers[column]
-        count += 1
-        if state != SAMPLE_OK or not isfinite(v):
-            out.append(b"[%d,null]" % t)
-        elif whole:
-            out.append(b"[%d,%d]" % (t, int(v) if -_INT64 <= v < _INT64 else -_INT64))
-        else:
-            out.append(f"[{t},{v!r}]".encode())
-    return out, count
+def cursor_answer_head(cursor_text: str, truncated: bool = False, gap: bool = False) -> str:
+    """A cursor's answer up to its series: no span, whether it was cut, whether rows were lost, the next cursor."""
+    return ('{"status":"success","data":{"since_us":null,"until_us":null,"columns":["ts_us","value"],'
+            f'"truncated":{"true" if truncated else "false"},"gap":{"true" if gap else "false"},'
+            f'"cursor":"{cursor_text}","series":[')
 
 
 def few_after(models: Sequence[SampleModel], query: HistoryQuery, cursor: Cursor,
@@ -145,8 +129,7 @@ def few_after(models: Sequence[SampleModel], query: HistoryQuery, cursor: Cursor
     if not known:
         return None
     resume_us = cursor.resume_us if newest_us is None else max(cursor.resume_us, newest_us + 1)
-    head = ('{"status":"success","data":{"since_us":null,"until_us":null,"columns":["ts_us","value"],'
-            f'"truncated":false,"gap":false,"cursor":"{encode(Cursor(resume_us, places))}","series":[')
+    head = cursor_answer_head(encode(Cursor(resume_us, places)))
     if series:
         series[-1] = b"]}"   # the last series' end, without the comma before a next one
     return head.encode() + b"".join(series) + b"]}}", samples

@@ -4,22 +4,27 @@ The Parquet file holds one row per sample (dcgm_collector.model.RECORDING_COLUMN
 here they become, per GPU and field id, the sample times in seconds relative to
 the first trigger and the values.  A field sampled per NvLink is summed over
 the GPU's links at each time (the report charts a GPU's links as one count).
-pyarrow is imported by :func:`read_recording` only.
+The file and its sidecar are read through dcgm_collector.recordings, as the
+engine's replay reads them; pyarrow is imported by :func:`read_recording` only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dcgm_collector.model import PYARROW_INSTALL_HINT, RECORDING_SIDECAR_SUFFIX
+from dcgm_collector.model import PYARROW_INSTALL_HINT
+from dcgm_collector.recordings.rows import GROUPS, OK, load_rows
+from dcgm_collector.recordings.sidecar import read_sidecar, sidecar_path
 
 __all__ = ["GpuInfo", "Recording", "RecordingError", "Series", "Trigger", "iso_seconds", "read_recording"]
+
+_GPU_GROUP = GROUPS.index("GPU")
 
 
 class RecordingError(Exception):
@@ -63,7 +68,6 @@ class Recording:
     until: float
     rows: int
     series: dict[tuple[int, int], Series] = field(default_factory=dict)   # (gpu, field id) -> samples
-    field_names: dict[int, str] = field(default_factory=dict)             # field id -> DCGM name
 
     def get(self, gpu: int, field_id: int) -> Series | None:
         return self.series.get((gpu, field_id))
@@ -80,29 +84,14 @@ def iso_seconds(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def _load_pyarrow() -> Any:
+def _check_pyarrow() -> None:
     try:
-        import pyarrow.parquet
+        import pyarrow.parquet  # noqa: F401 - only whether it is there: recordings.rows reads with it
     except ImportError as error:
         raise RecordingError(f"reading a recording needs pyarrow ({error}): {PYARROW_INSTALL_HINT}") from None
-    return pyarrow.parquet
 
 
-def _sidecar(path: str) -> dict:
-    sidecar = path + RECORDING_SIDECAR_SUFFIX
-    try:
-        with open(sidecar, encoding="utf-8") as text:
-            data = json.load(text)
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as error:
-        raise RecordingError(f"{sidecar}: cannot read the sidecar: {error}") from None
-    if not isinstance(data, dict):
-        raise RecordingError(f"{sidecar}: the sidecar is not a JSON object")
-    return data
-
-
-def _triggers(side: dict, sidecar: str, first_s: float) -> list[Trigger]:
+def _triggers(side: dict, sidecar: Path, first_s: float) -> list[Trigger]:
     out = []
     listed = side.get("triggers") or ([side["trigger"]] if isinstance(side.get("trigger"), dict) else [])
     gpus_of_first = tuple((side.get("trigger") or {}).get("gpus") or ())
@@ -117,36 +106,35 @@ def _triggers(side: dict, sidecar: str, first_s: float) -> list[Trigger]:
 
 
 def read_recording(path: str) -> Recording:
-    """The recording at ``path`` with its sidecar (``path`` + .json); RecordingError with one line if unreadable."""
-    pq = _load_pyarrow()
+    """The recording at ``path`` with its sidecar (``path`` + .json); RecordingError with one line if unreadable.
+
+    The file and the sidecar are read as the replay reads them (dcgm_collector.recordings): safely opened,
+    bounded, checked by type."""
+    _check_pyarrow()
     if not os.path.isfile(path):
         raise RecordingError(f"{path}: no such recording file")
-    side = _sidecar(path)
-    sidecar = path + RECORDING_SIDECAR_SUFFIX
     try:
-        table = pq.read_table(path, columns=["time", "entity_group", "entity_id", "gpu", "field_id", "field_name",
-                                             "value", "status"])
-    except Exception as error:   # pyarrow raises several kinds for a file that is not a recording
-        raise RecordingError(f"{path}: not a flight recording: {error}") from None
-    times = table.column("time").cast("int64").to_numpy(zero_copy_only=False) / 1e6
-    first_s = None
-    if isinstance(side.get("trigger"), dict) and "time" in side["trigger"]:
-        try:
-            first_s = iso_seconds(side["trigger"]["time"])
-        except (TypeError, ValueError):
-            raise RecordingError(f"{sidecar}: trigger: no readable time") from None
-    if first_s is None:   # no sidecar: the time axis starts at the first sample
-        first_s = float(times.min()) if len(times) else 0.0
-    triggers = _triggers(side, sidecar, first_s)
+        rows = load_rows(Path(path))
+    except ValueError as error:
+        problem = str(error).removeprefix(f"{path}: ")
+        raise RecordingError(f"{path}: not a flight recording: {problem}") from None
+    try:
+        side = read_sidecar(Path(path)) or {}
+    except ValueError as error:
+        raise RecordingError(str(error)) from None
+    times = rows["time"] / 1e6
+    trigger = side.get("trigger")
+    # no sidecar, or no trigger time: the time axis starts at the first sample
+    first_s = trigger["time_us"] / 1e6 if isinstance(trigger, dict) and "time_us" in trigger else float(times.min())
     gpus = [GpuInfo(int(g.get("gpu", -1)), str(g.get("model", "")), str(g.get("uuid", "")))
-            for g in side.get("gpus") or [] if isinstance(g, dict)]
+            for g in side.get("gpus") or []]
     rec = Recording(
-        path=path, triggers=triggers, more_triggers=int(side.get("more_triggers", 0)), gpus=gpus,
-        host=str(side.get("host", "")),
-        since=_relative(side.get("since"), first_s, times.min() - first_s if len(times) else 0.0),
-        until=_relative(side.get("until"), first_s, times.max() - first_s if len(times) else 0.0),
-        rows=table.num_rows)
-    _fill_series(rec, table, times - first_s)
+        path=path, triggers=_triggers(side, sidecar_path(Path(path)), first_s),
+        more_triggers=int(side.get("more_triggers", 0)), gpus=gpus, host=str(side.get("host", "")),
+        since=_relative(side.get("since"), first_s, times.min() - first_s),
+        until=_relative(side.get("until"), first_s, times.max() - first_s),
+        rows=len(times))
+    _fill_series(rec, rows, times - first_s)
     return rec
 
 
@@ -157,20 +145,14 @@ def _relative(text: Any, first_s: float, otherwise: float) -> float:
         return float(otherwise)
 
 
-def _fill_series(rec: Recording, table: Any, t: np.ndarray) -> None:
-    gpu_col = table.column("gpu").to_numpy(zero_copy_only=False)
-    gpu = np.where(np.isnan(gpu_col.astype(np.float64)), -1, gpu_col).astype(np.int64)
-    field_id = table.column("field_id").to_numpy(zero_copy_only=False).astype(np.int64)
-    group = np.array(table.column("entity_group").to_pylist(), dtype=object)
-    value = table.column("value").to_numpy(zero_copy_only=False).astype(np.float64)
-    ok = np.array(table.column("status").to_pylist(), dtype=object) == "OK"
-    names = table.column("field_name").to_pylist()
-    for f, n in zip(field_id, names):
-        rec.field_names.setdefault(int(f), n)
-    keep = ok & (gpu >= 0) & ~np.isnan(value)
+def _fill_series(rec: Recording, rows: dict[str, np.ndarray], t: np.ndarray) -> None:
+    gpu = np.where(np.isnan(rows["gpu"]), -1, rows["gpu"]).astype(np.int64)
+    field_id, value = rows["field_id"], rows["value"]
+    own_rows = rows["entity_group"] == _GPU_GROUP
+    keep = (rows["status"] == OK) & (gpu >= 0) & ~np.isnan(value)
     for g, f in sorted({(int(a), int(b)) for a, b in zip(gpu[keep], field_id[keep])}):
         mine = keep & (gpu == g) & (field_id == f)
-        own = mine & (group == "GPU")
+        own = mine & own_rows
         if own.any():   # the GPU's own sample; a field also sampled per link is the GPU's total then
             rec.series[(g, f)] = _ordered(t[own], value[own])
         else:           # per link (or instance): summed per time

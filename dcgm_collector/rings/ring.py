@@ -183,8 +183,7 @@ def _copy_since(native: Any, since_us: int, find: Any, copy: Any, columns: Calla
         head = min(head, first[0] + _int(max_rows, "max_rows", 0, _INT64_MAX))
     if end_row is not None:
         head = max(min(head, _int(end_row, "end_row", 0, _INT64_MAX)), first[0])
-    out, torn = _copy_rows(native, copy, columns, kinds, first[0], head)
-    return out, torn
+    return _copy_rows(native, copy, columns, kinds, first[0], head)
 
 
 def _copy_rows(native: Any, copy: Any, columns: Callable[[int], Any], kinds: tuple[str, ...], first: int,
@@ -214,6 +213,13 @@ def _copy_from(native: Any, head: int, capacity: int, row: int, copy: Any, colum
     end = head if max_rows is None else min(head, first + _int(max_rows, "max_rows", 0, _INT64_MAX))
     out, torn = _copy_rows(native, copy, columns, kinds, first, end)
     return out, first + torn
+
+
+def _first_row_since(native: Any, find: Any, since_us: int) -> int:
+    """The number of the first row stamped at or after ``since_us`` (``find``: one ring kind's ``*_find_since``)."""
+    first = ffi.new("int64_t *")
+    find(native, _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX), first)
+    return int(first[0])
 
 
 class RingBuffer:
@@ -329,15 +335,12 @@ class RingBuffer:
         copied is later than ``row`` when the ring no longer holds those
         rows.  ``max_rows``: only the oldest that many.
         """
-        rows, first = _copy_from(self._native, int(lib.dcgmc_ring_head(self._native)), self.capacity, row,
-                                 lib.dcgmc_ring_copy, self._empty_rows, _ROW_KINDS, max_rows)
-        return rows, first
+        return _copy_from(self._native, int(lib.dcgmc_ring_head(self._native)), self.capacity, row,
+                          lib.dcgmc_ring_copy, self._empty_rows, _ROW_KINDS, max_rows)
 
     def first_row_since(self, since_us: int) -> int:
         """The number of the first row ``rows_since(since_us)`` would copy (``rows_written`` when none)."""
-        first = ffi.new("int64_t *")
-        lib.dcgmc_ring_find_since(self._native, _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX), first)
-        return int(first[0])
+        return _first_row_since(self._native, lib.dcgmc_ring_find_since, since_us)
 
     def _empty_rows(self, n: int) -> RingRows:
         return RingRows(np.empty(n, dtype=np.int64), np.empty((n, self.n_series)),
@@ -455,9 +458,7 @@ class EventRing:
 
     def first_row_since(self, since_us: int) -> int:
         """The number of the first event ``since(since_us)`` would copy (``rows_written`` when none)."""
-        first = ffi.new("int64_t *")
-        lib.dcgmc_events_find_since(self._native, _int(since_us, "since_us", -_INT64_MAX, _INT64_MAX), first)
-        return int(first[0])
+        return _first_row_since(self._native, lib.dcgmc_events_find_since, since_us)
 
     def __repr__(self) -> str:
         return f"EventRing({self.capacity} entries, {self.rows_written} written)"

@@ -69,6 +69,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from dcgm_collector import __version__
@@ -497,37 +498,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(503, _lines(reason or "unhealthy"), PLAIN_TYPE)
 
     def _landing(self) -> None:
-        page = landing_page(self.server.app.routes, self._landing_extra(), self._landing_overview())
+        app = self.server.app
+        page = landing_page(app.routes, _landing_part(app.landing_extra, "", "extra section"),
+                            _landing_part(app.landing_overview, None, "overview"))
         self._send(200, page.encode(), "text/html; charset=utf-8",
                    headers={"Content-Security-Policy": CSP, "Cache-Control": "no-cache"})
 
     def _static(self, file: StaticFile) -> None:
         # no-cache: a browser asks again (and gets the new script) after the collector is upgraded
         self._send(200, file.body, file.content_type, headers={"Cache-Control": "no-cache"})
-
-    def _landing_overview(self) -> Overview | None:
-        """The application's head of the landing page (source, GPU tiles); None when it has none or fails."""
-        overview = self.server.app.landing_overview
-        if overview is None:
-            return None
-        try:
-            return overview()
-        except Unavailable:
-            return None   # still starting: no GPUs to show yet
-        except Exception:
-            log.exception("the landing page's overview failed")
-            return None
-
-    def _landing_extra(self) -> str:
-        """HTML the application adds to the landing page (recordings, ...); nothing when it fails."""
-        extra = self.server.app.landing_extra
-        if extra is None:
-            return ""
-        try:
-            return extra()
-        except Exception:
-            log.exception("the landing page's extra section failed")
-            return ""
 
     # -- logging: requests are routine, keep them out of the operator's log
     def log_message(self, format: str, *args) -> None:
@@ -546,6 +525,20 @@ def _lines(text: str) -> bytes:
     """One line per reason (one per target), each with its whitespace folded."""
     folded = (" ".join(line.split()) for line in text.splitlines())
     return "\n".join(line for line in folded if line).encode("utf-8", "replace")
+
+
+def _landing_part(make: Callable[[], Any] | None, absent: Any, what: str) -> Any:
+    """A part the application adds to the landing page (its overview, its recordings), or ``absent`` when it
+    has none, is still starting (Unavailable) or fails (logged): the page is served whatever its parts do."""
+    if make is None:
+        return absent
+    try:
+        return make()
+    except Unavailable:
+        return absent
+    except Exception:
+        log.exception("the landing page's %s failed", what)
+        return absent
 
 
 # ---- the server -----------------------------------------------------------------------

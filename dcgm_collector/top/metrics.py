@@ -12,14 +12,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dcgm_collector.model import HEALTH_RESULTS
+
 __all__ = ["EntityKey", "Process", "entity_key", "health_by_gpu", "parse_exposition", "processes"]
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 _UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 HEALTH_STATUS = "DCGM_EXP_GPU_HEALTH_STATUS"
-# dcgmHealthWatchResult_t values as the collector serves them
-HEALTH_WORDS = {0: "pass", 10: "warn", 20: "fail"}
+# dcgmHealthWatchResult_t values as the collector serves them, as words
+HEALTH_WORDS = {value: name.lower() for name, value in HEALTH_RESULTS.items()}
 # the labels that tie a process to its workload, in the order a view shows the first one found
 WORKLOAD_LABELS = ("pod", "hpc_job", "job", "namespace")
 

@@ -19,7 +19,8 @@ import dcgm_collector
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(dcgm_collector.__file__).resolve().parent
 # the stages that must load neither the binding nor the collect stage, and what they must not load
-DOWNSTREAM_OF_SERIES = ("expose", "push", "serve", "dashboard", "top", "report", "series", "rings", "catalog")
+DOWNSTREAM_OF_SERIES = ("expose", "push", "serve", "dashboard", "top", "report", "series", "rings", "catalog",
+                        "recordings")
 NEVER_LOADED = ("dcgm_collector.dcgm", "dcgm_collector.collect", "dcgm_collector.collect.sampler")
 # at least this many modules in those stages (there are more): an empty walk must fail, not pass
 MIN_DOWNSTREAM_MODULES = 50

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from dcgm_collector import model
-from dcgm_collector.engine import recording, recording_rows, recording_sidecar
+from dcgm_collector.engine import recording, recording_rows
+from dcgm_collector.recordings import sidecar as recording_sidecar
 
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
