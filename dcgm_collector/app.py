@@ -44,6 +44,7 @@ from dcgm_collector.collect.readers.idle import IdleReader
 from dcgm_collector.collect.readers.nvml import Nvml
 from dcgm_collector.collect.readers.processes import ProcessReader
 from dcgm_collector.collect.readers.triggers import TriggerReader
+from dcgm_collector.collect.readers.warnings import WarningReader
 from dcgm_collector.collect.sampler import Sampler
 from dcgm_collector.collect.servable import load_warnings
 from dcgm_collector.collect.target import CONNECT_TIMEOUT_MS, RETRY_START_CODES, Target, TargetError
@@ -66,6 +67,7 @@ from dcgm_collector.push.remote_write import (
 from dcgm_collector.series.idle import IDLE_FAMILIES
 from dcgm_collector.series.processes import PROCESS_FAMILIES
 from dcgm_collector.series.registry import Registry
+from dcgm_collector.series.warnings import WARNING_FAMILIES
 from dcgm_collector.serve import malloc
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.landing import Overview
@@ -518,6 +520,9 @@ class Collector:
             hostname = None if config.no_hostname else name
             # each sampler of the target hands its XIDs, lost GPUs and failed health checks to the recorder
             readers = [TriggerReader.factory(recorder.trigger, name)] if recorder is not None else []
+            if config.early_warnings:   # each warning that starts starts a recording too
+                readers.append(WarningReader.factory(config.warning_thresholds,
+                                                     recorder.trigger if recorder is not None else None, name))
             if config.processes and address is None:
                 assert self.source is not None   # loaded with the library
                 nvml_library = process_nvml_library(self.source)
@@ -577,6 +582,8 @@ class Collector:
                 exposition.attach_store(reader.store, PROCESS_FAMILIES)
             elif isinstance(reader, IdleReader):
                 exposition.attach_store(reader.store, IDLE_FAMILIES, sized=False)
+            elif isinstance(reader, WarningReader):
+                exposition.attach_store(reader.store, WARNING_FAMILIES, sized=False)
         return exposition
 
     # -- reload

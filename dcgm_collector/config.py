@@ -54,6 +54,9 @@ from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEF
 from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
 from dcgm_collector.series.idle import DEFAULT_HELD_FB_MIB, DEFAULT_UTIL_BELOW
 from dcgm_collector.series.processes import DEFAULT_TOP as DEFAULT_PROCESSES_TOP
+from dcgm_collector.series.warnings import WarningThresholds
+
+_WARN = WarningThresholds()   # the early warnings' defaults
 
 # the names from dcgm_collector.options are listed too: the rest of the package and the tests import them from here
 __all__ = [
@@ -124,8 +127,26 @@ class Config:
     processes_top: int = DEFAULT_PROCESSES_TOP   # --processes-top
     idle_util_below: float = DEFAULT_UTIL_BELOW     # --idle-util-below: % under which a sampled GPU is idle
     idle_held_fb_mib: float = DEFAULT_HELD_FB_MIB   # --idle-held-fb-mib: MiB its processes hold to make it held
+    early_warnings: bool = False           # --warnings: the early-warning reader
+    warn_sbe_rate: float = _WARN.sbe_rate
+    warn_sbe_acceleration: float = _WARN.sbe_acceleration
+    warn_pcie_ber: float = _WARN.pcie_ber
+    warn_nvlink_crc_rate: float = _WARN.nvlink_crc_rate
+    warn_thermal_margin_c: float = _WARN.thermal_margin_c
+    warn_thermal_lead_s: float = _WARN.thermal_lead_s
+    warn_hw_slowdown_events: int = _WARN.hw_slowdown_events
+    warn_power_over_limit_s: float = _WARN.power_over_limit_s
+    warn_hold_s: float = _WARN.hold_s
     dcgm: bool = False                     # --dcgm: DCGM's library from the search, no fallback to NVML
     source_flag: str | None = None         # the flag or variable that chose the source, as given; None: automatic
+
+    @property
+    def warning_thresholds(self) -> WarningThresholds:
+        return WarningThresholds(
+            sbe_rate=self.warn_sbe_rate, sbe_acceleration=self.warn_sbe_acceleration, pcie_ber=self.warn_pcie_ber,
+            nvlink_crc_rate=self.warn_nvlink_crc_rate, thermal_margin_c=self.warn_thermal_margin_c,
+            thermal_lead_s=self.warn_thermal_lead_s, hw_slowdown_events=self.warn_hw_slowdown_events,
+            power_over_limit_s=self.warn_power_over_limit_s, hold_s=self.warn_hold_s)
 
     @property
     def sampling(self) -> SamplingOptions:

@@ -149,7 +149,9 @@ class Sampler:
         if options is not None and not isinstance(options, SamplingOptions):
             raise TypeError(f"options must be SamplingOptions, not {type(options).__name__}")
         self.options = options if options is not None else SamplingOptions()
-        self.plan: WatchPlan = plan_watches(counters, self.options)
+        # fields a reader reads from the rings whether the counters serve them or not (the early warnings')
+        extra = tuple(f for factory in readers for f in getattr(factory, "watch_fields", ()))
+        self.plan: WatchPlan = plan_watches(counters, self.options, extra_fields=extra)
         self._requested_gpus = None if gpu_ids is None else _gpu_list(gpu_ids)
         # NvLinks, NvSwitches, CPUs and cores whose fields the counters ask for (collect.levels)
         self.levels: tuple[LevelEntity, ...] = tuple(levels)

@@ -119,14 +119,19 @@ class WatchPlan:
         return ring_capacity(self.retention_s, self.update_freq_us)
 
 
-def plan_watches(counters: CounterSet, options: SamplingOptions | None = None) -> WatchPlan:
-    """Field groups and watch parameters for the fields ``counters`` needs.
+def plan_watches(counters: CounterSet, options: SamplingOptions | None = None,
+                 extra_fields: Iterable[int] = ()) -> WatchPlan:
+    """Field groups and watch parameters for the fields ``counters`` needs, and ``extra_fields`` (ids).
+
+    Extra fields are watched and kept in the rings for the readers that read them
+    (the early warnings); no counters row serves them.
 
     The watch interval defaults to the collect interval; a faster one (e.g.
     100 ms watch, 1 s collect) lets the rings see what happens between two
     collects (SamplingOptions refuses a slower one).
     """
-    return WatchPlan(groups=_groups(counters), options=options if options is not None else SamplingOptions())
+    return WatchPlan(groups=_groups(counters, tuple(extra_fields)),
+                     options=options if options is not None else SamplingOptions())
 
 
 def ring_capacity(retention_s: float, update_freq_us: int) -> int:
@@ -135,13 +140,19 @@ def ring_capacity(retention_s: float, update_freq_us: int) -> int:
     return rows + math.ceil(rows * ROW_SLACK_FRACTION) + ROW_SLACK_ROWS
 
 
-def _groups(counters: CounterSet) -> tuple[WatchGroup, ...]:
+def _groups(counters: CounterSet, extra_fields: tuple[int, ...] = ()) -> tuple[WatchGroup, ...]:
     by_kind: dict[str, list[Field]] = {kind: [] for kind in KINDS}
     for counter in counters.label_counters():
         by_kind["labels"].append(counter.field)
     for counter in counters.field_counters():
         by_kind[_kind(counter.field)].append(counter.field)
     table = field_table()
+    for field_id in extra_fields:
+        field = table.by_id(field_id)
+        if field is None:
+            raise RuntimeError(f"field {field_id} (a reader needs it) is not in the field table")
+        if field.is_numeric and not field.is_profiling and not field.is_event:
+            by_kind["values"].append(field)
     for counter in counters.exporter_counters():
         for field_id in _EXPORTER_NEEDS.get(counter.exporter or counter.name, ()):
             field = table.by_id(field_id)

@@ -36,6 +36,9 @@ from dcgm_collector.push.options import DEFAULT_BEFORE_S as DEFAULT_RECORDER_BEF
 from dcgm_collector.push.options import DEFAULT_MAX_BYTES as DEFAULT_RECORDER_MAX_BYTES
 from dcgm_collector.series.idle import DEFAULT_HELD_FB_MIB, DEFAULT_UTIL_BELOW
 from dcgm_collector.series.processes import DEFAULT_TOP as DEFAULT_PROCESSES_TOP
+from dcgm_collector.series.warnings import WarningThresholds
+
+_WARN = WarningThresholds()   # the warnings' defaults
 
 DEFAULT_ADDRESS = ":9400"
 DEFAULT_REMOTE = "localhost:5555"
@@ -68,6 +71,7 @@ GROUPS = {
     "web": "web",
     "remote_write": "Prometheus remote write (every sample, pushed; see docs/remote-write.md)",
     "recorder": "flight recorder (writes the samples around an XID, a lost GPU or a failed health check)",
+    "warnings": "early warnings (see docs/warnings.md)",
     "logging": "logging",
 }
 
@@ -230,6 +234,39 @@ OPTIONS: tuple[Option, ...] = (
            DEFAULT_RECORDER_MAX_BYTES, _positive_int("bytes"),
            "disk the recordings may take; the oldest are removed first [default: %(default)s (1 GiB)]",
            "recorder", "BYTES"),
+    Option("early_warnings", ("--warnings",), "DCGM_COLLECTOR_WARNINGS", False, parse_bool,
+           "early warnings (DCGM_EXP_GPU_WARNING by reason, DCGM_EXP_GPU_ERROR_RATE): precursors of GPU failures "
+           "read from every sample; each starts the flight recorder (see docs/warnings.md)", "warnings", "BOOL", True),
+    Option("warn_sbe_rate", ("--warn-sbe-rate",), "DCGM_COLLECTOR_WARN_SBE_RATE", _WARN.sbe_rate,
+           _number_between("errors a second", 0), "correctable ECC errors a second, over a minute, that are a "
+           "storm [default: %(default)g]", "warnings", "RATE"),
+    Option("warn_sbe_acceleration", ("--warn-sbe-acceleration",), "DCGM_COLLECTOR_WARN_SBE_ACCELERATION",
+           _WARN.sbe_acceleration, _number_between("ratio", 1),
+           "the last minute's correctable ECC error rate over the minutes before that is accelerating "
+           "[default: %(default)g]", "warnings", "RATIO"),
+    Option("warn_pcie_ber", ("--warn-pcie-ber",), "DCGM_COLLECTOR_WARN_PCIE_BER", _WARN.pcie_ber,
+           _number_between("bit error rate", 0, 1), "the PCIe bit error rate whose replays a minute, at the link's "
+           "generation and width, are too many (DCGM's) [default: %(default)g]", "warnings", "BER"),
+    Option("warn_nvlink_crc_rate", ("--warn-nvlink-crc-rate",), "DCGM_COLLECTOR_WARN_NVLINK_CRC_RATE",
+           _WARN.nvlink_crc_rate, _number_between("errors a second", 0),
+           "NvLink CRC errors a second, over a minute, that warn (DCGM's) [default: %(default)g]", "warnings", "RATE"),
+    Option("warn_thermal_margin_c", ("--warn-thermal-margin",), "DCGM_COLLECTOR_WARN_THERMAL_MARGIN",
+           _WARN.thermal_margin_c, _number_between("degrees", 0, 100),
+           "degrees C below the slowdown temperature that warn [default: %(default)g]", "warnings", "C"),
+    Option("warn_thermal_lead_s", ("--warn-thermal-lead",), "DCGM_COLLECTOR_WARN_THERMAL_LEAD",
+           _WARN.thermal_lead_s, _number_between("seconds", 0, 3600),
+           "warn when the heating rate of the last minute reaches the slowdown temperature within this many "
+           "seconds [default: %(default)g]", "warnings", "S"),
+    Option("warn_hw_slowdown_events", ("--warn-hw-slowdown-events",), "DCGM_COLLECTOR_WARN_HW_SLOWDOWN_EVENTS",
+           _WARN.hw_slowdown_events, _positive_int("events", 100_000),
+           "hardware slowdowns begun in 10 minutes that warn [default: %(default)s]", "warnings", "N"),
+    Option("warn_power_over_limit_s", ("--warn-power-over-limit",), "DCGM_COLLECTOR_WARN_POWER_OVER_LIMIT",
+           _WARN.power_over_limit_s, _positive_float("seconds", 3600),
+           "seconds the power must stay over its limit to warn [default: %(default)g]", "warnings", "S"),
+    Option("warn_hold_s", ("--warn-hold",), "DCGM_COLLECTOR_WARN_HOLD", _WARN.hold_s,
+           _positive_float("seconds", 7 * 24 * 3600),
+           "seconds an XID that needs a reset or an inspection keeps its warning up [default: %(default)g]",
+           "warnings", "S"),
     Option("debug", ("--debug",), "DCGM_EXPORTER_DEBUG", False, parse_bool, "log at debug level",
            "logging", "BOOL", True),
     Option("log_format", ("--log-format",), "DCGM_EXPORTER_LOG_FORMAT", "text", _log_format,
