@@ -71,7 +71,20 @@ def test_the_alerts_the_issue_asks_for_are_there():
         "GpuLost", "GpuThermalThrottling", "GpuPowerThrottling", "DcgmCollectorDown", "DcgmCollectorStale",
         "GpuMigInstanceFramebufferFull", "GpuNvlinkErrors",
         "GpuHeldIdle", "GpuLowEfficiencyJob", "GpuProcessMemoryLeak", "GpuStarved",
+        "GpuEccErrorStorm", "GpuEccErrorsAccelerating", "GpuRowRemapPending", "GpuRowRemapFailed",
+        "GpuPcieReplaysHigh", "GpuNvlinkErrorRateHigh", "GpuThermalMarginLow", "GpuHardwareSlowdownRepeated",
+        "GpuPowerOverLimit", "GpuXidNeedsReset", "GpuXidNeedsInspection", "GpuErrorRateFleetOutlier",
     }
+
+
+def test_every_warning_reason_has_its_alert_with_a_runbook_line():
+    from dcgm_collector.series.warnings import REASON_NAMES
+    groups = {group["name"]: group["rules"] for group in yaml.safe_load(RULES.read_text())["groups"]}
+    alerts = [rule for rule in groups["dcgm-collector-warnings"] if "alert" in rule]
+    reasons = [re.search(r'reason="([a-z_]+)"', rule["expr"]) for rule in alerts]
+    assert sorted(m.group(1) for m in reasons if m) == sorted(REASON_NAMES)
+    for rule in alerts:
+        assert len(rule["annotations"].get("runbook", "")) > 40, rule["alert"]
 
 
 def test_the_process_and_idle_rules_are_a_group_of_their_own():
