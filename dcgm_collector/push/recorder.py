@@ -48,6 +48,7 @@ import socket
 import stat
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -104,6 +105,7 @@ class _Pending:
     gpus: frozenset[int] | None
     triggers: list[Trigger] = field(default_factory=list)   # the first MAX_LISTED_TRIGGERS
     more_triggers: int = 0                                   # those that joined after them
+    earlier: list[Trigger] = field(default_factory=list)    # triggers inside its window that came before its first
 
 
 def check_directory(directory: str) -> None:
@@ -120,6 +122,14 @@ def check_directory(directory: str) -> None:
 
 def _iso(time_s: float) -> str:
     return datetime.fromtimestamp(time_s, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _listed(trigger: Trigger) -> dict[str, Any]:
+    """A trigger as a sidecar lists it."""
+    out: dict[str, Any] = {"kind": trigger.kind, "time": _iso(trigger.time_s), "detail": trigger.detail}
+    if trigger.gpus is not None:
+        out["gpus"] = sorted(trigger.gpus)
+    return out
 
 
 def _stamp(time_s: float) -> str:
@@ -164,6 +174,7 @@ class Recorder:
         self._targets: Callable[[], Sequence[Source]] = tuple
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
+        self._recent: dict[str, deque[Trigger]] = {}   # each target's latest triggers, for a new recording's earlier
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -208,17 +219,21 @@ class Recorder:
     def _join(self, target: str, trigger: Trigger, name_target: bool) -> str:
         with self._lock:
             pending = self._pending.get(target)
+            recent = self._recent.setdefault(target, deque(maxlen=MAX_LISTED_TRIGGERS))
             if pending is None:
                 suffix = f"-{_safe(target)}" if name_target else ""
                 name = f"{RECORDING_PREFIX}{_stamp(trigger.time_s)}-{trigger.kind}{suffix}{RECORDING_SUFFIX}"
                 pending = _Pending(target, name, trigger, trigger.time_s - self.before_s,
                                    trigger.time_s + self.after_s, trigger.time_s + self.max_after_s, trigger.gpus)
+                # what came before it in its window (an early warning before an XID) is part of its story
+                pending.earlier = [t for t in recent if pending.since_s <= t.time_s < trigger.time_s]
                 self._pending[target] = pending
                 log.info("flight recorder: %s (%s); writing %s once the %g s after it have passed",
                          trigger.detail, trigger.kind, name, self.after_s)
             else:
                 pending.until_s = min(max(pending.until_s, trigger.time_s + self.after_s), pending.latest_until_s)
                 pending.gpus = None if pending.gpus is None or trigger.gpus is None else pending.gpus | trigger.gpus
+            recent.append(trigger)
             if len(pending.triggers) < MAX_LISTED_TRIGGERS:
                 pending.triggers.append(trigger)
             else:
@@ -346,7 +361,9 @@ class Recorder:
                 "detail": first.detail,
             },
             # the triggers that joined this recording while it was pending (an XID storm), the first included
-            "triggers": [{"kind": t.kind, "time": _iso(t.time_s), "detail": t.detail} for t in pending.triggers],
+            "triggers": [_listed(t) for t in pending.triggers],
+            # the triggers inside its window that came before the first (the early warnings before a failure)
+            **({"earlier": [_listed(t) for t in pending.earlier]} if pending.earlier else {}),
             # how many joined past the first MAX_LISTED_TRIGGERS: "and N more"
             **({"more_triggers": pending.more_triggers} if pending.more_triggers else {}),
             "host": pending.target,

@@ -11,14 +11,14 @@ closeness, so a strong sign just before the trigger comes first.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from dcgm_collector.report.recording import Series
+from dcgm_collector.report.recording import Series, Trigger
 
-__all__ = ["FIELDS", "Finding", "find", "rank", "when"]
+__all__ = ["FIELDS", "Finding", "early_warnings", "find", "rank", "when"]
 
 # field ids the rules read (DCGM 4.6 names in the comments)
 FIELDS = {
@@ -206,6 +206,25 @@ def clock_pulled(gpu: int, get: Callable[[str], Series | None]) -> Finding | Non
     return Finding(gpu, "clock", -start, 0.4 + 0.5 * (1 - least / peak),
                    f"SM clock pulled down to {least:.0f} MHz ({least / peak * 100:.0f} % of its {peak:.0f} MHz "
                    "window max) while utilisation stayed high")
+
+
+def early_warnings(triggers: Iterable[Trigger]) -> list[Finding]:
+    """The collector's early warnings (triggers of kind "warning") at or before the trigger, earliest first.
+
+    A warning is the collector's own rule having seen the precursor at the full sampling rate, so it
+    leads the findings, and the first to come names the cause best: what followed grew out of it.
+    """
+    out = []
+    for trigger in triggers:
+        if trigger.kind != "warning" or trigger.t > 0.5:
+            continue
+        text = trigger.detail.removeprefix("early warning ")
+        reason, _, rest = text.partition(" on GPU ")
+        _, _, why = rest.partition(": ")
+        for gpu in trigger.gpus or (-1,):
+            out.append(Finding(gpu, "early warning", max(0.0, -trigger.t), 1.0,
+                               f"early warning {reason}" + (f" ({why})" if why else "")))
+    return sorted(out, key=lambda f: (-f.before_s, f.gpu))
 
 
 def find(series: dict[tuple[int, int], Series], gpus: list[int]) -> list[Finding]:

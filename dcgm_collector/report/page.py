@@ -16,7 +16,7 @@ import numpy as np
 
 from dcgm_collector.catalog.xids import XID_CATALOGUE_URL, xid_entry
 from dcgm_collector.report.charts import Line, band_svg, line_svg
-from dcgm_collector.report.findings import Finding, find, when
+from dcgm_collector.report.findings import Finding, early_warnings, find, when
 from dcgm_collector.report.recording import Recording, Series
 
 __all__ = ["PANELS", "Panel", "XidEvent", "html_page", "text_summary", "xid_events"]
@@ -78,9 +78,10 @@ def _trigger_lines(rec: Recording) -> list[str]:
     if not rec.triggers:
         return ["no sidecar: the trigger is unknown, the time axis starts at the first sample"]
     lines = []
-    for t in rec.triggers:
+    for t in [*rec.earlier, *rec.triggers]:
         gpus = f", GPUs {', '.join(str(g) for g in t.gpus)}" if t.gpus else ""
-        lines.append(f"{t.kind} at {t.time} ({t.t:+.1f} s){gpus}: {t.detail}")
+        before = " (before the recording's own trigger)" if t in rec.earlier else ""
+        lines.append(f"{t.kind} at {t.time} ({t.t:+.1f} s){gpus}: {t.detail}{before}")
     if rec.more_triggers:
         lines.append(f"and {rec.more_triggers} more triggers not listed")
     return lines
@@ -115,7 +116,8 @@ def _missing(rec: Recording) -> list[str]:
 
 
 def _findings(rec: Recording) -> list[Finding]:
-    return find(rec.series, rec.gpu_numbers())
+    """The collector's early warnings before the trigger first, then what the samples show."""
+    return early_warnings([*rec.earlier, *rec.triggers]) + find(rec.series, rec.gpu_numbers())
 
 
 def text_summary(rec: Recording) -> str:

@@ -68,6 +68,7 @@ class Recording:
     until: float
     rows: int
     series: dict[tuple[int, int], Series] = field(default_factory=dict)   # (gpu, field id) -> samples
+    earlier: list[Trigger] = field(default_factory=list)   # triggers in the window before the first (warnings)
 
     def get(self, gpu: int, field_id: int) -> Series | None:
         return self.series.get((gpu, field_id))
@@ -91,15 +92,18 @@ def _check_pyarrow() -> None:
         raise RecordingError(f"reading a recording needs pyarrow ({error}): {PYARROW_INSTALL_HINT}") from None
 
 
-def _triggers(side: dict, sidecar: Path, first_s: float) -> list[Trigger]:
+def _triggers(side: dict, sidecar: Path, first_s: float, key: str = "triggers") -> list[Trigger]:
     out = []
-    listed = side.get("triggers") or ([side["trigger"]] if isinstance(side.get("trigger"), dict) else [])
-    gpus_of_first = tuple((side.get("trigger") or {}).get("gpus") or ())
+    listed = side.get(key) or ([side["trigger"]] if key == "triggers" and isinstance(side.get("trigger"), dict)
+                               else [])
+    if not isinstance(listed, list):
+        raise RecordingError(f"{sidecar}: '{key}' must be a list")
+    gpus_of_first = tuple((side.get("trigger") or {}).get("gpus") or ()) if key == "triggers" else ()
     for i, t in enumerate(listed):
         try:
             at = iso_seconds(t["time"]) - first_s
         except (KeyError, TypeError, ValueError):
-            raise RecordingError(f"{sidecar}: triggers[{i}]: no readable time") from None
+            raise RecordingError(f"{sidecar}: {key}[{i}]: no readable time") from None
         gpus = tuple(t.get("gpus") or (gpus_of_first if i == 0 else ()))
         out.append(Trigger(str(t.get("kind", "?")), at, str(t["time"]), gpus, str(t.get("detail", ""))))
     return out
@@ -130,6 +134,7 @@ def read_recording(path: str) -> Recording:
             for g in side.get("gpus") or []]
     rec = Recording(
         path=path, triggers=_triggers(side, sidecar_path(Path(path)), first_s),
+        earlier=_triggers(side, sidecar_path(Path(path)), first_s, "earlier"),
         more_triggers=int(side.get("more_triggers", 0)), gpus=gpus, host=str(side.get("host", "")),
         since=_relative(side.get("since"), first_s, times.min() - first_s),
         until=_relative(side.get("until"), first_s, times.max() - first_s),

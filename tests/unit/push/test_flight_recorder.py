@@ -124,6 +124,28 @@ def test_triggers_while_a_recording_is_pending_join_it_up_to_the_cap(tmp_path):
     assert pending.gpus is None   # every entity
 
 
+def test_a_new_recording_lists_the_triggers_of_its_window_that_came_before_it(tmp_path):
+    """An early warning 90 s before an XID, each a recording of its own: the XID's names the warning as earlier,
+    and the sidecar lists each trigger's GPUs."""
+    recorder = Recorder(str(tmp_path), before_s=300, after_s=10, host="node")
+    recorder.trigger("warning", "early warning pcie_replays on GPU 1: 40 a minute", [1], time_s=1000.0)
+    [warned] = recorder._pending.values()
+    recorder._pending.clear()   # written: the XID starts a recording of its own
+    recorder.trigger("xid", "XID 79", [1], time_s=1090.0)
+    [failed] = recorder._pending.values()
+    assert warned.earlier == []
+    assert [(t.kind, t.time_s) for t in failed.earlier] == [("warning", 1000.0)]
+    model = _model()
+    side = recorder._sidecar(failed, model, 0)
+    assert side["earlier"] == [{"kind": "warning", "time": "1970-01-01T00:16:40.000000Z",
+                                "detail": "early warning pcie_replays on GPU 1: 40 a minute", "gpus": [1]}]
+    assert side["triggers"][0]["gpus"] == [1]
+    recorder._pending.clear()
+    recorder.trigger("xid", "XID 79", [1], time_s=1380.0)   # 380 s on: the warning is out of its window
+    [late] = recorder._pending.values()
+    assert [t.time_s for t in late.earlier] == [1090.0]
+
+
 def test_a_trigger_before_the_start_names_its_target_when_the_collector_has_several(tmp_path):
     """The samplers of several hostengines may hand triggers before the recorder has the targets: the file names
     its target all the same."""

@@ -95,3 +95,20 @@ def test_findings_are_ranked_by_closeness_and_strength():
     series[(0, 310)] = Series(T, sbe)
     ranked = find(series, [0, 1])
     assert [(f.gpu, f.kind) for f in ranked] == [(1, "thermal slowdown"), (0, "errors"), (0, "power cap")]
+
+
+def test_early_warnings_before_the_trigger_lead_the_findings_earliest_first():
+    from dcgm_collector.report.findings import early_warnings
+    from dcgm_collector.report.recording import Trigger
+
+    triggers = [
+        Trigger("warning", -95.0, "", (1,), "early warning ecc_sbe_accelerating on GPU 1: 120 a second"),
+        Trigger("warning", -60.0, "", (1,), "early warning ecc_sbe_storm on GPU 1: 9000 a second"),
+        Trigger("xid", 0.0, "", (1,), "XID 92"),
+        Trigger("warning", 5.0, "", (1,), "early warning xid_inspect on GPU 1: an XID"),   # after: not a cause
+    ]
+    found = early_warnings(triggers)
+    assert [f.sentence() for f in found] == [
+        "GPU 1: early warning ecc_sbe_accelerating (120 a second), 95 s before the trigger",
+        "GPU 1: early warning ecc_sbe_storm (9000 a second), 60 s before the trigger",
+    ]

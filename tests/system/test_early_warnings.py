@@ -1,0 +1,259 @@
+"""The early warnings end to end: collectors on the rehearsed faults, a real Prometheus and a real Alertmanager.
+
+One collector with --warnings and the flight recorder runs on each fault
+scenario, once on the modelled GPUs (--sim) and once on the engine reading the
+simulated NVML (--nvml); one Prometheus scrapes them all every second and
+evaluates the shipped warnings group as shipped; Alertmanager sends what fires
+to this test's webhook.  For each scenario and source, the precursor's alert
+must fire on the faulty GPU before the failure does (the lead time, from the
+alerts' own start times, is printed), no other GPU may warn, and the report of
+the recording that holds the failure must name the planted cause first.
+
+The healthy shipped scenarios run 10 minutes each, all at once, with the same
+rules: not one warning.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from support import (
+    ALERTMANAGER,
+    COLLECTOR,
+    PROMETHEUS,
+    close_and_print_logs,
+    command,
+    free_port,
+    launch,
+    prometheus_query,
+    start_alertmanager,
+    start_prometheus,
+    stop_process,
+)
+from test_faults import _env
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+RULES = CHECKOUT / "deploy" / "prometheus" / "gpu-alerts.yml"
+SCENARIOS = CHECKOUT / "dcgm_collector" / "engine" / "scenarios"
+
+
+@dataclass(frozen=True)
+class Fault:
+    gpu: str
+    precursors: tuple[str, ...]   # alerts that must fire before the failure (the first is the one timed)
+    failure: str                  # the alert that marks the failure: a warning on its XID, or PromQL (below)
+    causes: tuple[str, ...]       # the reasons the report's first finding may name
+    also: tuple[str, ...] = ()    # other warnings the fault may raise on the same GPU
+
+
+FAULTS = {
+    "ecc-storm": Fault("1", ("GpuEccErrorsAccelerating", "GpuEccErrorStorm"), "GpuXidNeedsInspection",
+                       ("ecc_sbe_accelerating", "ecc_sbe_storm"), ("GpuXidNeedsReset",)),
+    "row-remap-failure": Fault("1", ("GpuRowRemapPending",), "GpuXidNeedsReset", ("row_remap_pending",),
+                               ("GpuRowRemapFailed",)),
+    "pcie-replays": Fault("1", ("GpuPcieReplaysHigh",), "GpuXidNeedsReset", ("pcie_replays",)),
+    "nvlink-errors": Fault("1", ("GpuNvlinkErrorRateHigh",), "GpuXidNeedsReset", ("nvlink_errors",)),
+    "power-excursions": Fault("1", ("GpuPowerOverLimit",), "GpuXidNeedsReset", ("power_over_limit",),
+                              ("GpuHardwareSlowdownRepeated",)),
+    "thermal-runaway": Fault("1", ("GpuThermalMarginLow",), "slowdown", ("thermal_margin",),
+                             ("GpuHardwareSlowdownRepeated",)),
+}
+SOURCES = ("sim", "nvml")
+FAULT_DEADLINE_S = 330     # the latest failure is at 150 s; its recording is written 10 s after it
+HEALTHY_RUN_S = 600        # every healthy scenario runs this long without a warning
+# the shipped scenarios that are faults (the rest must stay quiet)
+NOT_HEALTHY = {*FAULTS, "xid-burst", "gpu-lost"}
+
+
+def _warning_alerts() -> list[str]:
+    groups = {g["name"]: g["rules"] for g in yaml.safe_load(RULES.read_text())["groups"]}
+    return [r["alert"] for r in groups["dcgm-collector-warnings"] if "alert" in r]
+
+
+def _configs(tmp_path: Path, hook: str, am_port: int, targets: dict[str, int]) -> None:
+    (tmp_path / "alertmanager.yml").write_text(
+        "route:\n  receiver: hook\n  group_by: [alertname, scenario, source, gpu]\n"
+        "  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n"
+        f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: '{hook}'\n")
+    statics = ""
+    for name, port in targets.items():
+        scenario, source = name.rsplit("/", 1)
+        statics += (f"      - targets: ['127.0.0.1:{port}']\n"
+                    f"        labels: {{scenario: '{scenario}', source: '{source}'}}\n")
+    (tmp_path / "rules.yml").write_text(RULES.read_text())   # as shipped
+    (tmp_path / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n"
+        "rule_files: [rules.yml]\n"
+        f"alerting:\n  alertmanagers:\n    - static_configs: [{{targets: ['127.0.0.1:{am_port}']}}]\n"
+        "scrape_configs:\n  - job_name: dcgm-collector\n    static_configs:\n" + statics)
+
+
+def _collector(tmp_path: Path, name: str, scenario: Path, source: str, port: int, log) -> subprocess.Popen:
+    recordings = tmp_path / "recordings" / name.replace("/", "-")
+    recordings.mkdir(parents=True)
+    flags = ["--warnings", "-a", f"127.0.0.1:{port}", "--recorder-dir", str(recordings), "--recorder-after", "10"]
+    if source == "sim":
+        return launch(COLLECTOR, "--sim", str(scenario), *flags, cwd=tmp_path, env=_env(), stdout=log,
+                      stderr=subprocess.STDOUT)
+    libdir = subprocess.run(command("dcgm_collector.engine", "nvml-libdir"), capture_output=True, text=True,
+                            check=True, cwd=tmp_path).stdout.strip()
+    env = _env(DCGM_SIM_SCENARIO=str(scenario), DCGM_ENGINE_NVML_LIB=f"{libdir}/libnvidia-ml.so.1")
+    return launch(COLLECTOR, "--nvml", *flags, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _start_all(tmp_path: Path, hook: str, runs: dict[str, tuple[Path, str]], processes: list, logs: dict) -> str:
+    ports = {name: free_port() for name in runs}
+    am_port, prom_port = free_port(), free_port()
+    _configs(tmp_path, hook, am_port, ports)
+    for name in ("alertmanager", "prometheus", *runs):
+        logs[name] = open(tmp_path / f"{name.replace('/', '-')}.log", "wb")  # noqa: SIM115
+    processes.append(start_alertmanager(tmp_path / "alertmanager.yml", tmp_path, am_port, logs["alertmanager"]))
+    for name, (scenario, source) in runs.items():
+        processes.append(_collector(tmp_path, name, scenario, source, ports[name], logs[name]))
+    processes.append(start_prometheus(tmp_path / "prometheus.yml", tmp_path, prom_port, logs["prometheus"],
+                                      "--rules.alert.resend-delay=1s"))
+    return f"http://127.0.0.1:{prom_port}"
+
+
+def _starts(alert: dict) -> float:
+    from datetime import datetime
+    return datetime.fromisoformat(alert["startsAt"].replace("Z", "+00:00")[:26] + "+00:00").timestamp()
+
+
+def _slowdown_at(prometheus: str, scenario: str, source: str, gpu: str) -> float | None:
+    """When the GPU's temperature first reached its slowdown temperature, by Prometheus' samples."""
+    found = prometheus_query(prometheus, f'min_over_time(timestamp(DCGM_FI_DEV_GPU_TEMP{{scenario="{scenario}",'
+                                         f'source="{source}",gpu="{gpu}"}} >= 89)[15m:1s])')
+    return float(found[0]["value"][1]) if found else None
+
+
+def _failure_recording(folder: Path, failure: str) -> Path | None:
+    """The recording whose sidecar lists the failure (an XID or a lost GPU), or the newest one for a slowdown."""
+    chosen = None
+    for sidecar in sorted(folder.glob("*.parquet.json")):
+        side = json.loads(sidecar.read_text())
+        kinds = {t["kind"] for t in side.get("triggers", [])}
+        if failure == "slowdown" or kinds & {"xid", "lost"}:
+            chosen = sidecar.with_suffix("")
+            if failure != "slowdown":
+                return chosen
+    return chosen
+
+
+def _first_finding(recording: Path) -> str:
+    result = subprocess.run(command(COLLECTOR, "report", str(recording), "--text"), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    first = lines.index("Findings (most telling first):") + 1
+    return lines[first]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(FAULT_DEADLINE_S + 120)
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+@pytest.mark.skipif(ALERTMANAGER is None,
+                    reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
+def test_each_warning_fires_before_its_failure_and_the_report_names_the_cause(tmp_path, webhook):
+    hook, notices = webhook
+    runs = {f"{name}/{source}": (SCENARIOS / f"{name}.toml", source) for name in FAULTS for source in SOURCES}
+    processes: list[subprocess.Popen] = []
+    logs: dict = {}
+    try:
+        prometheus = _start_all(tmp_path, hook, runs, processes, logs)
+        fired: dict[tuple[str, str, str], dict] = {}   # (run, alert) -> the first firing notice's alert
+        deadline = time.monotonic() + FAULT_DEADLINE_S
+        waiting = {(run, alert) for run in runs for alert in
+                   (*FAULTS[run.split("/")[0]].precursors,
+                    *((FAULTS[run.split("/")[0]].failure,) if FAULTS[run.split("/")[0]].failure != "slowdown"
+                      else ()))}
+        while waiting:
+            assert time.monotonic() < deadline, f"never fired: {sorted(waiting)}"
+            for process in processes:
+                assert process.poll() is None, f"{process.args} exited with {process.returncode}"
+            try:
+                notice = notices.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            for alert in notice["alerts"]:
+                labels = alert["labels"]
+                run = f"{labels.get('scenario')}/{labels.get('source')}"
+                name = labels["alertname"]
+                if name not in _warning_alerts() or alert["status"] != "firing":
+                    continue
+                fault = FAULTS[labels["scenario"]]
+                assert labels.get("gpu") == fault.gpu, f"{run}: {name} on GPU {labels.get('gpu')}: {alert}"
+                assert name in (*fault.precursors, fault.failure, *fault.also), f"{run}: unexpected {name}"
+                fired.setdefault((run, name), alert)
+                waiting.discard((run, name))
+        time.sleep(15)   # the failure's recording is written 10 s after it
+        report = []
+        for run in runs:
+            scenario, source = run.split("/")
+            fault = FAULTS[scenario]
+            warned = _starts(fired[(run, fault.precursors[0])])
+            if fault.failure == "slowdown":
+                failed = _slowdown_at(prometheus, scenario, source, fault.gpu)
+                assert failed is not None, f"{run}: never reached slowdown"
+            else:
+                failed = _starts(fired[(run, fault.failure)])
+            lead = failed - warned
+            report.append(f"{run}: {fault.precursors[0]} {lead:.0f} s before {fault.failure}")
+            assert lead > 0, report[-1]
+            recording = _failure_recording(tmp_path / "recordings" / run.replace("/", "-"), fault.failure)
+            assert recording is not None, f"{run}: no recording of the failure"
+            first = _first_finding(recording)
+            assert any(f"early warning {cause}" in first for cause in fault.causes), f"{run}: {first}"
+        print("\nlead times:\n  " + "\n  ".join(report), flush=True)
+    finally:
+        for process in reversed(processes):
+            stop_process(process)
+        if logs:
+            close_and_print_logs(tmp_path, logs)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(HEALTHY_RUN_S + 180)
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
+@pytest.mark.skipif(ALERTMANAGER is None,
+                    reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
+def test_no_healthy_scenario_warns_in_ten_minutes(tmp_path, webhook):
+    hook, notices = webhook
+    healthy = sorted(p for p in SCENARIOS.glob("*.toml") if p.stem not in NOT_HEALTHY)
+    assert {"default", "h200-recorded-replay", "spikes", "mig"} <= {p.stem for p in healthy}
+    runs = {f"{p.stem}/sim": (p, "sim") for p in healthy}
+    processes: list[subprocess.Popen] = []
+    logs: dict = {}
+    warnings = set(_warning_alerts())
+    try:
+        prometheus = _start_all(tmp_path, hook, runs, processes, logs)
+        end = time.monotonic() + HEALTHY_RUN_S
+        while time.monotonic() < end:
+            for process in processes:
+                assert process.poll() is None, f"{process.args} exited with {process.returncode}"
+            try:
+                notice = notices.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            raised = [a for a in notice["alerts"] if a["labels"]["alertname"] in warnings]
+            assert not raised, raised
+        # every scenario served its warnings all along, and not one was ever 1
+        for run in runs:
+            scenario = run.split("/")[0]
+            served = prometheus_query(prometheus, f'count(count_over_time(DCGM_EXP_GPU_WARNING{{scenario='
+                                                  f'"{scenario}"}}[{HEALTHY_RUN_S}s]) > {HEALTHY_RUN_S // 2})')
+            assert served and float(served[0]["value"][1]) >= 11, f"{scenario}: warnings not served all along"
+        ever = prometheus_query(prometheus, f"max_over_time(DCGM_EXP_GPU_WARNING[{HEALTHY_RUN_S + 60}s]) > 0")
+        assert ever == [], ever
+    finally:
+        for process in reversed(processes):
+            stop_process(process)
+        if logs:
+            close_and_print_logs(tmp_path, logs)
