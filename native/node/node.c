@@ -358,8 +358,9 @@ static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t 
         return in;
     double noise = 0.01 * node_white(node->seed, index, CH_POWER, t_us, 50000);
     in.power_w = node_power_limit_at(gpu, t_us) * x->over * (1.0 + noise);
-    in.reasons = (in.reasons & ~SIM_CLOCKS_EVENT_GPU_IDLE) | SIM_CLOCKS_EVENT_HW_SLOWDOWN |
-                 SIM_CLOCKS_EVENT_HW_POWER_BRAKE;
+    /* the software cap is not what holds the clocks now, and a drawing board is not idle */
+    in.reasons = (in.reasons & ~(SIM_CLOCKS_EVENT_GPU_IDLE | SIM_CLOCKS_EVENT_SW_POWER_CAP)) |
+                 SIM_CLOCKS_EVENT_HW_SLOWDOWN | SIM_CLOCKS_EVENT_HW_POWER_BRAKE;
     in.clock_factor *= 0.5;
     return in;
 }
