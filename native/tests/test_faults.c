@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK_SCRATCH_FILES
 #include "check.h"
@@ -199,6 +200,34 @@ static void test_parse_errors(void)
     expect_error("bad-kind.toml", ONE_GPU "kind = \"storm\"\n", 6, "known: xid, lost, workload, errors, power_excursion");
 }
 
+/* The shipped thermal case reaches slowdown when its header and the scenarios' README say. */
+static void test_thermal_runaway_timeline(void)
+{
+    static const char *roots[] = {"../dcgm_collector/engine/scenarios", "dcgm_collector/engine/scenarios",
+                                  "../../dcgm_collector/engine/scenarios"};
+    char path[600] = "";
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0] && path[0] == '\0'; i++) {
+        snprintf(path, sizeof path, "%s/thermal-runaway.toml", roots[i]);
+        if (access(path, R_OK) != 0)
+            path[0] = '\0';
+    }
+    if (path[0] == '\0') {
+        printf("thermal-runaway: the shipped scenario is not found from here, skipped\n");
+        return;
+    }
+    printf("thermal-runaway: SW thermal about 54 s in, HW slowdown at 64 s (%s)\n", path);
+    sim_node *node = load_or_die(path);
+    const int64_t hw = (int64_t)(SIM_CLOCKS_EVENT_HW_SLOWDOWN | SIM_CLOCKS_EVENT_HW_THERMAL);
+    CHECK((sample_i(node, 1, 112, 53.0) & (int64_t)SIM_CLOCKS_EVENT_SW_THERMAL) == 0 &&
+              (sample_i(node, 1, 112, 55.0) & (int64_t)SIM_CLOCKS_EVENT_SW_THERMAL) != 0,
+          "SW thermal between 53 and 55 s");
+    CHECK((sample_i(node, 1, 112, 63.9) & hw) == 0 && (sample_i(node, 1, 112, 64.0) & hw) == hw,
+          "HW slowdown from 64.0 s");
+    CHECK(sample_i(node, 1, 150, 120.0) == sample_i(node, 1, 159, 0.0), "at its shutdown temperature by 120 s");
+    CHECK((sample_i(node, 0, 112, 120.0) & hw) == 0, "GPU 0 stays cool");
+    sim_node_free(node);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -210,6 +239,7 @@ int main(int argc, char **argv)
     test_remap_xids();
     test_power_excursions();
     test_parse_errors();
+    test_thermal_runaway_timeline();
 
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
