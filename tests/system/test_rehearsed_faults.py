@@ -76,7 +76,7 @@ def read_both(name: str, at_s: list[float], fields: list[tuple[int, int]]) -> di
 
 
 SBE_VOL, SBE_AGG, DBE_VOL = 310, 312, 311
-PCIE_REPLAYS = 202
+PCIE_REPLAYS, PCIE_LINK_GEN, PCIE_LINK_WIDTH = 202, 237, 238
 REMAP_UNC, REMAP_COR, REMAP_FAILED, REMAP_PENDING = 393, 394, 395, 396
 NVLINK_FLIT_CRC = 409
 REASONS, POWER, POWER_INSTANT, POWER_LIMIT = 112, 155, 157, 160
@@ -118,7 +118,10 @@ def test_row_remaps_grow_then_xid_63_sets_pending_and_xid_64_failure():
 
 
 def test_pcie_replays_pass_31_a_minute_after_the_ramp():
-    got = read_both("pcie-replays.toml", [70.0, 130.0], [(1, PCIE_REPLAYS), (0, PCIE_REPLAYS)])
+    fields = [(1, PCIE_REPLAYS), (0, PCIE_REPLAYS), (1, PCIE_LINK_GEN), (1, PCIE_LINK_WIDTH)]
+    got = read_both("pcie-replays.toml", [70.0, 130.0], fields)
+    # the link DCGM's limit is for, read on both sources
+    assert (got[130.0][(1, PCIE_LINK_GEN)], got[130.0][(1, PCIE_LINK_WIDTH)]) == (5, 16)
     last_minute = got[130.0][(1, PCIE_REPLAYS)] - got[70.0][(1, PCIE_REPLAYS)]
     assert last_minute > 150, last_minute      # hundreds a minute: DCGM's Gen5 x16 limit is 31
     assert got[130.0][(0, PCIE_REPLAYS)] - got[70.0][(0, PCIE_REPLAYS)] <= 31
@@ -143,56 +146,96 @@ def test_power_excursions_break_the_cap_with_hardware_slowdown():
     assert during[(0, POWER_INSTANT)] <= 1.02 * limit and int(during[(0, REASONS)]) & HW_POWER_BRAKE == 0
 
 
-# the ECC storm at its full rate from the start, so the health check sees it within seconds
-STORM_NOW = textwrap.dedent("""\
-    seed = 5
-    [[gpu]]
-    model = "H100"
-    count = 2
-    [[event]]
-    at = 0
-    gpu = 1
-    kind = "errors"
-    sbe_rate = 17700
-    [[event]]
-    at = 0.5
-    gpu = 1
-    kind = "xid"
-    xid = 92
-    [[event]]
-    at = 3.0
-    gpu = 1
-    kind = "xid"
-    xid = 48
-""")
+# Health needs the engine to run: these scenarios bring each fault to the first seconds, so the check sees it
+# soon; GPU 0 is the healthy neighbour in each.
+TWO_H100 = 'seed = 5\n[[gpu]]\nmodel = "H100"\ncount = 2\n'
+HEALTH_CASES = {
+    # the ECC storm at its full rate from the start, XID 92 at 0.5 s: PASS; then a DBE (XID 48) fails it
+    "sbe-storm": (TWO_H100 + textwrap.dedent("""\
+        [[event]]
+        at = 0
+        gpu = 1
+        kind = "errors"
+        sbe_rate = 17700
+        [[event]]
+        at = 0.5
+        gpu = 1
+        kind = "xid"
+        xid = 92
+        [[event]]
+        at = 3.0
+        gpu = 1
+        kind = "xid"
+        xid = 48
+    """), [(2.2, "PASS", None), (4.5, "FAIL", "GPU 1 reported XID 48: double-bit ECC error")]),
+    # 50 PCIe replays a second: past the 31 a minute a Gen5 x16 link allows within a second
+    "pcie-replays": (TWO_H100 + textwrap.dedent("""\
+        [[event]]
+        at = 0
+        gpu = 1
+        kind = "errors"
+        pcie_replay_rate = 50
+    """), [(3.0, "WARN", "PCIe replays in the last minute, over the 31 its link allows")]),
+    # XID 63 leaves a remapping pending (WARN), XID 64 fails one (FAIL)
+    "row-remap": (TWO_H100 + textwrap.dedent("""\
+        [[event]]
+        at = 0.5
+        gpu = 1
+        kind = "xid"
+        xid = 63
+        [[event]]
+        at = 2.5
+        gpu = 1
+        kind = "xid"
+        xid = 64
+    """), [(1.5, "WARN", "GPU 1 reported XID 63: page retirement or row remapping pending"),
+           (3.5, "FAIL", "GPU 1 reported XID 64: page retirement or row remapping failed")]),
+}
 
+# health checks of every GPU at the node times given (seconds after the engine started); with each, the
+# volatile SBE count of GPU 1 then.  The watches sample every 100 ms (dcgmHealthSet_v2), not every 30 s as
+# dcgmHealthSet's do, so the replays of the last minute are counted within seconds.  The NVML source serves the
+# PCIe replay counter once its reader thread has read it (blank before, as DCGM's cache is before its first
+# update), and the PCIe check gives up on a window whose first sample is blank: the watches are set once the
+# counter reads.
 _HEALTH = textwrap.dedent("""
-    import json, time
+    import json, sys, time
     from dcgm_collector import dcgm, engine
     from dcgm_collector.ext._native import ffi, lib
+    out = []
     with dcgm.Handle.embedded(library=engine.library_path()) as handle:
         started = time.monotonic()
         gpus = handle.all_gpus()
-        handle.health_set(gpus)
-        time.sleep(max(0.0, 2.2 - (time.monotonic() - started)))
-        storm = handle.health_check(gpus)
         record = ffi.new("dcgmFieldValue_v1 *")
-        assert lib.dcgmSimGetValueAt(1, 310, 2_000_000, record) == 0
-        sbe = record.value.i64
-        time.sleep(max(0.0, 4.5 - (time.monotonic() - started)))
-        after = handle.health_check(gpus)
-    print(json.dumps({"storm": storm.overall, "storm_incidents": [i.message for i in storm.incidents],
-                      "sbe": sbe, "after": after.overall, "after_incidents": [i.message for i in after.incidents]}))
+        while lib.dcgmSimGetValueAt(1, 202, 0, record) != 0 or record.value.i64 >= 2**47:
+            assert time.monotonic() - started < 5, "no PCIe replay count"
+            time.sleep(0.05)
+        params = ffi.new("dcgmHealthSetParams_v2 *", {
+            "version": lib.dcgmHealthSetParams_version2, "groupId": handle._group_id(gpus),
+            "systems": lib.DCGM_HEALTH_WATCH_ALL, "updateInterval": 100_000, "maxKeepAge": 600.0})
+        assert lib.dcgmHealthSet_v2(handle._h(), params) == 0
+        for at_s in json.loads(sys.argv[1]):
+            time.sleep(max(0.0, at_s - (time.monotonic() - started)))
+            report = handle.health_check(gpus)
+            assert lib.dcgmSimGetValueAt(1, 310, round((at_s - 0.2) * 1e6), record) == 0
+            out.append([report.overall, [i.message for i in report.incidents], record.value.i64])
+    print(json.dumps(out))
 """)
 
 
 @pytest.mark.parametrize("source", ["models", "nvml"])
-def test_health_stays_pass_through_an_sbe_storm_and_fails_at_the_dbe(tmp_path, source):
-    scenario = tmp_path / "storm.toml"
-    scenario.write_text(STORM_NOW)
+@pytest.mark.parametrize("case", sorted(HEALTH_CASES))
+def test_health_sees_the_faults_dcgm_checks_and_passes_an_sbe_storm(tmp_path, case, source):
+    text, checks = HEALTH_CASES[case]
+    scenario = tmp_path / f"{case}.toml"
+    scenario.write_text(text)
     env = _nvml_env(scenario) if source == "nvml" else _env(DCGM_SIM_SCENARIO=str(scenario))
-    got = _child(_HEALTH, [], env)
-    assert got["sbe"] >= 17_700 * 2, got      # two seconds of the storm, and XID 92, and still PASS
-    assert (got["storm"], got["storm_incidents"]) == ("PASS", []), got
-    assert got["after"] == "FAIL", got
-    assert any("48" in message or "double-bit" in message for message in got["after_incidents"]), got
+    got = _child(_HEALTH, [json.dumps([at_s for at_s, _, _ in checks])], env)
+    for (at_s, overall, message), (found, incidents, sbe) in zip(checks, got, strict=True):
+        assert found == overall, (case, at_s, found, incidents)
+        if message is None:
+            assert incidents == [], (case, at_s, incidents)
+        else:
+            assert any(message in incident for incident in incidents), (case, at_s, incidents)
+        if case == "sbe-storm":
+            assert sbe >= 17_700 * 2, sbe      # two seconds of the storm by the first check, and still PASS
