@@ -1032,7 +1032,8 @@ static bool node_sample_nvlink_fields(const node_now *n, unsigned short id, sim_
     int family = node_nvlink_family(id);
     int lane = sim_model_nvlink_lane(id);
     if (family >= 0 && lane >= 0) {
-        sim_put_int(out, (int64_t)(s->nvlink_errors[family][lane] + (family == 0 ? node_nvlink_storm_lane(n, lane) : 0)));
+        uint64_t storm = family == 0 ? node_nvlink_storm_lane(n, lane) : 0;
+        sim_put_int(out, (int64_t)(s->nvlink_errors[family][lane] + storm));
         return true;
     }
     if (lane >= 0) {

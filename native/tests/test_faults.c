@@ -66,7 +66,8 @@ static void test_error_counts(void)
         "pcie_replay_rate = 0.5\npcie_replay_rate_end = 5\n"
         "nvlink_crc_rate = 150\nremap_rate = 8\n"));
     /* nothing before the event, on either GPU */
-    CHECK(added(storm, plain, 1, 310, 10.0) == 0, "no SBE before 10 s: %lld", (long long)added(storm, plain, 1, 310, 10.0));
+    CHECK(added(storm, plain, 1, 310, 10.0) == 0, "no SBE before 10 s: %lld",
+          (long long)added(storm, plain, 1, 310, 10.0));
     /* SBE: 100/s rising to 17,700/s over 60 s, then held: 6,000 + 17,600 x 30 over the ramp */
     CHECK(added(storm, plain, 1, 310, 70.0) == 100 * 60 + 17600 * 30, "SBE after the ramp: %lld",
           (long long)added(storm, plain, 1, 310, 70.0));
@@ -88,7 +89,8 @@ static void test_error_counts(void)
           (long long)added(storm, plain, 1, 202, 70.0));
     CHECK(added(storm, plain, 1, 202, 82.0) == 165 + 60, "then 5 a second");
     /* NvLink: 150 flit CRC errors a second over the 18 links */
-    CHECK(added(storm, plain, 1, 409, 20.0) == 1500, "flit CRC total: %lld", (long long)added(storm, plain, 1, 409, 20.0));
+    CHECK(added(storm, plain, 1, 409, 20.0) == 1500, "flit CRC total: %lld",
+          (long long)added(storm, plain, 1, 409, 20.0));
     CHECK(added(storm, plain, 1, 497, 20.0) == 1500, "CRC total (flit + data) too");
     int64_t lane0 = added(storm, plain, 1, 400, 20.0);
     CHECK(lane0 == 83 || lane0 == 84, "lane 0 carries its share of 1500/18: %lld", (long long)lane0);
@@ -114,8 +116,10 @@ static void test_error_events_replace(void)
     sim_node *node = load_or_die(write_file("replace.toml", TWO_H100
         "[[event]]\nat = 5\ngpu = 0\nkind = \"errors\"\nsbe_rate = 1000\n"
         "[[event]]\nat = 15\ngpu = 0\nkind = \"errors\"\npcie_replay_rate = 1\n"));
-    CHECK(added(node, plain, 0, 310, 30.0) == 10000, "SBE stopped at 15 s: %lld", (long long)added(node, plain, 0, 310, 30.0));
-    CHECK(added(node, plain, 0, 202, 30.0) == 15, "PCIe replays from 15 s: %lld", (long long)added(node, plain, 0, 202, 30.0));
+    CHECK(added(node, plain, 0, 310, 30.0) == 10000, "SBE stopped at 15 s: %lld",
+          (long long)added(node, plain, 0, 310, 30.0));
+    CHECK(added(node, plain, 0, 202, 30.0) == 15, "PCIe replays from 15 s: %lld",
+          (long long)added(node, plain, 0, 202, 30.0));
     sim_node_free(node);
     sim_node_free(plain);
 }
@@ -191,13 +195,15 @@ static void test_parse_errors(void)
     expect_error("rate-on-xid.toml", ONE_GPU "kind = \"xid\"\nxid = 13\nsbe_rate = 5\n", 3,
                  "'sbe_rate' only applies to kind = \"errors\"");
     expect_error("no-over.toml", ONE_GPU "kind = \"power_excursion\"\nlength = 3\n", 3, "needs 'over' above 1");
-    expect_error("over-1.toml", ONE_GPU "kind = \"power_excursion\"\nover = 1\nlength = 3\n", 3, "needs 'over' above 1");
+    expect_error("over-1.toml", ONE_GPU "kind = \"power_excursion\"\nover = 1\nlength = 3\n", 3,
+                 "needs 'over' above 1");
     expect_error("no-length.toml", ONE_GPU "kind = \"power_excursion\"\nover = 1.2\n", 3, "needs 'length'");
     expect_error("overlap.toml", ONE_GPU "kind = \"power_excursion\"\nover = 1.2\nlength = 3\ncount = 2\n", 3,
                  "needs 'interval' longer than its length (3 s)");
     expect_error("over-on-lost.toml", ONE_GPU "kind = \"lost\"\nover = 1.2\n", 3,
                  "'over' only applies to kind = \"power_excursion\"");
-    expect_error("bad-kind.toml", ONE_GPU "kind = \"storm\"\n", 6, "known: xid, lost, workload, errors, power_excursion");
+    expect_error("bad-kind.toml", ONE_GPU "kind = \"storm\"\n", 6,
+                 "known: xid, lost, workload, errors, power_excursion");
 }
 
 /* The shipped thermal case reaches slowdown when its header and the scenarios' README say. */
