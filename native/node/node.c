@@ -279,7 +279,7 @@ static node_inst node_replay_inst(const sim_gpu *gpu, const sim_segment *seg, in
     return in;
 }
 
-static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t t_us, double temp_c)
+static node_inst node_inst_workload(const sim_node *node, unsigned int index, int64_t t_us, double temp_c)
 {
     const sim_gpu *gpu = &node->gpus[index];
     const sim_model *m = gpu->model;
@@ -339,6 +339,29 @@ static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t 
         power = m->idle_w + (power - m->idle_w) * thermal * thermal;
     }
     in.power_w = fmax(power, m->idle_w * 0.9);
+    return in;
+}
+
+/*
+ * What the GPU does at t: its workload's draw, unless a power excursion runs.
+ * Then the cap does not hold: the board draws `over` times its limit (the
+ * instant, and after a second the 1 s average, read above the limit) and the
+ * hardware pulls the clocks down, HW_SLOWDOWN and HW_POWER_BRAKE set for the
+ * whole excursion: one hardware slowdown per excursion.
+ */
+static node_inst node_inst_at(const sim_node *node, unsigned int index, int64_t t_us, double temp_c)
+{
+    const sim_gpu *gpu = &node->gpus[index];
+    node_inst in = node_inst_workload(node, index, t_us, temp_c);
+    const sim_excursion *x = sim_fault_excursion_at(gpu, t_us);
+    if (x == NULL)
+        return in;
+    double noise = 0.01 * node_white(node->seed, index, CH_POWER, t_us, 50000);
+    in.power_w = node_power_limit_at(gpu, t_us) * x->over * (1.0 + noise);
+    /* the software cap is not what holds the clocks now, and a drawing board is not idle */
+    in.reasons = (in.reasons & ~(SIM_CLOCKS_EVENT_GPU_IDLE | SIM_CLOCKS_EVENT_SW_POWER_CAP)) |
+                 SIM_CLOCKS_EVENT_HW_SLOWDOWN | SIM_CLOCKS_EVENT_HW_POWER_BRAKE;
+    in.clock_factor *= 0.5;
     return in;
 }
 
@@ -636,6 +659,8 @@ void sim_node_free(sim_node *node)
         free(node->gpus[i].cache.checkpoints);
         free(node->gpus[i].limit_changes);
         free(node->gpus[i].processes);
+        free(node->gpus[i].error_rates);
+        free(node->gpus[i].excursions);
     }
     for (size_t i = 0; i < node->trace_count; i++)
         sim_trace_free(node->traces[i]);
@@ -962,11 +987,23 @@ static double node_nvlink_lane_rate(const node_now *n, int lane, bool tx)
     return n->model->nvlink_bytes_per_s * share * u * (1.0 + 0.15 * noise);
 }
 
-static uint64_t node_nvlink_error_total(const sim_state *s, int family)
+/* Flit CRC errors an `errors` event added on one lane: the storm's count spread evenly over the links. */
+static uint64_t node_nvlink_storm_lane(const node_now *n, int lane)
+{
+    int links = n->model->nvlinks;
+    if (links <= 0 || lane >= links)
+        return 0;
+    uint64_t total = sim_fault_count(n->gpu, SIM_ERR_NVLINK_CRC, n->t_us);
+    return total * (uint64_t)(lane + 1) / (uint64_t)links - total * (uint64_t)lane / (uint64_t)links;
+}
+
+static uint64_t node_nvlink_error_total(const node_now *n, int family)
 {
     uint64_t sum = 0;
     for (int lane = 0; lane < SIM_MAX_NVLINKS; lane++)
-        sum += s->nvlink_errors[family][lane];
+        sum += n->state->nvlink_errors[family][lane];
+    if (family == 0 && n->model->nvlinks > 0)
+        sum += sim_fault_count(n->gpu, SIM_ERR_NVLINK_CRC, n->t_us);
     return sum;
 }
 
@@ -995,7 +1032,8 @@ static bool node_sample_nvlink_fields(const node_now *n, unsigned short id, sim_
     int family = node_nvlink_family(id);
     int lane = sim_model_nvlink_lane(id);
     if (family >= 0 && lane >= 0) {
-        sim_put_int(out, s->nvlink_errors[family][lane]);
+        uint64_t storm = family == 0 ? node_nvlink_storm_lane(n, lane) : 0;
+        sim_put_int(out, (int64_t)(s->nvlink_errors[family][lane] + storm));
         return true;
     }
     if (lane >= 0) {
@@ -1005,12 +1043,12 @@ static bool node_sample_nvlink_fields(const node_now *n, unsigned short id, sim_
     }
     double total_mb = 0;
     switch (id) {
-    case 409: sim_put_int(out, (int64_t)node_nvlink_error_total(s, 0)); return true;
-    case 419: sim_put_int(out, (int64_t)node_nvlink_error_total(s, 1)); return true;
-    case 429: case 499: sim_put_int(out, (int64_t)node_nvlink_error_total(s, 2)); return true;
-    case 439: case 498: sim_put_int(out, (int64_t)node_nvlink_error_total(s, 3)); return true;
+    case 409: sim_put_int(out, (int64_t)node_nvlink_error_total(n, 0)); return true;
+    case 419: sim_put_int(out, (int64_t)node_nvlink_error_total(n, 1)); return true;
+    case 429: case 499: sim_put_int(out, (int64_t)node_nvlink_error_total(n, 2)); return true;
+    case 439: case 498: sim_put_int(out, (int64_t)node_nvlink_error_total(n, 3)); return true;
     case 497:
-        sim_put_int(out, (int64_t)(node_nvlink_error_total(s, 0) + node_nvlink_error_total(s, 1)));
+        sim_put_int(out, (int64_t)(node_nvlink_error_total(n, 0) + node_nvlink_error_total(n, 1)));
         return true;
     case 449:
         for (int l = 0; l < n->model->nvlinks; l++)
@@ -1074,7 +1112,16 @@ static bool node_sample_memory(const node_now *n, unsigned short id, sim_value *
     int64_t usable = m->fb_total_mib - m->fb_reserved_mib;
     int64_t used = node_fb_used_mib(n);
     int64_t dbe = node_xid_count(n->gpu, 48, n->t_us);
-    uint64_t sbe_agg = (uint64_t)n->gpu->ecc_sbe_base + n->state->ecc_sbe;
+    /* XID 63 (a row remapping recorded) adds an uncorrectable remapped row, as a DBE's remap does;
+     * XID 64 (a remapping failed) sets the failure flag */
+    int64_t unc_rows = dbe + node_xid_count(n->gpu, 63, n->t_us);
+    int64_t remap_failed = node_xid_count(n->gpu, 64, n->t_us) > 0;
+    uint64_t sbe_noise = (uint64_t)n->gpu->ecc_sbe_base + n->state->ecc_sbe;
+    /* an SBE storm counts in the ECC counters but remaps no row by itself (billions of SBEs, 8 rows,
+     * on a real H100): only remap_rate adds correctable remapped rows */
+    uint64_t sbe_storm = sim_fault_count(n->gpu, SIM_ERR_SBE, n->t_us);
+    uint64_t sbe_agg = sbe_noise + sbe_storm;
+    int64_t cor_rows = (int64_t)(sbe_noise / 25 + sim_fault_count(n->gpu, SIM_ERR_REMAP, n->t_us));
     int64_t bar1_used = node_active(n) ? 37 : 2;
     switch (id) {
     case 251: sim_put_int(out, usable - used); return true;
@@ -1082,20 +1129,20 @@ static bool node_sample_memory(const node_now *n, unsigned short id, sim_value *
     case 254: sim_put_double(out, (double)used / (double)usable); return true;
     case 92: sim_put_int(out, bar1_used); return true;
     case 93: sim_put_int(out, m->bar1_total_mib - bar1_used); return true;
-    case 310: case 318: sim_put_int(out, n->state->ecc_sbe); return true;
+    case 310: case 318: sim_put_int(out, (int64_t)(n->state->ecc_sbe + sbe_storm)); return true;
     case 311: case 319: sim_put_int(out, dbe); return true;
     case 312: case 328: sim_put_int(out, (int64_t)sbe_agg); return true;
     case 313: case 329: sim_put_int(out, dbe); return true;
     case 314: case 315: case 316: case 317: case 320: case 321: case 322: case 323:
     case 324: case 325: case 326: case 327: case 330: case 331: case 332: case 333:
         sim_put_int(out, 0); return true;
-    case 385: sim_put_int(out, 640 - dbe); return true;
-    case 386: sim_put_int(out, dbe); return true;
-    case 387: case 388: case 389: case 395: sim_put_int(out, 0); return true;
-    case 390: sim_put_int(out, (int64_t)(sbe_agg / 25)); return true;
-    case 391: case 393: sim_put_int(out, dbe); return true;
-    case 392: case 396: sim_put_int(out, dbe > 0); return true;
-    case 394: sim_put_int(out, (int64_t)(sbe_agg / 25)); return true;
+    case 385: sim_put_int(out, 640 - unc_rows); return true;
+    case 386: sim_put_int(out, unc_rows); return true;
+    case 387: case 388: case 389: sim_put_int(out, 0); return true;
+    case 395: sim_put_int(out, remap_failed); return true;
+    case 390: case 394: sim_put_int(out, cor_rows); return true;
+    case 391: case 393: sim_put_int(out, unc_rows); return true;
+    case 392: case 396: sim_put_int(out, unc_rows > 0); return true;
     default: return false;
     }
 }
@@ -1122,7 +1169,8 @@ static bool node_sample_dynamic(const node_now *n, unsigned short id, sim_value 
     case 190: sim_put_int(out, active ? 0 : m->idle_pstate); return true;
     case 200: sim_put_int(out, (int64_t)(node_pcie_rate(n, true) / 1024.0)); return true;
     case 201: sim_put_int(out, (int64_t)(node_pcie_rate(n, false) / 1024.0)); return true;
-    case 202: sim_put_int(out, s->pcie_replays); return true;
+    case 202: sim_put_int(out, (int64_t)(s->pcie_replays + sim_fault_count(n->gpu, SIM_ERR_PCIE_REPLAY, n->t_us)));
+        return true;
     case 203: sim_put_int(out, (int64_t)llround(node_util_reading(n, false) * 100.0)); return true;
     case 204: sim_put_int(out, (int64_t)llround(node_util_reading(n, true) * 100.0)); return true;
     case 206: case 207: sim_put_int(out, 0); return true;

@@ -242,6 +242,46 @@ NODE_HIDDEN double sim_processes_fb_mib(const struct sim_gpu *gpu, int64_t t_us)
 
 /* ---- the node ------------------------------------------------------------- */
 
+/* ---- rehearsed faults (faults.c) ------------------------------------------ */
+
+/* The error kinds an `errors` event sets a rate for. */
+typedef enum sim_error_kind {
+    SIM_ERR_SBE = 0,            /* correctable ECC errors (310, 312) */
+    SIM_ERR_PCIE_REPLAY,        /* PCIe replays (202) */
+    SIM_ERR_NVLINK_CRC,         /* NvLink flit CRC errors, spread over the links (409, per lane) */
+    SIM_ERR_REMAP,              /* correctable rows remapped (394) */
+    SIM_ERR_KIND_COUNT
+} sim_error_kind;
+
+/*
+ * Error rates (per second) from start_us until the GPU's next `errors`
+ * event: each rises linearly from `from` to `to` over ramp_us (0: `from`
+ * throughout), then holds.
+ */
+typedef struct sim_error_rates {
+    int64_t start_us;
+    int64_t ramp_us;
+    double from[SIM_ERR_KIND_COUNT];
+    double to[SIM_ERR_KIND_COUNT];
+} sim_error_rates;
+
+/* A power excursion: from start_us to end_us the board draws `over` times its limit. */
+typedef struct sim_excursion {
+    int64_t start_us, end_us;
+    double over;
+} sim_excursion;
+
+struct sim_gpu;
+
+/*
+ * How many errors of a kind the GPU's `errors` events have added up to t:
+ * the integral of its rates, floored, so a rate of 17,700/s adds 17,700 a
+ * second whatever the step.  0 without such events.
+ */
+NODE_HIDDEN uint64_t sim_fault_count(const struct sim_gpu *gpu, sim_error_kind kind, int64_t t_us);
+/* The power excursion the GPU is in at t, or NULL. */
+NODE_HIDDEN const sim_excursion *sim_fault_excursion_at(const struct sim_gpu *gpu, int64_t t_us);
+
 /* A power limit set while the node runs (sim_node_set_power_limit). */
 typedef struct sim_limit_change {
     int64_t from_us;
@@ -260,6 +300,10 @@ typedef struct sim_gpu {
     sim_event *xids;            /* ascending t */
     size_t xid_count;
     int64_t lost_at_us;         /* -1: never */
+    sim_error_rates *error_rates; /* `errors` events, ascending start (faults.c) */
+    size_t error_rate_count;
+    sim_excursion *excursions;  /* ascending start, not overlapping */
+    size_t excursion_count;
 
     /* seeded traits, fixed at load */
     double efficiency;          /* scales power draw a few percent */

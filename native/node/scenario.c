@@ -84,7 +84,20 @@ _Static_assert(sizeof ((scn_gpu_table *)0)->uuid == sizeof ((sim_gpu *)0)->uuid 
                sizeof ((scn_gpu_table *)0)->bus_id == sizeof ((sim_gpu *)0)->bus_id,
                "a table's identity is copied whole into its GPU");
 
-typedef enum scn_event_kind { SCN_EV_NONE, SCN_EV_XID, SCN_EV_LOST, SCN_EV_WORKLOAD } scn_event_kind;
+typedef enum scn_event_kind {
+    SCN_EV_NONE, SCN_EV_XID, SCN_EV_LOST, SCN_EV_WORKLOAD, SCN_EV_ERRORS, SCN_EV_POWER_EXCURSION
+} scn_event_kind;
+
+/* kind = "errors": a rate per error kind (sim_error_kind order), and where it ramps to */
+static const char *const scn_rate_names[SIM_ERR_KIND_COUNT] = {
+    "sbe_rate", "pcie_replay_rate", "nvlink_crc_rate", "remap_rate",
+};
+static const char *const scn_rate_end_names[SIM_ERR_KIND_COUNT] = {
+    "sbe_rate_end", "pcie_replay_rate_end", "nvlink_crc_rate_end", "remap_rate_end",
+};
+#define SCN_MAX_RATE 1e9            /* errors per second (remap_rate: rows per minute) */
+#define SCN_MAX_OVER 3.0            /* a power excursion's draw, in power limits */
+#define SCN_ERRORS_KEYS "sbe_rate, pcie_replay_rate, nvlink_crc_rate, remap_rate, their *_end, ramp"
 
 typedef struct scn_event_table {
     int line;
@@ -99,6 +112,10 @@ typedef struct scn_event_table {
     int64_t count;
     double interval;
     scn_workload_keys wl;
+    bool has_rate[SIM_ERR_KIND_COUNT], has_rate_end[SIM_ERR_KIND_COUNT], has_ramp;
+    double rate[SIM_ERR_KIND_COUNT], rate_end[SIM_ERR_KIND_COUNT], ramp;
+    bool has_over, has_length;
+    double over, length;            /* power_excursion: draw in power limits, seconds each */
 } scn_event_table;
 
 /* [[process]]: one process on one GPU, or a churn of short-lived ones (processes.c). */
@@ -582,9 +599,44 @@ static int scn_event_kind_of(scn_parser *p, const scn_value *v, scn_event_table 
         e->kind = SCN_EV_LOST;
     else if (strcasecmp(v->str, "workload") == 0)
         e->kind = SCN_EV_WORKLOAD;
+    else if (strcasecmp(v->str, "errors") == 0)
+        e->kind = SCN_EV_ERRORS;
+    else if (strcasecmp(v->str, "power_excursion") == 0)
+        e->kind = SCN_EV_POWER_EXCURSION;
     else
-        return scn_fail(p, "unknown event kind \"%s\" (known: xid, lost, workload)", v->str);
+        return scn_fail(p, "unknown event kind \"%s\" (known: xid, lost, workload, errors, power_excursion)",
+                        v->str);
     return DCGM_ST_OK;
+}
+
+/* The keys of kind = "errors" and "power_excursion" events: 1 if key was one (stored), 0 if not, < 0 on error. */
+static int scn_fault_key(scn_parser *p, const char *key, const scn_value *v, scn_event_table *e)
+{
+    for (int k = 0; k < SIM_ERR_KIND_COUNT; k++) {
+        if (strcmp(key, scn_rate_names[k]) == 0) {
+            e->has_rate[k] = true;
+            int rc = scn_want_number(p, key, v, 0.0, SCN_MAX_RATE, &e->rate[k]);
+            return rc != DCGM_ST_OK ? rc : 1;
+        }
+        if (strcmp(key, scn_rate_end_names[k]) == 0) {
+            e->has_rate_end[k] = true;
+            int rc = scn_want_number(p, key, v, 0.0, SCN_MAX_RATE, &e->rate_end[k]);
+            return rc != DCGM_ST_OK ? rc : 1;
+        }
+    }
+    struct { const char *name; bool *has; double *into; double lo, hi; } numbers[] = {
+        {"ramp", &e->has_ramp, &e->ramp, 0.0, SCN_MAX_SECONDS},
+        {"over", &e->has_over, &e->over, 1.0, SCN_MAX_OVER},
+        {"length", &e->has_length, &e->length, 0.1, 86400.0},
+    };
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        if (strcmp(key, numbers[i].name) == 0) {
+            *numbers[i].has = true;
+            int rc = scn_want_number(p, key, v, numbers[i].lo, numbers[i].hi, numbers[i].into);
+            return rc != DCGM_ST_OK ? rc : 1;
+        }
+    }
+    return 0;
 }
 
 static int scn_event_key(scn_parser *p, const char *key, const scn_value *v)
@@ -616,10 +668,12 @@ static int scn_event_key(scn_parser *p, const char *key, const scn_value *v)
     rc = scn_workload_param(p, key, v, &e->wl);
     if (rc == 0)
         rc = scn_replay_param(p, key, v, &e->wl);
+    if (rc == 0)
+        rc = scn_fault_key(p, key, v, e);
     if (rc != 0)
         return rc < 0 ? rc : DCGM_ST_OK;
     return scn_fail(p, "unknown key '%s' in [[event]] (known: at, gpu, kind, xid, count, interval, "
-                       SCN_WORKLOAD_KEYS ")", key);
+                       SCN_WORKLOAD_KEYS ", " SCN_ERRORS_KEYS ", over, length)", key);
 }
 
 static int scn_process_key(scn_parser *p, const char *key, const scn_value *v)
@@ -876,6 +930,41 @@ static int scn_check_workload_keys(scn_parser *p, const scn_workload_keys *wl, b
     return DCGM_ST_OK;
 }
 
+/* The keys of kind = "errors" and kind = "power_excursion", on those kinds only. */
+static int scn_check_fault_keys(scn_parser *p, const scn_event_table *e)
+{
+    bool errors = e->kind == SCN_EV_ERRORS, any_rate = false, any_end = false;
+    for (int k = 0; k < SIM_ERR_KIND_COUNT; k++) {
+        if ((e->has_rate[k] || e->has_rate_end[k]) && !errors)
+            return scn_fail(p, "'%s' only applies to kind = \"errors\" events",
+                            e->has_rate[k] ? scn_rate_names[k] : scn_rate_end_names[k]);
+        any_rate |= e->has_rate[k];
+        any_end |= e->has_rate_end[k];
+    }
+    if (e->has_ramp && !errors)
+        return scn_fail(p, "'ramp' only applies to kind = \"errors\" events");
+    if (errors && !any_rate && !any_end)
+        return scn_fail(p, "kind = \"errors\" needs a rate (%s)", SCN_ERRORS_KEYS);
+    if (any_end && !(e->has_ramp && e->ramp > 0.0))
+        return scn_fail(p, "a *_rate_end needs 'ramp' (the seconds the rates take to reach it, above 0)");
+    if (e->has_ramp && !any_end)
+        return scn_fail(p, "'ramp' needs a *_rate_end to ramp to");
+    bool excursion = e->kind == SCN_EV_POWER_EXCURSION;
+    if ((e->has_over || e->has_length) && !excursion)
+        return scn_fail(p, "'%s' only applies to kind = \"power_excursion\" events",
+                        e->has_over ? "over" : "length");
+    if (!excursion)
+        return DCGM_ST_OK;
+    if (!e->has_over || !(e->over > 1.0))
+        return scn_fail(p, "kind = \"power_excursion\" needs 'over' above 1 (the draw, in power limits)");
+    if (!e->has_length)
+        return scn_fail(p, "kind = \"power_excursion\" needs 'length' (seconds each excursion lasts)");
+    if (e->has_count && e->count > 1 && !(e->has_interval && e->interval > e->length))
+        return scn_fail(p, "a power_excursion with count > 1 needs 'interval' longer than its length (%g s)",
+                        e->length);
+    return DCGM_ST_OK;
+}
+
 static int scn_check_event(scn_parser *p, const scn_event_table *e)
 {
     p->line = e->line;
@@ -884,7 +973,7 @@ static int scn_check_event(scn_parser *p, const scn_event_table *e)
     if (e->gpu_count == 0)
         return scn_fail(p, "[[event]] needs 'gpu' (an index or an array of indexes)");
     if (e->kind == SCN_EV_NONE)
-        return scn_fail(p, "[[event]] needs 'kind' (xid, lost or workload)");
+        return scn_fail(p, "[[event]] needs 'kind' (xid, lost, workload, errors or power_excursion)");
     for (int i = 0; i < e->gpu_count; i++) {
         if (e->gpus[i] >= p->gpu_total)
             return scn_fail(p, "gpu %lld does not exist (the scenario has %d GPUs, numbered 0-%d)",
@@ -892,12 +981,15 @@ static int scn_check_event(scn_parser *p, const scn_event_table *e)
     }
     if (e->kind == SCN_EV_XID && !e->has_xid)
         return scn_fail(p, "kind = \"xid\" needs 'xid' (the XID number, e.g. 79)");
-    if (e->kind != SCN_EV_XID && (e->has_count || e->has_interval))
-        return scn_fail(p, "'count' and 'interval' only apply to kind = \"xid\" events");
+    if (e->kind != SCN_EV_XID && e->kind != SCN_EV_POWER_EXCURSION && (e->has_count || e->has_interval))
+        return scn_fail(p, "'count' and 'interval' only apply to kind = \"xid\" and \"power_excursion\" events");
     if (e->kind == SCN_EV_WORKLOAD && !e->wl.has_kind)
         return scn_fail(p, "kind = \"workload\" needs 'workload' (known: %s)", sim_workload_known_names());
     if (e->kind != SCN_EV_WORKLOAD && e->wl.has_kind)
         return scn_fail(p, "'workload' only applies to kind = \"workload\" events");
+    int rc = scn_check_fault_keys(p, e);
+    if (rc != DCGM_ST_OK)
+        return rc;
     return scn_check_workload_keys(p, &e->wl, e->kind == SCN_EV_WORKLOAD);
 }
 
@@ -1096,12 +1188,54 @@ static int scn_add_gpus(scn_parser *p, sim_node *node)
     return DCGM_ST_OK;
 }
 
+/* An `errors` event: its rates replace the GPU's earlier ones from its time on (remap_rate is per minute). */
+static int scn_push_error_rates(const scn_event_table *e, sim_gpu *g, int64_t at_us)
+{
+    sim_error_rates r = {.start_us = at_us, .ramp_us = e->has_ramp ? llround(e->ramp * 1e6) : 0};
+    for (int k = 0; k < SIM_ERR_KIND_COUNT; k++) {
+        double per = k == SIM_ERR_REMAP ? 1.0 / 60.0 : 1.0;
+        r.from[k] = (e->has_rate[k] ? e->rate[k] : 0.0) * per;
+        r.to[k] = e->has_rate_end[k] ? e->rate_end[k] * per : r.from[k];
+    }
+    /* events come in time order (ties in file order): one at the same time as the last replaces it */
+    if (g->error_rate_count > 0 && g->error_rates[g->error_rate_count - 1].start_us == at_us) {
+        g->error_rates[g->error_rate_count - 1] = r;
+        return DCGM_ST_OK;
+    }
+    sim_error_rates *grown = realloc(g->error_rates, (g->error_rate_count + 1) * sizeof *grown);
+    if (grown == NULL)
+        return DCGM_ST_MEMORY;
+    g->error_rates = grown;
+    g->error_rates[g->error_rate_count++] = r;
+    return DCGM_ST_OK;
+}
+
+static int scn_push_excursions(const scn_event_table *e, sim_gpu *g)
+{
+    int64_t count = e->has_count ? e->count : 1;
+    sim_excursion *grown = realloc(g->excursions, (g->excursion_count + (size_t)count) * sizeof *grown);
+    if (grown == NULL)
+        return DCGM_ST_MEMORY;
+    g->excursions = grown;
+    for (int64_t i = 0; i < count; i++) {
+        double start = e->at + (e->has_interval ? e->interval : 0.0) * (double)i;
+        g->excursions[g->excursion_count++] = (sim_excursion){
+            .start_us = llround(start * 1e6), .end_us = llround((start + e->length) * 1e6), .over = e->over,
+        };
+    }
+    return DCGM_ST_OK;
+}
+
 /* One event on one GPU; a workload event's workload (w) is built once for all its GPUs. */
 static int scn_apply_event(const scn_event_table *e, const sim_workload *w, sim_gpu *g)
 {
     int64_t at_us = llround(e->at * 1e6);
     if (e->kind == SCN_EV_WORKLOAD)
         return scn_push_segment(g, at_us, w);
+    if (e->kind == SCN_EV_ERRORS)
+        return scn_push_error_rates(e, g, at_us);
+    if (e->kind == SCN_EV_POWER_EXCURSION)
+        return scn_push_excursions(e, g);
     if (e->kind == SCN_EV_LOST) {
         if (g->lost_at_us < 0 || at_us < g->lost_at_us)
             g->lost_at_us = at_us;
@@ -1124,6 +1258,14 @@ static int scn_compare_events(const void *a, const void *b)
     if (x->at != y->at)
         return x->at < y->at ? -1 : 1;
     return x->line - y->line;   /* file order breaks ties, so qsort stays deterministic */
+}
+
+static int scn_compare_excursions(const void *a, const void *b)
+{
+    const sim_excursion *x = a, *y = b;
+    if (x->start_us != y->start_us)
+        return x->start_us < y->start_us ? -1 : 1;
+    return 0;
 }
 
 static int scn_compare_xids(const void *a, const void *b)
@@ -1153,6 +1295,28 @@ static void scn_finish_gpu(sim_gpu *g)
     if (g->lost_at_us >= 0) {
         while (g->xid_count > 0 && g->xids[g->xid_count - 1].t_rel_us > g->lost_at_us)
             g->xid_count--;
+    }
+    /* repeated excursions of several events interleave: in time order, one that starts during
+     * another ends that one (equal starts: the later line's, which the stable insertion keeps last) */
+    if (g->excursion_count > 1) {
+        for (size_t i = 1; i < g->excursion_count; i++) {
+            sim_excursion key = g->excursions[i];
+            size_t j = i;
+            while (j > 0 && scn_compare_excursions(&g->excursions[j - 1], &key) > 0) {
+                g->excursions[j] = g->excursions[j - 1];
+                j--;
+            }
+            g->excursions[j] = key;
+        }
+        size_t kept = 0;
+        for (size_t i = 0; i < g->excursion_count; i++) {
+            if (kept > 0 && g->excursions[kept - 1].start_us == g->excursions[i].start_us)
+                kept--;
+            g->excursions[kept++] = g->excursions[i];
+            if (kept > 1 && g->excursions[kept - 2].end_us > g->excursions[kept - 1].start_us)
+                g->excursions[kept - 2].end_us = g->excursions[kept - 1].start_us;
+        }
+        g->excursion_count = kept;
     }
 }
 

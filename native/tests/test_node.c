@@ -1054,7 +1054,8 @@ static void test_shipped_scenarios(const char *argv0)
     static const char *names[] = {
         "default.toml", "mixed.toml", "spikes.toml", "thermal-runaway.toml",
         "memory-leak.toml", "xid-burst.toml", "gpu-lost.toml", "h200-recorded-load.toml",
-        "h200-recorded-replay.toml", "mig.toml", "nvswitch-grace.toml",
+        "h200-recorded-replay.toml", "mig.toml", "nvswitch-grace.toml", "ecc-storm.toml",
+        "row-remap-failure.toml", "pcie-replays.toml", "nvlink-errors.toml", "power-excursions.toml",
     };
     static const char *roots[] = {"../dcgm_collector/engine/scenarios", "dcgm_collector/engine/scenarios",
                                   "../../dcgm_collector/engine/scenarios"};

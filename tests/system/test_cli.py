@@ -383,8 +383,9 @@ def test_unknown_gpu_and_bad_scenario(tmp_path):
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == (
         "dcgm-collector: error: --sim nosuch: no shipped scenario is named nosuch: give a shipped scenario (default, "
-        "gpu-lost, h200-recorded-load, h200-recorded-replay, idle-held, memory-leak, mig, mixed, nvswitch-grace, "
-        "processes, spikes, thermal-runaway, xid-burst), a number N (N simulated H100s), or the path of a scenario "
+        "ecc-storm, gpu-lost, h200-recorded-load, h200-recorded-replay, idle-held, memory-leak, mig, mixed, "
+        "nvlink-errors, nvswitch-grace, pcie-replays, power-excursions, processes, row-remap-failure, spikes, "
+        "thermal-runaway, xid-burst), a number N (N simulated H100s), or the path of a scenario "
         "file (.toml) or of a flight recording (.parquet)\n")
 
 

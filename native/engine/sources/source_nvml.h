@@ -60,6 +60,10 @@
       "nvmlDeviceGetPowerManagementDefaultLimit")                                   \
     X(power_limit_enforced, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetEnforcedPowerLimit") \
     X(replay, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetPcieReplayCounter") \
+    X(pcie_gen, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetCurrPcieLinkGeneration") \
+    X(pcie_width, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetCurrPcieLinkWidth") \
+    X(pcie_max_gen, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetMaxPcieLinkGeneration") \
+    X(pcie_max_width, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetMaxPcieLinkWidth") \
     X(reasons, nvmlReturn_t, (nvmlDevice_t, unsigned long long *),                  \
       "nvmlDeviceGetCurrentClocksEventReasons")                                     \
     X(clock, nvmlReturn_t, (nvmlDevice_t, nvmlClockType_t, unsigned int *), "nvmlDeviceGetClockInfo") \

@@ -21,7 +21,7 @@ typedef enum read_kind {
     RK_DRIVER_VERSION, RK_NVML_VERSION, RK_NAME, RK_BRAND, RK_SERIAL, RK_UUID, RK_PCI_BUS_ID,
     RK_INFOROM, RK_INFOROM_IMAGE, RK_VBIOS, RK_CLOCK, RK_REASONS, RK_TEMPERATURE,
     RK_FIELD_UINT_TEMP, RK_FIELD_MILLIWATTS, RK_POWER, RK_POWER_LIMIT, RK_UTIL, RK_ENCODER, RK_DECODER, RK_MEMORY, RK_FIELD,
-    RK_RETIRED_PAGES, RK_NVLINK_RATE, RK_VGPU_LICENSE, RK_SLOW, RK_GPM, RK_EVENT,
+    RK_RETIRED_PAGES, RK_NVLINK_RATE, RK_PCIE_LINK, RK_VGPU_LICENSE, RK_SLOW, RK_GPM, RK_EVENT,
 } read_kind;
 
 typedef struct field_map {
@@ -43,6 +43,7 @@ typedef struct field_map {
 
 enum { MEM_TOTAL, MEM_FREE, MEM_USED, MEM_RESERVED };
 enum { LIMIT_CURRENT, LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT, LIMIT_ENFORCED };
+enum { LINK_MAX_GEN, LINK_MAX_WIDTH, LINK_GEN, LINK_WIDTH };
 
 static const field_map field_maps[] = {
     { 1, RK_DRIVER_VERSION, 0, NEED(driver_version), STATIC_REFRESH_US },
@@ -78,6 +79,12 @@ static const field_map field_maps[] = {
     { 206, RK_ENCODER, 0, NEED(encoder), 0 },
     { 207, RK_DECODER, 0, NEED(decoder), 0 },
     { 230, RK_EVENT, 0, NEED(event_wait), 0 },
+    /* the PCIe link: what it can do, and what it runs at now (a lower generation at idle); DCGM's
+     * health check weighs the replay counter against them */
+    { 235, RK_PCIE_LINK, LINK_MAX_GEN, NEED(pcie_max_gen), STATIC_REFRESH_US },
+    { 236, RK_PCIE_LINK, LINK_MAX_WIDTH, NEED(pcie_max_width), STATIC_REFRESH_US },
+    { 237, RK_PCIE_LINK, LINK_GEN, NEED(pcie_gen), 0 },
+    { 238, RK_PCIE_LINK, LINK_WIDTH, NEED(pcie_width), 0 },
     { 240, RK_FIELD, NVML_FI_DEV_PERF_POLICY_POWER, NEED(fields), 0 },
     { 241, RK_FIELD, NVML_FI_DEV_PERF_POLICY_THERMAL, NEED(fields), 0 },
     { 242, RK_FIELD, NVML_FI_DEV_PERF_POLICY_SYNC_BOOST, NEED(fields), 0 },
@@ -100,6 +107,7 @@ static const field_map field_maps[] = {
     { 393, RK_FIELD, NVML_FI_DEV_REMAPPED_UNC, NEED(fields), COUNTS_REFRESH_US },
     { 394, RK_FIELD, NVML_FI_DEV_REMAPPED_COR, NEED(fields), COUNTS_REFRESH_US },
     { 395, RK_FIELD, NVML_FI_DEV_REMAPPED_FAILURE, NEED(fields), COUNTS_REFRESH_US },
+    { 396, RK_FIELD, NVML_FI_DEV_REMAPPED_PENDING, NEED(fields), COUNTS_REFRESH_US },
     { 409, RK_FIELD, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, NEED(fields), COUNTS_REFRESH_US },
     { 419, RK_FIELD, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, NEED(fields), COUNTS_REFRESH_US },
     { 429, RK_FIELD, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, NEED(fields), COUNTS_REFRESH_US },
@@ -407,6 +415,13 @@ static nvmlReturn_t read_mapped(nvml_source *s, unsigned int gpu, const field_ma
         break;
     }
     case RK_NVLINK_RATE: r = nvlink_rate(s, g, m->arg, t_rel, out); break;
+    case RK_PCIE_LINK:
+        r = m->arg == LINK_MAX_GEN ? s->api.pcie_max_gen(dev, &u)
+          : m->arg == LINK_MAX_WIDTH ? s->api.pcie_max_width(dev, &u)
+          : m->arg == LINK_GEN ? s->api.pcie_gen(dev, &u) : s->api.pcie_width(dev, &u);
+        if (r == NVML_SUCCESS)
+            sim_put_int(out, u);
+        break;
     case RK_VGPU_LICENSE: {
         nvmlGridLicensableFeatures_t grid;
         memset(&grid, 0, sizeof grid);
