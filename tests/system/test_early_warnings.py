@@ -39,6 +39,8 @@ from support import (
 )
 from test_faults import _env
 
+from dcgm_collector.report.recording import iso_seconds
+
 CHECKOUT = Path(__file__).resolve().parents[2]
 RULES = CHECKOUT / "deploy" / "prometheus" / "gpu-alerts.yml"
 SCENARIOS = CHECKOUT / "dcgm_collector" / "engine" / "scenarios"
@@ -47,22 +49,22 @@ SCENARIOS = CHECKOUT / "dcgm_collector" / "engine" / "scenarios"
 @dataclass(frozen=True)
 class Fault:
     gpu: str
-    precursors: tuple[str, ...]   # alerts that must fire before the failure (the first is the one timed)
-    failure: str                  # the alert that marks the failure: a warning on its XID, or PromQL (below)
+    precursor: str                # the alert that must fire before the failure
+    failure: int | str            # the XID that is the failure, or "slowdown" (the slowdown temperature reached)
     causes: tuple[str, ...]       # the reasons the report's first finding may name
     also: tuple[str, ...] = ()    # other warnings the fault may raise on the same GPU
 
 
 FAULTS = {
-    "ecc-storm": Fault("1", ("GpuEccErrorsAccelerating", "GpuEccErrorStorm"), "GpuXidNeedsInspection",
-                       ("ecc_sbe_accelerating", "ecc_sbe_storm"), ("GpuXidNeedsReset",)),
-    "row-remap-failure": Fault("1", ("GpuRowRemapPending",), "GpuXidNeedsReset", ("row_remap_pending",),
-                               ("GpuRowRemapFailed",)),
-    "pcie-replays": Fault("1", ("GpuPcieReplaysHigh",), "GpuXidNeedsReset", ("pcie_replays",)),
-    "nvlink-errors": Fault("1", ("GpuNvlinkErrorRateHigh",), "GpuXidNeedsReset", ("nvlink_errors",)),
-    "power-excursions": Fault("1", ("GpuPowerOverLimit",), "GpuXidNeedsReset", ("power_over_limit",),
-                              ("GpuHardwareSlowdownRepeated",)),
-    "thermal-runaway": Fault("1", ("GpuThermalMarginLow",), "slowdown", ("thermal_margin",),
+    "ecc-storm": Fault("1", "GpuEccErrorStorm", 92, ("ecc_sbe_accelerating", "ecc_sbe_storm"),
+                       ("GpuEccErrorsAccelerating", "GpuXidNeedsInspection", "GpuXidNeedsReset")),
+    "row-remap-failure": Fault("1", "GpuRowRemapPending", 64, ("row_remap_pending",),
+                               ("GpuRowRemapFailed", "GpuXidNeedsReset")),
+    "pcie-replays": Fault("1", "GpuPcieReplaysHigh", 79, ("pcie_replays",), ("GpuXidNeedsReset",)),
+    "nvlink-errors": Fault("1", "GpuNvlinkErrorRateHigh", 74, ("nvlink_errors",), ("GpuXidNeedsReset",)),
+    "power-excursions": Fault("1", "GpuPowerOverLimit", 79, ("power_over_limit",),
+                              ("GpuHardwareSlowdownRepeated", "GpuXidNeedsReset")),
+    "thermal-runaway": Fault("1", "GpuThermalMarginLow", "slowdown", ("thermal_margin",),
                              ("GpuHardwareSlowdownRepeated",)),
 }
 SOURCES = ("sim", "nvml")
@@ -112,19 +114,21 @@ def _start_all(tmp_path: Path, hook: str, runs: dict[str, tuple[Path, str]], pro
     ports = {name: free_port() for name in runs}
     am_port, prom_port = free_port(), free_port()
     _configs(tmp_path, hook, am_port, ports)
-    for name in ("alertmanager", "prometheus", *runs):
-        logs[name] = open(tmp_path / f"{name.replace('/', '-')}.log", "wb")  # noqa: SIM115
+    for name in ("alertmanager", "prometheus", *runs):   # a log file a run: scenario-source.log
+        logs[name.replace("/", "-")] = open(tmp_path / f"{name.replace('/', '-')}.log", "wb")  # noqa: SIM115
     processes.append(start_alertmanager(tmp_path / "alertmanager.yml", tmp_path, am_port, logs["alertmanager"]))
     for name, (scenario, source) in runs.items():
-        processes.append(_collector(tmp_path, name, scenario, source, ports[name], logs[name]))
+        processes.append(_collector(tmp_path, name, scenario, source, ports[name], logs[name.replace("/", "-")]))
     processes.append(start_prometheus(tmp_path / "prometheus.yml", tmp_path, prom_port, logs["prometheus"],
                                       "--rules.alert.resend-delay=1s"))
     return f"http://127.0.0.1:{prom_port}"
 
 
 def _starts(alert: dict) -> float:
-    from datetime import datetime
-    return datetime.fromisoformat(alert["startsAt"].replace("Z", "+00:00")[:26] + "+00:00").timestamp()
+    """An alert's start (Prometheus' time of its first firing evaluation), in seconds since the epoch."""
+    whole, _, rest = alert["startsAt"].partition(".")
+    fraction = "0." + "".join(c for c in rest if c.isdigit()) if rest else "0"
+    return iso_seconds(whole.removesuffix("Z") + "Z") + float(fraction)
 
 
 def _slowdown_at(prometheus: str, scenario: str, source: str, gpu: str) -> float | None:
@@ -134,17 +138,30 @@ def _slowdown_at(prometheus: str, scenario: str, source: str, gpu: str) -> float
     return float(found[0]["value"][1]) if found else None
 
 
-def _failure_recording(folder: Path, failure: str) -> Path | None:
-    """The recording whose sidecar lists the failure (an XID or a lost GPU), or the newest one for a slowdown."""
-    chosen = None
+def _sidecars(folder: Path) -> list[dict]:
+    out = []
     for sidecar in sorted(folder.glob("*.parquet.json")):
-        side = json.loads(sidecar.read_text())
-        kinds = {t["kind"] for t in side.get("triggers", [])}
-        if failure == "slowdown" or kinds & {"xid", "lost"}:
-            chosen = sidecar.with_suffix("")
-            if failure != "slowdown":
-                return chosen
-    return chosen
+        try:
+            out.append({**json.loads(sidecar.read_text()), "path": str(sidecar)})
+        except (OSError, ValueError):
+            continue   # being written
+    return out
+
+
+def _xid_at(folder: Path, xid: int) -> float | None:
+    """DCGM's time of the first XID ``xid`` the flight recorder was triggered by, from its sidecars."""
+    times = [iso_seconds(t["time"]) for side in _sidecars(folder) for t in side.get("triggers", [])
+             if t["kind"] == "xid" and t["detail"] == f"XID {xid}"]
+    return min(times) if times else None
+
+
+def _failure_recording(folder: Path, failure: int | str) -> Path | None:
+    """The recording whose sidecar lists the failure's XID, or the first (the warning's) for a slowdown."""
+    for side in _sidecars(folder):
+        details = {t["detail"] for t in side.get("triggers", [])}
+        if failure == "slowdown" or f"XID {failure}" in details:
+            return Path(side["path"]).with_suffix("")
+    return None
 
 
 def _first_finding(recording: Path) -> str:
@@ -168,16 +185,24 @@ def test_each_warning_fires_before_its_failure_and_the_report_names_the_cause(tm
     logs: dict = {}
     try:
         prometheus = _start_all(tmp_path, hook, runs, processes, logs)
-        fired: dict[tuple[str, str, str], dict] = {}   # (run, alert) -> the first firing notice's alert
+        fired: dict[tuple[str, str], dict] = {}   # (run, alert) -> the first firing notice's alert
         deadline = time.monotonic() + FAULT_DEADLINE_S
-        waiting = {(run, alert) for run in runs for alert in
-                   (*FAULTS[run.split("/")[0]].precursors,
-                    *((FAULTS[run.split("/")[0]].failure,) if FAULTS[run.split("/")[0]].failure != "slowdown"
-                      else ()))}
+        waiting = {run for run in runs}
+        failures: dict[str, float] = {}
         while waiting:
-            assert time.monotonic() < deadline, f"never fired: {sorted(waiting)}"
+            assert time.monotonic() < deadline, f"never fired or failed: {sorted(waiting)}"
             for process in processes:
                 assert process.poll() is None, f"{process.args} exited with {process.returncode}"
+            for run in sorted(waiting):
+                scenario, source = run.split("/")
+                fault = FAULTS[scenario]
+                if run not in failures:
+                    failed = (_slowdown_at(prometheus, scenario, source, fault.gpu) if fault.failure == "slowdown"
+                              else _xid_at(tmp_path / "recordings" / run.replace("/", "-"), int(fault.failure)))
+                    if failed is not None:
+                        failures[run] = failed
+                if run in failures and (run, fault.precursor) in fired:
+                    waiting.discard(run)
             try:
                 notice = notices.get(timeout=0.5)
             except queue.Empty:
@@ -190,22 +215,16 @@ def test_each_warning_fires_before_its_failure_and_the_report_names_the_cause(tm
                     continue
                 fault = FAULTS[labels["scenario"]]
                 assert labels.get("gpu") == fault.gpu, f"{run}: {name} on GPU {labels.get('gpu')}: {alert}"
-                assert name in (*fault.precursors, fault.failure, *fault.also), f"{run}: unexpected {name}"
+                assert name in (fault.precursor, *fault.also), f"{run}: unexpected {name}: {alert}"
                 fired.setdefault((run, name), alert)
-                waiting.discard((run, name))
         time.sleep(15)   # the failure's recording is written 10 s after it
         report = []
         for run in runs:
             scenario, source = run.split("/")
             fault = FAULTS[scenario]
-            warned = _starts(fired[(run, fault.precursors[0])])
-            if fault.failure == "slowdown":
-                failed = _slowdown_at(prometheus, scenario, source, fault.gpu)
-                assert failed is not None, f"{run}: never reached slowdown"
-            else:
-                failed = _starts(fired[(run, fault.failure)])
-            lead = failed - warned
-            report.append(f"{run}: {fault.precursors[0]} {lead:.0f} s before {fault.failure}")
+            lead = failures[run] - _starts(fired[(run, fault.precursor)])
+            what = "the slowdown temperature" if fault.failure == "slowdown" else f"XID {fault.failure}"
+            report.append(f"{run}: {fault.precursor} {lead:.0f} s before {what}")
             assert lead > 0, report[-1]
             recording = _failure_recording(tmp_path / "recordings" / run.replace("/", "-"), fault.failure)
             assert recording is not None, f"{run}: no recording of the failure"
