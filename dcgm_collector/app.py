@@ -285,7 +285,7 @@ class Collector:
         web = self._web = self._read_web_config()
         self.recorder = self._make_recorder()
         if self.recorder is not None:
-            # with the recorder only; the report's own modules (numpy, the charts) load with the first report
+            # with the recorder only; the report's own modules (the findings, the charts) load with the first report
             from dcgm_collector.report.served import ReportPages
 
             self._reports = ReportPages()

@@ -447,8 +447,8 @@ class Recorder:
             return file.read()
 
     def recording_version(self, name: str) -> tuple[str, tuple[int, ...]] | None:
-        """For the landing page's report links: the recording's path and what tells this version of it and its
-        sidecar apart (their sizes and modification times); None as for read_recording.
+        """For GET /reports: the recording's path and what tells this version of it and its sidecar apart
+        (their sizes and modification times, which key the built page); None as for read_recording.
 
         The report reads the file through dcgm_collector.recordings, which opens it as safely."""
         path = self._path_of(name)

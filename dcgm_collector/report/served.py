@@ -12,7 +12,7 @@ a cost paid on a request thread of the collector, so it is bounded:
   Parquet footer: the answer (413) says to download it and run
   ``dcgm-collector report`` on it elsewhere.  Building costs about 250 bytes
   of memory a sample at its peak (the columns, their masks and series, and
-  pyarrow's table) and about 1.3 s a million samples, while on disk a sample
+  pyarrow's table) and about 1.5 s a million samples, while on disk a sample
   takes 1 to 4 bytes, so the cap is on samples, not bytes: one build stays
   near 250 MiB and a few seconds at worst.  A recording of the default
   window (6 minutes) of 8 GPUs sampled every second is about 70,000 samples.
