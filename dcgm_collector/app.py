@@ -77,6 +77,7 @@ from dcgm_collector.sources import Source, SourceError, load_source, process_nvm
 
 if TYPE_CHECKING:   # optional features, imported when they are on (see _read_web_config, _make_recorder, ...)
     from dcgm_collector.push.recorder import Recorder
+    from dcgm_collector.report.served import ReportPages
     from dcgm_collector.serve.webconfig import WebConfig
 
 __all__ = ["Collector", "STOP_GRACE_S", "StartupError", "library_version"]
@@ -92,6 +93,18 @@ def _api_error(status: int, kind: str, message: str, headers: dict[str, str] | N
     """A JSON API's error in Prometheus' shape, on one line."""
     problem = {"status": "error", "errorType": kind, "error": message}
     return Reply(status, json.dumps(problem).encode() + b"\n", JSON_TYPE, headers=headers or {})
+
+
+def _recording_name(request: Request) -> tuple[str, Reply | None]:
+    """The ``name`` a recording route is asked for, or its 400 for a parameter it does not take."""
+    unknown = sorted(set(request.query) - {"name"})
+    if unknown:
+        return "", Reply(400, f"400 Bad Request: {request.path} takes only name=, not {unknown[0]!r}\n".encode())
+    return request.query.get("name", [""])[-1], None
+
+
+def _no_recording(name: str) -> Reply:
+    return Reply(404, f"404 Not Found: no recording {name!r} in the recorder's folder\n".encode())
 
 
 def _entity_count(level: EntityType, n: int) -> str:
@@ -133,6 +146,7 @@ class Collector:
         self.attribution: Any = None    # GpuAttribution (-k, --hpc-job-mapping-dir), or None
         self.process_attribution: ProcessAttribution | None = None   # the same for each process (--processes)
         self.recorder: Recorder | None = None   # the flight recorder (--recorder-dir), or None
+        self._reports: ReportPages | None = None   # its recordings' reports (GET /reports), with it
         self._web: WebConfig | None = None
         self._renders: SingleFlight[bytes] = SingleFlight()
         self._render_failure: str | None = None   # why the last render of /metrics failed, until one succeeds
@@ -174,6 +188,7 @@ class Collector:
         recorder = self.recorder
         notes = [writer.problem() for writer in self.remote_writers]
         notes.append(recorder.problem() if recorder is not None else None)
+        notes.append(self._reports.problem() if self._reports is not None else None)
         return with_notes(exposition.health(), *notes)
 
     def observe_scrape(self, seconds: float) -> None:
@@ -227,12 +242,30 @@ class Collector:
     def _recording(self, request: Request) -> Reply:
         """GET /recordings?name=recording-...parquet: a recording of the recorder's folder, to download."""
         recorder = self.recorder
-        name = request.query.get("name", [""])[-1]
-        body = recorder.read_recording(name) if recorder is not None else None
+        name, refused = _recording_name(request)
+        body = recorder.read_recording(name) if recorder is not None and refused is None else None
         if body is None:
-            return Reply(404, f"404 Not Found: no recording {name!r} in the recorder's folder\n".encode())
+            return refused or _no_recording(name)
         return Reply(200, body, "application/vnd.apache.parquet",
                      headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(name)}"})
+
+    def _report(self, request: Request) -> Reply:
+        """GET /reports?name=recording-...parquet: the HTML report of a recording of the recorder's folder (the page
+        ``dcgm-collector report -o`` writes), built within dcgm_collector.report.served's bounds."""
+        recorder, pages = self.recorder, self._reports
+        name, refused = _recording_name(request)
+        found = recorder.recording_version(name) if recorder is not None and refused is None else None
+        if found is None or pages is None:
+            return refused or _no_recording(name)
+        # loaded with the recorder (start()): its pages import the report's modules when they build one
+        from dcgm_collector.report.served import CSP, RecordingFile, ReportRefused
+
+        try:
+            body = pages.page(RecordingFile(name, *found))
+        except ReportRefused as error:
+            return Reply(error.status, f"{error}\n".encode(), headers=error.headers)
+        return Reply(200, body, "text/html; charset=utf-8", compressible=True,
+                     headers={"Content-Security-Policy": CSP})
 
     def _routes(self) -> dict[str, Route]:
         """The paths served beside /metrics, /health and /."""
@@ -243,6 +276,7 @@ class Collector:
         if self.recorder is not None:
             routes["/recorder"] = Route(self._recorder_request, methods=("POST",), max_body=4096)
             routes["/recordings"] = Route(self._recording)
+            routes["/reports"] = Route(self._report)
         return routes
 
     # -- start-up
@@ -252,6 +286,11 @@ class Collector:
         counters = self._read_counters()
         web = self._web = self._read_web_config()
         self.recorder = self._make_recorder()
+        if self.recorder is not None:
+            # with the recorder only; the report's own modules (the findings, the charts) load with the first report
+            from dcgm_collector.report.served import ReportPages
+
+            self._reports = ReportPages()
         landing_extra = self.recorder.landing_html if self.recorder is not None else None
         self.server = MetricsServer(config.address, self.metrics, self.health, self.observe_scrape,
                                     routes=self._routes(), landing_extra=landing_extra, admission=self.admission,
@@ -282,6 +321,8 @@ class Collector:
             self.registry.register(RemoteWriteFamilies(self.remote_writers))
         if self.recorder is not None:
             self.recorder.start(self.registry)
+        if self._reports is not None:
+            self.registry.register(self._reports)
         self.exposition = exposition
         for line in self._summary(counters, web):
             log.info("%s", line)

@@ -451,10 +451,11 @@ class Recorder:
         recorder's names use), directly in the folder: no other name, path or
         link is ever opened.
         """
-        if not is_recording_name(name) or not _FILE_NAME.fullmatch(name):
+        path = self._path_of(name)
+        if path is None:
             return None
         try:
-            fd = os.open(os.path.join(self.directory, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             return None
         with os.fdopen(fd, "rb") as file:
@@ -462,8 +463,36 @@ class Recorder:
                 return None
             return file.read()
 
+    def recording_version(self, name: str) -> tuple[str, tuple[int, ...]] | None:
+        """For GET /reports: the recording's path and what tells this version of it and its sidecar apart
+        (their sizes and modification times, which key the built page); None as for read_recording.
+
+        The report reads the file through dcgm_collector.recordings, which opens it as safely."""
+        path = self._path_of(name)
+        if path is None:
+            return None
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        try:
+            side = os.lstat(path + RECORDING_SIDECAR_SUFFIX)
+            side_version = (side.st_size, side.st_mtime_ns) if stat.S_ISREG(side.st_mode) else (0, 0)
+        except OSError:
+            side_version = (0, 0)
+        return path, (info.st_size, info.st_mtime_ns, *side_version)
+
+    def _path_of(self, name: str) -> str | None:
+        """The path of ``name`` in the folder if it is a name the recorder gives (no path, no other characters)."""
+        if not is_recording_name(name) or not _FILE_NAME.fullmatch(name):
+            return None
+        return os.path.join(self.directory, name)
+
     def landing_html(self) -> str:
-        """The landing page's section: the newest recordings with their size and trigger, from the index."""
+        """The landing page's section: the newest recordings with their size and trigger, from the index, each
+        linked to its download (/recordings) and its report (/reports, which dcgm_collector.app serves)."""
         listing = self.index.listing
         pending = self.pending
         head = (f"<h2>Flight recordings</h2>\n<p>{html.escape(self.directory)}: {listing.count} recording"
@@ -472,7 +501,8 @@ class Recorder:
         if not listing.newest:
             return head
         items = "".join(f"<li>{html.escape(r.name)}: {r.bytes / 1024:.1f} KiB, {html.escape(r.trigger)} "
-                        f"(<a href=\"recordings?name={quote(r.name)}\">download</a>)</li>\n" for r in listing.newest)
+                        f"(<a href=\"recordings?name={quote(r.name)}\">download</a>, "
+                        f"<a href=\"reports?name={quote(r.name)}\">report</a>)</li>\n" for r in listing.newest)
         more = listing.count - len(listing.newest)
         tail = f"<p>and {more} older recording{'s' if more != 1 else ''} not listed</p>\n" if more > 0 else ""
         return head + "<ul>\n" + items + "</ul>\n" + tail
