@@ -259,7 +259,7 @@ class GpuWarnings:
             return None
         per_minute = rate * 60
         if per_minute > allowed:
-            return (f"{per_minute:.0f} PCIe replays a minute, over the {allowed} a Gen{int(gen)} x{int(width)} "
+            return (f"{per_minute:.1f} PCIe replays a minute, over the {allowed} a Gen{int(gen)} x{int(width)} "
                     f"link allows")
         return None
 

@@ -52,6 +52,8 @@
     X(vbios, nvmlReturn_t, (nvmlDevice_t, char *, unsigned int), "nvmlDeviceGetVbiosVersion") \
     X(temperature, nvmlReturn_t, (nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int *), \
       "nvmlDeviceGetTemperature")                                                   \
+    X(temp_threshold, nvmlReturn_t, (nvmlDevice_t, nvmlTemperatureThresholds_t, unsigned int *), \
+      "nvmlDeviceGetTemperatureThreshold")                                          \
     X(power, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetPowerUsage") \
     X(power_limit, nvmlReturn_t, (nvmlDevice_t, unsigned int *), "nvmlDeviceGetPowerManagementLimit") \
     X(power_limit_range, nvmlReturn_t, (nvmlDevice_t, unsigned int *, unsigned int *), \

@@ -21,7 +21,7 @@ typedef enum read_kind {
     RK_DRIVER_VERSION, RK_NVML_VERSION, RK_NAME, RK_BRAND, RK_SERIAL, RK_UUID, RK_PCI_BUS_ID,
     RK_INFOROM, RK_INFOROM_IMAGE, RK_VBIOS, RK_CLOCK, RK_REASONS, RK_TEMPERATURE,
     RK_FIELD_UINT_TEMP, RK_FIELD_MILLIWATTS, RK_POWER, RK_POWER_LIMIT, RK_UTIL, RK_ENCODER, RK_DECODER, RK_MEMORY, RK_FIELD,
-    RK_RETIRED_PAGES, RK_NVLINK_RATE, RK_PCIE_LINK, RK_VGPU_LICENSE, RK_SLOW, RK_GPM, RK_EVENT,
+    RK_RETIRED_PAGES, RK_NVLINK_RATE, RK_PCIE_LINK, RK_TEMP_THRESHOLD, RK_VGPU_LICENSE, RK_SLOW, RK_GPM, RK_EVENT,
 } read_kind;
 
 typedef struct field_map {
@@ -63,10 +63,15 @@ static const field_map field_maps[] = {
     { 112, RK_REASONS, 0, NEED(reasons), 0 },
     { 140, RK_FIELD_UINT_TEMP, NVML_FI_DEV_MEMORY_TEMP, NEED(fields), 0 },
     { 150, RK_TEMPERATURE, NVML_TEMPERATURE_GPU, NEED(temperature), 0 },
+    /* the temperature thresholds: fixed by the board, read as seldom as the static fields */
+    { 151, RK_TEMP_THRESHOLD, NVML_TEMPERATURE_THRESHOLD_MEM_MAX, NEED(temp_threshold), STATIC_REFRESH_US },
+    { 152, RK_TEMP_THRESHOLD, NVML_TEMPERATURE_THRESHOLD_GPU_MAX, NEED(temp_threshold), STATIC_REFRESH_US },
     { 155, RK_POWER, 0, NEED(power), 0 },
     { 156, RK_SLOW, 0, NEED(fields), 0 },
     /* the instant draw, where power usage (155) is the driver's 1 s average on Ampere and later */
     { 157, RK_FIELD_MILLIWATTS, NVML_FI_DEV_POWER_INSTANT, NEED(fields), 0 },
+    { 158, RK_TEMP_THRESHOLD, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, NEED(temp_threshold), STATIC_REFRESH_US },
+    { 159, RK_TEMP_THRESHOLD, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, NEED(temp_threshold), STATIC_REFRESH_US },
     /* power limits: the current and enforced ones may change while the engine runs */
     { 160, RK_POWER_LIMIT, LIMIT_CURRENT, NEED(power_limit), 0 },
     { 161, RK_POWER_LIMIT, LIMIT_MIN, NEED(power_limit_range), STATIC_REFRESH_US },
@@ -420,6 +425,10 @@ static nvmlReturn_t read_mapped(nvml_source *s, unsigned int gpu, const field_ma
           : m->arg == LINK_MAX_WIDTH ? s->api.pcie_max_width(dev, &u)
           : m->arg == LINK_GEN ? s->api.pcie_gen(dev, &u) : s->api.pcie_width(dev, &u);
         if (r == NVML_SUCCESS)
+            sim_put_int(out, u);
+        break;
+    case RK_TEMP_THRESHOLD:
+        if ((r = s->api.temp_threshold(dev, (nvmlTemperatureThresholds_t)m->arg, &u)) == NVML_SUCCESS)
             sim_put_int(out, u);
         break;
     case RK_VGPU_LICENSE: {
