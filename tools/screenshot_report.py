@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Redraw docs/images/report.png: the collector's /reports page of a recording of the thermal-runaway scenario.
+"""Redraw docs/images/report.png: the collector's /reports page of the recording of a rehearsed fault.
 
-The collector runs on ``--sim thermal-runaway`` (GPU 1's cooling fails from
-the start: its temperatures climb and its SM clock is pulled down) with a
-recorder folder in a temporary directory.  After ``--after`` seconds SIGUSR2
-records the minute before; once the recording is on the landing page, Debian's
-headless Chromium (``apt-get install chromium``) draws its report as the
-collector serves it, at /reports.
+The collector runs on ``--sim power-excursions`` (GPU 1's power regulation
+fails in bursts, then the GPU falls off the bus at 150 s) with ``--warnings``
+and a recorder folder in a temporary directory.  The early warning on the
+power over its limit starts a recording; the XID 79 starts another, whose
+window holds the warning before it.  Once that one is on the landing page,
+Debian's headless Chromium (``apt-get install chromium``) draws its report as
+the collector serves it, at /reports.
 
-    .venv/bin/python tools/screenshot_report.py                 # rewrite docs/images/report.png (about 90 s)
-    .venv/bin/python tools/screenshot_report.py -o /tmp/r.png --after 30
+    .venv/bin/python tools/screenshot_report.py                 # rewrite docs/images/report.png (about 3 minutes)
+    .venv/bin/python tools/screenshot_report.py -o /tmp/r.png
 
 Run it with the venv's interpreter from the checkout root: the collector it
 starts is the installed package, run from the temporary directory.
@@ -35,7 +36,7 @@ DEFAULT_OUTPUT = ROOT / "docs" / "images" / "report.png"
 MAX_PNG_BYTES = 300 * 1024     # what the docs may carry
 WINDOW = "1200,1520"           # the whole page of a two-GPU recording
 START_TIMEOUT_S = 60.0
-RECORDING_TIMEOUT_S = 30.0
+RECORDING_TIMEOUT_S = 300.0   # the XID comes 150 s in, on a busy machine later
 
 
 class ScreenshotError(Exception):
@@ -59,22 +60,21 @@ def _get(url: str) -> str:
         return answer.read().decode()
 
 
-def screenshot(output: Path, after_s: float, chromium: str) -> int:
+def screenshot(output: Path, before_s: float, chromium: str) -> int:
     """Draw the report into ``output``; its size in bytes."""
     with tempfile.TemporaryDirectory(prefix="report-screenshot-") as scratch:
         folder, log = Path(scratch) / "recordings", Path(scratch) / "collector.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DCGM_EXPORTER_", "DCGM_COLLECTOR_"))}
         with open(log, "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "dcgm_collector", "--sim", "thermal-runaway",
-                                     "-a", "127.0.0.1:0", "--recorder-dir", str(folder),
-                                     "--recorder-before", "60", "--recorder-after", "2"],
+            proc = subprocess.Popen([sys.executable, "-m", "dcgm_collector", "--sim", "power-excursions",
+                                     "--warnings", "-a", "127.0.0.1:0", "--recorder-dir", str(folder),
+                                     "--recorder-before", str(before_s), "--recorder-after", "5"],
                                     cwd=scratch, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
             port = _wait("the listener", lambda: re.search(r"serving http://127\.0\.0\.1:(\d+)/", log.read_text()),
                          START_TIMEOUT_S, proc, log)[1]
-            time.sleep(after_s)   # GPU 1 heating
-            proc.send_signal(signal.SIGUSR2)
-            [recording] = _wait("recording", lambda: sorted(folder.glob("recording-*.parquet"))[:1],
+            # the XID 79's recording: GPU 1 falls off the bus 150 s in, and it is written 5 s later
+            [recording] = _wait("recording", lambda: sorted(folder.glob("recording-*-xid.parquet"))[:1],
                                 RECORDING_TIMEOUT_S, proc, log)
             base = f"http://127.0.0.1:{port}/"
             link = f"reports?name={quote(recording.name)}"
@@ -97,8 +97,8 @@ def screenshot(output: Path, after_s: float, chromium: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Redraw the report screenshot of the docs.")
     parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT, help=f"the PNG [{DEFAULT_OUTPUT}]")
-    parser.add_argument("--after", type=float, default=80.0, metavar="S",
-                        help="seconds of the scenario before the recording is triggered [80]")
+    parser.add_argument("--before", type=float, default=160.0, metavar="S",
+                        help="seconds a recording keeps before its trigger [160: the scenario from its start]")
     args = parser.parse_args(argv)
     chromium = shutil.which("chromium")
     if chromium is None:
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     try:
-        size = screenshot(args.output, args.after, chromium)
+        size = screenshot(args.output, args.before, chromium)
     except ScreenshotError as error:
         print(f"screenshot_report: error: {error}", file=sys.stderr)
         return 1

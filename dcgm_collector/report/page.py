@@ -193,7 +193,8 @@ def html_page(rec: Recording) -> str:
     findings = _findings(rec)
     out.append("<h2>Findings</h2>")
     if findings:
-        out.append("<ol>" + "".join(f"<li><b>{escape(f.kind)}</b> GPU {f.gpu}: {escape(f.text)}, "
+        out.append("<ol>" + "".join(f"<li><b>{escape(f.kind)}</b> GPU {f.gpu}: "
+                                    f"{escape(f.text.removeprefix(f.kind + ' '))}, "   # the kind said once
                                     f"{escape(when(f.before_s))}</li>" for f in findings) + "</ol>")
     else:
         out.append('<p class="note">None: nothing in the window before the trigger points at a cause.</p>')

@@ -19,34 +19,7 @@
 
 #define CHECK_SCRATCH_FILES
 #include "check.h"
-
-static sim_node *load_or_die(const char *spec)
-{
-    sim_node *node = NULL;
-    char err[512];
-    int rc = sim_node_load(spec, &node, err, sizeof err);
-    if (rc != DCGM_ST_OK || node == NULL) {
-        fprintf(stderr, "FAIL loading %s: rc %d: %s\n", spec ? spec : "(null)", rc, err);
-        exit(1);
-    }
-    return node;
-}
-
-static sim_value sample(sim_node *node, unsigned int gpu, unsigned short field, double t_s)
-{
-    sim_value v;
-    int rc = sim_node_sample(node, gpu, field, (int64_t)llround(t_s * 1e6), &v);
-    if (rc != DCGM_ST_OK) {
-        fprintf(stderr, "FAIL sample gpu %u field %u t %.3f: rc %d\n", gpu, field, t_s, rc);
-        exit(1);
-    }
-    return v;
-}
-
-static int64_t sample_i(sim_node *node, unsigned int gpu, unsigned short field, double t_s)
-{
-    return sample(node, gpu, field, t_s).i64;
-}
+#include "node_sample.h"
 
 /* What the fault added to a counter by t: the faulted node's reading less the plain node's. */
 static int64_t added(sim_node *faulted, sim_node *plain, unsigned int gpu, unsigned short field, double t_s)

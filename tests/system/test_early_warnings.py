@@ -55,18 +55,21 @@ class Fault:
     failure: int | str            # the XID that is the failure, or "slowdown" (the slowdown temperature reached)
     causes: tuple[str, ...]       # the reasons the report's first finding may name
     also: tuple[str, ...] = ()    # other warnings the fault may raise on the same GPU
+    leading: tuple[str, ...] = ()  # of those, the ones that must also fire before the failure
 
 
 FAULTS = {
     "ecc-storm": Fault("1", "GpuEccErrorStorm", 92, ("ecc_sbe_accelerating", "ecc_sbe_storm"),
                        ("GpuEccErrorsAccelerating", "GpuXidNeedsInspection", "GpuXidNeedsReset",
-                        "GpuRowRemapPending")),   # the XID 48 at the end marks its row for a remap
+                        "GpuRowRemapPending"),   # the XID 48 at the end marks its row for a remap
+                       ("GpuEccErrorsAccelerating",)),
     "row-remap-failure": Fault("1", "GpuRowRemapPending", 64, ("row_remap_pending",),
                                ("GpuRowRemapFailed", "GpuXidNeedsReset")),
     "pcie-replays": Fault("1", "GpuPcieReplaysHigh", 79, ("pcie_replays",), ("GpuXidNeedsReset",)),
     "nvlink-errors": Fault("1", "GpuNvlinkErrorRateHigh", 74, ("nvlink_errors",), ("GpuXidNeedsReset",)),
     "power-excursions": Fault("1", "GpuPowerOverLimit", 79, ("power_over_limit",),
-                              ("GpuHardwareSlowdownRepeated", "GpuXidNeedsReset")),
+                              ("GpuHardwareSlowdownRepeated", "GpuXidNeedsReset"),
+                              ("GpuHardwareSlowdownRepeated",)),
     "thermal-runaway": Fault("1", "GpuThermalMarginLow", "slowdown", ("thermal_margin",),
                              ("GpuHardwareSlowdownRepeated",)),
 }
@@ -75,6 +78,11 @@ FAULT_DEADLINE_S = 330     # the latest failure is at 150 s; its recording is wr
 HEALTHY_RUN_S = 600        # every healthy scenario runs this long without a warning
 # the shipped scenarios that are faults (the rest must stay quiet)
 NOT_HEALTHY = {*FAULTS, "xid-burst", "gpu-lost"}
+
+
+needs_prometheus_and_alertmanager = pytest.mark.skipif(
+    PROMETHEUS is None or ALERTMANAGER is None,
+    reason="needs prometheus and prometheus-alertmanager (Debian packages of those names)")
 
 
 def _warning_alerts() -> list[str]:
@@ -181,9 +189,7 @@ def _first_finding(recording: Path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(FAULT_DEADLINE_S + 120)
-@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
-@pytest.mark.skipif(ALERTMANAGER is None,
-                    reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
+@needs_prometheus_and_alertmanager
 def test_each_warning_fires_before_its_failure_and_the_report_names_the_cause(tmp_path, webhook):
     hook, notices = webhook
     runs = {f"{name}/{source}": (SCENARIOS / f"{name}.toml", source) for name in FAULTS for source in SOURCES}
@@ -207,7 +213,7 @@ def test_each_warning_fires_before_its_failure_and_the_report_names_the_cause(tm
                               else _xid_at(tmp_path / "recordings" / run.replace("/", "-"), int(fault.failure)))
                     if failed is not None:
                         failures[run] = failed
-                if run in failures and (run, fault.precursor) in fired:
+                if run in failures and all((run, a) in fired for a in (fault.precursor, *fault.leading)):
                     waiting.discard(run)
             try:
                 notice = notices.get(timeout=0.5)
@@ -230,10 +236,11 @@ def test_each_warning_fires_before_its_failure_and_the_report_names_the_cause(tm
         for run in runs:
             scenario, source = run.split("/")
             fault = FAULTS[scenario]
-            lead = failures[run] - _starts(fired[(run, fault.precursor)])
             what = "the slowdown temperature" if fault.failure == "slowdown" else f"XID {fault.failure}"
-            report.append(f"{run}: {fault.precursor} {lead:.0f} s before {what}")
-            assert lead > 0, report[-1]
+            for alert in (fault.precursor, *fault.leading):
+                lead = failures[run] - _starts(fired[(run, alert)])
+                report.append(f"{run}: {alert} {lead:.0f} s before {what}")
+                assert lead > 0, report[-1]
             recording = _failure_recording(tmp_path / "recordings" / run.replace("/", "-"), fault.failure)
             assert recording is not None, f"{run}: no recording of the failure"
             first = _first_finding(recording)
@@ -248,9 +255,7 @@ def test_each_warning_fires_before_its_failure_and_the_report_names_the_cause(tm
 
 @pytest.mark.slow
 @pytest.mark.timeout(HEALTHY_RUN_S + 180)
-@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
-@pytest.mark.skipif(ALERTMANAGER is None,
-                    reason="prometheus-alertmanager is not installed (Debian package 'prometheus-alertmanager')")
+@needs_prometheus_and_alertmanager
 def test_no_healthy_scenario_warns_in_ten_minutes(tmp_path, webhook):
     hook, notices = webhook
     healthy = sorted(p for p in SCENARIOS.glob("*.toml") if p.stem not in NOT_HEALTHY)
