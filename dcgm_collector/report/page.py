@@ -178,6 +178,13 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-
 """
 
 
+def _finding_html(f: Finding) -> str:
+    """A finding as the text says it, its kind in bold (once: where the text names it, there)."""
+    if f.text.startswith(f.kind):
+        return f"GPU {f.gpu}: <b>{escape(f.kind)}</b>{escape(f.text[len(f.kind):])}, {escape(when(f.before_s))}"
+    return f"<b>{escape(f.kind)}</b> GPU {f.gpu}: {escape(f.text)}, {escape(when(f.before_s))}"
+
+
 def html_page(rec: Recording) -> str:
     """The self-contained HTML report: inline style and SVG, no script, no address outside the file."""
     gpus = rec.gpu_numbers()
@@ -193,9 +200,7 @@ def html_page(rec: Recording) -> str:
     findings = _findings(rec)
     out.append("<h2>Findings</h2>")
     if findings:
-        out.append("<ol>" + "".join(f"<li><b>{escape(f.kind)}</b> GPU {f.gpu}: "
-                                    f"{escape(f.text.removeprefix(f.kind + ' '))}, "   # the kind said once
-                                    f"{escape(when(f.before_s))}</li>" for f in findings) + "</ol>")
+        out.append("<ol>" + "".join(f"<li>{_finding_html(f)}</li>" for f in findings) + "</ol>")
     else:
         out.append('<p class="note">None: nothing in the window before the trigger points at a cause.</p>')
     out.append("<h2>XIDs in the window</h2>")
