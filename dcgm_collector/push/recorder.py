@@ -68,6 +68,7 @@ from dcgm_collector.push.recording_file import (
     write_recording,
 )
 from dcgm_collector.push.recording_index import RESCAN_EVERY_S, RecordingIndex, is_recording_name
+from dcgm_collector.push.recording_users import users_of
 from dcgm_collector.series.registry import Registry, Source
 from dcgm_collector.series.samples import SampleModel
 from dcgm_collector.series.text import Header
@@ -352,6 +353,7 @@ class Recorder:
     def _sidecar(self, pending: _Pending, model: SampleModel, rows: int) -> dict[str, Any]:
         first = pending.first
         gpus = [g for g in model.gpus if pending.gpus is None or g.gpu_id in pending.gpus]
+        users = users_of(model, [g.gpu_id for g in gpus], int(pending.since_s * 1e6))
         return {
             "format_version": RECORDING_FORMAT_VERSION,
             "trigger": {
@@ -367,7 +369,9 @@ class Recorder:
             # how many joined past the first MAX_LISTED_TRIGGERS: "and N more"
             **({"more_triggers": pending.more_triggers} if pending.more_triggers else {}),
             "host": pending.target,
-            "gpus": [{"gpu": g.gpu_id, "model": g.name, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id} for g in gpus],
+            # each GPU with what used it in the window: pods and jobs on its series, processes (--processes)
+            "gpus": [{"gpu": g.gpu_id, "model": g.name, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id,
+                      **{k: v for k, v in users[g.gpu_id].items() if v}} for g in gpus],
             "counters": self.counters_path,
             "since": _iso(pending.since_s),
             "until": _iso(pending.until_s),

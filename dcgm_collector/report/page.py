@@ -71,7 +71,23 @@ def _gpu_line(rec: Recording, gpu: int) -> str:
     info = next((g for g in rec.gpus if g.gpu == gpu), None)
     if info is None:
         return f"GPU {gpu}"
-    return f"GPU {gpu}: {info.model or 'model not recorded'}" + (f" ({info.uuid})" if info.uuid else "")
+    line = f"GPU {gpu}: {info.model or 'model not recorded'}" + (f" ({info.uuid})" if info.uuid else "")
+    if info.pods:
+        line += "; pods: " + ", ".join(_pod_words(p) for p in info.pods)
+    if info.processes:
+        line += "; processes: " + ", ".join(
+            f"{p.get('pid', '?')} {p.get('name') or '(no name)'}"
+            + (f" ({_pod_words(p)})" if _pod_words(p) else "") for p in info.processes)
+    return line
+
+
+def _pod_words(labels: dict) -> str:
+    """A pod as namespace/pod (container), or an HPC job as job NAME; "" for neither."""
+    pod = "/".join(str(labels[k]) for k in ("namespace", "pod") if labels.get(k))
+    if pod and labels.get("container"):
+        pod += f" ({labels['container']})"
+    job = f"job {labels['hpc_job']}" if labels.get("hpc_job") else ""
+    return ", ".join(w for w in (pod, job) if w)
 
 
 def _trigger_lines(rec: Recording) -> list[str]:

@@ -53,6 +53,8 @@ class GpuInfo:
     gpu: int
     model: str
     uuid: str
+    pods: tuple[dict, ...] = ()        # the pods (or HPC jobs) on its series in the window
+    processes: tuple[dict, ...] = ()   # its processes in the window (--processes)
 
 
 @dataclass
@@ -130,7 +132,8 @@ def read_recording(path: str) -> Recording:
     trigger = side.get("trigger")
     # no sidecar, or no trigger time: the time axis starts at the first sample
     first_s = trigger["time_us"] / 1e6 if isinstance(trigger, dict) and "time_us" in trigger else float(times.min())
-    gpus = [GpuInfo(int(g.get("gpu", -1)), str(g.get("model", "")), str(g.get("uuid", "")))
+    gpus = [GpuInfo(int(g.get("gpu", -1)), str(g.get("model", "")), str(g.get("uuid", "")),
+                    _dicts(g.get("pods")), _dicts(g.get("processes")))
             for g in side.get("gpus") or []]
     rec = Recording(
         path=path, triggers=_triggers(side, sidecar_path(Path(path)), first_s),
@@ -141,6 +144,11 @@ def read_recording(path: str) -> Recording:
         rows=len(times))
     _fill_series(rec, rows, times - first_s)
     return rec
+
+
+def _dicts(listed: Any) -> tuple[dict, ...]:
+    """The objects of a sidecar list (anything else in it, or a list that is not one, is left out)."""
+    return tuple(item for item in listed if isinstance(item, dict)) if isinstance(listed, list) else ()
 
 
 def _relative(text: Any, first_s: float, otherwise: float) -> float:

@@ -161,3 +161,19 @@ def test_the_landing_page_links_each_recording_to_the_report_the_command_writes(
     assert any(f.startswith("GPU 1: memory temperature climbing") for f in findings), result.stdout
     for line in triggers + findings:
         assert line in text
+
+
+def test_the_report_names_the_processes_that_ran_on_each_gpu(tmp_path):
+    """processes (with --processes): GPU 0 runs a trainer and a leaking data loader; a recording's sidecar lists
+    each GPU's processes of the window, and the report's GPU lines name them."""
+    out = tmp_path / "recordings"
+    with collector(tmp_path, "--sim", "processes", "--processes", "-a", "127.0.0.1:0", "--recorder-dir", str(out),
+                   "--recorder-before", "10", "--recorder-after", "1") as c:
+        metrics_after_ticks(c, 5, timeout=60)
+        c.proc.send_signal(signal.SIGUSR2)
+        [path] = wait_for(lambda: sorted(out.glob("recording-*.parquet"))[:1], timeout=40,
+                          what="a recording", log=c.log, poll_s=0.2)
+    result = run_cli(tmp_path, "report", str(path), "--text")
+    assert result.returncode == 0, result.stderr
+    [gpu0] = [line for line in summary_lines(result.stdout, "GPUs:") if line.startswith("GPU 0:")]
+    assert "; processes: 4300001 (no name), 4300002 (no name)" in gpu0, gpu0   # NVML gives no names

@@ -288,3 +288,10 @@ def test_the_triggers_of_a_targets_view_start_one_recording_written_from_its_sam
     assert meta["host"] == "node" and [g["gpu"] for g in meta["gpus"]] == [0, 1]
     assert meta["rows"] == len(pq.read_table(str(sidecar)[: -len(".json")])) > 0
     assert b"dcgm_collector_recordings_written_total 1\n" in registry.render()
+
+
+def test_the_sidecar_lists_the_pods_and_jobs_on_each_gpus_series():
+    from dcgm_collector.push.recording_users import users_of
+    model = _model()   # GPU 0's series have a second copy for HPC job "b"
+    assert users_of(model, [0, 1], 0) == {0: {"pods": [{"hpc_job": "b"}], "processes": []},
+                                          1: {"pods": [], "processes": []}}
