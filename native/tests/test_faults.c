@@ -220,10 +220,7 @@ int main(int argc, char **argv)
     test_parse_errors();
     test_thermal_runaway_timeline();
 
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+    remove_scratch();
     printf("%s: %d checks, %d failed\n", failures ? "FAIL" : "OK", checks, failures);
     return failures ? 1 : 0;
 }
