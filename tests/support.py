@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -179,6 +179,24 @@ def webhook_receiver() -> Iterator[tuple[str, queue.Queue]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def write_alerting_configs(folder: Path, hook: str, am_port: int, targets: Mapping[int, Mapping[str, str]],
+                           group_by: Sequence[str]) -> None:
+    """folder/alertmanager.yml sending every alert to ``hook`` at once, and folder/prometheus.yml scraping each
+    collector port of ``targets`` every second under its labels, evaluating folder/rules.yml every second."""
+    (folder / "alertmanager.yml").write_text(
+        f"route:\n  receiver: hook\n  group_by: [{', '.join(group_by)}]\n"
+        "  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n"
+        f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: '{hook}'\n")
+    statics = "".join(f"      - targets: ['127.0.0.1:{port}']\n        labels: {{"
+                      + ", ".join(f"{k}: '{v}'" for k, v in labels.items()) + "}\n"
+                      for port, labels in targets.items())
+    (folder / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n"
+        "rule_files: [rules.yml]\n"
+        f"alerting:\n  alertmanagers:\n    - static_configs: [{{targets: ['127.0.0.1:{am_port}']}}]\n"
+        "scrape_configs:\n  - job_name: dcgm-collector\n    static_configs:\n" + statics)
 
 
 def start_alertmanager(config: Path, workdir: Path, port: int, log: IO[bytes]) -> subprocess.Popen:

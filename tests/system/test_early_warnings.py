@@ -38,6 +38,7 @@ from support import (
     start_prometheus,
     stop_process,
     wait_until,
+    write_alerting_configs,
 )
 from test_faults import _env
 
@@ -90,24 +91,6 @@ def _warning_alerts() -> list[str]:
     return [r["alert"] for r in groups["dcgm-collector-warnings"] if "alert" in r]
 
 
-def _configs(tmp_path: Path, hook: str, am_port: int, targets: dict[str, int]) -> None:
-    (tmp_path / "alertmanager.yml").write_text(
-        "route:\n  receiver: hook\n  group_by: [alertname, scenario, source, gpu]\n"
-        "  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n"
-        f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: '{hook}'\n")
-    statics = ""
-    for name, port in targets.items():
-        scenario, source = name.rsplit("/", 1)
-        statics += (f"      - targets: ['127.0.0.1:{port}']\n"
-                    f"        labels: {{scenario: '{scenario}', source: '{source}'}}\n")
-    (tmp_path / "rules.yml").write_text(RULES.read_text())   # as shipped
-    (tmp_path / "prometheus.yml").write_text(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n"
-        "rule_files: [rules.yml]\n"
-        f"alerting:\n  alertmanagers:\n    - static_configs: [{{targets: ['127.0.0.1:{am_port}']}}]\n"
-        "scrape_configs:\n  - job_name: dcgm-collector\n    static_configs:\n" + statics)
-
-
 def _collector(tmp_path: Path, name: str, scenario: Path, source: str, port: int, log) -> subprocess.Popen:
     recordings = tmp_path / "recordings" / name.replace("/", "-")
     recordings.mkdir(parents=True)
@@ -124,7 +107,9 @@ def _collector(tmp_path: Path, name: str, scenario: Path, source: str, port: int
 def _start_all(tmp_path: Path, hook: str, runs: dict[str, tuple[Path, str]], processes: list, logs: dict) -> str:
     ports = {name: free_port() for name in runs}
     am_port, prom_port = free_port(), free_port()
-    _configs(tmp_path, hook, am_port, ports)
+    (tmp_path / "rules.yml").write_text(RULES.read_text())   # as shipped
+    labels = {ports[name]: dict(zip(("scenario", "source"), name.rsplit("/", 1))) for name in runs}
+    write_alerting_configs(tmp_path, hook, am_port, labels, ("alertname", "scenario", "source", "gpu"))
     for name in ("alertmanager", "prometheus", *runs):   # a log file a run: scenario-source.log
         logs[name.replace("/", "-")] = open(tmp_path / f"{name.replace('/', '-')}.log", "wb")  # noqa: SIM115
     processes.append(start_alertmanager(tmp_path / "alertmanager.yml", tmp_path, am_port, logs["alertmanager"]))

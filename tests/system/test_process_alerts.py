@@ -32,6 +32,7 @@ from support import (
     start_alertmanager,
     start_prometheus,
     stop_process,
+    write_alerting_configs,
 )
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -92,20 +93,6 @@ def _process_rules(path: Path) -> None:
     path.write_text(yaml.safe_dump({"groups": [{"name": "e2e", "rules": rules}]}, sort_keys=False))
 
 
-def _configs(tmp_path: Path, hook: str, am_port: int, targets: dict[str, int]) -> None:
-    (tmp_path / "alertmanager.yml").write_text(
-        "route:\n  receiver: hook\n  group_by: [alertname, scenario, gpu]\n"
-        "  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n"
-        f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: '{hook}'\n")
-    statics = "".join(f"      - targets: ['127.0.0.1:{port}']\n        labels: {{scenario: '{name}'}}\n"
-                      for name, port in targets.items())
-    (tmp_path / "prometheus.yml").write_text(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n"
-        "rule_files: [rules.yml]\n"
-        f"alerting:\n  alertmanagers:\n    - static_configs: [{{targets: ['127.0.0.1:{am_port}']}}]\n"
-        "scrape_configs:\n  - job_name: dcgm-collector\n    static_configs:\n" + statics)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(DEADLINE_S + QUIET_AFTER_S + 60)
 @pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian package 'prometheus')")
@@ -127,7 +114,8 @@ def test_each_process_alert_fires_on_its_scenario_and_no_other_scenario_raises_o
         ports = {name: free_port() for name in runs}
         am_port, prom_port = free_port(), free_port()
         _process_rules(tmp_path / "rules.yml")
-        _configs(tmp_path, hook, am_port, ports)
+        write_alerting_configs(tmp_path, hook, am_port, {port: {"scenario": name} for name, port in ports.items()},
+                               ("alertname", "scenario", "gpu"))
         logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("alertmanager", "prometheus", *runs)}  # noqa: SIM115
         processes.append(start_alertmanager(tmp_path / "alertmanager.yml", tmp_path, am_port, logs["alertmanager"]))
         for name, scenario in runs.items():

@@ -71,22 +71,33 @@ def xid_needs(number: int) -> str | None:
     return None
 
 
-class _Counter:
-    """A running total's points, one a second, over a window; a drop (a reset of the counter) starts afresh."""
+class _Points:
+    """A series thinned to its first sample of each second, over a window: what a rate or a slope is taken from."""
 
     def __init__(self, keep_s: float) -> None:
         self.keep_us = int(keep_s * 1e6)
         self.points: deque[tuple[int, float]] = deque()
+
+    def add(self, ts: int, value: float) -> None:
+        points = self.points
+        if not points or ts - points[-1][0] >= 1_000_000:
+            points.append((ts, value))
+        while points and points[0][0] < ts - self.keep_us:
+            points.popleft()
+
+
+class _Counter(_Points):
+    """A running total's points; a drop (a reset of the counter) starts afresh."""
+
+    def __init__(self, keep_s: float) -> None:
+        super().__init__(keep_s)
         self.newest: tuple[int, float] | None = None
 
     def add(self, ts: int, value: float) -> None:
         if self.newest is not None and value < self.newest[1]:
             self.points.clear()
         self.newest = (ts, value)
-        if not self.points or ts - self.points[-1][0] >= 1_000_000:
-            self.points.append((ts, value))
-        while self.points and self.points[0][0] < ts - self.keep_us:
-            self.points.popleft()
+        super().add(ts, value)
 
     def at(self, ts: int) -> tuple[int, float] | None:
         """The oldest point at or after ``ts``."""
@@ -128,7 +139,9 @@ class GpuWarnings:
         self.pcie = _Counter(t.rate_window_s + 2)
         self.crc = _Sum(NVLINK_CRC, t.rate_window_s + 2)
         self.replay = _Sum(NVLINK_REPLAY, t.rate_window_s + 2)
-        self.temps: deque[tuple[int, float]] = deque()   # a point a second over the rate window
+        self.temps = _Points(t.rate_window_s)             # the GPU temperature, for its slope
+        # the running totals, by field id
+        self._counters = {ECC_SBE_VOL: self.sbe, PCIE_REPLAYS: self.pcie, **self.crc.parts, **self.replay.parts}
         self.latest: dict[int, float] = {}
         self.over_limit_since: int | None = None        # ts of the first sample of the current run over the limit
         self.newest_power_ts: int | None = None
@@ -148,19 +161,11 @@ class GpuWarnings:
             return
         self.newest_ts = max(self.newest_ts, ts)
         self.latest[field_id] = value
-        if field_id == ECC_SBE_VOL:
-            self.sbe.add(ts, value)
-        elif field_id == PCIE_REPLAYS:
-            self.pcie.add(ts, value)
-        elif field_id in self.crc.parts:
-            self.crc.parts[field_id].add(ts, value)
-        elif field_id in self.replay.parts:
-            self.replay.parts[field_id].add(ts, value)
+        counter = self._counters.get(field_id)
+        if counter is not None:
+            counter.add(ts, value)
         elif field_id == GPU_TEMP:
-            if not self.temps or ts - self.temps[-1][0] >= 1_000_000:
-                self.temps.append((ts, value))
-            while self.temps and self.temps[0][0] < ts - int(self.thresholds.rate_window_s * 1e6):
-                self.temps.popleft()
+            self.temps.add(ts, value)
         elif field_id == POWER:
             limit = self.latest.get(POWER_LIMIT)
             if limit is not None and limit > 0 and value > limit:
@@ -271,13 +276,14 @@ class GpuWarnings:
         margin = slowdown - temp
         if margin <= t.thermal_margin_c:
             return f"{temp:.0f} C, {margin:.0f} C below the {slowdown:.0f} C slowdown temperature"
-        if margin > t.thermal_trend_margin_c or len(self.temps) < 2:
+        temps = self.temps.points
+        if margin > t.thermal_trend_margin_c or len(temps) < 2:
             return None
-        first, last = self.temps[0], self.temps[-1]
+        first, last = temps[0], temps[-1]
         span_s = (last[0] - first[0]) / 1e6
         if span_s < MIN_SPAN_S:
             return None
-        rising = _slope(self.temps)
+        rising = _slope(temps)
         if rising > 0 and margin / rising <= t.thermal_lead_s:
             return (f"{temp:.0f} C and rising {rising * 60:.0f} C a minute: the {slowdown:.0f} C slowdown "
                     f"temperature in about {margin / rising:.0f} s")
