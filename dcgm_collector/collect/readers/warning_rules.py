@@ -45,9 +45,6 @@ HW_SLOWDOWN_BITS = 0x8 | 0x40 | 0x80
 LANE_GT_S = (2.5, 5.0, 8.0, 16.0, 32.0, 64.0)
 # the shortest span a rate is computed over; less is not a rate yet
 MIN_SPAN_S = 10.0
-# the XID actions that warn: the catalogue's words for a reset (or reboot) and for an inspection
-_RESET_WORDS = ("reset", "reboot")
-_INSPECT_WORDS = ("contact support", "out of service", "inspect")
 
 
 def pcie_replays_allowed(gen: int, width: int, ber: float = 1e-12) -> int | None:
@@ -61,14 +58,7 @@ def pcie_replays_allowed(gen: int, width: int, ber: float = 1e-12) -> int | None
 def xid_needs(number: int) -> str | None:
     """'reset' or 'inspect' when the catalogue's action for XID ``number`` is one; None otherwise."""
     entry = xid_entry(number)
-    if entry is None:
-        return None
-    first = entry.action.split(";")[0].lower()
-    if any(word in first for word in _RESET_WORDS):
-        return "reset"
-    if any(word in entry.action.lower() for word in _INSPECT_WORDS):
-        return "inspect"
-    return None
+    return entry.needs or None if entry is not None else None
 
 
 class _Points:
