@@ -50,6 +50,7 @@ enum node_channel {
     CH_IDENTITY,
     CH_CAP_CLOCK,
     CH_OVERSHOOT,
+    CH_SPIKE,
 };
 
 /* ---- counter-based randomness -------------------------------------------- */
@@ -121,8 +122,17 @@ static double node_spike_level(const sim_node *node, unsigned int index, const s
     if (period_us <= 0)
         return w->utilization;
     int64_t phase_us = (int64_t)(node->gpus[index].spike_phase * (double)period_us);
-    int64_t pos = (t_us - seg->start_us + phase_us) % period_us;
-    if (pos < length_us)
+    int64_t since = t_us - seg->start_us + phase_us;
+    if (since < 0)
+        since = 0;
+    /* one burst in each period, at a seeded place in it: bursts at a fixed
+     * period would lock to a sampling rate that divides it, so that every
+     * sample could land between them for as long as the collector runs */
+    int64_t cycle = since / period_us;
+    int64_t start_us = (int64_t)(node_unit(node_hash(node->seed, index, CH_SPIKE, (uint64_t)cycle)) *
+                                 (double)(period_us - length_us));
+    int64_t pos = since % period_us;
+    if (pos >= start_us && pos < start_us + length_us)
         return w->spike_utilization;
     return w->utilization + 0.01 * node_white(node->seed, index, CH_UTIL_WHITE, t_us, SIM_STEP_US);
 }
