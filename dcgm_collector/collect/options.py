@@ -13,7 +13,7 @@ from dataclasses import dataclass
 __all__ = ["DEFAULT_COLLECT_INTERVAL_MS", "DEFAULT_RETENTION_S", "MAX_INTERVAL_MS", "MAX_RING_ROWS", "SamplingOptions"]
 
 DEFAULT_COLLECT_INTERVAL_MS = 1000     # dcgm-exporter: 30000 (see the help's epilog)
-DEFAULT_RETENTION_S = 900.0            # 15 minutes of every sample
+DEFAULT_RETENTION_S = 3600.0           # an hour of every sample (compressed rings: memory follows what is held)
 MAX_INTERVAL_MS = 24 * 3600 * 1000     # a collect or watch interval longer than a day is a mistake
 # Rows one ring may hold: 10 million rows of 30 series are ~2.7 GB, more than a node should give a collector.
 MAX_RING_ROWS = 10_000_000

@@ -465,5 +465,6 @@ class Exposition:
 
     def _self_metrics(self, parts: list[str], openmetrics: bool, now_s: float) -> None:
         up, _ = self._state(now_s)
-        render_self_metrics(parts, openmetrics, now_s, [SelfRow("", self.view.stats, up)], self._last_scrape_s,
+        row = SelfRow("", self.view.stats, up, rings=self.view.rings)
+        render_self_metrics(parts, openmetrics, now_s, [row], self._last_scrape_s,
                             self._build_info)

@@ -98,7 +98,8 @@ class MultiExposition:
             if reuse:
                 self._families_text[openmetrics] = (version, text)
         now_s = now_us / 1e6
-        rows = [SelfRow(labels, t.stats, t.health(now_s)[0], t.reconnects if t.remote else None)
+        rows = [SelfRow(labels, t.stats, t.health(now_s)[0], t.reconnects if t.remote else None,
+                        e.view.rings if (e := t.exposition) is not None else ())
                 for labels, t in zip(self._target_labels, self.targets)]
         render_self_metrics(parts, openmetrics, now_s, rows, self._last_scrape_s, self._build_info)
 

@@ -1,12 +1,14 @@
 """The collector's own ``dcgm_collector_*`` metrics: up, sample age, counts, errors, build info,
-and what the engine spent per field where the engine says (dcgm-collector's own)."""
+the memory and samples its rings hold, and what the engine spent per field where the engine says
+(dcgm-collector's own)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dcgm_collector.model import FieldCost
+from dcgm_collector.model import EntityType, FieldCost
+from dcgm_collector.rings.ring import RingBuffer
 from dcgm_collector.series.stats import SamplerStats
 from dcgm_collector.series.text import Header, family_types
 
@@ -19,6 +21,7 @@ class SelfRow:
     stats: SamplerStats
     up: bool
     reconnects: int | None = None  # None: not a remote target, no reconnects series
+    rings: Sequence[RingBuffer] = ()   # the target's rings, for what they hold by entity level
 
 
 def _series(name: str, labels: str, value: object) -> str:
@@ -53,11 +56,40 @@ def render_self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows:
         for code, n in sorted(r.stats.errors_by_code.items())])
     family("dcgm_collector_reconnects_total", [
         _series("dcgm_collector_reconnects_total", r.labels, r.reconnects) for r in rows if r.reconnects is not None])
+    _render_ring_holdings(family, rows)
     _render_field_costs(family, rows)
     if scrape_s is not None:
         family("dcgm_collector_scrape_duration_seconds",
                [f"dcgm_collector_scrape_duration_seconds {scrape_s:f}\n"])
     family("dcgm_collector_build_info", [f"dcgm_collector_build_info{{{build_info}}} 1\n"])
+
+
+def _level_name(group: int) -> str:
+    try:
+        return EntityType(group).name
+    except ValueError:
+        return str(group)
+
+
+def _render_ring_holdings(family: Callable[[str, list[str]], None], rows: Sequence[SelfRow]) -> None:
+    """Bytes and samples each target's rings hold, by entity level (a ring of several levels split by series)."""
+    bytes_lines, sample_lines = [], []
+    for r in rows:
+        held: dict[str, list[float]] = {}
+        for ring in r.rings:
+            groups = [key.entity_group for key in ring.series]
+            ring_bytes, samples = ring.nbytes, ring.samples_held
+            for group in sorted(set(groups)):
+                share = groups.count(group) / len(groups)
+                totals = held.setdefault(_level_name(group), [0.0, 0.0])
+                totals[0] += ring_bytes * share
+                totals[1] += samples * share
+        for level, (level_bytes, samples) in sorted(held.items()):
+            labels = ",".join(filter(None, (r.labels, f'level="{level}"')))
+            bytes_lines.append(_series("dcgm_collector_ring_bytes", labels, round(level_bytes)))
+            sample_lines.append(_series("dcgm_collector_ring_samples", labels, round(samples)))
+    family("dcgm_collector_ring_bytes", bytes_lines)
+    family("dcgm_collector_ring_samples", sample_lines)
 
 
 def _render_field_costs(family: Callable[[str, list[str]], None], rows: Sequence[SelfRow]) -> None:
@@ -94,6 +126,9 @@ _CORRECTION_MAX_HELP = "The largest correction (absolute) a true read has made t
 _UP_HELP = "1 when the last read from DCGM succeeded and the newest sample is fresh, else 0."
 _AGE_HELP = "Seconds since the newest sample DCGM took (its own timestamp)."
 _SAMPLES_HELP = "Samples stored in the rings, blank ones included."
+_RING_BYTES_HELP = ("Memory the rings hold, in bytes, by entity level: the arrays of the newest rows and the "
+                    "compressed blocks of the older ones (grows with the history kept, up to the retention).")
+_RING_SAMPLES_HELP = "Samples the rings hold now, blank ones included, by entity level."
 _TICKS_HELP = "Sampler ticks run (one read of DCGM's sample cache each)."
 _SKIPPED_HELP = "Sampler ticks skipped because an earlier tick overran them."
 _TICK_FAILURES_HELP = ("Sampler ticks that failed with something other than a DCGM status (logged once per cause); "
@@ -112,6 +147,8 @@ def _self_headers() -> dict[str, Header]:
         ("dcgm_collector_up", "gauge", _UP_HELP),
         ("dcgm_collector_last_sample_age_seconds", "gauge", _AGE_HELP),
         ("dcgm_collector_samples_total", "counter", _SAMPLES_HELP),
+        ("dcgm_collector_ring_bytes", "gauge", _RING_BYTES_HELP),
+        ("dcgm_collector_ring_samples", "gauge", _RING_SAMPLES_HELP),
         ("dcgm_collector_ticks_total", "counter", _TICKS_HELP),
         ("dcgm_collector_skipped_ticks_total", "counter", _SKIPPED_HELP),
         ("dcgm_collector_tick_failures_total", "counter", _TICK_FAILURES_HELP),

@@ -104,9 +104,10 @@ def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
     ffi.set_source(
         "dcgm_collector.ext._native",
         f'#include "loader.h"\n#include "drain.h"\n{redirects}\n',
-        sources=[where(ext / name) for name in ("loader.c", "ring.c", "drain.c")],
+        sources=[where(ext / name) for name in ("loader.c", "ring.c", "ring_blocks.c", "block_codec.c", "drain.c")],
         include_dirs=[where(ext)],
-        depends=[where(ext / name) for name in ("loader.h", "ring.h", "ring_internal.h", "drain.h")]
+        depends=[where(ext / name) for name in ("loader.h", "ring.h", "ring_internal.h", "ring_blocks.h",
+                                                "block_codec.h", "block_bits.h", "drain.h")]
         + [where(native / name) for name in ("dcgm_abi.h", "dcgm_functions.h")],
         libraries=["dl"],
         extra_compile_args=["-std=gnu11", "-fvisibility=hidden"],

@@ -1,17 +1,25 @@
-"""Fixed-size ring buffers of DCGM samples, and window statistics over them.
+"""Ring buffers of DCGM samples, and window statistics over them.
 
 DCGM stamps every sample of one update pass with the pass's time, so one
 field group watched at one frequency yields *rows*: a :class:`RingBuffer`
-keeps ``ts[capacity]`` (int64 µs), ``values[capacity, n_series]`` (float64,
-NaN unless the sample is OK) and ``status[capacity, n_series]`` (int8, one of
-the ``SAMPLE_*`` codes).  A series is one (entity group, entity id, field id).
+keeps rows of ``ts`` (int64 µs), ``values[n_series]`` (float64, NaN unless
+the sample is OK) and ``status[n_series]`` (int8, one of the ``SAMPLE_*``
+codes).  A series is one (entity group, entity id, field id).
 
-All memory is allocated when the ring is made.  Rows are written by the
-native drain (:mod:`dcgm_collector.collect.drain`) or :meth:`RingBuffer.append`, one
-writer at a time, and copied out by any number of readers with the
-publication protocol of ``native/ext/ring.h``: a reader never sees a row that
-is being written, and takes no lock.  Reads go through C only; never read the
-arrays behind a ring directly while a writer may run.
+A ring keeps its newest rows in arrays (``ts[n]``, ``values[n, n_series]``,
+``status[n, n_series]``).  A ring that holds more than two blocks of rows
+(``BLOCK_ROWS``) keeps two blocks' worth there and every older complete
+block compressed in native memory (``native/ext/ring_blocks.h``): lossless,
+a few bytes or less a sample, and growing with what was written up to the
+retention, so the retention costs memory only as it fills.  Reads give the
+same rows from either.
+
+Rows are written by the native drain (:mod:`dcgm_collector.collect.drain`)
+or :meth:`RingBuffer.append`, one writer at a time, and copied out by any
+number of readers with the publication protocol of ``native/ext/ring.h``: a
+reader never sees a row that is being written, and takes no lock.  Reads go
+through C only; never read the arrays behind a ring directly while a writer
+may run.
 
 Rows are kept in the order they were committed.  DCGM's cursor makes each
 drain's rows newer than the last one's; a row that is not (a back-dated
@@ -33,6 +41,7 @@ import numpy as np
 from dcgm_collector.ext._native import ffi, lib
 
 __all__ = [
+    "BLOCK_ROWS",
     "SAMPLE_ABSENT",
     "SAMPLE_BLANK",
     "SAMPLE_NOT_SUPPORTED",
@@ -49,6 +58,8 @@ SAMPLE_OK: int = lib.DCGMC_SAMPLE_OK                        # a number
 SAMPLE_BLANK: int = lib.DCGMC_SAMPLE_BLANK                  # DCGM's blank value (no reading)
 SAMPLE_NOT_SUPPORTED: int = lib.DCGMC_SAMPLE_NOT_SUPPORTED  # DCGM's NOT_SUPPORTED value
 SAMPLE_ABSENT: int = lib.DCGMC_SAMPLE_ABSENT                # no record for this series at this row's time
+
+BLOCK_ROWS: int = lib.DCGMC_RING_BLOCK_ROWS   # rows in one compressed block
 
 _ST_OK = lib.DCGM_ST_OK
 _ST_IN_USE = lib.DCGM_ST_IN_USE
@@ -106,20 +117,30 @@ class WindowStats:
         reductions: a scrape computes them for every series of every ring, and
         masked (``where=``) reductions cost several times more.
         """
-        values, status = rows.values, rows.status
-        n_series = len(series)
-        ok = status == SAMPLE_OK
-        count = ok.sum(axis=0, dtype=np.int64)
-        if len(values):
-            low = np.fmin.reduce(values, axis=0)    # NaN only where the window holds no OK cell
-            high = np.fmax.reduce(values, axis=0)
-        else:
-            low, high = np.full(n_series, np.nan), np.full(n_series, np.nan)
-        total = np.add.reduce(np.where(ok, values, 0.0), axis=0)
+        count, low, high, total = _reduce(rows, len(series))
+        return cls._of(series, rows, since_us, until_us, count, low, high, total, len(rows.ts))
+
+    @classmethod
+    def _of(cls, series: tuple[SeriesKey, ...], rows: RingRows, since_us: int, until_us: int, count: np.ndarray,
+            low: np.ndarray, high: np.ndarray, total: np.ndarray, n_rows: int) -> WindowStats:
         with np.errstate(invalid="ignore", divide="ignore"):
             avg = total / count                     # 0 / 0: NaN where there is no OK cell
-        last, last_ts, last_status = _newest_present(rows, n_series)
-        return cls(series, len(rows.ts), since_us, until_us, last, last_ts, last_status, low, high, avg, count)
+        last, last_ts, last_status = _newest_present(rows, len(series))
+        return cls(series, n_rows, since_us, until_us, last, last_ts, last_status, low, high, avg, count)
+
+
+def _reduce(rows: RingRows, n_series: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Count, min, max and sum of the OK cells of each series (NaN min and max where there is none)."""
+    values, status = rows.values, rows.status
+    ok = status == SAMPLE_OK
+    count = ok.sum(axis=0, dtype=np.int64)
+    if len(values):
+        low = np.fmin.reduce(values, axis=0)    # NaN only where the rows hold no OK cell
+        high = np.fmax.reduce(values, axis=0)
+    else:
+        low, high = np.full(n_series, np.nan), np.full(n_series, np.nan)
+    total = np.add.reduce(np.where(ok, values, 0.0), axis=0)
+    return count, low, high, total
 
 
 def _newest_present(rows: RingRows, n_series: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -222,30 +243,35 @@ def _first_row_since(native: Any, find: Any, since_us: int) -> int:
     return int(first[0])
 
 
+def _array_rows(capacity: int) -> int:
+    """Rows of a ring's arrays: all of them, or two blocks when the older rows go to compressed blocks."""
+    return capacity if capacity <= 2 * BLOCK_ROWS else 2 * BLOCK_ROWS
+
+
 class RingBuffer:
     """Rows of samples sharing one DCGM timestamp; one writer, many readers.
 
-    ``ts[capacity]`` int64 µs, ``values[capacity, n_series]`` float64 (NaN
-    unless SAMPLE_OK), ``status[capacity, n_series]`` int8.  When full, each
-    new row replaces the oldest.
+    It holds at least the newest ``capacity`` rows (at most a block more);
+    when full, each new row replaces the oldest.
     """
 
     def __init__(self, series: Sequence[SeriesKey | tuple[int, int, int]], capacity: int) -> None:
         self.series: tuple[SeriesKey, ...] = _series_keys(series)
         self.capacity: int = _int(capacity, "capacity", 1, 2**40)
         n = len(self.series)
+        rows = _array_rows(self.capacity)
         self._index = {key: i for i, key in enumerate(self.series)}
-        self._ts = np.zeros(self.capacity, dtype=np.int64)
-        self._values = np.full((self.capacity, n), np.nan)
-        self._status = np.full((self.capacity, n), SAMPLE_ABSENT, dtype=np.int8)
+        self._ts = np.zeros(rows, dtype=np.int64)
+        self._values = np.full((rows, n), np.nan)
+        self._status = np.full((rows, n), SAMPLE_ABSENT, dtype=np.int8)
         self._control = np.zeros(2, dtype=np.int64)
         groups = np.array([k.entity_group for k in self.series], dtype=np.int32)
         entities = np.array([k.entity_id for k in self.series], dtype=np.uint32)
         fields = np.array([k.field_id for k in self.series], dtype=np.uint16)
         native = lib.dcgmc_ring_new(
             _pointer("int64_t[]", self._ts), _pointer("double[]", self._values), _pointer("int8_t[]", self._status),
-            _pointer("int64_t[]", self._control), self.capacity, n, ffi.from_buffer("int32_t[]", groups),
-            ffi.from_buffer("uint32_t[]", entities), ffi.from_buffer("uint16_t[]", fields),
+            _pointer("int64_t[]", self._control), rows, n, ffi.from_buffer("int32_t[]", groups),
+            ffi.from_buffer("uint32_t[]", entities), ffi.from_buffer("uint16_t[]", fields), self.capacity,
         )
         if native == ffi.NULL:
             raise MemoryError(f"cannot make a ring of {self.capacity} rows x {n} series")
@@ -257,13 +283,27 @@ class RingBuffer:
 
     @staticmethod
     def bytes_for(n_series: int, capacity: int) -> int:
-        """Bytes of the arrays of a ring of that shape (ts, values, status, control)."""
-        return capacity * 8 + capacity * n_series * (8 + 1) + 16
+        """Bytes of the arrays of a ring of that shape (ts, values, status, control); its blocks come on top."""
+        rows = _array_rows(capacity)
+        return rows * 8 + rows * n_series * (8 + 1) + 16
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by this ring's arrays; fixed for its life (staging of a drain comes on top)."""
-        return self._ts.nbytes + self._values.nbytes + self._status.nbytes + self._control.nbytes
+        """Bytes this ring holds now: its arrays and its compressed blocks (staging of a drain comes on top)."""
+        arrays = self._ts.nbytes + self._values.nbytes + self._status.nbytes + self._control.nbytes
+        return arrays + int(lib.dcgmc_ring_block_bytes(self._native))
+
+    @property
+    def encoded(self) -> tuple[int, int]:
+        """(bytes, samples) of the compressed blocks held: what compression achieves, index not counted."""
+        out = ffi.new("int64_t[2]")
+        lib.dcgmc_ring_encoded(self._native, out, out + 1)
+        return int(out[0]), int(out[1])
+
+    @property
+    def samples_held(self) -> int:
+        """Cells the ring holds that are not ABSENT (samples, blank ones included)."""
+        return int(lib.dcgmc_ring_samples_held(self._native))
 
     @property
     def n_series(self) -> int:
@@ -335,8 +375,10 @@ class RingBuffer:
         copied is later than ``row`` when the ring no longer holds those
         rows.  ``max_rows``: only the oldest that many.
         """
-        return _copy_from(self._native, int(lib.dcgmc_ring_head(self._native)), self.capacity, row,
-                          lib.dcgmc_ring_copy, self._empty_rows, _ROW_KINDS, max_rows)
+        head = int(lib.dcgmc_ring_head(self._native))
+        held = head - int(lib.dcgmc_ring_oldest_row(self._native))
+        return _copy_from(self._native, head, max(held, 0), row, lib.dcgmc_ring_copy, self._empty_rows,
+                          _ROW_KINDS, max_rows)
 
     def first_row_since(self, since_us: int) -> int:
         """The number of the first row ``rows_since(since_us)`` would copy (``rows_written`` when none)."""
@@ -350,23 +392,65 @@ class RingBuffer:
         """Statistics of every series over the rows with ts in [now_us - window_us, now_us].
 
         ``now_us`` defaults to the current time (µs since the Unix epoch, the
-        clock DCGM stamps samples with).
+        clock DCGM stamps samples with).  A window that reaches back over
+        whole compressed blocks reads their summaries instead of their rows.
         """
         window_us = _int(window_us, "window_us", 0, _INT64_MAX)
         now_us = time.time_ns() // 1000 if now_us is None else _int(now_us, "now_us", 0, _INT64_MAX)
         since = now_us - window_us
-        rows = self.rows_since(since)
-        newer = rows.ts > now_us
-        if newer.any():
-            keep = ~newer
-            rows = RingRows(rows.ts[keep], rows.values[keep], rows.status[keep])
-        return WindowStats.from_rows(self.series, rows, since, now_us)
+        if self.capacity > 2 * BLOCK_ROWS:
+            stats = self._window_over_blocks(since, now_us)
+            if stats is not None:
+                return stats
+        return WindowStats.from_rows(self.series, _until(self.rows_since(since), now_us), since, now_us)
+
+    def _window_over_blocks(self, since: int, now_us: int) -> WindowStats | None:
+        """The window from the summaries of the whole blocks in it and the rows around them; None when it
+        spans no whole block, or its oldest block went while read, or a block has rows after now_us, or a
+        series' newest cell is in a block (the plain read answers those)."""
+        head = self.rows_written
+        first = self.first_row_since(since)
+        arrays_from = max(0, head - 2 * BLOCK_ROWS)
+        first_block, end_block = -(-first // BLOCK_ROWS), arrays_from // BLOCK_ROWS
+        n_blocks, n = end_block - first_block, self.n_series
+        if n_blocks < 1:
+            return None
+        low, high, total = (np.empty((n_blocks, n)) for _ in range(3))
+        count = np.empty((n_blocks, n), dtype=np.int64)
+        min_ts, max_ts = np.empty(n_blocks, dtype=np.int64), np.empty(n_blocks, dtype=np.int64)
+        torn = lib.dcgmc_ring_summaries(self._native, first_block, end_block, *(
+            _pointer(kind, a) for kind, a in (("double[]", low), ("double[]", high), ("double[]", total),
+                                              ("int64_t[]", count), ("int64_t[]", min_ts), ("int64_t[]", max_ts))))
+        if torn != 0 or max_ts.max() > now_us:
+            return None
+        before, at = self.rows_from(first, max_rows=first_block * BLOCK_ROWS - first)
+        after, at_after = self.rows_from(end_block * BLOCK_ROWS)
+        if at != first or at_after != end_block * BLOCK_ROWS:
+            return None
+        rows = _until(RingRows(*(np.concatenate(pair) for pair in zip(before, after, strict=True))), now_us)
+        count_r, low_r, high_r, total_r = _reduce(rows, n)
+        stats = WindowStats._of(self.series, rows, since, now_us, count_r + count.sum(axis=0),
+                                np.fmin(low_r, np.fmin.reduce(low, axis=0)),
+                                np.fmax(high_r, np.fmax.reduce(high, axis=0)),
+                                total_r + np.add.reduce(total, axis=0), len(rows.ts) + n_blocks * BLOCK_ROWS)
+        if np.any(stats.last_status == SAMPLE_ABSENT):
+            return None
+        return stats
 
     def __repr__(self) -> str:
         return f"RingBuffer({self.n_series} series x {self.capacity} rows, {self.rows_written} written)"
 
 
 _ROW_KINDS = ("int64_t[]", "double[]", "int8_t[]")
+
+
+def _until(rows: RingRows, now_us: int) -> RingRows:
+    """The rows stamped at or before now_us."""
+    newer = rows.ts > now_us
+    if newer.any():
+        keep = ~newer
+        return RingRows(rows.ts[keep], rows.values[keep], rows.status[keep])
+    return rows
 _EVENT_KINDS = ("int64_t[]", "int32_t[]", "uint32_t[]", "uint16_t[]", "int64_t[]")
 
 

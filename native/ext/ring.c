@@ -143,11 +143,13 @@ static int ring_build_lookup(dcgmc_ring *ring, const int32_t *groups, const uint
 
 dcgmc_ring *dcgmc_ring_new(int64_t *ts, double *values, int8_t *status, int64_t *control,
                            int64_t capacity, int64_t n_series, const int32_t *series_groups,
-                           const uint32_t *series_entities, const uint16_t *series_fields)
+                           const uint32_t *series_entities, const uint16_t *series_fields,
+                           int64_t retention)
 {
     if (!ts || !values || !status || !control || !series_groups || !series_entities ||
         !series_fields || capacity <= 0 || n_series <= 0 || n_series > INT32_MAX ||
-        capacity > INT64_MAX / n_series)
+        capacity > INT64_MAX / n_series || retention < capacity ||
+        (retention > capacity && capacity != 2 * DCGMC_RING_BLOCK_ROWS))
         return NULL;
     dcgmc_ring *ring = calloc(1, sizeof *ring);
     if (ring == NULL)
@@ -158,6 +160,15 @@ dcgmc_ring *dcgmc_ring_new(int64_t *ts, double *values, int8_t *status, int64_t 
     ring->values = values;
     ring->status = status;
     ring->n_series = n_series;
+    ring->retention = retention;
+    if (retention > capacity) {
+        int64_t block_rows = DCGMC_RING_BLOCK_ROWS;
+        ring->blocks = ring_blocks_new(n_series, block_rows, (retention + block_rows - 1) / block_rows);
+        if (ring->blocks == NULL) {
+            dcgmc_ring_free(ring);
+            return NULL;
+        }
+    }
     if (!ring_build_lookup(ring, series_groups, series_entities, series_fields)) {
         dcgmc_ring_free(ring);
         return NULL;
@@ -176,12 +187,89 @@ void dcgmc_ring_free(dcgmc_ring *ring)
     free(ring->cells);
     free(ring->times);
     free(ring->merged);
+    ring_blocks_free(ring->blocks);
     free(ring);
 }
 
 int64_t dcgmc_ring_head(const dcgmc_ring *ring)
 {
     return ring ? control_head(&ring->control) : 0;
+}
+
+int64_t dcgmc_ring_oldest_row(const dcgmc_ring *ring)
+{
+    if (ring == NULL)
+        return 0;
+    int64_t head = control_head(&ring->control);
+    int64_t capacity = ring->control.capacity;
+    if (head <= capacity)
+        return 0;
+    if (ring->blocks != NULL)   /* the blocks reach further back than the arrays once past them */
+        return ring_blocks_oldest(ring->blocks) * ring->blocks->rows_per_block;
+    return head - capacity;
+}
+
+int64_t dcgmc_ring_block_bytes(const dcgmc_ring *ring)
+{
+    return ring != NULL && ring->blocks != NULL ? ring_blocks_bytes(ring->blocks) : 0;
+}
+
+int64_t dcgmc_ring_summaries(const dcgmc_ring *ring, int64_t first_block, int64_t end_block, double *min,
+                             double *max, double *sum, int64_t *count, int64_t *min_ts, int64_t *max_ts)
+{
+    if (ring == NULL || ring->blocks == NULL || first_block < 0 || first_block > end_block)
+        return -1;
+    int64_t n = end_block - first_block, n_series = ring->n_series;
+    if (n == 0)
+        return 0;
+    if (!min || !max || !sum || !count || !min_ts || !max_ts)
+        return -1;
+    block_summary *out = malloc((size_t)n * (size_t)n_series * sizeof *out);
+    if (out == NULL)
+        return -1;
+    int64_t torn = ring_blocks_summaries(ring->blocks, first_block, end_block, out, min_ts, max_ts);
+    for (int64_t i = 0; i < n * n_series; i++) {
+        min[i] = out[i].min;
+        max[i] = out[i].max;
+        sum[i] = out[i].sum;
+        count[i] = out[i].count;
+    }
+    free(out);
+    return torn;
+}
+
+void dcgmc_ring_encoded(const dcgmc_ring *ring, int64_t *bytes, int64_t *samples)
+{
+    int64_t b = 0, n = 0;
+    if (ring != NULL && ring->blocks != NULL) {
+        b = __atomic_load_n(&ring->blocks->live_words, __ATOMIC_RELAXED) * 8;
+        n = ring_blocks_samples(ring->blocks);
+    }
+    if (bytes != NULL)
+        *bytes = b;
+    if (samples != NULL)
+        *samples = n;
+}
+
+int64_t dcgmc_ring_samples_held(const dcgmc_ring *ring)
+{
+    if (ring == NULL)
+        return 0;
+    int64_t head = control_head(&ring->control);
+    int64_t from = head > ring->control.capacity ? head - ring->control.capacity : 0;
+    int64_t held = 0;
+    if (ring->blocks != NULL) {
+        int64_t sealed_rows = ring_blocks_sealed(ring->blocks) * ring->blocks->rows_per_block;
+        from = sealed_rows > from ? sealed_rows : from;
+        held = ring_blocks_samples(ring->blocks);
+    }
+    /* the rows not in a block yet: an estimate while a writer runs, which is all a gauge needs */
+    for (int64_t row = from; row < head; row++) {
+        const int8_t *status = ring->status + (row % ring->control.capacity) * ring->n_series;
+        for (int64_t s = 0; s < ring->n_series; s++)
+            held += __atomic_load_n(&status[s], __ATOMIC_RELAXED) != DCGMC_SAMPLE_ABSENT;
+    }
+    return held;
 }
 
 int dcgmc_ring_newest_ts(const dcgmc_ring *ring, int64_t *ts)
@@ -235,6 +323,31 @@ static void count_cell(int8_t status, dcgmc_drain_stats *stats)
         stats->blanks++;
 }
 
+/* With the ring held for writing: every complete block of rows its arrays hold goes to the blocks. */
+static int seal_blocks(dcgmc_ring *ring)
+{
+    ring_blocks *blocks = ring->blocks;
+    if (blocks == NULL)
+        return 1;
+    int64_t rows = blocks->rows_per_block, head = ring->control.words[0];
+    for (int64_t block = blocks->sealed; (block + 1) * rows <= head; block++) {
+        int64_t position = (block * rows) % ring->control.capacity;   /* a block never wraps: capacity is 2 blocks */
+        if (!ring_blocks_seal(blocks, ring->ts + position, ring->values + position * ring->n_series,
+                              ring->status + position * ring->n_series))
+            return 0;
+    }
+    return 1;
+}
+
+/* How many more rows the arrays take before one not yet in a block would be overwritten. */
+static int64_t room(const dcgmc_ring *ring)
+{
+    if (ring->blocks == NULL)
+        return ring->control.capacity;
+    int64_t sealed_rows = ring->blocks->sealed * ring->blocks->rows_per_block;
+    return sealed_rows + ring->control.capacity - ring->control.words[0];
+}
+
 int dcgmc_ring_commit_rows(dcgmc_ring *ring, const int64_t *ts, const double *values,
                            const int8_t *status, int64_t n_rows, dcgmc_drain_stats *stats)
 {
@@ -245,26 +358,41 @@ int dcgmc_ring_commit_rows(dcgmc_ring *ring, const int64_t *ts, const double *va
         return DCGM_ST_BADPARAM;
     if (!ring_control_begin_write(&ring->control))
         return DCGM_ST_IN_USE;
-    int64_t keep = n_rows < ring->control.capacity ? n_rows : ring->control.capacity;
+    int64_t keep = n_rows < ring->retention ? n_rows : ring->retention;
     int64_t skip = n_rows - keep;
     count_late_rows(ring, ts, n_rows, stats);
-    int64_t head = control_reserve(&ring->control, keep);
-    for (int64_t r = 0; r < keep; r++) {
-        int64_t position = (head + r) % ring->control.capacity;
-        const double *row_values = values + (skip + r) * ring->n_series;
-        const int8_t *row_status = status + (skip + r) * ring->n_series;
-        __atomic_store_n(&ring->ts[position], ts[skip + r], __ATOMIC_RELAXED);
-        for (int64_t s = 0; s < ring->n_series; s++) {
-            store_cell(ring, position, s, row_values[s], row_status[s]);
-            if (row_status[s] != DCGMC_SAMPLE_ABSENT)
-                count_cell(row_status[s], stats);
+    int rc = DCGM_ST_OK;
+    for (int64_t done = 0; done < keep;) {
+        if (room(ring) <= 0 && !seal_blocks(ring)) {   /* an earlier seal ran out of memory */
+            rc = DCGM_ST_MEMORY;
+            keep = done;
+            break;
+        }
+        int64_t chunk = keep - done < room(ring) ? keep - done : room(ring);
+        int64_t head = control_reserve(&ring->control, chunk);
+        for (int64_t r = 0; r < chunk; r++) {
+            int64_t position = (head + r) % ring->control.capacity;
+            const double *row_values = values + (skip + done + r) * ring->n_series;
+            const int8_t *row_status = status + (skip + done + r) * ring->n_series;
+            __atomic_store_n(&ring->ts[position], ts[skip + done + r], __ATOMIC_RELAXED);
+            for (int64_t s = 0; s < ring->n_series; s++) {
+                store_cell(ring, position, s, row_values[s], row_status[s]);
+                if (row_status[s] != DCGMC_SAMPLE_ABSENT)
+                    count_cell(row_status[s], stats);
+            }
+        }
+        control_publish(&ring->control, head + chunk);
+        done += chunk;
+        if (!seal_blocks(ring)) {
+            rc = DCGM_ST_MEMORY;
+            keep = done;
+            break;
         }
     }
-    control_publish(&ring->control, head + keep);
     ring_control_end_write(&ring->control);
     stats->rows = keep;
     stats->dropped_rows = skip;
-    return DCGM_ST_OK;
+    return rc;
 }
 
 /* -- reading rows -- */
@@ -273,7 +401,13 @@ int64_t dcgmc_ring_find_since(const dcgmc_ring *ring, int64_t since, int64_t *fi
 {
     if (ring == NULL || first == NULL)
         return 0;
-    return control_find_since(&ring->control, ring->ts, since, first);
+    int64_t head = control_find_since(&ring->control, ring->ts, since, first);
+    int64_t capacity = ring->control.capacity;
+    if (ring->blocks == NULL || head <= capacity || *first > head - capacity)
+        return head;
+    /* the scan reached the arrays' oldest row: it goes on in the blocks */
+    *first = since <= 0 ? dcgmc_ring_oldest_row(ring) : ring_blocks_find_since(ring->blocks, *first, since);
+    return head;
 }
 
 static void load_row(const dcgmc_ring *ring, int64_t position, int64_t *ts_out,
@@ -291,16 +425,31 @@ static void load_row(const dcgmc_ring *ring, int64_t position, int64_t *ts_out,
 int64_t dcgmc_ring_copy(const dcgmc_ring *ring, int64_t first, int64_t end, int64_t *ts_out,
                         double *values_out, int8_t *status_out, int64_t *skipped)
 {
-    if (ring == NULL || skipped == NULL || !control_range_ok(&ring->control, first, end))
+    if (ring == NULL || skipped == NULL || first < 0 || first > end)
+        return -1;
+    int64_t head = control_head(&ring->control), capacity = ring->control.capacity;
+    if (end > head || (ring->blocks == NULL && end - first > capacity))
         return -1;
     if (end > first && (!ts_out || !values_out || !status_out))
         return -1;
-    for (int64_t row = first; row < end; row++) {
+    int64_t n_series = ring->n_series;
+    /* the newest rows from the arrays, those before them from the blocks */
+    int64_t split = head > capacity ? head - capacity : 0;
+    split = split < first ? first : (split > end ? end : split);
+    for (int64_t row = split; row < end; row++) {
         int64_t i = row - first;
-        load_row(ring, row % ring->control.capacity, &ts_out[i], values_out + i * ring->n_series,
-                 status_out + i * ring->n_series);
+        load_row(ring, row % capacity, &ts_out[i], values_out + i * n_series, status_out + i * n_series);
     }
-    *skipped = control_torn_prefix(&ring->control, first, end);
+    int64_t torn = control_torn_prefix(&ring->control, split, end);
+    if (ring->blocks == NULL) {
+        *skipped = split - first + torn;
+    } else {
+        /* rows overwritten in the arrays while copied were in a block before */
+        int64_t gone = ring_blocks_copy(ring->blocks, first, split + torn, ts_out, values_out, status_out);
+        if (gone < 0)
+            return -1;
+        *skipped = gone;
+    }
     return end - first - *skipped;
 }
 
@@ -375,20 +524,20 @@ static int64_t distinct_times(dcgmc_ring *ring)
     return (int64_t)n_times;
 }
 
-static void place_cells(dcgmc_ring *ring, int64_t n_times, int64_t first_kept, int64_t head,
-                        dcgmc_drain_stats *stats)
+/* The staged cells of times [from, to) into the rows from head on. */
+static void place_cells(dcgmc_ring *ring, int64_t from, int64_t to, int64_t head, dcgmc_drain_stats *stats)
 {
     int64_t capacity = ring->control.capacity;
     for (size_t i = 0; i < ring->n_cells;) {
         size_t end = run_end(ring, i);
-        size_t t = lower_bound(ring->times, (size_t)n_times, ring->cells[i].ts);
+        size_t t = lower_bound(ring->times, (size_t)to, ring->cells[i].ts);
         for (; i < end; i++) {
             const staged_cell *cell = &ring->cells[i];
-            while (ring->times[t] < cell->ts)
+            while ((int64_t)t < to && ring->times[t] < cell->ts)
                 t++;
-            if ((int64_t)t < first_kept)
+            if ((int64_t)t < from || (int64_t)t >= to)
                 continue;
-            int64_t position = (head + (int64_t)t - first_kept) % capacity;
+            int64_t position = (head + (int64_t)t - from) % capacity;
             store_cell(ring, position, cell->series, cell->value, cell->status);
             count_cell(cell->status, stats);
         }
@@ -416,15 +565,24 @@ int ring_commit_staged(dcgmc_ring *ring, dcgmc_drain_stats *stats)
         return 0;
     int64_t n_times = distinct_times(ring);
     int64_t capacity = ring->control.capacity;
-    int64_t keep = n_times < capacity ? n_times : capacity;
+    int64_t keep = n_times < ring->retention ? n_times : ring->retention;
     int64_t first_kept = n_times - keep;
     count_late_rows(ring, ring->times, n_times, stats);
-    int64_t head = control_reserve(&ring->control, keep);
-    for (int64_t r = 0; r < keep; r++)
-        store_empty_row(ring, (head + r) % capacity, ring->times[first_kept + r]);
-    place_cells(ring, n_times, first_kept, head, stats);
-    control_publish(&ring->control, head + keep);
-    stats->rows = keep;
+    /* in runs the arrays take without overwriting a row not yet in a block (one run almost always) */
+    for (int64_t from = first_kept; from < n_times;) {
+        if (room(ring) <= 0 && !seal_blocks(ring))
+            break;
+        int64_t to = n_times - from < room(ring) ? n_times : from + room(ring);
+        int64_t head = control_reserve(&ring->control, to - from);
+        for (int64_t r = 0; r < to - from; r++)
+            store_empty_row(ring, (head + r) % capacity, ring->times[from + r]);
+        place_cells(ring, from, to, head, stats);
+        control_publish(&ring->control, head + (to - from));
+        stats->rows += to - from;
+        from = to;
+        if (!seal_blocks(ring))
+            break;
+    }
     stats->dropped_rows = first_kept;
     return 1;
 }

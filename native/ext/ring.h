@@ -52,20 +52,51 @@ typedef struct dcgmc_drain_stats {
     int64_t late_rows;      /* rows whose ts is not after the newest row already committed */
 } dcgmc_drain_stats;
 
+/* Rows in a compressed block (ring_blocks.h); a ring whose retention is
+ * longer than two blocks keeps only its newest two blocks' worth of rows in
+ * its arrays and the older rows compressed. */
+#define DCGMC_RING_BLOCK_ROWS 256
+
 /*
  * A ring over caller-owned arrays: ts[capacity], values[capacity * n_series]
  * (row-major), status[capacity * n_series], control[2] (zeroed by the
  * caller).  Series i is (series_groups[i], series_entities[i],
- * series_fields[i]); the three arrays are copied.  NULL on a bad argument or
- * out of memory.  The arrays must outlive the ring.
+ * series_fields[i]); the three arrays are copied.  retention: the rows the
+ * ring holds at least; equal to capacity, or, for a compressed ring, more,
+ * with capacity exactly 2 * DCGMC_RING_BLOCK_ROWS.  NULL on a bad argument
+ * or out of memory.  The arrays must outlive the ring.
  */
 dcgmc_ring *dcgmc_ring_new(int64_t *ts, double *values, int8_t *status, int64_t *control,
                            int64_t capacity, int64_t n_series, const int32_t *series_groups,
-                           const uint32_t *series_entities, const uint16_t *series_fields);
+                           const uint32_t *series_entities, const uint16_t *series_fields,
+                           int64_t retention);
 void dcgmc_ring_free(dcgmc_ring *ring);
 
 /* Rows ever committed. */
 int64_t dcgmc_ring_head(const dcgmc_ring *ring);
+
+/* The number of the oldest row the ring still holds (the head when it holds none). */
+int64_t dcgmc_ring_oldest_row(const dcgmc_ring *ring);
+
+/* Bytes of the compressed blocks held (the arrays' bytes not included), and
+ * the cells held that are not ABSENT, in blocks and arrays together. */
+int64_t dcgmc_ring_block_bytes(const dcgmc_ring *ring);
+int64_t dcgmc_ring_samples_held(const dcgmc_ring *ring);
+
+/*
+ * Per-series statistics of the OK cells of compressed blocks [first_block,
+ * end_block) (block k holds rows [k * DCGMC_RING_BLOCK_ROWS, (k + 1) *
+ * DCGMC_RING_BLOCK_ROWS)), each block's row of n_series columns in min,
+ * max, sum (NaN, NaN, 0 where a block has no OK cell) and count, and its
+ * least and greatest ts.  Returns how many leading blocks are not valid
+ * (dropped or never sealed), or -1 on a bad argument (a ring without blocks).
+ */
+int64_t dcgmc_ring_summaries(const dcgmc_ring *ring, int64_t first_block, int64_t end_block, double *min,
+                             double *max, double *sum, int64_t *count, int64_t *min_ts, int64_t *max_ts);
+
+/* The encoded bytes of the blocks held and the cells in them that are not ABSENT
+ * (what the compression achieves, without the blocks' index and summaries). */
+void dcgmc_ring_encoded(const dcgmc_ring *ring, int64_t *bytes, int64_t *samples);
 
 /* ts of the newest row into *ts: 1, or 0 when the ring has no row (or a writer lapped the read). */
 int dcgmc_ring_newest_ts(const dcgmc_ring *ring, int64_t *ts);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ring.h"
+#include "ring_blocks.h"
 
 /* Staging above this many entries is given back after a small drain, so one
  * catch-up read of the whole retention does not pin its memory forever. */
@@ -58,6 +59,9 @@ struct dcgmc_ring {
     size_t n_cells, cells_capacity;
     int64_t *times, *merged;    /* distinct timestamps, ascending; merge buffer */
     size_t times_capacity;
+    /* the older rows, compressed (ring_blocks.h); NULL when the arrays hold the whole retention */
+    ring_blocks *blocks;
+    int64_t retention;          /* rows the ring holds at least (the arrays' capacity without blocks) */
 };
 
 typedef struct staged_event {

@@ -17,6 +17,8 @@
 
 #include "../ext/loader.c"
 #include "../ext/ring.c"
+#include "../ext/ring_blocks.c"
+#include "../ext/block_codec.c"
 #include "../ext/drain.c"
 
 /* atomic: the race tests check from several threads at once */
@@ -77,7 +79,7 @@ static test_ring ring_make(int64_t capacity, int64_t n_series, const int32_t *gr
     r.values = xcalloc(cells, sizeof *r.values);
     r.status = xcalloc(cells, sizeof *r.status);
     r.native = dcgmc_ring_new(r.ts, r.values, r.status, r.control, capacity, n_series, groups,
-                              entities, fields);
+                              entities, fields, capacity);
     CHECK(r.native != NULL, "ring of %lld x %lld", (long long)capacity, (long long)n_series);
     return r;
 }
@@ -1090,22 +1092,22 @@ static void test_bad_ring_arguments(void)
     int32_t groups[2] = { DCGM_FE_GPU, DCGM_FE_GPU };
     uint32_t entities[2] = { 0, 0 };
     uint16_t fields[2] = { 150, 155 }, same[2] = { 150, 150 };
-    CHECK(!dcgmc_ring_new(NULL, values, status, control, 4, 2, groups, entities, fields), "ts");
-    CHECK(!dcgmc_ring_new(ts, NULL, status, control, 4, 2, groups, entities, fields), "values");
-    CHECK(!dcgmc_ring_new(ts, values, NULL, control, 4, 2, groups, entities, fields), "status");
-    CHECK(!dcgmc_ring_new(ts, values, status, NULL, 4, 2, groups, entities, fields), "control");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 2, NULL, entities, fields), "groups");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 2, groups, NULL, fields), "entities");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 2, groups, entities, NULL), "fields");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, 0, 2, groups, entities, fields), "cap 0");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, -4, 2, groups, entities, fields), "cap<0");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 0, groups, entities, fields), "0 series");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, -1, groups, entities, fields), "<0 series");
+    CHECK(!dcgmc_ring_new(NULL, values, status, control, 4, 2, groups, entities, fields, 4), "ts");
+    CHECK(!dcgmc_ring_new(ts, NULL, status, control, 4, 2, groups, entities, fields, 4), "values");
+    CHECK(!dcgmc_ring_new(ts, values, NULL, control, 4, 2, groups, entities, fields, 4), "status");
+    CHECK(!dcgmc_ring_new(ts, values, status, NULL, 4, 2, groups, entities, fields, 4), "control");
+    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 2, NULL, entities, fields, 4), "groups");
+    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 2, groups, NULL, fields, 4), "entities");
+    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 2, groups, entities, NULL, 4), "fields");
+    CHECK(!dcgmc_ring_new(ts, values, status, control, 0, 2, groups, entities, fields, 4), "cap 0");
+    CHECK(!dcgmc_ring_new(ts, values, status, control, -4, 2, groups, entities, fields, 4), "cap<0");
+    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 0, groups, entities, fields, 4), "0 series");
+    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, -1, groups, entities, fields, 4), "<0 series");
     CHECK(!dcgmc_ring_new(ts, values, status, control, 4, (int64_t)INT32_MAX + 1, groups, entities,
-                          fields), "series beyond int32");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, INT64_MAX, 2, groups, entities, fields),
+                          fields, 4), "series beyond int32");
+    CHECK(!dcgmc_ring_new(ts, values, status, control, INT64_MAX, 2, groups, entities, fields, INT64_MAX),
           "capacity x series overflows");
-    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 2, groups, entities, same),
+    CHECK(!dcgmc_ring_new(ts, values, status, control, 4, 2, groups, entities, same, 4),
           "the same series twice");
     dcgmc_ring_free(NULL);
     CHECK(dcgmc_ring_head(NULL) == 0, "head of NULL");

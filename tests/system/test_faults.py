@@ -271,7 +271,7 @@ def test_an_unreachable_hostengine_at_start_is_not_fatal(tmp_path):
         log = collector.log()
         assert re.search(r'msg="counters \S+: 2 rows, 0 sampled series, 0 window families over 15 s \(1 target not '
                          r'up yet: counted when up\)"', log), log
-        assert re.search(r'msg="draining DCGM every 200 ms, DCGM sampling every 100 ms; 900 s of history in 0\.0 '
+        assert re.search(r'msg="draining DCGM every 200 ms, DCGM sampling every 100 ms; 3600 s of history in 0\.0 '
                          r'MiB of rings \(1 target not up yet: counted when up\)"', log), log
         engine = Hostengine(tmp_path, "1", port=port)
         wait_for(lambda: fresh(collector.metrics()), what="connected", log=collector.log)

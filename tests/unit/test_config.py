@@ -88,7 +88,7 @@ def test_defaults():
     assert config.address == ":9400"
     assert config.collect_interval_ms == 1000
     assert config.devices == DeviceSelection("f")
-    assert config.window_s == 15.0 and config.retention_s == 900.0 and config.watch_interval_ms is None
+    assert config.window_s == 15.0 and config.retention_s == 3600.0 and config.watch_interval_ms is None
     assert config.aggregations == ()
     assert config.xid_count_window_ms == config.clock_events_count_window_ms == 300_000
     assert config.remote is None and config.sim is None and config.dcgm_lib is None
@@ -258,7 +258,7 @@ def test_bad_flag_values_are_one_line_usage_errors(argv, message, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--watch-interval", "300", "-c", "200"], "--watch-interval 300 ms must not be longer than"),
     (["--window", "100", "--retention", "50"], "--window 100 s is longer than --retention 50 s"),
-    (["--recorder-dir", "/r", "--recorder-after", "700"],
+    (["--recorder-dir", "/r", "--recorder-after", "700", "--retention", "900"],
      "--recorder-before 300 s + --recorder-after 700 s is longer than --retention 900 s"),
 ])
 def test_inconsistent_options(argv, message):

@@ -174,10 +174,10 @@ def test_ring_capacity_holds_the_retention_with_a_little_slack(retention_s, watc
     assert plan.event_capacity == EVENT_CAPACITY
 
 
-def test_default_ring_capacity_is_fifteen_minutes():
-    assert 900 < _plan().ring_capacity < 1000
-    assert 9000 < _plan(watch_interval_ms=100).ring_capacity < 10_000
-    assert ring_capacity(900.0, 100_000) == _plan(watch_interval_ms=100).ring_capacity
+def test_default_ring_capacity_is_an_hour():
+    assert 3600 < _plan().ring_capacity < 3800
+    assert 36_000 < _plan(watch_interval_ms=100).ring_capacity < 38_000
+    assert ring_capacity(3600.0, 100_000) == _plan(watch_interval_ms=100).ring_capacity
 
 
 def test_instance_and_vgpu_fields_are_watched_on_gpus():

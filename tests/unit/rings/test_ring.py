@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dcgm_collector.rings.ring import (
+    BLOCK_ROWS,
     SAMPLE_ABSENT,
     SAMPLE_BLANK,
     SAMPLE_NOT_SUPPORTED,
@@ -156,15 +157,15 @@ def test_a_late_row_is_stored_and_ends_a_scan_that_reaches_back_past_it():
     assert ring.rows_since(18).ts.tolist() == []  # 15 < 18 ends the scan: 20 and 30 are hidden
 
 
-def test_memory_is_fixed_at_construction_and_reported():
-    # 8 GPUs x 30 fields, 15 minutes at 100 ms
+def test_a_ring_of_two_blocks_or_fewer_rows_is_fixed_at_construction():
     series = [(1, gpu, field) for gpu in range(8) for field in range(100, 130)]
-    ring = RingBuffer(series, capacity=9000)
-    assert ring.nbytes == 9000 * 8 + 9000 * 240 * 8 + 9000 * 240 + 16 == RingBuffer.bytes_for(240, 9000)
-    assert ring.nbytes < 20_000_000
+    ring = RingBuffer(series, capacity=2 * BLOCK_ROWS)
+    rows = 2 * BLOCK_ROWS
+    assert ring.nbytes == rows * 8 + rows * 240 * 8 + rows * 240 + 16 == RingBuffer.bytes_for(240, rows)
     before = ring.nbytes
     ring.append(np.arange(20_000), np.ones((20_000, 240)))
     assert ring.nbytes == before
+    assert ring.samples_held == rows * 240
 
 
 @pytest.mark.parametrize(
