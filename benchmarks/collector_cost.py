@@ -49,7 +49,7 @@ TARGETS = {"1000": 0.5, "100": 3.0}    # % of one core, by collect interval (ms)
 
 
 def ring_bytes(counters_path: str, gpus: int, collect_ms: int, watch_ms: int, retention_s: float) -> int:
-    """Bytes of the value rings the sampler allocates at start for this configuration."""
+    """Bytes of the value rings' arrays the sampler allocates at start for this configuration."""
     options = SamplingOptions(collect_interval_ms=collect_ms, watch_interval_ms=watch_ms, retention_s=retention_s)
     plan = plan_watches(load_counters(counters_path), options)
     return sum(RingBuffer.bytes_for(gpus * len(g.field_ids), plan.ring_capacity)
@@ -129,8 +129,9 @@ def report(mode: str, collect_ms: int, result: dict, idle: w.CpuShare, rings: in
               "beside it")
     print(f"{'':8} RSS {result['rss_start_mib']:.1f} MiB after start, {result['rss_end_mib']:.1f} MiB at the end, "
           f"peak {result['hwm_mib']:.1f} MiB (idle baseline {idle.rss_mib:.1f} MiB, so the collector adds "
-          f"{result['rss_end_mib'] - idle.rss_mib:.1f} MiB); value rings {rings / w.MIB:.1f} MiB for 900 s "
-          f"at {collect_ms} ms, allocated and written at start; first sample served after "
+          f"{result['rss_end_mib'] - idle.rss_mib:.1f} MiB); value rings' arrays {rings / w.MIB:.1f} MiB "
+          f"at {collect_ms} ms, allocated at start (older rows go to compressed blocks as they come: "
+          f"benchmarks/ring_memory.py); first sample served after "
           f"{result['first_sample_s']:.2f} s")
     if result["scrape_failures"]:
         print(f"{'':8} {result['scrape_failures']} scrapes failed")
