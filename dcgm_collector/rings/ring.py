@@ -398,18 +398,20 @@ class RingBuffer:
         window_us = _int(window_us, "window_us", 0, _INT64_MAX)
         now_us = time.time_ns() // 1000 if now_us is None else _int(now_us, "now_us", 0, _INT64_MAX)
         since = now_us - window_us
-        if self.capacity > 2 * BLOCK_ROWS:
-            stats = self._window_over_blocks(since, now_us)
-            if stats is not None:
-                return stats
-        return WindowStats.from_rows(self.series, _until(self.rows_since(since), now_us), since, now_us)
+        if self.capacity <= 2 * BLOCK_ROWS:
+            return WindowStats.from_rows(self.series, _until(self.rows_since(since), now_us), since, now_us)
+        first = self.first_row_since(since)   # one scan back, for the blocks and the rows alike
+        stats = self._window_over_blocks(first, since, now_us)
+        if stats is not None:
+            return stats
+        rows, _ = self.rows_from(first)
+        return WindowStats.from_rows(self.series, _until(rows, now_us), since, now_us)
 
-    def _window_over_blocks(self, since: int, now_us: int) -> WindowStats | None:
+    def _window_over_blocks(self, first: int, since: int, now_us: int) -> WindowStats | None:
         """The window from the summaries of the whole blocks in it and the rows around them; None when it
         spans no whole block, or its oldest block went while read, or a block has rows after now_us, or a
         series' newest cell is in a block (the plain read answers those)."""
         head = self.rows_written
-        first = self.first_row_since(since)
         arrays_from = max(0, head - 2 * BLOCK_ROWS)
         first_block, end_block = -(-first // BLOCK_ROWS), arrays_from // BLOCK_ROWS
         n_blocks, n = end_block - first_block, self.n_series
