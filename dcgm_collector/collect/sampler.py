@@ -72,6 +72,7 @@ from dcgm_collector.dcgm import (
     FieldValue,
     Handle,
 )
+from dcgm_collector.dcgm.handle import MAX_FIELDS_PER_FIELD_GROUP
 from dcgm_collector.ext._native import lib
 from dcgm_collector.model import LevelEntity, MigInstance
 from dcgm_collector.rings.ring import EventRing, RingBuffer, SeriesKey
@@ -101,6 +102,17 @@ class _Drain:
     is_events: bool
     cursor: int = 0
     group: EntityGroup | None = None   # the entities it is watched on; None: the sampler's GPU group
+
+
+@dataclass
+class _Batch:
+    """Drains read in one DCGM call, through a field group of all their fields (not watched itself:
+    DCGM reads a field watched on an entity whatever field group asks).  A batch of one drain reads
+    through that drain's own field group."""
+
+    drains: list[_Drain]
+    field_group: FieldGroup
+    native: drain.BatchDrain | None = None   # None: one drain, read as before
 
 
 class Sampler:
@@ -178,6 +190,7 @@ class Sampler:
         self._blank_cells = 0
         self.tick_origin: float | None = None   # monotonic time tick 0 was due
         self._drains: list[_Drain] = []
+        self._batches: list[_Batch] = []   # how the drains are read: one DCGM call each
         self._label_groups: list[FieldGroup] = []
         self._made_field_groups: list[FieldGroup] = []
         self._live_gpus: set[int] = set()   # GPUs still in the group (not lost)
@@ -295,6 +308,7 @@ class Sampler:
                 self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0)))
         self.rings = MappingProxyType(rings)
         self.field_groups = MappingProxyType(field_groups)
+        self._batches = self._batch_drains()
         made = (factory(self) for factory in self._reader_factories)
         self.readers = tuple(reader for reader in made if reader is not None)
         start_readers(self, self.readers, self.clock.monotonic())
@@ -334,6 +348,28 @@ class Sampler:
             ring = RingBuffer(series, self.plan.ring_capacity)
         rings[watch] = ring
         self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0), group))
+
+    def _batch_drains(self) -> list[_Batch]:
+        """The GPU drains as one batch (one round trip a tick) when their fields fit one field group;
+        the others, and all of them otherwise, one batch each."""
+        on_gpus = [d for d in self._drains if d.group is None]
+        alone = [_Batch([d], d.field_group) for d in self._drains if d.group is not None]
+        fields = [f for d in on_gpus for f in d.field_group.field_ids]
+        events = [d for d in on_gpus if d.is_events]
+        if (len(on_gpus) < 2 or len(set(fields)) != len(fields) or len(fields) > MAX_FIELDS_PER_FIELD_GROUP
+                or len(events) > 1 or len(on_gpus) - len(events) > lib.DCGMC_DRAIN_MAX_RINGS):
+            return [_Batch([d], d.field_group) for d in on_gpus] + alone
+        rings = [d for d in on_gpus if not d.is_events]
+        drains = rings + events   # the order BatchDrain answers in
+        fgs = self.handle.create_field_groups(fields, f"dcgm-collector-read-{id(self):x}")
+        self._made_field_groups.append(fgs[0])
+        native = drain.BatchDrain([d.target for d in rings],   # type: ignore[misc]
+                                  events[0].target if events else None,  # type: ignore[arg-type]
+                                  events[0].field_group.field_ids if events else ())
+        cursor = min(d.cursor for d in drains)   # equal unless the sampler resumed from one that was not batched
+        for d in drains:
+            d.cursor = cursor
+        return [_Batch(drains, fgs[0], native), *alone]
 
     def _adoptable(self, previous: Sampler | None) -> Sampler | None:
         """``previous`` if its rings fit this sampler (same GPUs, same plan) and nobody writes them any more."""
@@ -449,18 +485,19 @@ class Sampler:
         stats = self.stats
         good = True
         newest = 0
-        drains = self._drains if self._live_gpus or self.instances else ()  # every GPU lost: nothing to read
-        for d in drains:
-            result = self._drain(d, raw)
-            if result is None:
+        batches = self._batches if self._live_gpus or self.instances else ()  # every GPU lost: nothing to read
+        for batch in batches:
+            results = self._read(batch, raw)
+            if results is None:
                 good = False
                 if self.connection_lost is not None:
                     break   # every other call on this handle would fail the same way
                 continue
-            d.cursor = result.next_cursor
-            if d.is_events:
-                stats.events += result.rows
-            else:
+            for d, result in zip(batch.drains, results):
+                d.cursor = result.next_cursor
+                if d.is_events:
+                    stats.events += result.rows
+                    continue
                 stats.samples += result.samples
                 stats.rows += result.rows
                 # DCGM keeps sampling a lost GPU, storing a blank for each of its fields
@@ -517,35 +554,40 @@ class Sampler:
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
 
-    def _drain(self, d: _Drain, raw: int) -> drain.DrainResult | None:
-        """One drain; on a failure, repair what can be repaired and try once more."""
-        result = self._drain_call(d, raw)
-        if result.rc == 0:
-            return result
-        self._count(result.rc)
-        if not self._repair(d, result.rc):
+    def _read(self, batch: _Batch, raw: int) -> list[drain.DrainResult] | None:
+        """One batch's call; on a failure, repair what can be repaired and try once more."""
+        rc, results = self._read_call(batch, raw)
+        if rc == 0:
+            return results
+        self._count(rc)
+        if not self._repair(batch, rc):
             return None
-        result = self._drain_call(d, raw)
-        if result.rc == 0:
-            return result
-        self._count(result.rc)
+        rc, results = self._read_call(batch, raw)
+        if rc == 0:
+            return results
+        self._count(rc)
         return None
 
-    def _drain_call(self, d: _Drain, raw: int) -> drain.DrainResult:
-        group_id = (d.group or self.group).id  # type: ignore[union-attr]  # set by start()
-        if d.is_events:
-            return drain.drain_events_into(d.target, raw, group_id, d.field_group.id, d.cursor)
-        return drain.drain_into(d.target, raw, group_id, d.field_group.id, d.cursor)
+    def _read_call(self, batch: _Batch, raw: int) -> tuple[int, list[drain.DrainResult]]:
+        first = batch.drains[0]
+        group_id = (first.group or self.group).id  # type: ignore[union-attr]  # set by start()
+        if batch.native is not None:
+            return batch.native.drain(raw, group_id, batch.field_group.id, first.cursor)
+        if first.is_events:
+            result = drain.drain_events_into(first.target, raw, group_id, first.field_group.id, first.cursor)
+        else:
+            result = drain.drain_into(first.target, raw, group_id, first.field_group.id, first.cursor)
+        return result.rc, [result]
 
     # -- repairs
-    def _repair(self, d: _Drain, rc: int) -> bool:
-        """Fix what made a drain fail, if the sampler can; True when a retry is worth it."""
+    def _repair(self, batch: _Batch, rc: int) -> bool:
+        """Fix what made a read fail, if the sampler can; True when a retry is worth it."""
         if rc in CONNECTION_CODES:
             return False
         if remove_lost_gpus(self):
             return bool(self._live_gpus)
         if rc == ST_NOT_WATCHED:
-            return self._rewatch(d)
+            return all([self._rewatch(d) for d in batch.drains])
         return False
 
     def _rewatch(self, d: _Drain) -> bool:

@@ -101,6 +101,26 @@ static int stage_cell(dcgmc_ring *ring, int64_t ts, double value, int32_t series
     return 1;
 }
 
+/* One record into the ring's staging; 0 when staging could not grow. */
+static int ring_take(ring_drain *d, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                     const dcgmFieldValue_v1 *record)
+{
+    if (!record_has_value(record, d->stats))
+        return 1;
+    double value;
+    int8_t status;
+    int32_t series = drain_series(d, group, entity, record->fieldId);
+    if (series < 0 || !decode_numeric(record, &value, &status)) {
+        d->stats->unmapped++;
+        return 1;
+    }
+    if (!stage_cell(d->ring, record->ts, value, series, status)) {
+        d->out_of_memory = 1;
+        return 0;
+    }
+    return 1;
+}
+
 /* Non-zero stops DCGM's enumeration; the call then keeps the cursor where it was. */
 static int ring_on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
                           dcgmFieldValue_v1 *values, int numValues, void *userData)
@@ -108,22 +128,9 @@ static int ring_on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t enti
     ring_drain *d = userData;
     if (d == NULL || values == NULL)
         return 0;
-    for (int i = 0; i < numValues; i++) {
-        const dcgmFieldValue_v1 *record = &values[i];
-        if (!record_has_value(record, d->stats))
-            continue;
-        double value;
-        int8_t status;
-        int32_t series = drain_series(d, group, entity, record->fieldId);
-        if (series < 0 || !decode_numeric(record, &value, &status)) {
-            d->stats->unmapped++;
-            continue;
-        }
-        if (!stage_cell(d->ring, record->ts, value, series, status)) {
-            d->out_of_memory = 1;
+    for (int i = 0; i < numValues; i++)
+        if (!ring_take(d, group, entity, &values[i]))
             return 1;
-        }
-    }
     return 0;
 }
 
@@ -179,29 +186,36 @@ static int stage_event(dcgmc_events *events, const staged_event *e)
     return 1;
 }
 
+/* One record into the event ring's staging; 0 when staging could not grow. */
+static int events_take(events_drain *d, dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                       const dcgmFieldValue_v1 *record)
+{
+    if (!record_has_value(record, d->stats))
+        return 1;
+    if (record->fieldType != DCGM_FT_INT64 && record->fieldType != DCGM_FT_TIMESTAMP) {
+        d->stats->unmapped++;
+    } else if (record->value.i64 >= DCGM_INT64_BLANK) {
+        d->stats->blanks++;
+    } else {
+        staged_event e = { record->ts, record->value.i64, entity, (int32_t)group,
+                           record->fieldId };
+        if (!stage_event(d->events, &e)) {
+            d->out_of_memory = 1;
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int events_on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
                             dcgmFieldValue_v1 *values, int numValues, void *userData)
 {
     events_drain *d = userData;
     if (d == NULL || values == NULL)
         return 0;
-    for (int i = 0; i < numValues; i++) {
-        const dcgmFieldValue_v1 *record = &values[i];
-        if (!record_has_value(record, d->stats))
-            continue;
-        if (record->fieldType != DCGM_FT_INT64 && record->fieldType != DCGM_FT_TIMESTAMP) {
-            d->stats->unmapped++;
-        } else if (record->value.i64 >= DCGM_INT64_BLANK) {
-            d->stats->blanks++;
-        } else {
-            staged_event e = { record->ts, record->value.i64, entity, (int32_t)group,
-                               record->fieldId };
-            if (!stage_event(d->events, &e)) {
-                d->out_of_memory = 1;
-                return 1;
-            }
-        }
-    }
+    for (int i = 0; i < numValues; i++)
+        if (!events_take(d, group, entity, &values[i]))
+            return 1;
     return 0;
 }
 
@@ -217,6 +231,14 @@ static int compare_events(const void *left, const void *right)
     if (a->field_id != b->field_id)
         return a->field_id < b->field_id ? -1 : 1;
     return 0;
+}
+
+/* With the event ring held for writing: staged entries committed in order. */
+static void commit_events(dcgmc_events *events, dcgmc_drain_stats *stats)
+{
+    if (events->n_staged > 1)
+        qsort(events->staged, events->n_staged, sizeof *events->staged, compare_events);
+    ring_commit_events(events, events->staged, (int64_t)events->n_staged, stats);
 }
 
 int dcgmc_drain_events(dcgmc_events *events, dcgmHandle_t handle, dcgmGpuGrp_t group,
@@ -235,13 +257,154 @@ int dcgmc_drain_events(dcgmc_events *events, dcgmHandle_t handle, dcgmGpuGrp_t g
     if (rc == DCGM_ST_OK && d.out_of_memory)
         rc = DCGM_ST_MEMORY;
     if (rc == DCGM_ST_OK) {
-        if (events->n_staged > 1)
-            qsort(events->staged, events->n_staged, sizeof *events->staged, compare_events);
-        ring_commit_events(events, events->staged, (int64_t)events->n_staged, stats);
+        commit_events(events, stats);
         stats->next_cursor = next;
     }
     ring_trim_events(events);
     ring_control_end_write(&events->control);
+    return rc;
+}
+
+/* ---- several rings, one call ------------------------------------------------ */
+
+typedef struct many_drain {
+    ring_drain rings[DCGMC_DRAIN_MAX_RINGS];
+    int n_rings;
+    events_drain events;
+    const unsigned short *event_fields;
+    int n_event_fields;
+    int last;                   /* the ring the previous record went to */
+    dcgmc_drain_stats *stray;   /* where records of no target are counted */
+} many_drain;
+
+static int is_event_field(const many_drain *m, unsigned short field)
+{
+    for (int i = 0; i < m->n_event_fields; i++)
+        if (m->event_fields[i] == field)
+            return 1;
+    return 0;
+}
+
+/* The ring holding the field (records come field after field, so the last one first); -1: none. */
+static int ring_of_field(many_drain *m, unsigned short field)
+{
+    for (int k = 0; k < m->n_rings; k++) {
+        int i = (m->last + k) % m->n_rings;
+        ring_drain *d = &m->rings[i];
+        size_t slot = ring_slot_of_field(d->ring, field, d->field_slot);
+        if (slot != SIZE_MAX) {
+            m->last = i;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int many_on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t entity,
+                          dcgmFieldValue_v1 *values, int numValues, void *userData)
+{
+    many_drain *m = userData;
+    if (m == NULL || values == NULL)
+        return 0;
+    for (int i = 0; i < numValues; i++) {
+        const dcgmFieldValue_v1 *record = &values[i];
+        if (m->events.events != NULL && is_event_field(m, record->fieldId)) {
+            if (!events_take(&m->events, group, entity, record))
+                return 1;
+            continue;
+        }
+        int target = ring_of_field(m, record->fieldId);
+        if (target < 0) {
+            if (record_has_value(record, m->stray))
+                m->stray->unmapped++;
+            continue;
+        }
+        if (!ring_take(&m->rings[target], group, entity, record))
+            return 1;
+    }
+    return 0;
+}
+
+static int many_locked(many_drain *m, dcgmHandle_t handle, dcgmGpuGrp_t group,
+                       dcgmFieldGrp_t fieldGroup, long long since)
+{
+    long long next = since;
+    int rc = dcgmc_fwd_dcgmGetValuesSince_v2(handle, group, fieldGroup, since, &next,
+                                             many_on_values, m);
+    int oom = m->events.out_of_memory;
+    for (int i = 0; i < m->n_rings; i++)
+        oom |= m->rings[i].out_of_memory;
+    if (rc == DCGM_ST_OK && oom)
+        rc = DCGM_ST_MEMORY;
+    /* all or nothing: every ring's commit buffers are allocated before any
+     * ring commits, so that one that cannot grow leaves all as they were */
+    for (int i = 0; rc == DCGM_ST_OK && i < m->n_rings; i++)
+        if (!ring_prepare_commit(m->rings[i].ring))
+            rc = DCGM_ST_MEMORY;
+    for (int i = 0; rc == DCGM_ST_OK && i < m->n_rings; i++)
+        ring_commit_staged(m->rings[i].ring, m->rings[i].stats);
+    if (rc == DCGM_ST_OK && m->events.events != NULL)
+        commit_events(m->events.events, m->events.stats);
+    if (rc == DCGM_ST_OK) {
+        for (int i = 0; i < m->n_rings; i++)
+            m->rings[i].stats->next_cursor = next;
+        if (m->events.events != NULL)
+            m->events.stats->next_cursor = next;
+    }
+    return rc;
+}
+
+int dcgmc_drain_many(dcgmc_ring *const *rings, int n_rings, dcgmc_events *events,
+                     const unsigned short *event_fields, int n_event_fields, dcgmHandle_t handle,
+                     dcgmGpuGrp_t group, dcgmFieldGrp_t fieldGroup, long long since,
+                     dcgmc_drain_stats *stats)
+{
+    if (stats == NULL || n_rings < 0 || n_rings > DCGMC_DRAIN_MAX_RINGS || (n_rings && rings == NULL) ||
+        (events != NULL && (n_event_fields < 0 || (n_event_fields && event_fields == NULL))) ||
+        (n_rings == 0 && events == NULL))
+        return DCGM_ST_BADPARAM;
+    many_drain m = { .n_rings = n_rings, .event_fields = event_fields,
+                     .n_event_fields = events != NULL ? n_event_fields : 0 };
+    for (int i = 0; i < n_rings; i++) {
+        if (rings[i] == NULL)
+            return DCGM_ST_BADPARAM;
+        for (int j = 0; j < i; j++)
+            if (rings[j] == rings[i])
+                return DCGM_ST_BADPARAM;
+    }
+    for (int i = 0; i <= n_rings; i++)
+        clear_stats(&stats[i], since);
+    m.stray = &stats[0];
+    int held = 0, rc = DCGM_ST_OK;
+    for (; held < n_rings; held++) {
+        if (!ring_control_begin_write(&rings[held]->control)) {
+            rc = DCGM_ST_IN_USE;
+            break;
+        }
+        m.rings[held] = (ring_drain){ .ring = rings[held], .stats = &stats[held],
+                                      .entity_slot = SIZE_MAX };
+        rings[held]->n_cells = 0;
+    }
+    int events_held = 0;
+    if (rc == DCGM_ST_OK && events != NULL) {
+        if (!ring_control_begin_write(&events->control)) {
+            rc = DCGM_ST_IN_USE;
+        } else {
+            events_held = 1;
+            m.events = (events_drain){ .events = events, .stats = &stats[n_rings] };
+            events->n_staged = 0;
+        }
+    }
+    if (rc == DCGM_ST_OK)
+        rc = many_locked(&m, handle, group, fieldGroup, since);
+    if (events_held) {
+        ring_trim_events(events);
+        ring_control_end_write(&events->control);
+    }
+    while (held-- > 0) {
+        ring_trim_staging(rings[held]);
+        ring_control_end_write(&rings[held]->control);
+    }
     return rc;
 }
 

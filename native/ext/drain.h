@@ -39,6 +39,25 @@ int dcgmc_drain(dcgmc_ring *ring, dcgmHandle_t handle, dcgmGpuGrp_t group,
 int dcgmc_drain_events(dcgmc_events *events, dcgmHandle_t handle, dcgmGpuGrp_t group,
                        dcgmFieldGrp_t fieldGroup, long long since, dcgmc_drain_stats *stats);
 
+#define DCGMC_DRAIN_MAX_RINGS 8
+
+/*
+ * One dcgmGetValuesSince_v2 call for a field group whose fields are those of
+ * several rings and of the event ring (the fields of event_fields), which are
+ * watched on the same entities at the same interval: each record goes to the
+ * ring (or event ring) holding its field, as dcgmc_drain and
+ * dcgmc_drain_events would store it, and the rings are committed together
+ * when DCGM answers OK (nothing is, otherwise).  One round trip to a
+ * hostengine per tick instead of one per ring.  stats holds n_rings + 1
+ * entries: the rings', then the event ring's (its counts stay 0 without
+ * one); records of no ring are counted unmapped on the first entry.  events
+ * may be NULL; at most DCGMC_DRAIN_MAX_RINGS rings, each given once.
+ */
+int dcgmc_drain_many(dcgmc_ring *const *rings, int n_rings, dcgmc_events *events,
+                     const unsigned short *event_fields, int n_event_fields, dcgmHandle_t handle,
+                     dcgmGpuGrp_t group, dcgmFieldGrp_t fieldGroup, long long since,
+                     dcgmc_drain_stats *stats);
+
 /*
  * One dcgmGetValuesSince_v2 call whose callback only counts the records:
  * what the library itself costs per record, which benchmarks subtract to

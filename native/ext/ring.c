@@ -559,6 +559,11 @@ static int reserve_times(dcgmc_ring *ring)
     return 1;
 }
 
+int ring_prepare_commit(dcgmc_ring *ring)
+{
+    return reserve_times(ring);
+}
+
 int ring_commit_staged(dcgmc_ring *ring, dcgmc_drain_stats *stats)
 {
     if (!reserve_times(ring))

@@ -127,6 +127,10 @@ int ring_grow_staging(void *items, size_t *capacity, size_t needed, size_t item_
  */
 int ring_commit_staged(dcgmc_ring *ring, dcgmc_drain_stats *stats);
 
+/* With the ring held for writing: what ring_commit_staged needs, allocated; 0 when it could not
+ * be.  After it, ring_commit_staged of the same staged cells cannot fail. */
+int ring_prepare_commit(dcgmc_ring *ring);
+
 /* With the ring held for writing: empty staging, giving back most of a large block. */
 void ring_trim_staging(dcgmc_ring *ring);
 

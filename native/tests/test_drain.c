@@ -715,6 +715,88 @@ static void test_mixed_watches(const engine *e)
     CHECK_RC(dcgmFieldGroupDestroy(EMB, read_fg), DCGM_ST_OK);
 }
 
+/* Two rings and the event ring from one field group in one call: the same
+ * rows as one drain per ring, one cursor, and all-or-nothing on a refusal. */
+static void test_drain_many(const engine *e)
+{
+    static const unsigned short temps[1] = { 150 }, power[2] = { 155, 203 }, xid[1] = { 230 };
+    static const unsigned short all[4] = { 150, 155, 203, 230 }, unwatched[2] = { 150, 140 };
+    dcgmFieldGrp_t temps_fg = 0, power_fg = 0, xid_fg = 0, all_fg = 0, unwatched_fg = 0;
+    CHECK_RC(dcgmFieldGroupCreate(EMB, 1, temps, "many-temps", &temps_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmFieldGroupCreate(EMB, 2, power, "many-power", &power_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmFieldGroupCreate(EMB, 1, xid, "many-xid", &xid_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmFieldGroupCreate(EMB, 4, all, "many-all", &all_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmFieldGroupCreate(EMB, 2, unwatched, "many-unwatched", &unwatched_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmWatchFields(EMB, e->group, temps_fg, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(dcgmWatchFields(EMB, e->group, power_fg, 100000, 60.0, 0), DCGM_ST_OK);
+    CHECK_RC(dcgmWatchFields(EMB, e->group, xid_fg, 100000, 60.0, 0), DCGM_ST_OK);
+    long long since = wall_us() - 50000;
+    sleep_ms(400);
+    layout lt = { temps_fg, temps, 1 }, lp = { power_fg, power, 2 };
+    test_ring batch_t = layout_ring(e, &lt, 32), batch_p = layout_ring(e, &lp, 32);
+    test_ring alone_t = layout_ring(e, &lt, 32), alone_p = layout_ring(e, &lp, 32);
+    int64_t ts[8] = { 0 }, values[8] = { 0 }, control[2] = { 0 };
+    int32_t groups[8] = { 0 };
+    uint32_t ids[8] = { 0 };
+    uint16_t fields[8] = { 0 };
+    dcgmc_events *ev = dcgmc_events_new(ts, groups, ids, fields, values, control, 8);
+    CHECK(ev != NULL, "events ring");
+    dcgmc_ring *rings[2] = { batch_t.native, batch_p.native };
+    dcgmc_drain_stats st[3], one_t, one_p;
+    CHECK_RC(dcgmc_drain_many(rings, 2, ev, xid, 1, EMB, e->group, all_fg, since, st), DCGM_ST_OK);
+    long long until = st[0].next_cursor;
+    CHECK(until > since && st[1].next_cursor == until && st[2].next_cursor == until,
+          "cursors %lld %lld %lld", st[0].next_cursor, st[1].next_cursor, st[2].next_cursor);
+    CHECK_RC(dcgmc_drain(alone_t.native, EMB, e->group, temps_fg, since, &one_t), DCGM_ST_OK);
+    CHECK_RC(dcgmc_drain(alone_p.native, EMB, e->group, power_fg, since, &one_p), DCGM_ST_OK);
+    /* the separate drains came later and may hold one more update pass */
+    CHECK(st[0].rows >= 3 && st[0].rows <= one_t.rows && st[1].rows >= 3 && st[1].rows <= one_p.rows,
+          "batch rows %lld %lld, alone %lld %lld", (long long)st[0].rows, (long long)st[1].rows,
+          (long long)one_t.rows, (long long)one_p.rows);
+    CHECK(st[0].samples == st[0].rows * e->n_gpus && st[1].samples == st[1].rows * e->n_gpus * 2,
+          "samples %lld %lld", (long long)st[0].samples, (long long)st[1].samples);
+    CHECK(st[0].unmapped == 0 && st[1].unmapped == 0 && st[2].rows == 0 && st[2].no_data == e->n_gpus,
+          "unmapped %lld %lld, events %lld, event no_data %lld", (long long)st[0].unmapped,
+          (long long)st[1].unmapped, (long long)st[2].rows, (long long)st[2].no_data);
+    rows out = rows_make(&batch_t);
+    int64_t valid = rows_since(&batch_t, 0, &out);
+    CHECK(valid == st[0].rows, "copied %lld of %lld", (long long)valid, (long long)st[0].rows);
+    int64_t matched = check_against_records(e, &lt, &out, valid, since, until);
+    CHECK(matched == st[0].samples, "%lld records for %lld cells", (long long)matched,
+          (long long)st[0].samples);
+    rows_destroy(&out);
+
+    /* a field watched by nobody fails the call: no ring moves, the cursor stays */
+    int64_t head_t = dcgmc_ring_head(batch_t.native), head_p = dcgmc_ring_head(batch_p.native);
+    CHECK_RC(dcgmc_drain_many(rings, 2, ev, xid, 1, EMB, e->group, unwatched_fg, until, st),
+             DCGM_ST_NOT_WATCHED);
+    CHECK(st[0].next_cursor == until && st[1].next_cursor == until && st[0].rows == 0,
+          "a refused batch moved: cursor %lld rows %lld", st[0].next_cursor, (long long)st[0].rows);
+    CHECK(dcgmc_ring_head(batch_t.native) == head_t && dcgmc_ring_head(batch_p.native) == head_p,
+          "a refused batch committed rows");
+
+    /* what it refuses */
+    dcgmc_ring *twice[2] = { batch_t.native, batch_t.native };
+    CHECK_RC(dcgmc_drain_many(twice, 2, NULL, NULL, 0, EMB, e->group, all_fg, until, st),
+             DCGM_ST_BADPARAM);
+    CHECK_RC(dcgmc_drain_many(rings, DCGMC_DRAIN_MAX_RINGS + 1, NULL, NULL, 0, EMB, e->group, all_fg,
+                              until, st), DCGM_ST_BADPARAM);
+    CHECK_RC(dcgmc_drain_many(NULL, 0, NULL, NULL, 0, EMB, e->group, all_fg, until, st),
+             DCGM_ST_BADPARAM);
+    CHECK_RC(dcgmc_drain_many(rings, 2, ev, NULL, 1, EMB, e->group, all_fg, until, st),
+             DCGM_ST_BADPARAM);
+    CHECK_RC(dcgmc_drain_many(rings, 2, NULL, NULL, 0, EMB, e->group, all_fg, until, NULL),
+             DCGM_ST_BADPARAM);
+    if (ev)
+        dcgmc_events_free(ev);
+    ring_destroy(&batch_t);
+    ring_destroy(&batch_p);
+    ring_destroy(&alone_t);
+    ring_destroy(&alone_p);
+    CHECK_RC(dcgmFieldGroupDestroy(EMB, unwatched_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmFieldGroupDestroy(EMB, all_fg), DCGM_ST_OK);
+}
+
 /* ---- committed rows: wrap-around and windows, no DCGM ---------------------- */
 
 #define CR_SERIES 3
@@ -1626,6 +1708,7 @@ static void run_sequence(void) { test_drain_sequence(current); }
 static void run_wrap(void) { test_wrap_around(current); }
 static void run_unmapped(void) { test_unmapped(current); }
 static void run_mixed(void) { test_mixed_watches(current); }
+static void run_many(void) { test_drain_many(current); }
 static void run_bad_dcgm(void) { test_bad_dcgm_arguments(current); }
 static void run_threads(void) { test_threads(current); }
 
@@ -1652,6 +1735,7 @@ int main(int argc, char **argv)
         run("wrap_around", run_wrap);
         run("unmapped", run_unmapped);
         run("mixed_watches", run_mixed);
+        run("drain_many", run_many);
         run("bad_dcgm_args", run_bad_dcgm);
         run("threads", run_threads);
     }

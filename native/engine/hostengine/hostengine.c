@@ -117,22 +117,24 @@ static int write_all(int fd, const void *buf, size_t len, int flags)
 
 /* ---- replies ---------------------------------------------------------------- */
 
-static void send_frame(he_session *s, const wire_reply *head, const void *tail, size_t len)
+/* more: MSG_MORE when another frame of the same reply follows at once, so that
+ * the client gets the reply's frames in one segment and wakes once, not per frame. */
+static void send_frame(he_session *s, const wire_reply *head, const void *tail, size_t len, int more)
 {
     if (s->failed)
         return;
-    if (!write_all(s->fd, head, sizeof *head, len ? MSG_MORE : 0) ||
-        (len && !write_all(s->fd, tail, len, 0)))
+    if (!write_all(s->fd, head, sizeof *head, len ? MSG_MORE : more) ||
+        (len && !write_all(s->fd, tail, len, more)))
         s->failed = 1;
 }
 
-static void flush_records(he_session *s)
+static void flush_records(he_session *s, int more)
 {
     if (s->chunk_len == 0)
         return;
     wire_reply head = { .magic = WIRE_REPLY_MAGIC, .kind = WIRE_RECORDS,
                         .tail_len = (uint32_t)s->chunk_len };
-    send_frame(s, &head, s->chunk, s->chunk_len);
+    send_frame(s, &head, s->chunk, s->chunk_len, more);
     s->chunk_len = 0;
 }
 
@@ -148,7 +150,7 @@ int he_record(he_session *s, dcgm_field_entity_group_t group, dcgm_field_eid_t e
     };
     size_t need = sizeof rec + rec.value_len;
     if (s->chunk_len + need > s->chunk_cap) {
-        flush_records(s);
+        flush_records(s, 0);
         if (!s->chunk) {
             s->chunk = malloc(HE_CHUNK_BYTES);
             if (!s->chunk) {
@@ -167,14 +169,14 @@ int he_record(he_session *s, dcgm_field_entity_group_t group, dcgm_field_eid_t e
 void he_reply(he_session *s, int status, int64_t i64, uint32_t u0, uint32_t u1,
               const void *tail, size_t tail_len)
 {
-    flush_records(s);
+    flush_records(s, MSG_MORE);
     if (tail_len > WIRE_MAX_TAIL) {
         status = DCGM_ST_GENERIC_ERROR;
         tail_len = 0;
     }
     wire_reply head = { .magic = WIRE_REPLY_MAGIC, .kind = WIRE_FINAL, .status = status,
                         .tail_len = (uint32_t)tail_len, .i64 = i64, .u = { u0, u1 } };
-    send_frame(s, &head, tail, tail_len);
+    send_frame(s, &head, tail, tail_len, 0);
 }
 
 /* ---- one connection --------------------------------------------------------- */

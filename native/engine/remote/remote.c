@@ -215,23 +215,48 @@ static int connect_unix_once(const char *path, int64_t deadline_ms)
     return try_connect((const struct sockaddr *)&sa, sizeof sa, AF_UNIX, deadline_ms);
 }
 
-/* 1 sent, 0 timed out, -1 failed.  flags: MSG_MORE when more follows at once. */
+/* 1 sent, 0 timed out, -1 failed.  flags: MSG_MORE when more follows at once.
+ * The socket is non-blocking: send first, and wait only when its buffer is full
+ * (a request is far smaller than the buffer, so a poll is rarely needed). */
 static int send_all(int fd, const void *buf, size_t len, unsigned int timeout_ms, int flags)
 {
     const unsigned char *p = buf;
+    int64_t deadline = monotonic_ms() + timeout_ms;
     while (len > 0) {
-        int ready = wait_fd(fd, POLLOUT, monotonic_ms() + timeout_ms);
-        if (ready <= 0)
-            return ready;
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | flags);
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT | flags);
         if (n > 0) {
             p += n;
             len -= (size_t)n;
-        } else if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-            return -1;
+            deadline = monotonic_ms() + timeout_ms;
+            continue;
         }
+        if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        int ready = wait_fd(fd, POLLOUT, deadline);
+        if (ready <= 0)
+            return ready;
     }
     return 1;
+}
+
+/* One non-blocking recv into buf, waiting for the socket first only when nothing
+ * is there yet: n > 0 bytes, 0 timed out, -1 EOF or failed. */
+static ssize_t recv_some(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+    for (;;) {
+        ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+        if (n > 0)
+            return n;
+        if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
+            return -1;
+        if (errno == EINTR)
+            continue;
+        int ready = wait_fd(fd, POLLIN, deadline_ms);
+        if (ready <= 0)
+            return ready;
+    }
 }
 
 /* 1 received, 0 timed out, -1 EOF or failed.  The timeout counts from the
@@ -240,15 +265,43 @@ static int recv_all(int fd, void *buf, size_t len, unsigned int timeout_ms)
 {
     unsigned char *p = buf;
     while (len > 0) {
-        int ready = wait_fd(fd, POLLIN, monotonic_ms() + timeout_ms);
-        if (ready <= 0)
-            return ready;
-        ssize_t n = recv(fd, p, len, 0);
-        if (n > 0) {
+        ssize_t n = recv_some(fd, p, len, monotonic_ms() + timeout_ms);
+        if (n <= 0)
+            return (int)n;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 1;
+}
+
+/* Like recv_all, through the connection's inbox: what an earlier recv took
+ * beyond what it needed is read first, and a short read fills the inbox with
+ * whatever else has arrived (the rest of the reply, as a rule). */
+static int conn_recv(remote_conn *c, void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        if (c->inbox_pos < c->inbox_len) {
+            size_t take = c->inbox_len - c->inbox_pos;
+            if (take > len)
+                take = len;
+            memcpy(p, c->inbox + c->inbox_pos, take);
+            c->inbox_pos += take;
+            p += take;
+            len -= take;
+            continue;
+        }
+        c->inbox_pos = c->inbox_len = 0;
+        int64_t deadline = monotonic_ms() + c->request_timeout_ms;
+        ssize_t n = len >= sizeof c->inbox ? recv_some(c->fd, p, len, deadline)
+                                           : recv_some(c->fd, c->inbox, sizeof c->inbox, deadline);
+        if (n <= 0)
+            return (int)n;
+        if (len >= sizeof c->inbox) {
             p += n;
             len -= (size_t)n;
-        } else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-            return -1;
+        } else {
+            c->inbox_len = (size_t)n;
         }
     }
     return 1;
@@ -450,7 +503,7 @@ static int receive_reply(remote_conn *c, remote_reply *reply)
 {
     for (;;) {
         wire_reply head;
-        int got = recv_all(c->fd, &head, sizeof head, c->request_timeout_ms);
+        int got = conn_recv(c, &head, sizeof head);
         if (got <= 0)
             return got;
         if (head.magic != WIRE_REPLY_MAGIC || head.tail_len > WIRE_MAX_TAIL)
@@ -459,7 +512,7 @@ static int receive_reply(remote_conn *c, remote_reply *reply)
             if (head.tail_len > reply->out_cap)
                 return -1;
             if (head.tail_len &&
-                (got = recv_all(c->fd, reply->out, head.tail_len, c->request_timeout_ms)) <= 0)
+                (got = conn_recv(c, reply->out, head.tail_len)) <= 0)
                 return got;
             reply->final = head;
             reply->out_len = head.tail_len;
@@ -468,7 +521,7 @@ static int receive_reply(remote_conn *c, remote_reply *reply)
         if (head.kind != WIRE_RECORDS || !reserve_records(reply, head.tail_len))
             return -1;
         unsigned char *chunk = reply->records + reply->records_len;
-        if ((got = recv_all(c->fd, chunk, head.tail_len, c->request_timeout_ms)) <= 0)
+        if ((got = conn_recv(c, chunk, head.tail_len)) <= 0)
             return got;
         if (!count_records(chunk, head.tail_len, &reply->n_records))
             return -1;

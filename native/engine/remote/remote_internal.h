@@ -10,12 +10,20 @@
 
 #include "remote.h"
 
+/* Receive buffer of a connection (a tick's reply of a few hundred records fits). */
+#define REMOTE_INBOX_BYTES (32u << 10)
+
 struct remote_conn {
     int fd;
     remote_addr addr;
     unsigned int request_timeout_ms;
     pthread_mutex_t lock;        /* one request on the wire at a time */
     atomic_int dead;             /* EOF, timeout, garbage or interrupt seen */
+    /* Bytes received and not yet read: one recv takes a whole reply's
+     * frames when they have arrived, instead of one recv (and one poll) per
+     * frame header and tail. */
+    unsigned char inbox[REMOTE_INBOX_BYTES];
+    size_t inbox_pos, inbox_len;
 };
 
 /* Where a reply goes: the FINAL frame's header and tail, and the records of

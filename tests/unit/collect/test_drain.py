@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from dcgm_collector.ext._native import ffi, lib
 
-from dcgm_collector.collect.drain import DrainResult, drain_events_into, drain_into
+from dcgm_collector.collect.drain import BatchDrain, DrainResult, drain_events_into, drain_into
 from dcgm_collector.dcgm import EntityType
 from dcgm_collector.rings.ring import (
     SAMPLE_ABSENT,
@@ -290,3 +290,75 @@ def test_bad_arguments_are_refused():
     with pytest.raises(TypeError):
         drain_events_into(ring, 1, 1, 1, 0)  # type: ignore[arg-type]
     assert DrainResult(0, 1, 0, 0, 0, 0, 0).ok
+
+
+def test_a_batch_stores_what_one_drain_per_ring_would_in_one_call(open_node, tmp_path):
+    spec = _scenario(tmp_path, 'seed = 3\n[[gpu]]\nmodel = "H100"\ncount = 2\n'
+                               '[[event]]\nat = 0.3\ngpu = 1\nkind = "xid"\nxid = 79\n')
+    handle = open_node(spec)
+    temps, power = [GPU_TEMP, MEM_TEMP], [POWER, GPU_UTIL]
+    group, temp_fields = _watched(handle, temps, "temps")
+    _, power_fields = _watched(handle, power, "power")
+    _, xid_fields = _watched(handle, [XID], "xid")
+    # read through a field group of all three's fields, which is not watched itself
+    everything = handle.create_field_groups(temps + power + [XID], "everything")
+    batch_rings = _ring([0, 1], temps), _ring([0, 1], power)
+    batch_events = EventRing(8)
+    batch = BatchDrain(batch_rings, batch_events, [XID])
+    alone_rings = _ring([0, 1], temps), _ring([0, 1], power)
+    alone_events = EventRing(8)
+    cursor, alone = 0, [0, 0, 0]
+    for _ in range(3):
+        time.sleep(0.25)
+        rc, results = batch.drain(handle._h(), group.id, everything[0].id, cursor)
+        assert rc == 0 and len(results) == 3
+        assert len({r.next_cursor for r in results}) == 1 and results[0].next_cursor > cursor
+        for k, (ring, fields) in enumerate(zip(alone_rings, (temp_fields, power_fields))):
+            one = drain_into(ring, handle._h(), group.id, fields[0].id, cursor)
+            assert one.rc == 0
+            alone[k] += one.samples
+        xid = drain_events_into(alone_events, handle._h(), group.id, xid_fields[0].id, cursor)
+        alone[2] += xid.rows
+        cursor = results[0].next_cursor
+    for got, expected in zip(batch_rings, alone_rings):
+        _same(_cells(got), _cells(expected))
+        assert got.rows_written == expected.rows_written > 0
+    assert batch_events.since(0).value.tolist() == alone_events.since(0).value.tolist() == [79]
+    assert batch_events.since(0).entity_id.tolist() == [1]
+    assert sum(len(c) for ring in batch_rings for c in _cells(ring).values()) == alone[0] + alone[1]
+
+
+def test_a_refused_batch_commits_nothing_in_any_ring(handle):
+    group, _ = _watched(handle, [POWER], "watched")
+    # ENERGY is watched by nobody: DCGM delivers GPU 0's power, then fails the call on its energy
+    mixed = handle.create_field_groups([POWER, ENERGY], "mixed")
+    rings = _ring(handle.gpu_ids(), [POWER]), _ring(handle.gpu_ids(), [ENERGY])
+    events = EventRing(8)
+    time.sleep(0.2)
+    rc, results = BatchDrain(rings, events, [XID]).drain(handle._h(), group.id, mixed[0].id, 12345)
+    assert rc == NOT_WATCHED
+    assert [r.next_cursor for r in results] == [12345] * 3
+    assert [r.rows for r in results] == [0, 0, 0]
+    assert [ring.rows_written for ring in rings] == [0, 0] and events.rows_written == 0
+
+
+def test_records_of_no_ring_of_a_batch_are_counted_on_its_first(handle):
+    group, fields = _watched(handle, [POWER, GPU_TEMP], "two")
+    ring = _ring(handle.gpu_ids(), [POWER])
+    time.sleep(0.2)
+    rc, results = BatchDrain([ring]).drain(handle._h(), group.id, fields[0].id, 0)
+    assert rc == 0 and len(results) == 1
+    assert results[0].unmapped > 0 and results[0].samples > 0
+    assert ring.rows_written == results[0].rows
+
+
+def test_a_batch_refuses_what_it_cannot_drain():
+    ring = _ring([0], [POWER])
+    with pytest.raises(ValueError):
+        BatchDrain([])
+    with pytest.raises(ValueError):
+        BatchDrain([ring, ring])
+    with pytest.raises(TypeError):
+        BatchDrain([EventRing(4)])  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        BatchDrain([_ring([0], [POWER]) for _ in range(lib.DCGMC_DRAIN_MAX_RINGS + 1)])
