@@ -46,6 +46,18 @@ IDLE_IMPORTS = ("import time, numpy, dcgm_collector.cli, dcgm_collector.collect.
                 "dcgm_collector.expose.exposition, dcgm_collector.serve.server; print('ready', flush=True); "
                 "time.sleep(3600)")
 TARGETS = {"1000": 0.5, "100": 3.0}    # % of one core, by collect interval (ms)
+PER_SAMPLE_TARGET_NS = 1000.0          # the collector's own CPU per sample, as a client of a hostengine
+
+
+def samples_total(url: str) -> float | None:
+    """dcgm_collector_samples_total from one /metrics scrape (None when the scrape failed)."""
+    body = w.get(url)
+    if body is None:
+        return None
+    for line in body.decode().splitlines():
+        if line.startswith("dcgm_collector_samples_total"):
+            return float(line.rsplit(" ", 1)[1])
+    return None
 
 
 def ring_bytes(counters_path: str, gpus: int, collect_ms: int, watch_ms: int, retention_s: float) -> int:
@@ -103,8 +115,10 @@ def measure_collector(counters: str, collect_ms: int, seconds: float, remote: st
         time.sleep(SETTLE_S)
         start_rss = w.memory_mib(collector.pid)["VmRSS"]
         engine_before = w.thread_cpu_ns(engine.pid) if engine else {}
+        samples_before = samples_total(url)
         with Scraper(url) as scraper:
             share = w.measure_cpu(collector.pid, seconds)
+        samples_after = samples_total(url)
         engine_share = None
         if engine:
             after = w.thread_cpu_ns(engine.pid)
@@ -114,7 +128,8 @@ def measure_collector(counters: str, collect_ms: int, seconds: float, remote: st
         return {"first_sample_s": first, "cpu_percent": share.percent, "cpu_seconds": share.seconds,
                 "tick_seconds": share.tick_seconds,
                 "wall_s": share.wall, "rss_start_mib": start_rss, "rss_end_mib": memory["VmRSS"],
-                "hwm_mib": memory["VmHWM"], "engine_cpu_percent": engine_share, "scrape_failures": scraper.failures}
+                "hwm_mib": memory["VmHWM"], "engine_cpu_percent": engine_share, "scrape_failures": scraper.failures,
+                "samples": None if samples_before is None or samples_after is None else samples_after - samples_before}
 
 
 def report(mode: str, collect_ms: int, result: dict, idle: w.CpuShare, rings: int) -> None:
@@ -124,6 +139,11 @@ def report(mode: str, collect_ms: int, result: dict, idle: w.CpuShare, rings: in
           f"of one core ({result['cpu_seconds']:.3f} s over {result['wall_s']:.1f} s; target <= {target} %: "
           f"{verdict}; /proc/<pid>/stat ticks: {result['tick_seconds']:.2f} s); "
           f"idle Python baseline {idle.percent:.3f} %")
+    if result["samples"]:
+        per_sample = result["cpu_seconds"] / result["samples"] * 1e9
+        met = "met" if per_sample <= PER_SAMPLE_TARGET_NS else "MISSED"
+        print(f"{'':8} {per_sample:.0f} ns of collector CPU per sample ({result['samples'] / result['wall_s']:.0f} "
+              f"samples/s; target <= {PER_SAMPLE_TARGET_NS:.0f} ns as a hostengine's client: {met})")
     if result["engine_cpu_percent"] is not None:
         print(f"{'':8} the hostengine process (simulator) used {result['engine_cpu_percent']:.2f} % of one core "
               "beside it")

@@ -16,7 +16,9 @@ Typical use, once per tick and field group::
 A :class:`BatchDrain` fills several rings and the event ring from one field
 group holding all their fields, in one call: against a hostengine, one round
 trip a tick instead of one per ring (each a wait for the reply and a wake-up,
-which cost more than the samples they bring).
+which cost more than the samples they bring).  A :class:`Ticker` runs a
+stretch of a batch's ticks in C (``native/ext/ticker.h``), sleeping to each
+deadline with no Python in between.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 from dcgm_collector.ext._native import ffi, lib
 from dcgm_collector.rings.ring import EventRing, RingBuffer
 
-__all__ = ["BatchDrain", "DrainResult", "drain_events_into", "drain_into"]
+__all__ = ["BatchDrain", "DrainResult", "TickRun", "Ticker", "drain_events_into", "drain_into"]
 
 _INT64_MAX = 2**63 - 1
 _HANDLE_MAX = 2**64 - 1
@@ -150,3 +152,58 @@ class BatchDrain:
         count = self._n + (self.events is not None)
         buffer = self._buffer
         return rc, [DrainResult(rc, *_STATS.unpack_from(buffer, i * _STATS.size)) for i in range(count)]
+
+    def run_ticks(self, ticker: Ticker, handle: int, group_id: int, field_group_id: int, cursor: int, *,
+                  origin_s: float, interval_s: float, first_tick: int, max_ticks: int, until_s: float) -> TickRun:
+        """Ticks ``first_tick``, ... of the grid ``origin_s + k * interval_s`` in C, each one :meth:`drain`,
+        up to the first due at or after ``until_s`` or the ``max_ticks``-th (``bounded``), a stop, or the
+        first drain DCGM does not answer OK (not counted: nothing of it was committed)."""
+        totals = ticker._totals
+        rc = lib.dcgmc_ticker_run(ticker._native, self._rings, self._n, self._events, self._fields, self._n_fields,
+                                  _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
+                                  _int(field_group_id, "field group id", _HANDLE_MAX),
+                                  _int(cursor, "cursor", _INT64_MAX), float(origin_s), float(interval_s),
+                                  _int(first_tick, "first tick", _INT64_MAX), _int(max_ticks, "max ticks", _INT64_MAX),
+                                  float(until_s), self._stats, totals)
+        if rc == lib.DCGM_ST_BADPARAM and totals.ticks == 0 and totals.rc == 0:
+            raise ValueError("bad tick grid or cursor for a run of ticks")
+        return TickRun(totals.ticks, totals.skipped, totals.next_tick, totals.samples, totals.blanks, totals.rows,
+                       totals.events, totals.newest_ts, totals.cursor, totals.last_tick_start_s, totals.last_tick_s,
+                       totals.last_tick_wall_s, totals.rc, bool(totals.stopped), bool(totals.bounded))
+
+
+@dataclass(frozen=True)
+class TickRun:
+    """What one run of ticks in C did (``dcgmc_tick_totals``): counts summed over its ticks; ``rc`` DCGM's
+    status of the drain that ended it (0 when time, its tick count or a stop did)."""
+
+    ticks: int
+    skipped: int
+    next_tick: int
+    samples: int
+    blanks: int
+    rows: int
+    events: int
+    newest_ts: int
+    cursor: int
+    last_tick_start_s: float   # time.monotonic() when its last tick started
+    last_tick_s: float
+    last_tick_wall_s: float    # time.time() when its last tick ended
+    rc: int
+    stopped: bool
+    bounded: bool              # it ended with its last tick allowed (until_s or max_ticks)
+
+
+class Ticker:
+    """What a run of ticks sleeps on: :meth:`stop` (from any thread) ends the run under way and every later one."""
+
+    def __init__(self) -> None:
+        native = lib.dcgmc_ticker_new()
+        if native == ffi.NULL:
+            raise MemoryError("no memory for a ticker")
+        # freed with this object: a run on the sampler's thread holds a reference to it
+        self._native = ffi.gc(native, lib.dcgmc_ticker_free)
+        self._totals = ffi.new("dcgmc_tick_totals *")
+
+    def stop(self) -> None:
+        lib.dcgmc_ticker_stop(self._native)

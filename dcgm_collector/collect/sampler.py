@@ -50,12 +50,12 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from dcgm_collector.catalog.counters import CounterSet
-from dcgm_collector.clock import REAL_CLOCK, Clock
+from dcgm_collector.clock import REAL_CLOCK, Clock, RealClock
 from dcgm_collector.collect import drain
+from dcgm_collector.collect.batches import Batch, Drain, batch_drains, native_ticks
 from dcgm_collector.collect.levels import MEMBERS
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.readers import DEFAULT_READERS, Reader, ReaderFactory, run_readers, start_readers
@@ -72,7 +72,6 @@ from dcgm_collector.dcgm import (
     FieldValue,
     Handle,
 )
-from dcgm_collector.dcgm.handle import MAX_FIELDS_PER_FIELD_GROUP
 from dcgm_collector.ext._native import lib
 from dcgm_collector.model import LevelEntity, MigInstance
 from dcgm_collector.rings.ring import EventRing, RingBuffer, SeriesKey
@@ -90,29 +89,6 @@ ST_NOT_WATCHED: int = lib.DCGM_ST_NOT_WATCHED
 # each GPU would only fail the same way.
 CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
 MAX_GROUP_ENTITIES: int = lib.DCGM_GROUP_MAX_ENTITIES_V2
-
-
-@dataclass
-class _Drain:
-    """One field group drained into one ring (a value ring, or the event ring)."""
-
-    watch: WatchGroup
-    field_group: FieldGroup
-    target: RingBuffer | EventRing
-    is_events: bool
-    cursor: int = 0
-    group: EntityGroup | None = None   # the entities it is watched on; None: the sampler's GPU group
-
-
-@dataclass
-class _Batch:
-    """Drains read in one DCGM call, through a field group of all their fields (not watched itself:
-    DCGM reads a field watched on an entity whatever field group asks).  A batch of one drain reads
-    through that drain's own field group."""
-
-    drains: list[_Drain]
-    field_group: FieldGroup
-    native: drain.BatchDrain | None = None   # None: one drain, read as before
 
 
 class Sampler:
@@ -189,8 +165,9 @@ class Sampler:
         self._cells = 0
         self._blank_cells = 0
         self.tick_origin: float | None = None   # monotonic time tick 0 was due
-        self._drains: list[_Drain] = []
-        self._batches: list[_Batch] = []   # how the drains are read: one DCGM call each
+        self._drains: list[Drain] = []
+        self._batches: list[Batch] = []   # how the drains are read: one DCGM call each
+        self._ticker: drain.Ticker | None = None   # ticks in C, when the sampler has one batch on the real clock
         self._label_groups: list[FieldGroup] = []
         self._made_field_groups: list[FieldGroup] = []
         self._live_gpus: set[int] = set()   # GPUs still in the group (not lost)
@@ -225,6 +202,8 @@ class Sampler:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the thread and remove the watches and groups the sampler made."""
         self._stop.set()
+        if self._ticker is not None:
+            self._ticker.stop()   # a run of ticks in C sleeps on the ticker, not on the event
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -297,7 +276,7 @@ class Sampler:
             if watch.kind == "labels":
                 self._label_groups.append(fg)
             elif watch.kind == "events":
-                self._drains.append(_Drain(watch, fg, self.events, True, cursors.get(watch, 0)))
+                self._drains.append(Drain(watch, fg, self.events, True, cursors.get(watch, 0)))
             else:
                 ring = old_rings.get(watch)
                 if ring is None:
@@ -305,10 +284,12 @@ class Sampler:
                               for field_id in watch.field_ids]
                     ring = RingBuffer(series, self.plan.ring_capacity)
                 rings[watch] = ring
-                self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0)))
+                self._drains.append(Drain(watch, fg, ring, False, cursors.get(watch, 0)))
         self.rings = MappingProxyType(rings)
         self.field_groups = MappingProxyType(field_groups)
-        self._batches = self._batch_drains()
+        self._batches = batch_drains(self)
+        if len(self._batches) == 1 and self._batches[0].native is not None and isinstance(self.clock, RealClock):
+            self._ticker = drain.Ticker()
         made = (factory(self) for factory in self._reader_factories)
         self.readers = tuple(reader for reader in made if reader is not None)
         start_readers(self, self.readers, self.clock.monotonic())
@@ -347,29 +328,7 @@ class Sampler:
             series = [SeriesKey(int(e.level), e.entity_id, field_id) for e in members for field_id in watch.field_ids]
             ring = RingBuffer(series, self.plan.ring_capacity)
         rings[watch] = ring
-        self._drains.append(_Drain(watch, fg, ring, False, cursors.get(watch, 0), group))
-
-    def _batch_drains(self) -> list[_Batch]:
-        """The GPU drains as one batch (one round trip a tick) when their fields fit one field group;
-        the others, and all of them otherwise, one batch each."""
-        on_gpus = [d for d in self._drains if d.group is None]
-        alone = [_Batch([d], d.field_group) for d in self._drains if d.group is not None]
-        fields = [f for d in on_gpus for f in d.field_group.field_ids]
-        events = [d for d in on_gpus if d.is_events]
-        if (len(on_gpus) < 2 or len(set(fields)) != len(fields) or len(fields) > MAX_FIELDS_PER_FIELD_GROUP
-                or len(events) > 1 or len(on_gpus) - len(events) > lib.DCGMC_DRAIN_MAX_RINGS):
-            return [_Batch([d], d.field_group) for d in on_gpus] + alone
-        rings = [d for d in on_gpus if not d.is_events]
-        drains = rings + events   # the order BatchDrain answers in
-        fgs = self.handle.create_field_groups(fields, f"dcgm-collector-read-{id(self):x}")
-        self._made_field_groups.append(fgs[0])
-        native = drain.BatchDrain([d.target for d in rings],   # type: ignore[misc]
-                                  events[0].target if events else None,  # type: ignore[arg-type]
-                                  events[0].field_group.field_ids if events else ())
-        cursor = min(d.cursor for d in drains)   # equal unless the sampler resumed from one that was not batched
-        for d in drains:
-            d.cursor = cursor
-        return [_Batch(drains, fgs[0], native), *alone]
+        self._drains.append(Drain(watch, fg, ring, False, cursors.get(watch, 0), group))
 
     def _adoptable(self, previous: Sampler | None) -> Sampler | None:
         """``previous`` if its rings fit this sampler (same GPUs, same plan) and nobody writes them any more."""
@@ -448,6 +407,8 @@ class Sampler:
                 self.stats.skipped_ticks += due - k
                 k = due
             k += 1
+            if self._ticker is not None:
+                k = self._native_ticks(origin, interval, k)
 
     def _guarded_tick(self) -> None:
         try:
@@ -468,6 +429,16 @@ class Sampler:
             if self.stats.last_tick_failure is not None:
                 log.info("sampler ticks succeed again after %d failures", self.stats.tick_failures)
                 self.stats.last_tick_failure = None
+
+    def _native_ticks(self, origin: float, interval: float, k: int) -> int:
+        """Ticks k, k + 1, ... in C (collect.batches); the tick due next.  One that raises turns them off."""
+        try:
+            return native_ticks(self, origin, interval, k)
+        except Exception:
+            log.exception("ticks in C failed; the sampler goes on ticking in Python")
+            self.stats.tick_failures += 1
+            self._ticker = None
+            return k
 
     def tick_once(self) -> None:
         """One pass: drain every field group once, then run the readers that are due.
@@ -554,7 +525,7 @@ class Sampler:
         never = {field_id for field_id, seen in kinds.items() if seen == {"NOT_SUPPORTED"}}
         return tuple(c.name for c in self.counters.field_counters() if c.field is not None and c.field.id in never)
 
-    def _read(self, batch: _Batch, raw: int) -> list[drain.DrainResult] | None:
+    def _read(self, batch: Batch, raw: int) -> list[drain.DrainResult] | None:
         """One batch's call; on a failure, repair what can be repaired and try once more."""
         rc, results = self._read_call(batch, raw)
         if rc == 0:
@@ -568,7 +539,7 @@ class Sampler:
         self._count(rc)
         return None
 
-    def _read_call(self, batch: _Batch, raw: int) -> tuple[int, list[drain.DrainResult]]:
+    def _read_call(self, batch: Batch, raw: int) -> tuple[int, list[drain.DrainResult]]:
         first = batch.drains[0]
         group_id = (first.group or self.group).id  # type: ignore[union-attr]  # set by start()
         if batch.native is not None:
@@ -580,7 +551,7 @@ class Sampler:
         return result.rc, [result]
 
     # -- repairs
-    def _repair(self, batch: _Batch, rc: int) -> bool:
+    def _repair(self, batch: Batch, rc: int) -> bool:
         """Fix what made a read fail, if the sampler can; True when a retry is worth it."""
         if rc in CONNECTION_CODES:
             return False
@@ -590,7 +561,7 @@ class Sampler:
             return all([self._rewatch(d) for d in batch.drains])
         return False
 
-    def _rewatch(self, d: _Drain) -> bool:
+    def _rewatch(self, d: Drain) -> bool:
         freq = self.plan.update_freq_us
         try:
             self.handle.watch(d.group or self.group, d.field_group, freq, self.plan.max_keep_age_s)

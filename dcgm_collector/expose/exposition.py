@@ -208,6 +208,13 @@ class Exposition:
         return self._stores
 
     @property
+    def rings_written(self) -> tuple[int, ...]:
+        """Rows committed to each ring and events to the event ring: what a cached /metrics text must match
+        too (the sampler publishes its tick count only between its runs of ticks in C)."""
+        view = self.view
+        return (*(ring.rows_written for ring in view.rings), view.events.rows_written)
+
+    @property
     def stores_written(self) -> tuple[int, ...]:
         """Rows written to each attached store: what a cached /metrics text must match."""
         return tuple(store.rows_written for store in self._stores)

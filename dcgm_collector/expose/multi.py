@@ -88,7 +88,8 @@ class MultiExposition:
         # windows are then as of the scrape that rendered them, at most one tick earlier).
         # Self-metrics (sample age, scrape duration) are always rendered afresh.
         version = tuple((id(e), id(e._families) if e is not None else None, t.stats.ticks,
-                         e.stores_written if e is not None else None) for e, t in zip(expositions, self.targets))
+                         e.stores_written if e is not None else None, e.rings_written if e is not None else None)
+                        for e, t in zip(expositions, self.targets))
         cached = self._families_text.get(openmetrics)
         if reuse and cached is not None and cached[0] == version:
             parts.append(cached[1])

@@ -94,6 +94,7 @@ def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
             cdef_region(ext / "loader.h"),
             cdef_region(ext / "ring.h"),
             cdef_region(ext / "drain.h"),
+            cdef_region(ext / "ticker.h"),
         ]
     )
     # After the headers, every DCGM name the generated code calls becomes its forwarder.
@@ -103,11 +104,12 @@ def make_builder(native: Path = NATIVE, relative: bool = True) -> FFI:
     ffi.cdef(cdef)
     ffi.set_source(
         "dcgm_collector.ext._native",
-        f'#include "loader.h"\n#include "drain.h"\n{redirects}\n',
-        sources=[where(ext / name) for name in ("loader.c", "ring.c", "ring_blocks.c", "block_codec.c", "drain.c")],
+        f'#include "loader.h"\n#include "drain.h"\n#include "ticker.h"\n{redirects}\n',
+        sources=[where(ext / name) for name in ("loader.c", "ring.c", "ring_blocks.c", "block_codec.c", "drain.c",
+                                                      "ticker.c")],
         include_dirs=[where(ext)],
         depends=[where(ext / name) for name in ("loader.h", "ring.h", "ring_internal.h", "ring_blocks.h",
-                                                "block_codec.h", "block_bits.h", "drain.h")]
+                                                "block_codec.h", "block_bits.h", "drain.h", "ticker.h")]
         + [where(native / name) for name in ("dcgm_abi.h", "dcgm_functions.h")],
         libraries=["dl"],
         extra_compile_args=["-std=gnu11", "-fvisibility=hidden"],

@@ -20,6 +20,7 @@
 #include "../ext/ring_blocks.c"
 #include "../ext/block_codec.c"
 #include "../ext/drain.c"
+#include "../ext/ticker.c"
 
 /* atomic: the race tests check from several threads at once */
 #define CHECK_FROM_THREADS
@@ -46,6 +47,7 @@
 #define dcgmFieldGroupCreate dcgmc_fwd_dcgmFieldGroupCreate
 #define dcgmFieldGroupDestroy dcgmc_fwd_dcgmFieldGroupDestroy
 #define dcgmWatchFields dcgmc_fwd_dcgmWatchFields
+#define dcgmUnwatchFields dcgmc_fwd_dcgmUnwatchFields
 #define dcgmUpdateAllFields dcgmc_fwd_dcgmUpdateAllFields
 #define dcgmSimGetStartTime dcgmc_fwd_dcgmSimGetStartTime
 
@@ -795,6 +797,107 @@ static void test_drain_many(const engine *e)
     ring_destroy(&alone_p);
     CHECK_RC(dcgmFieldGroupDestroy(EMB, unwatched_fg), DCGM_ST_OK);
     CHECK_RC(dcgmFieldGroupDestroy(EMB, all_fg), DCGM_ST_OK);
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *stop_later(void *ticker)
+{
+    sleep_ms(100);
+    dcgmc_ticker_stop(ticker);
+    return NULL;
+}
+
+/* Runs of ticks in C: bounded by a tick count or a time, ended by a stop or a refused drain. */
+static void test_ticker(const engine *e)
+{
+    /* a field of its own (the SM clock), so that the other tests' rows stay whole */
+    static const unsigned short temps[1] = { 100 }, unwatched[2] = { 100, 140 };
+    dcgmFieldGrp_t temps_fg = 0, unwatched_fg = 0;
+    CHECK_RC(dcgmFieldGroupCreate(EMB, 1, temps, "ticker-clock", &temps_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmFieldGroupCreate(EMB, 2, unwatched, "ticker-unwatched", &unwatched_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmWatchFields(EMB, e->group, temps_fg, 50000, 60.0, 0), DCGM_ST_OK);
+    layout lt = { temps_fg, temps, 1 };
+    test_ring r = layout_ring(e, &lt, 64);
+    dcgmc_ring *rings[1] = { r.native };
+    dcgmc_drain_stats st[2];
+    dcgmc_tick_totals tt;
+    dcgmc_ticker *t = dcgmc_ticker_new();
+    CHECK(t != NULL, "ticker");
+    if (t == NULL)
+        return;
+
+    /* three ticks at most, on a 50 ms grid from now */
+    double origin = mono_s();
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, 0, origin, 0.05, 0, 3,
+                              1e300, st, &tt), DCGM_ST_OK);
+    CHECK(tt.ticks == 3 && tt.bounded && !tt.stopped && tt.rc == 0 && tt.next_tick == 3 + tt.skipped,
+          "ticks %lld bounded %d next %lld skipped %lld", (long long)tt.ticks, tt.bounded,
+          (long long)tt.next_tick, (long long)tt.skipped);
+    CHECK(tt.rows >= 1 && tt.samples >= tt.rows * e->n_gpus && tt.cursor > 0 &&
+              tt.rows == dcgmc_ring_head(r.native),
+          "rows %lld samples %lld head %lld", (long long)tt.rows, (long long)tt.samples,
+          (long long)dcgmc_ring_head(r.native));
+    int64_t newest = 0;
+    CHECK(dcgmc_ring_newest_ts(r.native, &newest) == 1 && tt.newest_ts == newest, "newest %lld, ring %lld",
+          (long long)tt.newest_ts, (long long)newest);
+    double elapsed = mono_s() - origin;
+    CHECK(elapsed >= 0.1 && tt.last_tick_start_s >= origin + 0.1, "three ticks on a 50 ms grid in %.3f s",
+          elapsed);
+
+    /* up to the first tick due at or after until: ticks 3, 4, 5 and 6 (due at 0.30 >= 0.27) */
+    long long cursor = tt.cursor;
+    int64_t next = tt.next_tick;
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, cursor, origin, 0.05, next,
+                              1000, origin + 0.05 * 6 - 0.03, st, &tt), DCGM_ST_OK);
+    CHECK(tt.bounded && tt.next_tick == 7 && tt.ticks + tt.skipped == 7 - next && tt.cursor > cursor,
+          "from %lld: ticks %lld skipped %lld next %lld", (long long)next, (long long)tt.ticks,
+          (long long)tt.skipped, (long long)tt.next_tick);
+
+    /* a refused drain ends the run at once, uncounted: the caller runs that tick again */
+    cursor = tt.cursor;
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, unwatched_fg, cursor, origin, 0.05,
+                              tt.next_tick, 1000, 1e300, st, &tt), DCGM_ST_NOT_WATCHED);
+    CHECK(tt.rc == DCGM_ST_NOT_WATCHED && tt.ticks == 0 && !tt.bounded && tt.cursor == cursor,
+          "refused: rc %d ticks %lld", tt.rc, (long long)tt.ticks);
+
+    /* a stop wakes a run that sleeps toward a tick ten seconds away, and every later run returns at once */
+    pthread_t stopper;
+    CHECK(pthread_create(&stopper, NULL, stop_later, t) == 0, "stopper thread");
+    double began = mono_s();
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, cursor, began + 10.0, 1.0, 0,
+                              5, 1e300, st, &tt), DCGM_ST_OK);
+    pthread_join(stopper, NULL);
+    CHECK(tt.stopped && tt.ticks == 0 && mono_s() - began < 2.0, "stop took %.3f s (stopped %d)",
+          mono_s() - began, tt.stopped);
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, cursor, mono_s(), 0.05, 0, 5,
+                              1e300, st, &tt), DCGM_ST_OK);
+    CHECK(tt.stopped && tt.ticks == 0, "a run after the stop ticked %lld times", (long long)tt.ticks);
+
+    /* what it refuses */
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, 0, origin, 0.0, 0, 1, 1e300,
+                              st, &tt), DCGM_ST_BADPARAM);
+    CHECK(tt.rc == 0 && tt.ticks == 0, "a refused run says rc %d", tt.rc);
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, -1, origin, 0.05, 0, 1, 1e300,
+                              st, &tt), DCGM_ST_BADPARAM);
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, 0, origin, 0.05, 0, 1, 1e300,
+                              NULL, &tt), DCGM_ST_BADPARAM);
+    CHECK_RC(dcgmc_ticker_run(NULL, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, 0, origin, 0.05, 0, 1,
+                              1e300, st, &tt), DCGM_ST_BADPARAM);
+    CHECK_RC(dcgmc_ticker_run(t, rings, 1, NULL, NULL, 0, EMB, e->group, temps_fg, 0, origin, 0.05, 0, 1, 1e300,
+                              st, NULL), DCGM_ST_BADPARAM);
+    dcgmc_ticker_stop(NULL);
+    dcgmc_ticker_free(NULL);
+    dcgmc_ticker_free(t);
+    ring_destroy(&r);
+    CHECK_RC(dcgmUnwatchFields(EMB, e->group, temps_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmFieldGroupDestroy(EMB, temps_fg), DCGM_ST_OK);
+    CHECK_RC(dcgmFieldGroupDestroy(EMB, unwatched_fg), DCGM_ST_OK);
 }
 
 /* ---- committed rows: wrap-around and windows, no DCGM ---------------------- */
@@ -1709,6 +1812,7 @@ static void run_wrap(void) { test_wrap_around(current); }
 static void run_unmapped(void) { test_unmapped(current); }
 static void run_mixed(void) { test_mixed_watches(current); }
 static void run_many(void) { test_drain_many(current); }
+static void run_ticker(void) { test_ticker(current); }
 static void run_bad_dcgm(void) { test_bad_dcgm_arguments(current); }
 static void run_threads(void) { test_threads(current); }
 
@@ -1736,6 +1840,7 @@ int main(int argc, char **argv)
         run("unmapped", run_unmapped);
         run("mixed_watches", run_mixed);
         run("drain_many", run_many);
+        run("ticker", run_ticker);
         run("bad_dcgm_args", run_bad_dcgm);
         run("threads", run_threads);
     }

@@ -6,6 +6,7 @@ The interface is documented with the package (dcgm_collector.collect.readers).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,19 @@ class Reader:
             ticks = self.sampler.stats.ticks
             return ticks > 0 and ticks % self.every_ticks == 0
         return now >= self.next_at
+
+    def not_due_before(self, ticks_so_far: int) -> tuple[float, int]:
+        """(until, free): of a sampler that has ticked ``ticks_so_far`` times, neither a tick that starts
+        before monotonic time ``until`` nor any of its next ``free`` ticks needs this reader, so the
+        sampler may run those without asking (its ticks in C).  A reader that overrides :meth:`due`
+        must never be due sooner than this says."""
+        if self.every_ticks is not None:
+            if ticks_so_far == 0:   # due() never reads at the first tick
+                return math.inf, self.every_ticks
+            return math.inf, (-ticks_so_far) % self.every_ticks
+        if self.every_s is not None:
+            return self.next_at, 1 << 62
+        return -math.inf, 0
 
     def read(self, now: float) -> bool:
         """Read and write the result on the sampler.  False when a DCGM call failed (counted with

@@ -23,6 +23,7 @@ from dcgm_collector.catalog.counters import parse_counters
 from dcgm_collector.clock import ManualClock
 from dcgm_collector.collect import drain
 from dcgm_collector.collect.options import SamplingOptions
+from dcgm_collector.collect.readers import Reader
 from dcgm_collector.collect.sampler import THREAD_NAME, Sampler
 from dcgm_collector.dcgm import DcgmError, EntityType
 from dcgm_collector.rings.ring import SAMPLE_ABSENT, SAMPLE_BLANK, SAMPLE_NOT_SUPPORTED, SAMPLE_OK
@@ -296,6 +297,58 @@ def test_a_slow_tick_skips_the_ticks_it_overran(open_node, monkeypatch):
     assert grid[:5] == [0, 1, 2, 5, 6]
     assert stats.skipped_ticks >= 2
     assert all(b - a > 0.5 * interval for a, b in zip(starts, starts[1:])), "ticks ran back to back"
+
+
+class _Counting(Reader):
+    """A reader that notes the tick count and the time of each read."""
+
+    def __init__(self, sampler, name: str, every_s: float | None = None, every_ticks: int | None = None) -> None:
+        super().__init__(sampler)
+        self.name, self.every_s, self.every_ticks = name, every_s, every_ticks
+        self.reads: list[tuple[int, float]] = []
+
+    def start(self, now: float) -> None:
+        pass   # first read at the first tick it is due at
+
+    def read(self, now: float) -> bool:
+        self.reads.append((self.sampler.stats.ticks, now))
+        return True
+
+
+def test_between_readers_the_ticks_run_in_c_and_every_reader_keeps_its_cadence(open_node, monkeypatch):
+    handle = open_node("2")
+    made: dict[str, _Counting] = {}
+
+    def reader(name, **cadence):
+        def factory(sampler):
+            made[name] = _Counting(sampler, name, **cadence)
+            return made[name]
+        return factory
+
+    python_ticks = []
+    real_tick = Sampler.tick_once
+    monkeypatch.setattr(Sampler, "tick_once", lambda self: (python_ticks.append(1), real_tick(self))[1])
+    with Sampler(handle, parse_counters(BASIC), SamplingOptions(collect_interval_ms=100, watch_interval_ms=100),
+                 readers=[reader("half-second", every_s=0.5), reader("fourth-tick", every_ticks=4)]) as sampler:
+        time.sleep(2.6)
+    # what a run of ticks in C did is counted when it returns, a stop's included
+    stats = sampler.stats
+    ticks, samples = stats.ticks, stats.samples
+    origin = sampler.tick_origin
+    rings = list(sampler.rings.values())
+    assert 22 <= ticks + stats.skipped_ticks <= 28
+    # the values, profiling and event fields are read together, and only the first tick ran in Python
+    assert len(python_ticks) == 1
+    assert all(r.rows_written >= ticks - 1 for r in rings)
+    assert samples == sum(r.samples_held for r in rings)
+    # a reader every 4 ticks reads at ticks 4, 8, 12, ... as a tick in Python would have it
+    fourth = [t for t, _ in made["fourth-tick"].reads]
+    assert fourth == list(range(4, 4 * len(fourth) + 1, 4)) and len(fourth) >= 5
+    # one every half second reads at the first tick due after each half second, on the tick grid
+    half = [now - origin for _, now in made["half-second"].reads]
+    assert 5 <= len(half) <= 6
+    assert all(0.45 <= b - a <= 0.75 for a, b in zip(half, half[1:])), half
+    assert all(abs(t / 0.1 - round(t / 0.1)) < 0.4 for t in half), half
 
 
 def test_stop_is_prompt_and_leaves_nothing_behind(open_node):
