@@ -242,9 +242,15 @@ static int send_all(int fd, const void *buf, size_t len, unsigned int timeout_ms
 }
 
 /* One non-blocking recv into buf, waiting for the socket first only when nothing
- * is there yet: n > 0 bytes, 0 timed out, -1 EOF or failed. */
-static ssize_t recv_some(int fd, void *buf, size_t len, int64_t deadline_ms)
+ * is there yet (or at once, with wait_first: a reply just asked for is never
+ * there yet): n > 0 bytes, 0 timed out, -1 EOF or failed. */
+static ssize_t recv_some(int fd, void *buf, size_t len, int64_t deadline_ms, int wait_first)
 {
+    if (wait_first) {
+        int ready = wait_fd(fd, POLLIN, deadline_ms);
+        if (ready <= 0)
+            return ready;
+    }
     for (;;) {
         ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
         if (n > 0)
@@ -265,7 +271,7 @@ static int recv_all(int fd, void *buf, size_t len, unsigned int timeout_ms)
 {
     unsigned char *p = buf;
     while (len > 0) {
-        ssize_t n = recv_some(fd, p, len, monotonic_ms() + timeout_ms);
+        ssize_t n = recv_some(fd, p, len, monotonic_ms() + timeout_ms, 0);
         if (n <= 0)
             return (int)n;
         p += n;
@@ -293,8 +299,10 @@ static int conn_recv(remote_conn *c, void *buf, size_t len)
         }
         c->inbox_pos = c->inbox_len = 0;
         int64_t deadline = monotonic_ms() + c->request_timeout_ms;
-        ssize_t n = len >= sizeof c->inbox ? recv_some(c->fd, p, len, deadline)
-                                           : recv_some(c->fd, c->inbox, sizeof c->inbox, deadline);
+        int wait_first = c->awaiting_reply;
+        c->awaiting_reply = 0;
+        ssize_t n = len >= sizeof c->inbox ? recv_some(c->fd, p, len, deadline, wait_first)
+                                           : recv_some(c->fd, c->inbox, sizeof c->inbox, deadline, wait_first);
         if (n <= 0)
             return (int)n;
         if (len >= sizeof c->inbox) {
@@ -535,6 +543,7 @@ static int exchange(remote_conn *c, wire_request *req, const void *tail, size_t 
     int ok = send_all(c->fd, req, sizeof *req, c->request_timeout_ms, tail_len ? MSG_MORE : 0);
     if (ok > 0 && tail_len)
         ok = send_all(c->fd, tail, tail_len, c->request_timeout_ms, 0);
+    c->awaiting_reply = c->inbox_pos == c->inbox_len;   /* nothing of the reply read ahead */
     if (ok > 0)
         ok = receive_reply(c, reply);
     if (ok > 0)

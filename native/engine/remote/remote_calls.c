@@ -446,23 +446,35 @@ static void unpack_v1(const remote_reply *reply, size_t n, dcgmFieldValue_v1 *va
     }
 }
 
-/* Hands every record to emit until it asks to stop; 1 if it did. */
+/* Hands every record to emit until it asks to stop; 1 if it did.  The value
+ * bytes past a record's own are kept zero by clearing only what the previous
+ * record wrote, not the whole union each time (a tick hands over hundreds). */
 static int replay(const remote_reply *reply, engine_emit_fn emit, void *ctx)
 {
     dcgmFieldValue_v1 *scratch = calloc(1, sizeof *scratch);
-    dcgmFieldValueUnion_t *value = calloc(1, sizeof *value);
+    if (!scratch)
+        return -1;
+    unsigned char *value = (unsigned char *)&scratch->value;
     int stopped = 0;
-    size_t pos = 0;
-    for (size_t i = 0; scratch && value && i < reply->n_records && !stopped; i++) {
+    size_t pos = 0, written = 0;
+    for (size_t i = 0; i < reply->n_records && !stopped; i++) {
         wire_record rec;
-        remote_record_next(reply, &pos, &rec, value);
-        record_to_v1(&rec, value, scratch);
+        memcpy(&rec, reply->records + pos, sizeof rec);
+        pos += sizeof rec;
+        memcpy(value, reply->records + pos, rec.value_len);
+        pos += rec.value_len;
+        if (written > rec.value_len)
+            memset(value + rec.value_len, 0, written - rec.value_len);
+        written = rec.value_len;
+        scratch->version = rec.version;
+        scratch->fieldId = rec.field_id;
+        scratch->fieldType = rec.field_type;
+        scratch->status = rec.status;
+        scratch->ts = rec.ts;
         stopped = emit(ctx, (dcgm_field_entity_group_t)rec.group, rec.entity, scratch) != 0;
     }
-    int failed = !scratch || !value;
     free(scratch);
-    free(value);
-    return failed ? -1 : stopped;
+    return stopped;
 }
 
 static void read_request(wire_request *req, wire_op op, dcgmGpuGrp_t group,

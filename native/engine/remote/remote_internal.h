@@ -24,6 +24,7 @@ struct remote_conn {
      * frame header and tail. */
     unsigned char inbox[REMOTE_INBOX_BYTES];
     size_t inbox_pos, inbox_len;
+    int awaiting_reply;          /* a request went out and nothing has come back yet */
 };
 
 /* Where a reply goes: the FINAL frame's header and tail, and the records of
