@@ -1,11 +1,13 @@
 """The sampler: one thread that drains DCGM's sample cache into the rings.
 
 DCGM samples inside the hostengine at the watch interval; every collect
-interval the sampler makes one GetValuesSince call per field group, carrying
+interval the sampler reads what DCGM took since the last read, carrying
 DCGM's cursor from call to call, so every sample DCGM took arrives in the
-rings exactly once however far apart the ticks are.  The values go from the
-enumeration callback straight into the ring arrays in C (dcgm_collector.collect.drain);
-no Python object is made per sample.
+rings exactly once however far apart the ticks are.  The GPU-level field
+groups (values, profiling, events) are read in one GetValuesSince call, and
+between the readers' reads the ticks run in C (dcgm_collector.collect.batches);
+the values go from the enumeration callback straight into the ring arrays
+in C (dcgm_collector.collect.drain): no Python object is made per sample.
 
 Ticks run on a fixed monotonic grid (tick k is due at origin + k * interval):
 a late tick does not push the following ones back, and a tick that overran

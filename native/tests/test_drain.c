@@ -717,6 +717,22 @@ static void test_mixed_watches(const engine *e)
     CHECK_RC(dcgmFieldGroupDestroy(EMB, read_fg), DCGM_ST_OK);
 }
 
+/* The arrays of an event ring of eight entries. */
+typedef struct event_arrays {
+    int64_t ts[8], values[8], control[2];
+    int32_t groups[8];
+    uint32_t ids[8];
+    uint16_t fields[8];
+} event_arrays;
+
+static dcgmc_events *events_of_eight(event_arrays *a)
+{
+    memset(a, 0, sizeof *a);
+    dcgmc_events *ev = dcgmc_events_new(a->ts, a->groups, a->ids, a->fields, a->values, a->control, 8);
+    CHECK(ev != NULL, "events ring");
+    return ev;
+}
+
 /* Two rings and the event ring from one field group in one call: the same
  * rows as one drain per ring, one cursor, and all-or-nothing on a refusal. */
 static void test_drain_many(const engine *e)
@@ -737,12 +753,8 @@ static void test_drain_many(const engine *e)
     layout lt = { temps_fg, temps, 1 }, lp = { power_fg, power, 2 };
     test_ring batch_t = layout_ring(e, &lt, 32), batch_p = layout_ring(e, &lp, 32);
     test_ring alone_t = layout_ring(e, &lt, 32), alone_p = layout_ring(e, &lp, 32);
-    int64_t ts[8] = { 0 }, values[8] = { 0 }, control[2] = { 0 };
-    int32_t groups[8] = { 0 };
-    uint32_t ids[8] = { 0 };
-    uint16_t fields[8] = { 0 };
-    dcgmc_events *ev = dcgmc_events_new(ts, groups, ids, fields, values, control, 8);
-    CHECK(ev != NULL, "events ring");
+    event_arrays arrays;
+    dcgmc_events *ev = events_of_eight(&arrays);
     dcgmc_ring *rings[2] = { batch_t.native, batch_p.native };
     dcgmc_drain_stats st[3], one_t, one_p;
     CHECK_RC(dcgmc_drain_many(rings, 2, ev, xid, 1, EMB, e->group, all_fg, since, st), DCGM_ST_OK);
@@ -1233,12 +1245,8 @@ static const script_record event_want[] = {
 static void test_scripted_events(void)
 {
     int64_t n_want = (int64_t)(sizeof event_want / sizeof event_want[0]);
-    int64_t ts[8] = { 0 }, values[8] = { 0 }, control[2] = { 0 };
-    int32_t groups[8] = { 0 };
-    uint32_t ids[8] = { 0 };
-    uint16_t fields[8] = { 0 };
-    dcgmc_events *ev = dcgmc_events_new(ts, groups, ids, fields, values, control, 8);
-    CHECK(ev != NULL, "events ring");
+    event_arrays arrays;
+    dcgmc_events *ev = events_of_eight(&arrays);
     if (ev == NULL)
         return;
     dcgmc_drain_stats st;
