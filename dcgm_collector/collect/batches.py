@@ -41,6 +41,8 @@ __all__ = ["NATIVE_RUN_S", "Batch", "Drain", "batch_drains", "native_ticks"]
 NATIVE_RUN_S = 1.0
 # more ticks than any run makes (a run is bounded by NATIVE_RUN_S)
 _UNBOUNDED = 1 << 62
+# what a drain answers when the hostengine is gone or stuck; the connection cannot be used again after it
+_CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
 
 
 @dataclass
@@ -120,6 +122,11 @@ def _run(sampler: Sampler, origin: float, interval: float, k: int) -> tuple[int,
     run = batch.native.run_ticks(sampler._ticker, sampler.handle._h(), sampler.group.id, batch.field_group.id,
                                  first.cursor, origin_s=origin, interval_s=interval, first_tick=k,
                                  max_ticks=min(free, _UNBOUNDED - 1) + 1, until_s=until)
+    if run.rc in _CONNECTION_CODES:
+        # counted here, as the sampler's own tick would: a tick in Python after it would only see the
+        # connection the failure closed, and name that instead of what happened
+        sampler._count(run.rc)
+        stats.last_tick_ok = False
     if not run.ticks:
         return run.next_tick, False
     for d in batch.drains:
@@ -134,12 +141,11 @@ def _run(sampler: Sampler, origin: float, interval: float, k: int) -> tuple[int,
     sampler._blank_cells += run.blanks
     if run.newest_ts:
         stats.last_sample_time = run.newest_ts / 1e6
-    good = True
+    good = run.rc == 0
     if run.bounded:
         good = run_readers(sampler, sampler.readers, run.last_tick_start_s, connected=True)
         stats.ticks += 1
     stats.last_tick_ok = good
-    if good:
-        stats.last_good_tick_time = run.last_tick_wall_s
+    stats.last_good_tick_time = run.last_tick_wall_s   # the run's drains all answered OK
     stats.last_tick_duration_s = run.last_tick_s
     return run.next_tick, run.bounded

@@ -411,6 +411,9 @@ class Sampler:
             k += 1
             if self._ticker is not None:
                 k = self._native_ticks(origin, interval, k)
+                if self.connection_lost is not None and self._on_connection_lost is not None:
+                    self._on_connection_lost(self.connection_lost)
+                    return
 
     def _guarded_tick(self) -> None:
         try:

@@ -85,6 +85,7 @@ from dcgm_collector.rings.series_store import SeriesStore
 from dcgm_collector.series.processes import ProcessFamily
 from dcgm_collector.series.registry import TargetSeries, render_body
 from dcgm_collector.series.samples import EventSeries, RingSeries, SampleModel, SeriesInfo, entity_gpus
+from dcgm_collector.series.stats import newest_sample_time
 from dcgm_collector.series.text import Header, family_types, label_text
 from dcgm_collector.series.view import TargetView
 
@@ -233,9 +234,10 @@ class Exposition:
         view, stats = self.view, self.view.stats
         if not view.connected:
             return False, "the DCGM handle is closed"
-        if stats.last_sample_time is None:
+        newest = newest_sample_time(stats, view.rings)
+        if newest is None:
             return False, "no sample from DCGM yet"
-        age = max(0.0, now_s - stats.last_sample_time)
+        age = max(0.0, now_s - newest)
         if age > self.stale_after_s:
             return False, f"no sample for {age:.1f} s (stale after {self.stale_after_s:g} s)"
         if stats.last_tick_failure is not None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from dcgm_collector.model import EntityType, FieldCost
 from dcgm_collector.rings.ring import RingBuffer
-from dcgm_collector.series.stats import SamplerStats
+from dcgm_collector.series.stats import SamplerStats, newest_sample_time
 from dcgm_collector.series.text import Header, family_types
 
 __all__ = ["SelfRow", "render_self_metrics"]
@@ -36,10 +36,10 @@ def render_self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows:
             parts.extend(lines)
 
     family("dcgm_collector_up", [_series("dcgm_collector_up", r.labels, int(r.up)) for r in rows])
+    newest = [newest_sample_time(r.stats, r.rings) for r in rows]
     family("dcgm_collector_last_sample_age_seconds", [
-        _series("dcgm_collector_last_sample_age_seconds", r.labels,
-                f"{max(0.0, now_s - r.stats.last_sample_time):f}")
-        for r in rows if r.stats.last_sample_time is not None])
+        _series("dcgm_collector_last_sample_age_seconds", r.labels, f"{max(0.0, now_s - t):f}")
+        for r, t in zip(rows, newest) if t is not None])
     family("dcgm_collector_samples_total",
            [_series("dcgm_collector_samples_total", r.labels, r.stats.samples) for r in rows])
     family("dcgm_collector_ticks_total",

@@ -10,13 +10,24 @@ imports the other; the status names come from the extension, not the binding.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from dcgm_collector.ext.status import status_name
 from dcgm_collector.model import FieldCost, HealthIncident, HealthReport
 
-__all__ = ["HealthState", "SamplerStats"]
+__all__ = ["HealthState", "SamplerStats", "newest_sample_time"]
+
+
+def newest_sample_time(stats: SamplerStats, rings: Iterable) -> float | None:
+    """Unix time (s) of the newest sample stored: the sampler's count, or a ring's newest row when that is newer
+    (the sampler publishes its counts only between its runs of ticks in C, the rings' rows at every tick)."""
+    newest = stats.last_sample_time
+    for ring in rings:
+        ts = ring.newest_ts
+        if ts is not None and (newest is None or ts / 1e6 > newest):
+            newest = ts / 1e6
+    return newest
 
 
 @dataclass
