@@ -20,6 +20,7 @@ NATIVE_RUN_S, when the counts that /metrics and /health read are published.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,15 +35,16 @@ from dcgm_collector.rings.ring import EventRing, RingBuffer
 if TYPE_CHECKING:   # for the annotations only: the sampler imports this module
     from dcgm_collector.collect.sampler import Sampler
 
-__all__ = ["NATIVE_RUN_S", "Batch", "Drain", "batch_drains", "native_ticks"]
+__all__ = ["CONNECTION_CODES", "NATIVE_RUN_S", "Batch", "Drain", "batch_drains", "native_ticks"]
 
 # The longest run of ticks in C between two returns to Python, which publishes the counts (samples, ticks,
 # the newest sample's time) that /metrics and /health read: they lag the rings by at most this.
 NATIVE_RUN_S = 1.0
 # more ticks than any run makes (a run is bounded by NATIVE_RUN_S)
 _UNBOUNDED = 1 << 62
-# what a drain answers when the hostengine is gone or stuck; the connection cannot be used again after it
-_CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
+# Statuses that say the hostengine itself is gone or stuck: asking it about each GPU would only fail the
+# same way, and the connection cannot be used again after them.
+CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
 
 
 @dataclass
@@ -53,7 +55,6 @@ class Drain:
     field_group: FieldGroup
     target: RingBuffer | EventRing
     is_events: bool
-    cursor: int = 0
     group: EntityGroup | None = None   # the entities it is watched on; None: the sampler's GPU group
 
 
@@ -64,20 +65,22 @@ class Batch:
 
     drains: list[Drain]
     field_group: FieldGroup
+    cursor: int = 0                           # DCGM's cursor, for every drain of the batch
     native: drain.BatchDrain | None = None   # None: one drain, read as before
 
 
-def batch_drains(sampler: Sampler) -> list[Batch]:
+def batch_drains(sampler: Sampler, cursors: Mapping[WatchGroup, int]) -> list[Batch]:
     """The sampler's GPU drains as one batch when their fields fit one field group (the field group is
-    made here, and removed with the sampler's own); the others, and all of them otherwise, one batch each."""
+    made here, and removed with the sampler's own); the others, and all of them otherwise, one batch each.
+    ``cursors`` are where a resumed sampler's drains had got to, by watch."""
     drains = sampler._drains
     on_gpus = [d for d in drains if d.group is None]
-    alone = [Batch([d], d.field_group) for d in drains if d.group is not None]
+    alone = [Batch([d], d.field_group, cursors.get(d.watch, 0)) for d in drains if d.group is not None]
     fields = [f for d in on_gpus for f in d.field_group.field_ids]
     events = [d for d in on_gpus if d.is_events]
     if (len(on_gpus) < 2 or len(set(fields)) != len(fields) or len(fields) > MAX_FIELDS_PER_FIELD_GROUP
             or len(events) > 1 or len(on_gpus) - len(events) > lib.DCGMC_DRAIN_MAX_RINGS):
-        return [Batch([d], d.field_group) for d in on_gpus] + alone
+        return [Batch([d], d.field_group, cursors.get(d.watch, 0)) for d in on_gpus] + alone
     rings = [d for d in on_gpus if not d.is_events]
     members = rings + events   # the order BatchDrain answers in
     fgs = sampler.handle.create_field_groups(fields, f"dcgm-collector-read-{id(sampler):x}")
@@ -85,10 +88,9 @@ def batch_drains(sampler: Sampler) -> list[Batch]:
     native = drain.BatchDrain([d.target for d in rings],   # type: ignore[misc]
                               events[0].target if events else None,  # type: ignore[arg-type]
                               events[0].field_group.field_ids if events else ())
-    cursor = min(d.cursor for d in members)   # equal unless the sampler resumed one that was not batched
-    for d in members:
-        d.cursor = cursor
-    return [Batch(members, fgs[0], native), *alone]
+    # equal unless the sampler resumed one that was not batched: the oldest, so that nothing is skipped
+    cursor = min(cursors.get(d.watch, 0) for d in members)
+    return [Batch(members, fgs[0], cursor, native), *alone]
 
 
 def native_ticks(sampler: Sampler, origin: float, interval: float, k: int) -> int:
@@ -103,9 +105,8 @@ def native_ticks(sampler: Sampler, origin: float, interval: float, k: int) -> in
 
 
 def _runnable(sampler: Sampler) -> bool:
-    batches = sampler._batches
-    return (sampler._ticker is not None and len(batches) == 1 and batches[0].native is not None
-            and sampler.group is not None and sampler.connection_lost is None
+    # the sampler makes a ticker only for one batch read natively (Sampler._setup)
+    return (sampler._ticker is not None and sampler.connection_lost is None
             and bool(sampler._live_gpus or sampler.instances) and not sampler._stop.is_set())
 
 
@@ -118,19 +119,17 @@ def _run(sampler: Sampler, origin: float, interval: float, k: int) -> tuple[int,
         until, free = min(until, reader_until), min(free, reader_free)
     batch = sampler._batches[0]
     assert batch.native is not None and sampler._ticker is not None and sampler.group is not None
-    first = batch.drains[0]
     run = batch.native.run_ticks(sampler._ticker, sampler.handle._h(), sampler.group.id, batch.field_group.id,
-                                 first.cursor, origin_s=origin, interval_s=interval, first_tick=k,
+                                 batch.cursor, origin_s=origin, interval_s=interval, first_tick=k,
                                  max_ticks=min(free, _UNBOUNDED - 1) + 1, until_s=until)
-    if run.rc in _CONNECTION_CODES:
+    if run.rc in CONNECTION_CODES:
         # counted here, as the sampler's own tick would: a tick in Python after it would only see the
         # connection the failure closed, and name that instead of what happened
         sampler._count(run.rc)
         stats.last_tick_ok = False
     if not run.ticks:
         return run.next_tick, False
-    for d in batch.drains:
-        d.cursor = run.cursor
+    batch.cursor = run.cursor
     # the run's last tick, when it ended for a reader, is finished below, as Sampler.tick_once would
     stats.ticks += run.ticks - run.bounded
     stats.samples += run.samples

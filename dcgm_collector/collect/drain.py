@@ -81,11 +81,16 @@ def _int(value: Any, what: str, high: int) -> int:
     return value
 
 
+def _read_args(handle: int, group_id: int, field_group_id: int, cursor: int) -> tuple[int, int, int, int]:
+    """The DCGM arguments of a drain, checked: what every native drain call takes."""
+    return (_int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
+            _int(field_group_id, "field group id", _HANDLE_MAX), _int(cursor, "cursor", _INT64_MAX))
+
+
 def _drain(drain: Any, native: Any, handle: int, group_id: int, field_group_id: int, cursor: int) -> DrainResult:
     """One native drain call (``lib.dcgmc_drain`` or ``lib.dcgmc_drain_events``) and what it did."""
     stats = ffi.new("dcgmc_drain_stats *")
-    rc = drain(native, _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
-               _int(field_group_id, "field group id", _HANDLE_MAX), _int(cursor, "cursor", _INT64_MAX), stats)
+    rc = drain(native, *_read_args(handle, group_id, field_group_id, cursor), stats)
     return DrainResult(rc, *_STATS.unpack(ffi.buffer(stats)))
 
 
@@ -146,9 +151,7 @@ class BatchDrain:
     def drain(self, handle: int, group_id: int, field_group_id: int, cursor: int) -> tuple[int, list[DrainResult]]:
         """One call: DCGM's status and what it did to each ring (then the event ring)."""
         rc = lib.dcgmc_drain_many(self._rings, self._n, self._events, self._fields, self._n_fields,
-                                  _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
-                                  _int(field_group_id, "field group id", _HANDLE_MAX),
-                                  _int(cursor, "cursor", _INT64_MAX), self._stats)
+                                  *_read_args(handle, group_id, field_group_id, cursor), self._stats)
         count = self._n + (self.events is not None)
         buffer = self._buffer
         return rc, [DrainResult(rc, *_STATS.unpack_from(buffer, i * _STATS.size)) for i in range(count)]
@@ -160,11 +163,9 @@ class BatchDrain:
         first drain DCGM does not answer OK (not counted: nothing of it was committed)."""
         totals = ticker._totals
         rc = lib.dcgmc_ticker_run(ticker._native, self._rings, self._n, self._events, self._fields, self._n_fields,
-                                  _int(handle, "handle", _HANDLE_MAX), _int(group_id, "group id", _HANDLE_MAX),
-                                  _int(field_group_id, "field group id", _HANDLE_MAX),
-                                  _int(cursor, "cursor", _INT64_MAX), float(origin_s), float(interval_s),
-                                  _int(first_tick, "first tick", _INT64_MAX), _int(max_ticks, "max ticks", _INT64_MAX),
-                                  float(until_s), self._stats, totals)
+                                  *_read_args(handle, group_id, field_group_id, cursor), float(origin_s),
+                                  float(interval_s), _int(first_tick, "first tick", _INT64_MAX),
+                                  _int(max_ticks, "max ticks", _INT64_MAX), float(until_s), self._stats, totals)
         if rc == lib.DCGM_ST_BADPARAM and totals.ticks == 0 and totals.rc == 0:
             raise ValueError("bad tick grid or cursor for a run of ticks")
         return TickRun(totals.ticks, totals.skipped, totals.next_tick, totals.samples, totals.blanks, totals.rows,

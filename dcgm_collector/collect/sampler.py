@@ -57,7 +57,7 @@ from types import MappingProxyType
 from dcgm_collector.catalog.counters import CounterSet
 from dcgm_collector.clock import REAL_CLOCK, Clock, RealClock
 from dcgm_collector.collect import drain
-from dcgm_collector.collect.batches import Batch, Drain, batch_drains, native_ticks
+from dcgm_collector.collect.batches import CONNECTION_CODES, Batch, Drain, batch_drains, native_ticks
 from dcgm_collector.collect.levels import MEMBERS
 from dcgm_collector.collect.options import SamplingOptions
 from dcgm_collector.collect.readers import DEFAULT_READERS, Reader, ReaderFactory, run_readers, start_readers
@@ -87,9 +87,6 @@ THREAD_NAME = "dcgm-sampler"
 FE_GPU = int(EntityType.GPU)
 FE_GPU_I = int(EntityType.GPU_I)
 ST_NOT_WATCHED: int = lib.DCGM_ST_NOT_WATCHED
-# Statuses that say the hostengine itself is gone or stuck: asking it about
-# each GPU would only fail the same way.
-CONNECTION_CODES = frozenset({int(lib.DCGM_ST_CONNECTION_NOT_VALID), int(lib.DCGM_ST_TIMEOUT)})
 MAX_GROUP_ENTITIES: int = lib.DCGM_GROUP_MAX_ENTITIES_V2
 
 
@@ -256,7 +253,7 @@ class Sampler:
             self.health = previous.health
             self.p2p = previous.p2p
         old_rings = previous.rings if previous is not None else {}
-        cursors = {d.watch: d.cursor for d in previous._drains} if previous is not None else {}
+        cursors = {d.watch: b.cursor for b in previous._batches for d in b.drains} if previous is not None else {}
         rings: dict[WatchGroup, RingBuffer] = {}
         field_groups: dict[WatchGroup, FieldGroup] = {}
         for watch in self.plan.groups:
@@ -267,7 +264,7 @@ class Sampler:
                           _ids(watch.field_ids), watch.entity_level)
                 continue
             if watch.entity_level in MEMBERS:
-                self._setup_level(watch, old_rings, cursors, rings, field_groups)
+                self._setup_level(watch, old_rings, rings, field_groups)
                 continue
             # Global fields are read through the GPUs, as dcgm-exporter does: DCGM
             # keeps one copy and answers it for every GPU, so each GPU's series show it.
@@ -278,7 +275,7 @@ class Sampler:
             if watch.kind == "labels":
                 self._label_groups.append(fg)
             elif watch.kind == "events":
-                self._drains.append(Drain(watch, fg, self.events, True, cursors.get(watch, 0)))
+                self._drains.append(Drain(watch, fg, self.events, True))
             else:
                 ring = old_rings.get(watch)
                 if ring is None:
@@ -286,10 +283,10 @@ class Sampler:
                               for field_id in watch.field_ids]
                     ring = RingBuffer(series, self.plan.ring_capacity)
                 rings[watch] = ring
-                self._drains.append(Drain(watch, fg, ring, False, cursors.get(watch, 0)))
+                self._drains.append(Drain(watch, fg, ring, False))
         self.rings = MappingProxyType(rings)
         self.field_groups = MappingProxyType(field_groups)
-        self._batches = batch_drains(self)
+        self._batches = batch_drains(self, cursors)
         if len(self._batches) == 1 and self._batches[0].native is not None and isinstance(self.clock, RealClock):
             self._ticker = drain.Ticker()
         made = (factory(self) for factory in self._reader_factories)
@@ -297,7 +294,7 @@ class Sampler:
         start_readers(self, self.readers, self.clock.monotonic())
 
     def _setup_level(self, watch: WatchGroup, old_rings: Mapping[WatchGroup, RingBuffer],
-                     cursors: Mapping[WatchGroup, int], rings: dict[WatchGroup, RingBuffer],
+                     rings: dict[WatchGroup, RingBuffer],
                      field_groups: dict[WatchGroup, FieldGroup]) -> None:
         """Watch one field group on the links, switches, CPUs or cores of its level, into a ring of its own."""
         members = [e for e in self.levels if e.level in MEMBERS[watch.entity_level]]
@@ -330,7 +327,7 @@ class Sampler:
             series = [SeriesKey(int(e.level), e.entity_id, field_id) for e in members for field_id in watch.field_ids]
             ring = RingBuffer(series, self.plan.ring_capacity)
         rings[watch] = ring
-        self._drains.append(Drain(watch, fg, ring, False, cursors.get(watch, 0), group))
+        self._drains.append(Drain(watch, fg, ring, False, group))
 
     def _adoptable(self, previous: Sampler | None) -> Sampler | None:
         """``previous`` if its rings fit this sampler (same GPUs, same plan) and nobody writes them any more."""
@@ -469,8 +466,8 @@ class Sampler:
                 if self.connection_lost is not None:
                     break   # every other call on this handle would fail the same way
                 continue
+            batch.cursor = results[0].next_cursor   # one call: one cursor for all its drains
             for d, result in zip(batch.drains, results):
-                d.cursor = result.next_cursor
                 if d.is_events:
                     stats.events += result.rows
                     continue
@@ -548,11 +545,11 @@ class Sampler:
         first = batch.drains[0]
         group_id = (first.group or self.group).id  # type: ignore[union-attr]  # set by start()
         if batch.native is not None:
-            return batch.native.drain(raw, group_id, batch.field_group.id, first.cursor)
+            return batch.native.drain(raw, group_id, batch.field_group.id, batch.cursor)
         if first.is_events:
-            result = drain.drain_events_into(first.target, raw, group_id, first.field_group.id, first.cursor)
+            result = drain.drain_events_into(first.target, raw, group_id, first.field_group.id, batch.cursor)
         else:
-            result = drain.drain_into(first.target, raw, group_id, first.field_group.id, first.cursor)
+            result = drain.drain_into(first.target, raw, group_id, first.field_group.id, batch.cursor)
         return result.rc, [result]
 
     # -- repairs

@@ -294,6 +294,7 @@ static int ring_of_field(many_drain *m, unsigned short field)
         size_t slot = ring_slot_of_field(d->ring, field, d->field_slot);
         if (slot != SIZE_MAX) {
             m->last = i;
+            d->field_slot = slot;   /* ring_take's own lookup then hits on its first guess */
             return i;
         }
     }

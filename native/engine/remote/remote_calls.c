@@ -423,14 +423,20 @@ int remote_empty_cache(remote_conn *c)
 
 /* ---- reads ---------------------------------------------------------------- */
 
-static void record_to_v1(const wire_record *rec, const dcgmFieldValueUnion_t *value,
-                         dcgmFieldValue_v1 *out)
+/* Everything of a record but its value into a v1 value. */
+static void header_to_v1(const wire_record *rec, dcgmFieldValue_v1 *out)
 {
     out->version = rec->version;
     out->fieldId = rec->field_id;
     out->fieldType = rec->field_type;
     out->status = rec->status;
     out->ts = rec->ts;
+}
+
+static void record_to_v1(const wire_record *rec, const dcgmFieldValueUnion_t *value,
+                         dcgmFieldValue_v1 *out)
+{
+    header_to_v1(rec, out);
     memcpy(&out->value, value, WIRE_MAX_VALUE);
 }
 
@@ -466,11 +472,7 @@ static int replay(const remote_reply *reply, engine_emit_fn emit, void *ctx)
         if (written > rec.value_len)
             memset(value + rec.value_len, 0, written - rec.value_len);
         written = rec.value_len;
-        scratch->version = rec.version;
-        scratch->fieldId = rec.field_id;
-        scratch->fieldType = rec.field_type;
-        scratch->status = rec.status;
-        scratch->ts = rec.ts;
+        header_to_v1(&rec, scratch);
         stopped = emit(ctx, (dcgm_field_entity_group_t)rec.group, rec.entity, scratch) != 0;
     }
     free(scratch);
