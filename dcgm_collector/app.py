@@ -148,7 +148,7 @@ class Collector:
         self.recorder: Recorder | None = None   # the flight recorder (--recorder-dir), or None
         self._reports: ReportPages | None = None   # its recordings' reports (GET /reports), with it
         self._web: WebConfig | None = None
-        self._renders: SingleFlight[bytes] = SingleFlight()
+        self._renders: SingleFlight[list[bytes]] = SingleFlight()
         self._render_failure: str | None = None   # why the last render of /metrics failed, until one succeeds
         self._stopping = threading.Event()   # set once stop() begins: a reload still running then gives up
         self.remote_writers: list[RemoteWriter] = []   # one per --remote-write-url
@@ -156,13 +156,15 @@ class Collector:
         self.admission = Admission()
 
     # -- what the server calls (on request threads)
-    def metrics(self, openmetrics: bool) -> bytes:
-        """Every family registered with the registry: the exposition's, then remote write's and the recorder's."""
+    def metrics(self, openmetrics: bool) -> list[bytes]:
+        """Every family registered with the registry: the exposition's, then remote write's and the recorder's, as
+        the pieces of the body (the families text kept between two ticks is the same bytes object each time)."""
         if self.exposition is None:
             raise Unavailable("starting: no sampler yet")
         registry = self.registry
         try:
-            body = self._renders.do((id(registry), openmetrics), lambda: registry.render(openmetrics))
+            # concurrent scrapes share one body: each would otherwise render the self-metrics and health again
+            body = self._renders.do((id(registry), openmetrics), lambda: registry.render_pieces(openmetrics))
         except Exception as error:
             # the server answers 500 and logs it; /health must say so too, or an orchestrator sees a healthy
             # collector that serves nothing

@@ -70,7 +70,7 @@ from dcgm_collector.expose.options import MIN_STALE_AFTER_S, STALE_AFTER_INTERVA
 from dcgm_collector.expose.p2p_status import P2P_STATUS, P2PStatusFamily
 from dcgm_collector.expose.processes import process_family, store_size_families
 from dcgm_collector.expose.scrape import Scrape
-from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
+from dcgm_collector.expose.self_metrics import SelfLines, SelfRow, render_self_metrics
 from dcgm_collector.expose.store_families import (
     StoreFieldFamily,
     StoreNames,
@@ -149,6 +149,7 @@ class Exposition:
         self._sample_model: tuple[tuple[Family, ...], SampleModel] | None = None
         self._events_cache: tuple[int, EventRows] | None = None
         self._last_scrape_s: float | None = None
+        self._self_lines = SelfLines()
         self._build_info = label_text([("version", version), ("dcgm_library", library_version)])
         self._stores: tuple[SeriesStore, ...] = ()   # attached stores of series that come and go
         self._store_families: tuple[tuple[SeriesStore, ProcessFamily], ...] = ()   # the stores' own families
@@ -160,7 +161,7 @@ class Exposition:
         """The whole /metrics body; ``now_us`` (µs since the epoch) defaults to now."""
         return render_body(self, openmetrics, now_us)
 
-    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+    def write_families(self, parts: list[str | bytes], openmetrics: bool, now_us: int | None = None) -> None:
         """The body without OpenMetrics' ``# EOF``: the families, then the self-metrics (series.registry.Families)."""
         now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
         self._refresh_families()
@@ -476,4 +477,4 @@ class Exposition:
         up, _ = self._state(now_s)
         row = SelfRow("", self.view.stats, up, rings=self.view.rings)
         render_self_metrics(parts, openmetrics, now_s, [row], self._last_scrape_s,
-                            self._build_info)
+                            self._build_info, self._self_lines)

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from dcgm_collector.expose.exposition import Exposition
 from dcgm_collector.expose.families import Family
-from dcgm_collector.expose.self_metrics import SelfRow, render_self_metrics
+from dcgm_collector.expose.self_metrics import SelfLines, SelfRow, render_self_metrics
 from dcgm_collector.series.registry import Source, TargetSeries, render_body
 from dcgm_collector.series.samples import SampleModel
 from dcgm_collector.series.stats import SamplerStats
@@ -70,12 +70,15 @@ class MultiExposition:
         self._last_scrape_s: float | None = None
         self._plan_lock = threading.Lock()
         self._plan: tuple[tuple, list[tuple[str, Header, list[tuple[int, Family]]]]] | None = None
-        self._families_text: dict[bool, tuple[tuple, str]] = {}   # per format: (data version, text)
+        # per format: (data version, UTF-8 text, time.monotonic() it was rendered at)
+        self._families_text: dict[bool, tuple[tuple, bytes, float]] = {}
+        self._render_locks = {False: threading.Lock(), True: threading.Lock()}   # one render per format at a time
+        self._self_lines = SelfLines()
 
     def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
         return render_body(self, openmetrics, now_us)
 
-    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+    def write_families(self, parts: list[str | bytes], openmetrics: bool, now_us: int | None = None) -> None:
         """Every target's families, then the self-metrics, without OpenMetrics' ``# EOF`` (series.registry)."""
         reuse = now_us is None
         now_us = time.time_ns() // 1000 if now_us is None else int(now_us)
@@ -86,23 +89,48 @@ class MultiExposition:
         # The rings change once per tick: between ticks every scrape would render the same
         # DCGM families, so the text is kept per format until a target ticks again (the
         # windows are then as of the scrape that rendered them, at most one tick earlier).
-        # Self-metrics (sample age, scrape duration) are always rendered afresh.
+        # Self-metrics (sample age, scrape duration) are always rendered afresh.  The text is
+        # kept encoded: a scrape between ticks hands the same bytes on, without a copy.
         version = tuple((id(e), id(e._families) if e is not None else None, t.stats.ticks,
                          e.stores_written if e is not None else None, e.rings_written if e is not None else None)
                         for e, t in zip(expositions, self.targets))
-        cached = self._families_text.get(openmetrics)
-        if reuse and cached is not None and cached[0] == version:
-            parts.append(cached[1])
+        if reuse:
+            parts.append(self._families_bytes(expositions, openmetrics, now_us, version))
         else:
-            text = self._render_families(expositions, openmetrics, now_us)
-            parts.append(text)
-            if reuse:
-                self._families_text[openmetrics] = (version, text)
+            parts.append(self._render_families(expositions, openmetrics, now_us).encode())
         now_s = now_us / 1e6
         rows = [SelfRow(labels, t.stats, t.health(now_s)[0], t.reconnects if t.remote else None,
                         e.view.rings if (e := t.exposition) is not None else ())
                 for labels, t in zip(self._target_labels, self.targets)]
-        render_self_metrics(parts, openmetrics, now_s, rows, self._last_scrape_s, self._build_info)
+        render_self_metrics(parts, openmetrics, now_s, rows, self._last_scrape_s, self._build_info,
+                            self._self_lines)
+
+    def _families_bytes(self, expositions: Sequence[Exposition | None], openmetrics: bool, now_us: int,
+                        version: tuple) -> bytes:
+        """The families text of ``version``, rendered by one scrape at a time.
+
+        Scrapes that arrive while another renders the text of a new tick
+        answer with the text kept from the tick before, if that was rendered
+        within one collect interval, instead of queueing behind the render
+        (under the GIL, ten scrapers would each wait for it); otherwise they
+        wait for the render and share its text.
+        """
+        cached = self._families_text.get(openmetrics)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        lock = self._render_locks[openmetrics]
+        recent = cached is not None and time.monotonic() - cached[2] <= _interval_s(expositions)
+        if not lock.acquire(blocking=not recent):
+            return cached[1]   # type: ignore[index]
+        try:
+            cached = self._families_text.get(openmetrics)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            text = self._render_families(expositions, openmetrics, now_us).encode()
+            self._families_text[openmetrics] = (version, text, time.monotonic())
+            return text
+        finally:
+            lock.release()
 
     def _render_families(self, expositions: Sequence[Exposition | None], openmetrics: bool, now_us: int) -> str:
         scrapes = [e.scrape(now_us) if e is not None else None for e in expositions]
@@ -168,3 +196,8 @@ class MultiExposition:
         with self._plan_lock:
             self._plan = (key, merged)
         return merged
+
+
+def _interval_s(expositions: Sequence[Exposition | None]) -> float:
+    """The shortest collect interval of the targets that sample (0 when none does)."""
+    return min((e.view.interval_s for e in expositions if e is not None), default=0.0)

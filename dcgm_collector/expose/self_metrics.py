@@ -12,7 +12,7 @@ from dcgm_collector.rings.ring import RingBuffer
 from dcgm_collector.series.stats import SamplerStats, newest_sample_time
 from dcgm_collector.series.text import Header, family_types
 
-__all__ = ["SelfRow", "render_self_metrics"]
+__all__ = ["SelfLines", "SelfRow", "render_self_metrics"]
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,40 @@ def _series(name: str, labels: str, value: object) -> str:
     return f"{name}{{{labels}}} {value}\n" if labels else f"{name} {value}\n"
 
 
+class SelfLines:
+    """The self-metrics lines that change only with the rings or with the engine's costs, kept per target.
+
+    What the rings hold (their newest rows are scanned for it) is rendered
+    again only when a ring committed rows, and the per-field costs only when
+    the sampler replaced them: a scrape between two ticks formats neither.
+    One entry per target's labels, so the memory is bounded by the targets.
+    """
+
+    def __init__(self) -> None:
+        self._holdings: dict[str, tuple[tuple, tuple[list[str], list[str]]]] = {}
+        self._costs: dict[str, tuple[object, dict[str, list[str]]]] = {}
+
+    def holdings(self, row: SelfRow) -> tuple[list[str], list[str]]:
+        """(ring_bytes lines, ring_samples lines) of one target."""
+        key = tuple((id(ring), ring.rows_written) for ring in row.rings)
+        kept = self._holdings.get(row.labels)
+        if kept is None or kept[0] != key:
+            kept = self._holdings[row.labels] = (key, _ring_holdings(row))
+        return kept[1]
+
+    def costs(self, row: SelfRow) -> dict[str, list[str]]:
+        """The field-cost families' lines of one target, by family name."""
+        kept = self._costs.get(row.labels)
+        if kept is None or kept[0] is not row.stats.field_costs:
+            kept = self._costs[row.labels] = (row.stats.field_costs, _field_costs(row))
+        return kept[1]
+
+
 def render_self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows: Sequence[SelfRow],
-                  scrape_s: float | None, build_info: str) -> None:
+                        scrape_s: float | None, build_info: str, lines: SelfLines | None = None) -> None:
+    """The self-metrics of ``rows`` (one per target); ``lines`` keeps the lines that change only with the data."""
+    lines = SelfLines() if lines is None else lines
+
     def family(name: str, lines: list[str]) -> None:
         if lines:
             parts.append(_SELF_HEADERS[name].get(openmetrics))
@@ -56,8 +88,12 @@ def render_self_metrics(parts: list[str], openmetrics: bool, now_s: float, rows:
         for code, n in sorted(r.stats.errors_by_code.items())])
     family("dcgm_collector_reconnects_total", [
         _series("dcgm_collector_reconnects_total", r.labels, r.reconnects) for r in rows if r.reconnects is not None])
-    _render_ring_holdings(family, rows)
-    _render_field_costs(family, rows)
+    holdings = [lines.holdings(r) for r in rows]
+    family("dcgm_collector_ring_bytes", [line for held in holdings for line in held[0]])
+    family("dcgm_collector_ring_samples", [line for held in holdings for line in held[1]])
+    costs = [lines.costs(r) for r in rows]
+    for name in _COST_FAMILIES:
+        family(name, [line for each in costs for line in each.get(name, ())])
     if scrape_s is not None:
         family("dcgm_collector_scrape_duration_seconds",
                [f"dcgm_collector_scrape_duration_seconds {scrape_s:f}\n"])
@@ -71,46 +107,44 @@ def _level_name(group: int) -> str:
         return str(group)
 
 
-def _render_ring_holdings(family: Callable[[str, list[str]], None], rows: Sequence[SelfRow]) -> None:
-    """Bytes and samples each target's rings hold, by entity level (a ring of several levels split by series)."""
+def _ring_holdings(r: SelfRow) -> tuple[list[str], list[str]]:
+    """Bytes and samples a target's rings hold, by entity level (a ring of several levels split by series)."""
     bytes_lines, sample_lines = [], []
-    for r in rows:
-        held: dict[str, list[float]] = {}
-        for ring in r.rings:
-            groups = [key.entity_group for key in ring.series]
-            ring_bytes, samples = ring.nbytes, ring.samples_held
-            for group in sorted(set(groups)):
-                share = groups.count(group) / len(groups)
-                totals = held.setdefault(_level_name(group), [0.0, 0.0])
-                totals[0] += ring_bytes * share
-                totals[1] += samples * share
-        for level, (level_bytes, samples) in sorted(held.items()):
-            labels = ",".join(filter(None, (r.labels, f'level="{level}"')))
-            bytes_lines.append(_series("dcgm_collector_ring_bytes", labels, round(level_bytes)))
-            sample_lines.append(_series("dcgm_collector_ring_samples", labels, round(samples)))
-    family("dcgm_collector_ring_bytes", bytes_lines)
-    family("dcgm_collector_ring_samples", sample_lines)
+    held: dict[str, list[float]] = {}
+    for ring in r.rings:
+        groups = [key.entity_group for key in ring.series]
+        ring_bytes, samples = ring.nbytes, ring.samples_held
+        for group in sorted(set(groups)):
+            share = groups.count(group) / len(groups)
+            totals = held.setdefault(_level_name(group), [0.0, 0.0])
+            totals[0] += ring_bytes * share
+            totals[1] += samples * share
+    for level, (level_bytes, samples) in sorted(held.items()):
+        labels = ",".join(filter(None, (r.labels, f'level="{level}"')))
+        bytes_lines.append(_series("dcgm_collector_ring_bytes", labels, round(level_bytes)))
+        sample_lines.append(_series("dcgm_collector_ring_samples", labels, round(samples)))
+    return bytes_lines, sample_lines
 
 
-def _render_field_costs(family: Callable[[str, list[str]], None], rows: Sequence[SelfRow]) -> None:
-    """The engine's per-field costs (dcgm-collector's embedded engine only)."""
-    costs = [(",".join(filter(None, (r.labels, f'field="{name}"'))), cost)
-             for r in rows for name, cost in r.stats.field_costs]
-    if not costs:
-        return
+# the per-field cost families (dcgm-collector's embedded engine only): name, value, whether a field has one
+_COST_SERIES: tuple[tuple[str, Callable[[FieldCost], object], Callable[[FieldCost], bool]], ...] = (
+    ("dcgm_collector_field_late_samples_total", lambda c: c.late_samples, lambda c: c.samples > 0),
+    ("dcgm_collector_field_reads_total", lambda c: c.reads, lambda c: c.reads > 0),
+    ("dcgm_collector_field_read_seconds_total", lambda c: f"{c.read_seconds:f}", lambda c: c.reads > 0),
+    ("dcgm_collector_field_read_interval_seconds", lambda c: f"{c.period_s:g}", lambda c: c.period_s > 0),
+    ("dcgm_collector_field_late_reads_total", lambda c: c.late_reads, lambda c: c.period_s > 0),
+    ("dcgm_collector_field_estimate_correction", lambda c: f"{c.last_correction:f}", lambda c: c.corrections > 0),
+    ("dcgm_collector_field_estimate_correction_max", lambda c: f"{c.max_abs_correction:f}",
+     lambda c: c.corrections > 0),
+)
+_COST_FAMILIES = tuple(name for name, _, _ in _COST_SERIES)
 
-    def each(name: str, value: Callable[[FieldCost], object], when: Callable[[FieldCost], bool] = bool) -> None:
-        family(name, [_series(name, labels, value(c)) for labels, c in costs if when(c)])
 
-    each("dcgm_collector_field_late_samples_total", lambda c: c.late_samples, lambda c: c.samples > 0)
-    each("dcgm_collector_field_reads_total", lambda c: c.reads, lambda c: c.reads > 0)
-    each("dcgm_collector_field_read_seconds_total", lambda c: f"{c.read_seconds:f}", lambda c: c.reads > 0)
-    each("dcgm_collector_field_read_interval_seconds", lambda c: f"{c.period_s:g}", lambda c: c.period_s > 0)
-    each("dcgm_collector_field_late_reads_total", lambda c: c.late_reads, lambda c: c.period_s > 0)
-    each("dcgm_collector_field_estimate_correction", lambda c: f"{c.last_correction:f}",
-         lambda c: c.corrections > 0)
-    each("dcgm_collector_field_estimate_correction_max", lambda c: f"{c.max_abs_correction:f}",
-         lambda c: c.corrections > 0)
+def _field_costs(r: SelfRow) -> dict[str, list[str]]:
+    """A target's lines of each per-field cost family (none without costs)."""
+    costs = [(",".join(filter(None, (r.labels, f'field="{name}"'))), cost) for name, cost in r.stats.field_costs]
+    return {name: [_series(name, labels, value(c)) for labels, c in costs if when(c)]
+            for name, value, when in _COST_SERIES} if costs else {}
 
 
 _LATE_SAMPLES_HELP = ("Samples of the field the engine took more than half a watch interval after they were due "

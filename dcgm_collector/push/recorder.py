@@ -511,7 +511,7 @@ class Recorder:
         tail = f"<p>and {more} older recording{'s' if more != 1 else ''} not listed</p>\n" if more > 0 else ""
         return head + "<ul>\n" + items + "</ul>\n" + tail
 
-    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+    def write_families(self, parts: list[str | bytes], openmetrics: bool, now_us: int | None = None) -> None:
         """The recorder's own families, for /metrics (series.registry.Families)."""
         parts.append(self.render_metrics(openmetrics))
 

@@ -462,7 +462,7 @@ class RemoteWriteFamilies:
     def __init__(self, writers: Sequence[RemoteWriter]) -> None:
         self.writers = tuple(writers)
 
-    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+    def write_families(self, parts: list[str | bytes], openmetrics: bool, now_us: int | None = None) -> None:
         parts.append(render_remote_write_metrics(self.writers, openmetrics, None if now_us is None else now_us / 1e6))
 
 

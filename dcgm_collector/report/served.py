@@ -122,7 +122,7 @@ class ReportPages:
         why, count = problem
         return f"reports: building a report failed: {why} ({count} failure{'s' if count != 1 else ''})"
 
-    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+    def write_families(self, parts: list[str | bytes], openmetrics: bool, now_us: int | None = None) -> None:
         """The reports' own family, for /metrics (series.registry.Families)."""
         parts.append(_FAILURES.get(openmetrics) + f"dcgm_collector_report_failures_total {self.failures}\n")
 

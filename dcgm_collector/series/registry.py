@@ -21,7 +21,7 @@ from typing import Protocol
 from dcgm_collector.series.samples import SampleModel
 from dcgm_collector.series.view import TargetView
 
-__all__ = ["EOF", "Families", "Registry", "Source", "TargetSeries", "render_body"]
+__all__ = ["EOF", "Families", "Registry", "Source", "TargetSeries", "body_pieces", "render_body"]
 
 EOF = "# EOF\n"   # OpenMetrics' last line
 
@@ -29,12 +29,14 @@ EOF = "# EOF\n"   # OpenMetrics' last line
 class Families(Protocol):
     """Metric families that go into /metrics."""
 
-    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None) -> None:
+    def write_families(self, parts: list[str | bytes], openmetrics: bool, now_us: int | None) -> None:
         """Append the families' text (headers and samples) to ``parts``, never ``# EOF``.
 
         ``now_us`` is the time of the render (µs since the epoch); None is
         "now", which lets a family set reuse text it rendered since its data
-        last changed.
+        last changed.  A part is text, or text a family set keeps encoded
+        already (UTF-8 bytes), so that a body reused from one scrape to the
+        next is neither joined nor encoded again.
         """
         ...
 
@@ -59,13 +61,31 @@ class Source(Protocol):
         ...
 
 
-def render_body(families: Families, openmetrics: bool = False, now_us: int | None = None) -> bytes:
-    """A /metrics body of one family set: its text, then ``# EOF`` once in OpenMetrics."""
-    parts: list[str] = []
+def body_pieces(families: Families, openmetrics: bool = False, now_us: int | None = None) -> list[bytes]:
+    """A /metrics body of one family set as UTF-8 pieces, to be sent one after the other: the parts a family
+    set keeps encoded as they are (the same objects, not copies), each run of text between them joined once."""
+    parts: list[str | bytes] = []
     families.write_families(parts, openmetrics, now_us)
     if openmetrics:
         parts.append(EOF)
-    return "".join(parts).encode()
+    pieces: list[bytes] = []
+    text: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            text.append(part)
+            continue
+        if text:
+            pieces.append("".join(text).encode())
+            text.clear()
+        pieces.append(part)
+    if text:
+        pieces.append("".join(text).encode())
+    return pieces
+
+
+def render_body(families: Families, openmetrics: bool = False, now_us: int | None = None) -> bytes:
+    """A /metrics body of one family set: its text, then ``# EOF`` once in OpenMetrics."""
+    return b"".join(body_pieces(families, openmetrics, now_us))
 
 
 class Registry:
@@ -93,7 +113,7 @@ class Registry:
     def families(self) -> tuple[Families, ...]:
         return self._families
 
-    def write(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+    def write(self, parts: list[str | bytes], openmetrics: bool, now_us: int | None = None) -> None:
         """Every registered family set's text, in registration order, without ``# EOF``."""
         for families in self._families:
             families.write_families(parts, openmetrics, now_us)
@@ -102,7 +122,11 @@ class Registry:
         """The /metrics body: every registered family, then ``# EOF`` once in OpenMetrics."""
         return render_body(self, openmetrics, now_us)
 
-    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None = None) -> None:
+    def render_pieces(self, openmetrics: bool = False) -> list[bytes]:
+        """The /metrics body as of now, as pieces to send one after the other (see :func:`body_pieces`)."""
+        return body_pieces(self, openmetrics)
+
+    def write_families(self, parts: list[str | bytes], openmetrics: bool, now_us: int | None = None) -> None:
         """The registry is itself a family set: every registered one's text (see :meth:`write`)."""
         self.write(parts, openmetrics, now_us)
 

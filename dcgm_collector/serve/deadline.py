@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import io
 import socket
+import ssl
 import time
+from collections import deque
+from collections.abc import Iterable
 
 __all__ = ["DeadlineReader", "DeadlineWriter", "ResponseDeadline", "SEND_BYTES"]
 
-SEND_BYTES = 256 * 1024   # the most one send() is handed, so a deadline is checked at least this often
+# the most one send() is handed; each send waits at most the idle timeout and never past the deadline whatever
+# it is handed (it returns with what the kernel took), so this only bounds one call's slice of a larger body
+SEND_BYTES = 4096 * 1024
+GATHER_PIECES = 256       # the most pieces one sendmsg() is handed (the kernel takes up to 1024)
 
 
 class ResponseDeadline(TimeoutError):
@@ -71,12 +77,66 @@ class DeadlineWriter(io.RawIOBase):
         view = memoryview(data).cast("B")
         sent = 0
         while sent < len(view):
-            self._sock.settimeout(_timeout(self._idle_timeout_s, self.deadline, ResponseDeadline,
-                                           "the client did not read the response in time"))
+            self._wait_budget()
             try:
                 sent += self._sock.send(view[sent:sent + SEND_BYTES])
             except TimeoutError:
-                if self.deadline is not None and time.monotonic() >= self.deadline:
-                    raise ResponseDeadline("the client did not read the response in time") from None
-                raise
+                self._timed_out()
         return sent
+
+    def write_pieces(self, pieces: Iterable[bytes]) -> int:
+        """Every piece, in order, as one stream: pieces are gathered into sends of about SEND_BYTES by
+        reference (sendmsg), never joined, so a large body cached between answers is not copied per answer.
+        Over TLS (no sendmsg) each gathered run is joined and written."""
+        total = 0
+        batch: list[bytes] = []
+        size = 0
+        for piece in pieces:
+            if not piece:
+                continue
+            batch.append(piece)
+            size += len(piece)
+            if size >= SEND_BYTES or len(batch) >= GATHER_PIECES:
+                self._write_batch(batch)
+                total += size
+                batch, size = [], 0
+        if batch:
+            self._write_batch(batch)
+            total += size
+        return total
+
+    def _write_batch(self, pieces: list[bytes]) -> None:
+        if isinstance(self._sock, ssl.SSLSocket):
+            self.write(pieces[0] if len(pieces) == 1 else b"".join(pieces))
+            return
+        views = deque(memoryview(piece).cast("B") for piece in pieces)
+        while views:
+            self._wait_budget()
+            chunk, room = [], SEND_BYTES
+            for view in views:
+                if room <= 0:
+                    break
+                chunk.append(view[:room])
+                room -= len(chunk[-1])
+            try:
+                sent = self._sock.sendmsg(chunk)
+            except TimeoutError:
+                self._timed_out()
+            while sent:
+                first = views[0]
+                if sent >= len(first):
+                    sent -= len(first)
+                    views.popleft()
+                else:
+                    views[0] = first[sent:]
+                    sent = 0
+
+    def _wait_budget(self) -> None:
+        """The next send waits at most the idle timeout and not past the deadline."""
+        self._sock.settimeout(_timeout(self._idle_timeout_s, self.deadline, ResponseDeadline,
+                                       "the client did not read the response in time"))
+
+    def _timed_out(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise ResponseDeadline("the client did not read the response in time") from None
+        raise TimeoutError("the client did not read the response in time")

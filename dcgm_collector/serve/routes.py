@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dcgm_collector.serve.admission import Admission
+from dcgm_collector.serve.framing import GzipPrefixes
 
 
 class Unavailable(Exception):
@@ -89,6 +90,7 @@ class _App:
         self.response_headers: dict[str, str] = dict(response_headers or {})
         self.allow_request = allow_request
         self.verify_client = verify_client
+        self.gzip_prefixes = GzipPrefixes(1)   # the server sets its own, at its gzip level
 
 
 def _with_client_address(authenticate: Callable[..., bool] | None) -> Callable[[str | None, str], bool] | None:

@@ -55,7 +55,6 @@ says what each one binds).
 from __future__ import annotations
 
 import email.errors
-import gzip
 import http.client
 import io
 import logging
@@ -69,6 +68,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from http.server import BaseHTTPRequestHandler
+from itertools import chain
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -77,7 +77,7 @@ from dcgm_collector.files import size_text
 from dcgm_collector.serve.addresses import parse_listen_address
 from dcgm_collector.serve.admission import Admission
 from dcgm_collector.serve.deadline import DeadlineReader, DeadlineWriter, ResponseDeadline
-from dcgm_collector.serve.framing import FramingError, body_size, content_length, gzip_body
+from dcgm_collector.serve.framing import FramingError, GzipPrefixes, body_size, content_length, gzip_body
 from dcgm_collector.serve.landing import CSP, STATIC, Overview, StaticFile, landing_page
 from dcgm_collector.serve.listener import _TOO_MANY, ListenError, _display, _HTTPServer, _socket_address, _why
 from dcgm_collector.serve.listener import EVICTABLE_AFTER_S as EVICTABLE_AFTER_S
@@ -121,10 +121,11 @@ RESPONSE_TIMEOUT_S = 10.0            # the whole response, from the end of its r
 MAX_CONNECTIONS = 64
 LIGHT_RESERVE = 8                    # connections beyond MAX_CONNECTIONS, for the light paths only
 LIGHT_PATHS = frozenset({"/metrics", "/health", "/"})
-WRITE_BYTES = 64 * 1024              # a body given in pieces goes out in writes of about this size
 # the kernel's send buffer per connection (it doubles this): without a cap it grows to megabytes per connection,
-# charged to the pod's memory, and an answer a client does not read would sit there rather than time out
-SEND_BUFFER_BYTES = 256 * 1024
+# charged to the pod's memory, and an answer a client does not read would sit there rather than time out.
+# Doubled, it holds a /metrics answer of 8 GPUs with every counter row (~0.6 MB) whole, so that answer is
+# handed to the kernel in one send (one release of the GIL, not several waits for the client to read)
+SEND_BUFFER_BYTES = 512 * 1024
 # Fast compression: the text format shrinks ~10x even at level 1, and a
 # scrape should cost the node as little CPU as possible.
 GZIP_LEVEL = 1
@@ -318,7 +319,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, code: int, body: bytes | Sequence[bytes], content_type: str, *, close: bool = False,
               headers: dict[str, str] | None = None) -> None:
-        """The response; a body given as pieces goes out in writes of about WRITE_BYTES, never joined whole."""
+        """The response; a body given as pieces goes out in gathered sends (DeadlineWriter.write_pieces), never
+        joined whole."""
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(body_size(body)))
@@ -334,27 +336,16 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.request_version == "HTTP/1.0" and not self.close_connection:
             # an HTTP/1.0 client keeps the connection only when told so; the stdlib keeps it open silently
             self.send_header("Connection", "keep-alive")
-        # end_headers, but the head goes out with the body's first bytes: one send (and one wake-up of the
-        # client) for a small answer, not two
+        # end_headers, but the head is sent with the body
         self._headers_buffer.append(b"\r\n")
         head = b"".join(self._headers_buffer)
         self._headers_buffer = []
-        if self.command == "HEAD" or (isinstance(body, bytes) and len(body) >= WRITE_BYTES):
-            self.wfile.write(head)   # a large body is not copied to join it
-            if self.command != "HEAD":
-                self.wfile.write(body)
+        if self.command == "HEAD":
+            self.wfile.write(head)
             return
-        pending: list[bytes] = [head]
-        size = len(head)
-        for piece in (body,) if isinstance(body, bytes) else body:
-            pending.append(piece)
-            size += len(piece)
-            if size >= WRITE_BYTES:
-                self.wfile.write(b"".join(pending))
-                pending.clear()
-                size = 0
-        if pending:
-            self.wfile.write(b"".join(pending))
+        # the head goes out with the body's first bytes (one send, one wake-up of the client for a small
+        # answer), and the body's pieces are handed to the kernel as they are, never joined
+        self.wfile.write_pieces(chain((head,), (body,) if isinstance(body, bytes) else body))
 
     def _dispatch(self) -> None:
         app = self.server.app
@@ -470,7 +461,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {"Vary": "Accept, Accept-Encoding"}
         if accepts_gzip(self.headers.get_all("Accept-Encoding")):
-            body = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+            body = app.gzip_prefixes.compress(body)
             headers["Content-Encoding"] = "gzip"
         content_type = openmetrics_content_type(version) if version is not None else CONTENT_TYPE_TEXT
         self._send(200, body, content_type, headers=headers)
@@ -601,6 +592,8 @@ class MetricsServer:
                          response_headers=response_headers, allow_request=allow_request,
                          verify_client=verify_client, routes=routes, landing_extra=landing_extra,
                          landing_overview=landing_overview, admission=admission)
+        # the /metrics text kept between two ticks is compressed once for every gzip answer until the next
+        self._app.gzip_prefixes = GzipPrefixes(GZIP_LEVEL)
         self.request_timeout_s = float(request_timeout_s)
         self.response_timeout_s = float(response_timeout_s)
         self.max_connections = int(max_connections)

@@ -686,6 +686,35 @@ def test_a_body_in_pieces_goes_out_whole_with_its_length_and_gzip(stand):
         server.stop()
 
 
+def test_metrics_in_pieces_share_the_compression_of_their_first_piece(stand, monkeypatch):
+    """/metrics given as pieces (the families text kept between two ticks, then the self-metrics): each answer
+    is the whole body, gzip or not, and the kept first piece is compressed once for all the answers it is in."""
+    from dcgm_collector.serve import framing
+
+    families = b"".join(b'DCGM_FI_DEV_GPU_TEMP{gpu="%d"} %d\n' % (i, i % 90) for i in range(20_000))
+    scrapes = iter(range(1, 100))
+    compressors = []
+    real = framing.zlib.compressobj
+    monkeypatch.setattr(framing.zlib, "compressobj", lambda *a: compressors.append(a) or real(*a))
+
+    def metrics(openmetrics: bool) -> list[bytes]:
+        return [families, b"dcgm_collector_scrapes %d\n" % next(scrapes)]
+
+    server = MetricsServer("127.0.0.1:0", metrics, stand.health, stand.observe)
+    server.start()
+    try:
+        for n in (1, 2):
+            response, body = request(server, headers={"Accept-Encoding": "gzip"})
+            assert response.getheader("Content-Encoding") == "gzip"
+            assert gzip.decompress(body) == families + b"dcgm_collector_scrapes %d\n" % n
+        response, body = request(server)
+        assert body == families + b"dcgm_collector_scrapes 3\n"
+        assert response.getheader("Content-Length") == str(len(body))
+        assert len(compressors) == 1
+    finally:
+        server.stop()
+
+
 def _slow_reader(port: int, path: str) -> socket.socket:
     """A client that asks for ``path`` with a tiny receive window and then reads nothing."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
