@@ -57,13 +57,6 @@ from dcgm_collector.expose.multi import MultiExposition
 from dcgm_collector.expose.overview import gpu_readings
 from dcgm_collector.files import size_text
 from dcgm_collector.model import EntityType, GpuInfo, id_ranges
-from dcgm_collector.push.remote_write import (
-    STOP_WAIT_S,
-    RemoteWriteError,
-    RemoteWriteFamilies,
-    RemoteWriteOptions,
-    RemoteWriter,
-)
 from dcgm_collector.series.idle import IDLE_FAMILIES
 from dcgm_collector.series.processes import PROCESS_FAMILIES
 from dcgm_collector.series.registry import Registry
@@ -77,6 +70,7 @@ from dcgm_collector.sources import Source, SourceError, load_source, process_nvm
 
 if TYPE_CHECKING:   # optional features, imported when they are on (see _read_web_config, _make_recorder, ...)
     from dcgm_collector.push.recorder import Recorder
+    from dcgm_collector.push.remote_write import RemoteWriter
     from dcgm_collector.report.served import ReportPages
     from dcgm_collector.serve.webconfig import WebConfig
 
@@ -320,6 +314,8 @@ class Collector:
         for source in exposition.sources():
             self.registry.add_source(source)
         if self.remote_writers:
+            from dcgm_collector.push.remote_write import RemoteWriteFamilies
+
             self.registry.register(RemoteWriteFamilies(self.remote_writers))
         if self.recorder is not None:
             self.recorder.start(self.registry)
@@ -343,6 +339,7 @@ class Collector:
             import cramjam  # noqa: F401 -- snappy, which every request is compressed with
         except ImportError:
             raise StartupError("--remote-write-url needs the cramjam package (pip install cramjam)") from None
+        from dcgm_collector.push.remote_write import RemoteWriteError, RemoteWriteOptions, RemoteWriter
 
         writers = []
         for url in config.remote_write_urls:
@@ -650,8 +647,11 @@ class Collector:
         self._stopping.set()
         for writer in self.remote_writers:
             writer.request_stop()   # all at once; each cuts off its request in flight
-        for writer in self.remote_writers:
-            writer.stop(STOP_WAIT_S / len(self.remote_writers))
+        if self.remote_writers:
+            from dcgm_collector.push.remote_write import STOP_WAIT_S
+
+            for writer in self.remote_writers:
+                writer.stop(STOP_WAIT_S / len(self.remote_writers))
         if self.recorder is not None:
             self.recorder.stop()
         if self.server is not None:

@@ -55,9 +55,8 @@ import argparse
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import resources
 
-from dcgm_collector.catalog.fields import Field, FieldTable, field_table
+from dcgm_collector.catalog.fields import PACKAGE_DATA, Field, FieldTable, field_table
 from dcgm_collector.files import FileRefused, read_regular_file
 
 __all__ = [
@@ -432,4 +431,4 @@ def default_counters_path(name: str = "default-counters.csv") -> str:
     """Path of a counters file shipped in the package: default-counters.csv or dcp-metrics.csv."""
     if name not in SHIPPED_FILES:
         raise ValueError(f"no shipped counters file {name!r}; there are {', '.join(SHIPPED_FILES)}")
-    return str(resources.files("dcgm_collector").joinpath("data").joinpath(name))
+    return str(PACKAGE_DATA / name)

@@ -20,16 +20,18 @@ Typical use::
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 
-__all__ = ["CLOCK_EVENT_REASONS", "ENTITY_LEVELS", "FIELD_TYPES", "XID_FIELD", "Field", "FieldTable", "field_table",
-           "load_field_table", "watch_level"]
+__all__ = ["CLOCK_EVENT_REASONS", "ENTITY_LEVELS", "FIELD_TYPES", "PACKAGE_DATA", "XID_FIELD", "Field", "FieldTable",
+           "field_table", "load_field_table", "watch_level"]
 
+# the package's data files; the package is always installed as files (it has a C extension), and
+# importlib.resources would load zipfile, tempfile and shutil (1.6 MiB resident) to find them
+PACKAGE_DATA = Path(__file__).resolve().parent.parent / "data"
 FIELD_TYPES = ("i", "d", "s", "b", "t")
 
 # Two fields several stages name: the XID event field and the clock-event reason bits
@@ -181,6 +183,8 @@ def _nearest_spellings(word: str, candidates: Iterable[str], n: int) -> list[str
     Exact, but fast: candidates are scored in order of difflib's cheap upper
     bound, and the expensive ratio stops once no bound can beat the n-th best.
     """
+    import difflib  # only when a name is misspelt
+
     matcher = difflib.SequenceMatcher()
     matcher.set_seq2(word)
     bounded = []
@@ -234,7 +238,7 @@ def load_field_table(text: str) -> FieldTable:
 @functools.lru_cache(maxsize=1)
 def field_table() -> FieldTable:
     """The table shipped with the package (loaded once)."""
-    text = resources.files("dcgm_collector").joinpath("data").joinpath("fields.json").read_text(encoding="utf-8")
+    text = (PACKAGE_DATA / "fields.json").read_text(encoding="utf-8")
     return load_field_table(text)
 
 

@@ -20,14 +20,11 @@ some-nvml-client`` (nvidia-smi-like tools, nvidia-ml-py).  Its own settings
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import re
-import shutil
-import tempfile
 import threading
 from pathlib import Path
-
-import cffi
 
 from dcgm_collector.files import read_regular_file
 
@@ -37,11 +34,6 @@ SCENARIO_ENV = "DCGM_SIM_SCENARIO"
 # the engine's value source: "models" (default) or "nvml" (the driver's libnvidia-ml.so.1)
 SOURCE_ENV = "DCGM_ENGINE_SOURCE"
 NVML_LIB_ENV = "DCGM_ENGINE_NVML_LIB"
-
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "LIBRARY_NAME", "NVML_LIBRARY_NAME", "NVML_LIB_ENV", "SCENARIO_ENV", "SOURCE_ENV", "check_nvml",
@@ -127,6 +119,8 @@ def replay_recording(path: str) -> tuple[str, tuple[str, ...]]:
     the collector's _exit_now calls it first).  ValueError ``path: problem``
     (one line) when the recording or its sidecar cannot be read.
     """
+    import tempfile
+
     from dcgm_collector.engine import recording  # imports pyarrow, only for a recording
     folder = Path(tempfile.mkdtemp(prefix="dcgm-replay-"))
     with _replay_folders_lock:
@@ -147,13 +141,21 @@ def remove_replay_files() -> None:
         folders = list(_replay_folders)
         _replay_folders.clear()
     for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_tree(folder)
 
 
 def _remove_folder(folder: Path) -> None:
     with _replay_folders_lock:
         if folder in _replay_folders:
             _replay_folders.remove(folder)
+    _remove_tree(folder)
+
+
+def _remove_tree(folder: Path) -> None:
+    # shutil (with bz2 and lzma) and tempfile are imported by a replay only: a collector on a live node
+    # never holds them (about 1 MiB resident with the modules they import)
+    import shutil
+
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -177,6 +179,10 @@ _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)$")
 
 
 def _check_toml_syntax(path: Path) -> None:
+    try:  # Python 3.11+
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         data = read_regular_file(path, MAX_SCENARIO_BYTES)   # a FIFO in its place must not hold up start-up
     except OSError as e:
@@ -198,6 +204,8 @@ def _check_toml_syntax(path: Path) -> None:
 def _check_with_simulator(spec: str) -> None:
     # A private ABI-level dlopen of the simulator (reference counted by the
     # dynamic linker), so checking works whichever libdcgm this process loaded.
+    import cffi
+
     ffi = cffi.FFI()
     ffi.cdef("int dcgmSimCheckScenario(const char *spec, char *errorText, int errorTextLen);")
     library = ffi.dlopen(str(library_path()))
@@ -216,21 +224,18 @@ def source_name(library: object) -> str:
     path = getattr(library, "path", None)
     if not path:
         return ""
-    ffi = cffi.FFI()
-    ffi.cdef("int dcgmSimSourceName(char *name, int nameLen);")
+    # ctypes, not cffi's ABI mode: declaring one function with cffi loads its C parser, about 4 MiB resident for
+    # the rest of the process.  The same path is the loader's same instance, so this reaches the running engine
+    # (ctypes never closes it: one more reference to a library the process holds anyway).
     try:
-        # the same path gives the loader's same instance, so this reaches the running engine
-        handle = ffi.dlopen(str(path))
-    except OSError:
+        function = ctypes.CDLL(str(path)).dcgmSimSourceName
+    except (OSError, AttributeError):
         return ""
-    try:
-        name = ffi.new("char[]", 600)
-        status = handle.dcgmSimSourceName(name, len(name))
-    except AttributeError:
-        return ""
-    finally:
-        ffi.dlclose(handle)
-    return ffi.string(name).decode("utf-8", "replace") if status == 0 else ""
+    function.argtypes = (ctypes.c_char_p, ctypes.c_int)
+    function.restype = ctypes.c_int
+    name = ctypes.create_string_buffer(600)
+    status = function(name, len(name))
+    return name.value.decode("utf-8", "replace") if status == 0 else ""
 
 
 def check_nvml() -> str:

@@ -18,14 +18,18 @@ what the rings' int64 µs stamps hold (1970 to the year 9999); ``limit`` and
 
 from __future__ import annotations
 
-import decimal
+import functools
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from dcgm_collector.expose.history_cursor import Cursor, CursorError, decode
+
+if TYPE_CHECKING:
+    import decimal
 
 __all__ = ["DEFAULT_SPAN_S", "LATEST_US", "MAX_SAMPLES", "HistoryQuery", "QueryError", "parse_query", "shown_name"]
 
@@ -42,7 +46,16 @@ _UNIT_US = {"ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000}
 LATEST_US = 253_402_300_799_000_000   # 9999-12-31T23:59:59Z
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SHOWN = 40                            # characters of a bad value an error line repeats
-_EXACT = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN, Emax=10**6, Emin=-10**6, traps=[])
+
+
+@functools.cache
+def _exact() -> tuple[decimal.Context, type[decimal.Decimal]]:
+    """The decimal context and type, imported with the first query that names a time (the module is 0.5 MiB
+    resident, which a collector nobody asks for history need not hold)."""
+    import decimal
+
+    return decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN, Emax=10**6, Emin=-10**6, traps=[]), \
+        decimal.Decimal
 
 
 class QueryError(ValueError):
@@ -98,12 +111,13 @@ def _exact_us(number: str, unit_us: int) -> int | None:
     Decimal arithmetic, never float: ``1e308``, 400 nines or ``1e400`` are
     simply too large, not an overflow.
     """
+    exact, number_type = _exact()
     try:
-        product = _EXACT.multiply(decimal.Decimal(number), decimal.Decimal(unit_us))
+        product = exact.multiply(number_type(number), number_type(unit_us))
         if not product.is_finite() or product > LATEST_US:
             return None
-        return int(product.to_integral_value(context=_EXACT))
-    except (decimal.DecimalException, ValueError, OverflowError):
+        return int(product.to_integral_value(context=exact))
+    except (ArithmeticError, ValueError):   # decimal.DecimalException is an ArithmeticError, as OverflowError
         return None
 
 
@@ -128,7 +142,7 @@ def _parse_time_us(text: str, name: str, now_us: int) -> int | None:
                           tzinfo=timezone(offset))
     except ValueError as error:
         raise QueryError(f"{name}: {_shown(text)} is not a valid RFC 3339 time ({error})") from None
-    micros = round(decimal.Decimal("0." + fraction) * 1_000_000) if fraction else 0
+    micros = round(_exact()[1]("0." + fraction) * 1_000_000) if fraction else 0
     return (moment - _EPOCH) // timedelta(microseconds=1) + micros
 
 

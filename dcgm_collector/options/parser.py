@@ -9,7 +9,6 @@ from dcgm-exporter and the dcgm-exporter options not implemented yet.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 import textwrap
@@ -110,11 +109,11 @@ class SuggestingParser(argparse.ArgumentParser):
         for index, extra in enumerate(extras):
             if extra.startswith("-") and len(extra) > 1:
                 name = extra.partition("=")[0]
-                near = difflib.get_close_matches(name.lstrip("-"), list(flags), n=1, cutoff=self.FLAG_CUTOFF)
+                near = _close_matches(name.lstrip("-"), list(flags), n=1, cutoff=self.FLAG_CUTOFF)
                 if near:
                     pairs.append((name, flags[near[0]]))
             elif index == 0 and given and extra == given[0] and self.commands:
-                near = difflib.get_close_matches(extra, self.commands, n=1, cutoff=0.6)
+                near = _close_matches(extra, self.commands, n=1, cutoff=0.6)
                 if near:
                     pairs.append((extra, near[0]))
         if not pairs:
@@ -203,13 +202,19 @@ def go_style_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[
     return out
 
 
+def _close_matches(word: str, possibilities: Sequence[str], n: int, cutoff: float) -> list[str]:
+    import difflib  # imported when a flag is looked up, not by every run
+
+    return difflib.get_close_matches(word, possibilities, n=n, cutoff=cutoff)
+
+
 def _unknown_long_flag(arg: str, name: str, parser: argparse.ArgumentParser) -> str:
     """A one-dash flag that is no flag but is near a long one (-no-hostnam) stays one unknown flag for argparse,
     which would read it as -n with the value o-hostnam; the error then names it as typed and suggests the flag."""
     if name.startswith("--") or len(name) < 4 or not isinstance(parser, SuggestingParser):
         return arg
     longs = [spelling.lstrip("-") for spelling in parser._option_string_actions if len(spelling.lstrip("-")) > 2]
-    if not difflib.get_close_matches(name[1:], longs, n=1, cutoff=SuggestingParser.FLAG_CUTOFF):
+    if not _close_matches(name[1:], longs, n=1, cutoff=SuggestingParser.FLAG_CUTOFF):
         return arg   # -c500 and the like: argparse's own reading
     parser.typed[f"-{arg}"] = arg
     return f"-{arg}"

@@ -26,7 +26,6 @@ import logging
 import random
 import re
 import socket
-import ssl
 import threading
 import time
 import traceback
@@ -36,6 +35,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timezone
+from typing import TYPE_CHECKING
 
 from dcgm_collector.files import FileRefused, read_regular_file
 from dcgm_collector.push.backlog import Backlog
@@ -43,6 +43,9 @@ from dcgm_collector.push.bounded_http import BoundedResponse, Watchdog
 from dcgm_collector.push.wire import SeriesSamples, compress, encode_write_request
 from dcgm_collector.series.samples import Labels, SampleModel
 from dcgm_collector.series.text import Header, label_text
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["RemoteWriteError", "RemoteWriteFamilies", "RemoteWriteOptions", "RemoteWriter",
            "render_remote_write_metrics", "retry_after_s"]
@@ -100,6 +103,8 @@ def _read_secret(path: str, flag: str) -> str:
 
 
 def _tls_context(options: RemoteWriteOptions) -> ssl.SSLContext:
+    import ssl  # an https URL only: OpenSSL is about 5 MiB resident (see cli._import_http_client_without_openssl)
+
     try:
         context = ssl.create_default_context(cafile=options.ca_file)
     except (OSError, ssl.SSLError) as error:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import socket
-import ssl
+import sys
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -106,7 +106,8 @@ class DeadlineWriter(io.RawIOBase):
         return total
 
     def _write_batch(self, pieces: list[bytes]) -> None:
-        if isinstance(self._sock, ssl.SSLSocket):
+        ssl = sys.modules.get("ssl")   # not imported unless TLS is configured; then no socket is an SSLSocket
+        if ssl is not None and isinstance(self._sock, ssl.SSLSocket):   # sendmsg is not TLS's: one write
             self.write(pieces[0] if len(pieces) == 1 else b"".join(pieces))
             return
         views = deque(memoryview(piece).cast("B") for piece in pieces)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Protocol
 
 from dcgm_collector import __version__
@@ -63,7 +63,8 @@ class StaticFile:
 
 
 def _static(name: str, content_type: str) -> StaticFile:
-    return StaticFile(content_type, resources.files("dcgm_collector.serve").joinpath(name).read_bytes())
+    # beside this module (see catalog.fields.PACKAGE_DATA for why not importlib.resources)
+    return StaticFile(content_type, (Path(__file__).parent / name).read_bytes())
 
 
 # read once at import: the files are small and never change while the collector runs

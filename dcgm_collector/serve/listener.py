@@ -36,14 +36,17 @@ import ipaddress
 import logging
 import socket
 import socketserver
-import ssl
 import threading
 import time
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from socketserver import BaseRequestHandler
+from typing import TYPE_CHECKING
 
 from dcgm_collector.serve.routes import _App
+
+if TYPE_CHECKING:
+    import ssl
 
 # the server's logger, as before these classes had a module of their own: a level set for it still
 # covers what happens to connections
@@ -208,6 +211,9 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def _tls_handshake(self, request: socket.socket, client_address) -> ssl.SSLSocket | None:
         """The connection wrapped in TLS, or None (answered or dropped) when that fails."""
+        # loaded already, as there is a context: only plain HTTP runs without the module
+        import ssl
+
         peer = client_address[0] if client_address else "?"
         request.settimeout(self.request_timeout_s)
         try:

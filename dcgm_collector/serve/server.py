@@ -61,7 +61,6 @@ import logging
 import os
 import selectors
 import socket
-import ssl
 import struct
 import threading
 import time
@@ -69,7 +68,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from http.server import BaseHTTPRequestHandler
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from dcgm_collector import __version__
@@ -90,6 +89,9 @@ from dcgm_collector.serve.negotiation import (
 )
 from dcgm_collector.serve.plain_head import PlainHead, plain_head
 from dcgm_collector.serve.routes import Reply, Request, Route, TooManyRequests, Unavailable, _App
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = [
     "CONTENT_TYPE_OPENMETRICS",

@@ -544,8 +544,8 @@ def _mapped_libraries(pid: int) -> set[str]:
 
 
 def test_optional_features_load_their_libraries_only_when_on(tmp_path):
-    """gRPC (for -k), bcrypt and PyYAML (for --web-config-file), cramjam (for --remote-write-url) stay out of a
-    collector that does not use them."""
+    """gRPC (for -k), bcrypt and PyYAML (for --web-config-file), cramjam (for --remote-write-url), OpenSSL (for
+    TLS or an https remote write) stay out of a collector that does not use them."""
     users = tmp_path / "web.yml"
     # a cheap bcrypt cost keeps start-up fast; the hash is of "secret"
     users.write_text("basic_auth_users:\n  prom: $2b$04$3CVng5Jo8ynM1x1CBGG8WOt3h3ypFaT1lOcmLtXfdqnUrbJFSbkEi\n")
@@ -562,6 +562,8 @@ def test_optional_features_load_their_libraries_only_when_on(tmp_path):
 
     assert not has(plain_libraries, "cygrpc") and not has(plain_libraries, "_bcrypt")
     assert not has(plain_libraries, "_yaml") and not has(plain_libraries, "cramjam")
+    assert not has(plain_libraries, "libssl") and not has(plain_libraries, "_ssl")
+    assert not has(pushing_libraries, "libssl")   # a remote write over plain http needs no TLS either
     assert has(web_libraries, "_bcrypt")   # the check above can see a library when it is loaded
     assert has(pushing_libraries, "cramjam")
 

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -39,6 +40,7 @@ from support import (
     log_messages,
     lost_gpu_scenario,
     samples,
+    self_signed_certificate,
     start_prometheus,
     start_victoria_metrics,
     stop_process,
@@ -381,6 +383,24 @@ def test_a_receiver_restart_leaves_no_gap(tmp_path, receiver, standin):
         assert collector.self_metric("samples_dropped_total") == 0
     finally:
         assert collector.end() == 0, collector.log()
+
+
+def test_the_collector_pushes_to_an_https_receiver_it_trusts(tmp_path, messages):
+    """The command, not the writer alone: the collector imports http.client without OpenSSL unless a remote
+    write URL is https (cli), so this is what shows an https URL still gets its HTTPSConnection."""
+    cert, key = self_signed_certificate(tmp_path, "receiver", "receiver")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    receiver = StandIn(messages).start(tls=server)
+    assert receiver.url.startswith("https://")
+    collector = Collector(tmp_path, "--remote-write-url", receiver.url, "--remote-write-ca-file", str(cert),
+                          "--remote-write-flush-interval", "0.5")
+    try:
+        wait_for(lambda: standin_samples(receiver, POWER), timeout=15, what="samples over https", log=collector.log)
+        assert collector.self_metric("samples_dropped_total") == 0
+    finally:
+        assert collector.end() == 0, collector.log()
+        receiver.stop()
 
 
 def test_a_reload_sends_no_sample_twice_and_skips_none(tmp_path, standin):

@@ -9,9 +9,11 @@ reader cares about into :class:`NvmlError` with the code kept.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import TYPE_CHECKING, NamedTuple
 
-import cffi
+if TYPE_CHECKING:
+    import cffi
 
 __all__ = ["INSUFFICIENT_SIZE", "NOT_FOUND", "NOT_SUPPORTED", "NO_PERMISSION", "Nvml", "NvmlError", "NvmlProcess",
            "NvmlUtilization"]
@@ -48,8 +50,17 @@ int nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count);
 int nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *mig);
 """
 
-_ffi = cffi.FFI()
-_ffi.cdef(_DECLARATIONS)
+
+
+@functools.cache
+def _declared() -> cffi.FFI:
+    """The declarations, parsed when the first :class:`Nvml` opens: cffi's C parser costs about 4 MiB
+    resident, which a collector that never reads processes has no use for."""
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(_DECLARATIONS)
+    return ffi
 
 
 class NvmlError(Exception):
@@ -87,7 +98,8 @@ class Nvml:
     """An initialised NVML: the process lists and per-process utilisation of its devices."""
 
     def __init__(self, library: str) -> None:
-        self._lib = _ffi.dlopen(library)   # OSError when it cannot be opened
+        self._ffi = _declared()
+        self._lib = self._ffi.dlopen(library)   # OSError when it cannot be opened
         self._check("nvmlInit_v2", self._lib.nvmlInit_v2())
 
     def close(self) -> None:
@@ -95,35 +107,35 @@ class Nvml:
 
     def _check(self, call: str, code: int) -> None:
         if code != SUCCESS:
-            raise NvmlError(call, code, _ffi.string(self._lib.nvmlErrorString(code)).decode("utf-8", "replace"))
+            raise NvmlError(call, code, self._ffi.string(self._lib.nvmlErrorString(code)).decode("utf-8", "replace"))
 
     def device_count(self) -> int:
-        count = _ffi.new("unsigned int *")
+        count = self._ffi.new("unsigned int *")
         self._check("nvmlDeviceGetCount_v2", self._lib.nvmlDeviceGetCount_v2(count))
         return count[0]
 
     def device(self, index: int) -> object:
-        handle = _ffi.new("nvmlDevice_t *")
+        handle = self._ffi.new("nvmlDevice_t *")
         self._check("nvmlDeviceGetHandleByIndex_v2", self._lib.nvmlDeviceGetHandleByIndex_v2(index, handle))
         return handle[0]
 
     def uuid(self, device: object) -> str:
         """The device's UUID (``GPU-...``, ``MIG-...`` for a MIG device)."""
-        text = _ffi.new("char[]", UUID_BUFFER)
+        text = self._ffi.new("char[]", UUID_BUFFER)
         self._check("nvmlDeviceGetUUID", self._lib.nvmlDeviceGetUUID(device, text, UUID_BUFFER))
-        return _ffi.string(text).decode("ascii", "replace")
+        return self._ffi.string(text).decode("ascii", "replace")
 
     def mig_devices(self, device: object) -> list[object]:
         """The MIG device handles of a GPU; [] when MIG is off or unknown.  (Their processes carry their
         GPU instance ids, so no nvmlDeviceGetGpuInstanceId, which not every NVML exports.)"""
-        current, pending = _ffi.new("unsigned int *"), _ffi.new("unsigned int *")
+        current, pending = self._ffi.new("unsigned int *"), self._ffi.new("unsigned int *")
         if self._lib.nvmlDeviceGetMigMode(device, current, pending) != SUCCESS or current[0] != 1:
             return []
-        slots = _ffi.new("unsigned int *")
+        slots = self._ffi.new("unsigned int *")
         self._check("nvmlDeviceGetMaxMigDeviceCount", self._lib.nvmlDeviceGetMaxMigDeviceCount(device, slots))
         found = []
         for slot in range(slots[0]):
-            mig = _ffi.new("nvmlDevice_t *")
+            mig = self._ffi.new("nvmlDevice_t *")
             code = self._lib.nvmlDeviceGetMigDeviceHandleByIndex(device, slot, mig)
             if code == NOT_FOUND:
                 continue
@@ -135,9 +147,9 @@ class Nvml:
         """A device's compute (or graphics) processes, asking NVML for the size it needs (a bounded retry)."""
         call = "nvmlDeviceGetGraphicsRunningProcesses_v3" if graphics else "nvmlDeviceGetComputeRunningProcesses_v3"
         function = getattr(self._lib, call)
-        count = _ffi.new("unsigned int *", 0)
+        count = self._ffi.new("unsigned int *", 0)
         size = 0
-        infos = _ffi.NULL
+        infos = self._ffi.NULL
         for _ in range(MAX_LIST_TRIES):
             count[0] = size
             code = function(device, count, infos)
@@ -148,22 +160,22 @@ class Nvml:
             if code != INSUFFICIENT_SIZE or count[0] > MAX_LIST_ENTRIES:
                 self._check(call, code if code != SUCCESS else INSUFFICIENT_SIZE)
             size = count[0] + LIST_HEADROOM
-            infos = _ffi.new("nvmlProcessInfo_t[]", size)
+            infos = self._ffi.new("nvmlProcessInfo_t[]", size)
         self._check(call, INSUFFICIENT_SIZE)
         return []
 
     def utilization(self, device: object, last_seen_us: int) -> list[NvmlUtilization]:
         """Per-process utilisation samples newer than ``last_seen_us``; [] when there are none."""
         call = "nvmlDeviceGetProcessUtilization"
-        count = _ffi.new("unsigned int *", 0)
-        code = self._lib.nvmlDeviceGetProcessUtilization(device, _ffi.NULL, count, last_seen_us)
+        count = self._ffi.new("unsigned int *", 0)
+        code = self._lib.nvmlDeviceGetProcessUtilization(device, self._ffi.NULL, count, last_seen_us)
         if code == NOT_FOUND or (code == SUCCESS and count[0] == 0):
             return []
         if code not in (SUCCESS, INSUFFICIENT_SIZE) or count[0] > MAX_LIST_ENTRIES:
             self._check(call, code)
         for _ in range(MAX_LIST_TRIES):
             size = count[0] + LIST_HEADROOM
-            samples = _ffi.new("nvmlProcessUtilizationSample_t[]", size)
+            samples = self._ffi.new("nvmlProcessUtilizationSample_t[]", size)
             count[0] = size
             code = self._lib.nvmlDeviceGetProcessUtilization(device, samples, count, last_seen_us)
             if code == SUCCESS:
