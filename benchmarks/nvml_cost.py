@@ -187,6 +187,12 @@ def print_tables(results: list[Result]) -> None:
                   + (f"{c.cadence_s * 1000:g} ms" if c.cadence_s is not None else "n/a") + " |")
     print()
     for r in results:
+        if r.costs:   # the target of issue 28: what is not an NVML call, against the calls themselves
+            reads = sum(c.core_percent or 0.0 for c in r.costs)
+            print(f"{r.title}: the NVML reads {reads:.2f} % of a core, everything else {r.cpu_percent - reads:.2f} % "
+                  f"({r.cpu_percent:.2f} % in all)")
+    print()
+    for r in results:
         if r.key == "sim":
             continue
         share = r.correction_percent

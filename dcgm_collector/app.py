@@ -143,6 +143,8 @@ class Collector:
         self._reports: ReportPages | None = None   # its recordings' reports (GET /reports), with it
         self._web: WebConfig | None = None
         self._renders: SingleFlight[list[bytes]] = SingleFlight()
+        # per format: (id of the registry, the body, time.monotonic() it was rendered at)
+        self._last_bodies: dict[bool, tuple[int, list[bytes], float]] = {}
         self._render_failure: str | None = None   # why the last render of /metrics failed, until one succeeds
         self._stopping = threading.Event()   # set once stop() begins: a reload still running then gives up
         self.remote_writers: list[RemoteWriter] = []   # one per --remote-write-url
@@ -156,9 +158,25 @@ class Collector:
         if self.exposition is None:
             raise Unavailable("starting: no sampler yet")
         registry = self.registry
+        within_s = self.config.collect_interval_ms / 1000
+
+        def render() -> list[bytes]:
+            pieces = registry.render_pieces(openmetrics)
+            self._last_bodies[openmetrics] = (id(registry), pieces, time.monotonic())
+            return pieces
+
+        def recent() -> list[bytes] | None:
+            kept = self._last_bodies.get(openmetrics)
+            if kept is None or kept[0] != id(registry) or time.monotonic() - kept[2] > within_s:
+                return None
+            return kept[1]
+
         try:
-            # concurrent scrapes share one body: each would otherwise render the self-metrics and health again
-            body = self._renders.do((id(registry), openmetrics), lambda: registry.render_pieces(openmetrics))
+            # One render at a time: a scrape that arrives while another renders answers with the body before it,
+            # when that is under one collect interval old (as if it had come a moment earlier), or else waits
+            # for the render and shares its body; each would otherwise render the families and the self-metrics
+            # again, one after another under the GIL.
+            body = self._renders.do((id(registry), openmetrics), render, recent)
         except Exception as error:
             # the server answers 500 and logs it; /health must say so too, or an orchestrator sees a healthy
             # collector that serves nothing

@@ -3,7 +3,8 @@
 Ten scrapers arriving together would otherwise render ten times, one after
 another under the GIL, and the last would wait for all of them.  The data only
 changes once per collect interval, so a render that is already running is as
-fresh as a new one.
+fresh as a new one; a caller that may answer with the result before it
+(``meanwhile``) does not wait at all.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ class _Call(Generic[T]):
 
 
 class SingleFlight(Generic[T]):
-    """``do(key, fn)``: run fn, unless a call with the same key is running: then wait for its answer."""
+    """``do(key, fn)``: run fn, unless a call with the same key is running: then wait for its answer, or answer
+    what ``meanwhile()`` gives when that is not None."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running: dict[Hashable, _Call[T]] = {}
 
-    def do(self, key: Hashable, fn: Callable[[], T]) -> T:
+    def do(self, key: Hashable, fn: Callable[[], T], meanwhile: Callable[[], T | None] | None = None) -> T:
         with self._lock:
             call = self._running.get(key)
             leader = call is None
@@ -39,6 +41,8 @@ class SingleFlight(Generic[T]):
                 call = self._running[key] = _Call()
         assert call is not None
         if not leader:
+            if meanwhile is not None and (kept := meanwhile()) is not None:
+                return kept
             call.done.wait()
             if call.error is not None:
                 raise call.error

@@ -67,3 +67,30 @@ def test_other_keys_do_not_wait_and_errors_reach_every_waiter():
     assert errors == ["render failed", "render failed"]
     with pytest.raises(ZeroDivisionError):
         flight.do("a", lambda: 1 // 0)
+
+
+def test_a_caller_with_an_answer_of_its_own_does_not_wait_for_the_running_call():
+    flight: SingleFlight[str] = SingleFlight()
+    started, release = threading.Event(), threading.Event()
+
+    def render() -> str:
+        started.set()
+        release.wait(5)
+        return "new"
+
+    results = []
+    leader = threading.Thread(target=lambda: results.append(flight.do("k", render)))
+    leader.start()
+    started.wait(5)
+    # while the render runs: one caller keeps the body before it, one has none kept and waits
+    assert flight.do("k", render, meanwhile=lambda: "before") == "before"
+    waiting = threading.Thread(target=lambda: results.append(flight.do("k", render, meanwhile=lambda: None)))
+    waiting.start()
+    time.sleep(0.1)
+    assert results == []   # it waits for the render, as a caller without meanwhile does
+    release.set()
+    for t in (leader, waiting):
+        t.join(5)
+    assert results == ["new", "new"]
+    # with no call running, meanwhile is not asked: the caller renders
+    assert flight.do("k", lambda: "fresh", meanwhile=lambda: "before") == "fresh"
