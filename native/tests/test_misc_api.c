@@ -225,6 +225,41 @@ static void script_field_summary(dcgmHandle_t h, const char *where)
     CHECK_RC(p_dcgmUnwatchFieldValue(h, (int)gpu, FI_SBE_AGG_TOTAL, 1), DCGM_ST_OK);
 }
 
+/* ---- samples injected out of order are read in time order ------------------ */
+
+static void script_out_of_order(dcgmHandle_t h, const char *where)
+{
+    unsigned int gpu = new_fake_gpu(h);
+    CHECK_RC(p_dcgmWatchFieldValue(h, (int)gpu, FI_SBE_AGG_TOTAL, 1, 3600.0, 10000), DCGM_ST_OK);
+    long long base = wall_us() - 10000000;
+    /* the even microseconds oldest first, then the odd ones newest first (each lands in the middle),
+     * then a sample at a time already held, which replaces that one */
+    for (int i = 0; i < 50; i++)
+        CHECK_RC(inject_i64(h, gpu, FI_SBE_AGG_TOTAL, base + 2 * i, 2 * i), DCGM_ST_OK);
+    for (int i = 49; i >= 0; i--)
+        CHECK_RC(inject_i64(h, gpu, FI_SBE_AGG_TOTAL, base + 2 * i + 1, 2 * i + 1), DCGM_ST_OK);
+    CHECK_RC(inject_i64(h, gpu, FI_SBE_AGG_TOTAL, base + 40, 1000), DCGM_ST_OK);
+    dcgmFieldValue_v1 *values = calloc(128, sizeof *values);
+    CHECK(values != NULL, "%s: calloc", where);
+    int count = 128;
+    CHECK_RC(p_dcgmGetMultipleValuesForField(h, (int)gpu, FI_SBE_AGG_TOTAL, &count, 0, 0, DCGM_ORDER_ASCENDING,
+                                             values), DCGM_ST_OK);
+    CHECK(count == 100, "%s: %d samples kept of 100 times", where, count);
+    for (int i = 0; i < count; i++) {
+        long long want = i == 40 ? 1000 : i;
+        CHECK(values[i].ts == base + i && values[i].value.i64 == want, "%s: sample %d at +%lld us is %lld",
+              where, i, (long long)(values[i].ts - base), (long long)values[i].value.i64);
+    }
+    /* a window from the middle starts at its first sample */
+    dcgmFieldSummaryRequest_t req;
+    CHECK_RC(summary(h, gpu, FI_SBE_AGG_TOTAL, DCGM_SUMMARY_MIN | DCGM_SUMMARY_COUNT, base + 57, base + 60, &req),
+             DCGM_ST_OK);
+    CHECK(req.response.values[0].i64 == 57 && req.response.values[1].i64 == 4, "%s: window min %lld count %lld",
+          where, (long long)req.response.values[0].i64, (long long)req.response.values[1].i64);
+    free(values);
+    CHECK_RC(p_dcgmUnwatchFieldValue(h, (int)gpu, FI_SBE_AGG_TOTAL, 1), DCGM_ST_OK);
+}
+
 /* ---- environment variables ------------------------------------------------ */
 
 static dcgmReturn_t env_info(dcgmHandle_t h, const char *name, dcgmEnvVarInfo_t *out)
@@ -331,6 +366,7 @@ static void script_all(dcgmHandle_t h, const char *where)
     script_unwatch_keeps_info(h, where);
     script_fake_entities(h, where);
     script_field_summary(h, where);
+    script_out_of_order(h, where);
     script_env_var(h, where);
     script_attributes_bad_gpu(h, where);
 }

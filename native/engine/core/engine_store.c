@@ -118,10 +118,27 @@ static engine_sample *ring_slot(engine_ring *r, size_t i)
     return &r->items[(r->head + i) % r->cap];
 }
 
-/* index of the first sample with ts >= the given one */
+/*
+ * Index of the first sample with ts >= the given one.  Sampling appends a
+ * newer sample and a reader asks for what came after its last read, so the
+ * answer is nearly always at or next to the end: steps back from the end,
+ * doubling, bracket it first (one probe for an append, a few for a read), and
+ * a binary search finishes inside the bracket.  An hour of 100 ms samples is
+ * 36,000: a plain binary search took 16 probes for every append.
+ */
 size_t engine_ring_lower_bound(const engine_ring *r, int64_t ts)
 {
-    size_t lo = 0, hi = r->count;
+    /* below lo every ts is < the one asked for, from hi on every ts is >= it */
+    size_t lo = 0, hi = r->count, step = 1;
+    while (hi > 0) {
+        size_t probe = hi > step ? hi - step : 0;
+        if (engine_ring_at(r, probe)->ts < ts) {
+            lo = probe + 1;
+            break;
+        }
+        hi = probe;
+        step *= 2;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (engine_ring_at(r, mid)->ts < ts)
