@@ -90,6 +90,39 @@ def write_counters(directory: str | os.PathLike[str], full: bool = False) -> Pat
     return path
 
 
+MIG_INSTANCES_PER_GPU = 7
+LINKS_PER_GPU = 18          # the simulated H100's
+NVSWITCHES = 4
+
+
+def mig_scenario(gpus: int) -> str:
+    """``gpus`` H100s in training, each split into MIG_INSTANCES_PER_GPU 1g.10gb instances."""
+    return (f'seed = 7\n[[gpu]]\nmodel = "H100"\ncount = {gpus}\nworkload = "training"\n'
+            f"mig_instances = {MIG_INSTANCES_PER_GPU}\n")
+
+
+def links_scenario(gpus: int) -> str:
+    """``gpus`` H100s in training on an HGX board with NVSWITCHES NvSwitches."""
+    return f'seed = 7\nnvswitches = {NVSWITCHES}\n[[gpu]]\nmodel = "H100"\ncount = {gpus}\nworkload = "training"\n'
+
+
+# Per-link rows: a GPU link's state, and what an NvSwitch port reports (throughput and errors)
+LINK_ROWS = ("DCGM_FI_DEV_NVLINK_GET_STATE", "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX",
+             "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX", "DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS",
+             "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS", "DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERROR_TOTAL",
+             "DCGM_FI_DEV_NVSWITCH_LINK_RECOVERY_ERROR_TOTAL")
+
+
+def write_link_counters(directory: str) -> str:
+    """The ``full`` counters plus the per-link rows (LINK_ROWS)."""
+    full = os.path.join(directory, "workload-full.csv")
+    rows = [f"{name}, gauge, {name}" for name in LINK_ROWS]
+    path = os.path.join(directory, "workload-full-links.csv")
+    with open(full, encoding="utf-8") as src, open(path, "w", encoding="utf-8") as out:
+        out.write(src.read() + "\n".join(rows) + "\n")
+    return path
+
+
 def spikes_scenario(directory: str | os.PathLike[str], gpus: int = 8) -> Path:
     """The shipped spikes workload (300 ms to 100 % every 2 s) on ``gpus`` H100s."""
     path = Path(directory) / f"spikes-{gpus}.toml"

@@ -58,36 +58,7 @@ WINDOW_ROWS = 150          # 15 s at 100 ms
 STEP_US = 100_000
 ALL_AGGREGATIONS = ("min", "max", "avg")
 CASES = [("full", 1), ("full", 8), ("full", 32), ("workload", 8), ("full-mig", 8), ("full-links", 8)]
-MIG_INSTANCES_PER_GPU = 7
-LINKS_PER_GPU = 18          # the simulated H100's
-NVSWITCHES = 4
-
-
-def mig_scenario(gpus: int) -> str:
-    """``gpus`` H100s in training, each split into MIG_INSTANCES_PER_GPU 1g.10gb instances."""
-    return (f'seed = 7\n[[gpu]]\nmodel = "H100"\ncount = {gpus}\nworkload = "training"\n'
-            f"mig_instances = {MIG_INSTANCES_PER_GPU}\n")
-
-def links_scenario(gpus: int) -> str:
-    """``gpus`` H100s in training on an HGX board with NVSWITCHES NvSwitches."""
-    return f'seed = 7\nnvswitches = {NVSWITCHES}\n[[gpu]]\nmodel = "H100"\ncount = {gpus}\nworkload = "training"\n'
-
-
-# Per-link rows: a GPU link's state, and what an NvSwitch port reports (throughput and errors)
-LINK_ROWS = ("DCGM_FI_DEV_NVLINK_GET_STATE", "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX",
-             "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX", "DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS",
-             "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS", "DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERROR_TOTAL",
-             "DCGM_FI_DEV_NVSWITCH_LINK_RECOVERY_ERROR_TOTAL")
-
-
-def write_link_counters(directory: str) -> str:
-    """The ``full`` counters plus the per-link rows (LINK_ROWS)."""
-    full = os.path.join(directory, "workload-full.csv")
-    rows = [f"{name}, gauge, {name}" for name in LINK_ROWS]
-    path = os.path.join(directory, "workload-full-links.csv")
-    with open(full, encoding="utf-8") as src, open(path, "w", encoding="utf-8") as out:
-        out.write(src.read() + "\n".join(rows) + "\n")
-    return path
+MIG_INSTANCES_PER_GPU, LINKS_PER_GPU, NVSWITCHES = w.MIG_INSTANCES_PER_GPU, w.LINKS_PER_GPU, w.NVSWITCHES
 
 
 _results: dict[str, dict] = {}
@@ -127,7 +98,7 @@ def counters_dir():
     with tempfile.TemporaryDirectory() as tmp:
         w.write_counters(tmp)
         w.write_counters(tmp, full=True)
-        write_link_counters(tmp)
+        w.write_link_counters(tmp)
         yield tmp
 
 
@@ -137,7 +108,7 @@ def _open(counters_dir: str, kind: str, gpus: int):
     if kind in ("full-mig", "full-links"):
         spec = os.path.join(counters_dir, f"{kind}-{gpus}.toml")
         with open(spec, "w", encoding="utf-8") as handle:
-            handle.write(mig_scenario(gpus) if kind == "full-mig" else links_scenario(gpus))
+            handle.write(w.mig_scenario(gpus) if kind == "full-mig" else w.links_scenario(gpus))
     os.environ[engine.SCENARIO_ENV] = spec
     try:
         handle = dcgm.Handle.embedded("manual", library=engine.library_path())

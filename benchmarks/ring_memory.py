@@ -10,7 +10,15 @@ VmRSS, the history one's ``dcgm_collector_ring_bytes`` and
 rings of before (9 bytes a sample, allocated whole at start) took for the
 same retention.
 
-    python benchmarks/ring_memory.py [--minutes 15,60]
+``--node mig`` and ``--node links`` run the same on the nodes of
+bench_render.py instead, with its full set of counters: 8 H100s each split
+into seven MIG instances (sampled through the 56 instances), and 8 H100s of
+an HGX board with four NvSwitches, with the per-link rows (18 NvLinks a GPU,
+the switches' ports).  Their fixed rings of before are in bench_render.py's
+figures (value rings for 15 min at 100 ms); here the column shows what 9
+bytes a held sample would take.
+
+    python benchmarks/ring_memory.py [--minutes 15,60] [--node plain|mig|links]
 """
 
 from __future__ import annotations
@@ -51,13 +59,23 @@ def held(url: str) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", default="15,60", help="checkpoints, in minutes [%(default)s]")
+    parser.add_argument("--node", choices=("plain", "mig", "links"), default="plain",
+                        help="8 GPUs with the workload set, or the MIG or HGX-link node with the full set [plain]")
     args = parser.parse_args(argv)
     checkpoints = sorted(float(m) for m in args.minutes.split(","))
     w.print_machine()
     with tempfile.TemporaryDirectory() as directory:
-        counters = str(w.write_counters(directory))
+        scenario = str(GPUS)
+        if args.node == "plain":
+            counters = str(w.write_counters(directory))
+        else:
+            full = str(w.write_counters(directory, full=True))
+            counters = w.write_link_counters(directory) if args.node == "links" else full
+            scenario = f"{directory}/{args.node}.toml"
+            with open(scenario, "w", encoding="utf-8") as out:
+                out.write(w.mig_scenario(GPUS) if args.node == "mig" else w.links_scenario(GPUS))
         engine_port = w.free_port()
-        with w.start_hostengine(engine_port, str(GPUS)) as engine:
+        with w.start_hostengine(engine_port, scenario) as engine:
             w.wait_for_port(engine, engine_port)
             remote = f"127.0.0.1:{engine_port}"
             common = ["-f", counters, "-c", "100", "--watch-interval", "100", "-r", remote]
@@ -82,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                         time.sleep(1.0)
                     rss = [w.memory_mib(p.pid)["VmRSS"] for p in (history, baseline)]
                     ring_bytes, samples = held(urls[0])
-                    fixed = fixed_ring_bytes(counters, minutes * 60)
+                    fixed = fixed_ring_bytes(counters, minutes * 60) if args.node == "plain" else 9 * samples
                     print(f"{minutes:7g} {rss[0]:10.1f} MiB {rss[1]:11.1f} MiB {rss[0] / rss[1]:6.2f} "
                           f"{ring_bytes / w.MIB:7.1f} MiB {samples:13.0f} {ring_bytes / max(samples, 1):13.2f} "
                           f"{fixed / w.MIB:8.1f} MiB", flush=True)
