@@ -216,7 +216,12 @@ static void test_readers_racing_a_writer(void)
     pthread_create(&writer, NULL, race_writer, &r);
     for (int i = 0; i < 2; i++)
         pthread_create(&readers[i], NULL, race_reader, &r);
+    /* 1.5 s of racing, then on until the readers have read enough: under valgrind, which runs one thread at
+     * a time, on a busy machine the writer can have the whole 1.5 s (0 reads, 1.2 M rows written, seen) */
+    int64_t started = mono_ms();
     sleep_ms(1500);
+    while ((atomic_load(&r.reads) <= 10 || atomic_load(&r.rows_checked) <= 1000) && mono_ms() - started < 60000)
+        sleep_ms(50);
     atomic_store(&r.stop, 1);
     pthread_join(writer, NULL);
     for (int i = 0; i < 2; i++)
