@@ -70,9 +70,8 @@ class MultiExposition:
         self._last_scrape_s: float | None = None
         self._plan_lock = threading.Lock()
         self._plan: tuple[tuple, list[tuple[str, Header, list[tuple[int, Family]]]]] | None = None
-        # per format: (data version, UTF-8 text, time.monotonic() it was rendered at)
-        self._families_text: dict[bool, tuple[tuple, bytes, float]] = {}
-        self._render_locks = {False: threading.Lock(), True: threading.Lock()}   # one render per format at a time
+        # per format: (data version, its families as UTF-8 text)
+        self._families_text: dict[bool, tuple[tuple, bytes]] = {}
         self._self_lines = SelfLines()
 
     def render(self, openmetrics: bool = False, now_us: int | None = None) -> bytes:
@@ -107,30 +106,18 @@ class MultiExposition:
 
     def _families_bytes(self, expositions: Sequence[Exposition | None], openmetrics: bool, now_us: int,
                         version: tuple) -> bytes:
-        """The families text of ``version``, rendered by one scrape at a time.
+        """The families text of ``version``: rendered once, then the same bytes until a target ticks again.
 
-        Scrapes that arrive while another renders the text of a new tick
-        answer with the text kept from the tick before, if that was rendered
-        within one collect interval, instead of queueing behind the render
-        (under the GIL, ten scrapers would each wait for it); otherwise they
-        wait for the render and share its text.
+        Concurrent scrapes do not reach here together: the collector renders
+        one /metrics at a time (app.Collector.metrics), and a scrape that
+        comes meanwhile answers with the body before.
         """
         cached = self._families_text.get(openmetrics)
         if cached is not None and cached[0] == version:
             return cached[1]
-        lock = self._render_locks[openmetrics]
-        recent = cached is not None and time.monotonic() - cached[2] <= _interval_s(expositions)
-        if not lock.acquire(blocking=not recent):
-            return cached[1]   # type: ignore[index]
-        try:
-            cached = self._families_text.get(openmetrics)
-            if cached is not None and cached[0] == version:
-                return cached[1]
-            text = self._render_families(expositions, openmetrics, now_us).encode()
-            self._families_text[openmetrics] = (version, text, time.monotonic())
-            return text
-        finally:
-            lock.release()
+        text = self._render_families(expositions, openmetrics, now_us).encode()
+        self._families_text[openmetrics] = (version, text)
+        return text
 
     def _render_families(self, expositions: Sequence[Exposition | None], openmetrics: bool, now_us: int) -> str:
         scrapes = [e.scrape(now_us) if e is not None else None for e in expositions]
@@ -197,7 +184,3 @@ class MultiExposition:
             self._plan = (key, merged)
         return merged
 
-
-def _interval_s(expositions: Sequence[Exposition | None]) -> float:
-    """The shortest collect interval of the targets that sample (0 when none does)."""
-    return min((e.view.interval_s for e in expositions if e is not None), default=0.0)

@@ -141,6 +141,65 @@ def test_health_names_the_source_on_a_line_of_its_own_healthy_or_not():
         server.stop()
 
 
+class _SlowTicks:
+    """An exposition whose render of every tick after the first holds until the test lets it finish."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.rendering, self.finish = threading.Event(), threading.Event()
+
+    def write_families(self, parts: list[str], openmetrics: bool, now_us: int | None) -> None:
+        if self.ticks:
+            self.rendering.set()
+            assert self.finish.wait(10)
+        parts.append(f"DCGM_FI_DEV_GPU_TEMP of tick {self.ticks}\n")
+
+    def health(self) -> tuple[bool, str]:
+        return True, "OK"
+
+
+def test_a_scrape_while_another_renders_a_new_tick_answers_with_the_tick_before():
+    """Ten scrapers after a tick: one renders, the others answer at once with the body kept from the tick
+    before (rendered within one collect interval), not queued behind the render; an older body is never served."""
+    import dataclasses
+
+    collector = app.Collector(parse_config(["-a", "127.0.0.1:0", "-c", "60000"], {"NODE_NAME": "node"}))
+    exposition = collector.exposition = _SlowTicks()
+    collector.registry.register(exposition)
+
+    def body() -> bytes:
+        return b"".join(collector.metrics(False))
+
+    assert body().startswith(b"DCGM_FI_DEV_GPU_TEMP of tick 0\n")
+    exposition.ticks = 1
+    answers: list[bytes] = []
+    leader = threading.Thread(target=lambda: answers.append(body()))
+    leader.start()
+    assert exposition.rendering.wait(10)
+    assert body().startswith(b"DCGM_FI_DEV_GPU_TEMP of tick 0\n")   # at once, the render still runs
+    exposition.finish.set()
+    leader.join(10)
+    assert answers[0].startswith(b"DCGM_FI_DEV_GPU_TEMP of tick 1\n")
+    assert body().startswith(b"DCGM_FI_DEV_GPU_TEMP of tick 1\n")
+
+    # a kept body older than one interval is not served: the scrape waits for the render and gets the new tick
+    collector.config = dataclasses.replace(collector.config, collect_interval_ms=0)
+    exposition.rendering.clear()
+    exposition.finish.clear()
+    exposition.ticks = 2
+    leader = threading.Thread(target=lambda: answers.append(body()))
+    leader.start()
+    assert exposition.rendering.wait(10)
+    follower = threading.Thread(target=lambda: answers.append(body()))
+    follower.start()
+    follower.join(0.3)
+    assert follower.is_alive()   # waiting for the render
+    exposition.finish.set()
+    leader.join(10)
+    follower.join(10)
+    assert [a.split(b"\n")[0] for a in answers[1:]] == [b"DCGM_FI_DEV_GPU_TEMP of tick 2"] * 2
+
+
 # ---- reloads and the stop never hold up the signals ---------------------------------------------
 
 def test_sighups_during_a_reload_are_coalesced_into_one_more(caplog):

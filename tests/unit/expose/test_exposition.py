@@ -592,60 +592,6 @@ def test_scrapes_between_two_ticks_reuse_the_families_text(monkeypatch):
     assert renders == [False, True, False, False]
 
 
-def test_a_scrape_while_another_renders_a_new_tick_answers_with_the_tick_before(monkeypatch):
-    """Ten scrapers after a tick: one renders, the others answer at once with the text kept from the tick
-    before (rendered within one collect interval), not queued behind the render; an older text is never served."""
-    import threading
-    from types import SimpleNamespace
-
-    from dcgm_collector.expose import multi
-    from dcgm_collector.expose.multi import MultiExposition
-    from dcgm_collector.series.stats import SamplerStats
-
-    target = SimpleNamespace(name="a", remote=False, stats=SamplerStats(), reconnects=0, exposition=None,
-                             health=lambda now_s=None: (True, "OK"))
-    exposition = MultiExposition([target], version="test")
-    interval = [60.0]
-    monkeypatch.setattr(multi, "_interval_s", lambda expositions: interval[0])
-    rendering, finish = threading.Event(), threading.Event()
-
-    def render(self, expositions, openmetrics, now_us):
-        if target.stats.ticks:
-            rendering.set()
-            assert finish.wait(10)
-        return f"DCGM_FI_DEV_GPU_TEMP of tick {target.stats.ticks}\n"
-
-    monkeypatch.setattr(MultiExposition, "_render_families", render)
-    assert exposition.render().startswith(b"DCGM_FI_DEV_GPU_TEMP of tick 0\n")
-    target.stats.ticks = 1
-    answers: list[bytes] = []
-    leader = threading.Thread(target=lambda: answers.append(exposition.render()))
-    leader.start()
-    assert rendering.wait(10)
-    assert exposition.render().startswith(b"DCGM_FI_DEV_GPU_TEMP of tick 0\n")   # at once, the render still runs
-    finish.set()
-    leader.join(10)
-    assert answers[0].startswith(b"DCGM_FI_DEV_GPU_TEMP of tick 1\n")
-    assert exposition.render().startswith(b"DCGM_FI_DEV_GPU_TEMP of tick 1\n")
-
-    # a kept text older than one interval is not served: the scrape waits for the render and gets the new tick
-    interval[0] = 0.0
-    rendering.clear()
-    finish.clear()
-    target.stats.ticks = 2
-    leader = threading.Thread(target=lambda: answers.append(exposition.render()))
-    leader.start()
-    assert rendering.wait(10)
-    follower = threading.Thread(target=lambda: answers.append(exposition.render()))
-    follower.start()
-    follower.join(0.3)
-    assert follower.is_alive()   # waiting for the render
-    finish.set()
-    leader.join(10)
-    follower.join(10)
-    assert [a.split(b"\n")[0] for a in answers[1:]] == [b"DCGM_FI_DEV_GPU_TEMP of tick 2"] * 2
-
-
 def test_build_info_names_the_source_and_why_when_it_is_known():
     from types import SimpleNamespace
 
