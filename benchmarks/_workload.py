@@ -240,7 +240,7 @@ def python_command(code: str) -> list[str]:
 
 def collector_command(*args: str) -> list[str]:
     """The real CLI, run by this interpreter (the installed package, not the source folder)."""
-    return python_command("import sys; from dcgm_collector.cli import main; sys.exit(main())") + list(args)
+    return python_command("from dcgm_collector.cli import run; run()") + list(args)
 
 
 class Process:

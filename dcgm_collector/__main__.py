@@ -1,8 +1,6 @@
 """``python -m dcgm_collector``: the dcgm-collector command."""
 
-import sys
-
-from dcgm_collector.cli import main
+from dcgm_collector.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

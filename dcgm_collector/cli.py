@@ -33,7 +33,7 @@ from dcgm_collector.options.parser import SuggestingParser
 from dcgm_collector.report import main as report_main
 from dcgm_collector.top import main as top_main
 
-__all__ = ["check_counters", "main"]
+__all__ = ["check_counters", "main", "run"]
 
 log = logging.getLogger("dcgm_collector")
 
@@ -108,6 +108,26 @@ def _import_http_client_without_openssl() -> None:
         import http.client  # noqa: F401
     finally:
         del sys.modules["ssl"]
+
+
+def run() -> None:
+    """The ``dcgm-collector`` command (and ``python -m dcgm_collector``): :func:`main`, then its exit status."""
+    code = main()
+    if "pyarrow" in sys.modules:
+        # Arrow's thread pools can still be winding down when the C++ runtime destroys them at exit, and the
+        # process then aborts (SIGABRT, "terminate called without an active exception") after its work is done
+        # (apache/arrow#34314, open).  What the interpreter's exit would do for us is done here, then the
+        # process ends without the runtime's destructors.
+        import atexit
+
+        atexit._run_exitfuncs()   # logging's shutdown (flushes every handler), the engine's replay files
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):   # a closed pipe: what was written is what the reader got
+                pass
+        os._exit(code)
+    sys.exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -675,3 +676,23 @@ def test_check_counters_shows_the_same_warnings(tmp_path, capsys):
     assert captured.err.splitlines() == [f"dcgm-collector: warning: {w}" for w in mixed_rows_warnings(counters)]
     assert captured.out.splitlines()[-1] == (f"{counters}: 4 rows: 2 metrics (0 with window aggregates), "
                                              "1 label rows, 1 DCGM_EXP_* counters")
+
+
+def test_a_command_that_loaded_pyarrow_ends_with_its_own_status_after_the_exit_handlers(tmp_path):
+    """With pyarrow loaded the command ends without the C++ runtime's destructors (Arrow's thread pools can abort
+    the process there, after the work is done): the status, the error line and the exit handlers are as without."""
+    pytest.importorskip("pyarrow")
+    script = ("import atexit, sys\n"
+              "if sys.argv[1] == 'pyarrow':\n"
+              "    import pyarrow\n"
+              "atexit.register(lambda: print('exit handler ran'))\n"
+              "sys.argv = ['dcgm-collector', 'check-counters', 'missing.csv']\n"
+              "from dcgm_collector.cli import run\n"
+              "run()\n")
+    answers = [subprocess.run([sys.executable, "-c", script, which], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60) for which in ("plain", "pyarrow")]
+    for answer in answers:
+        assert answer.returncode == 1
+        assert answer.stdout == "exit handler ran\n"
+        assert answer.stderr == ("dcgm-collector: error: missing.csv: cannot read counters file: "
+                                 "No such file or directory\n")

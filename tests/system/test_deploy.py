@@ -329,7 +329,7 @@ def _console_script() -> str:
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    (name,) = [n for n, target in scripts.items() if target == "dcgm_collector.cli:main"]
+    (name,) = [n for n, target in scripts.items() if target == "dcgm_collector.cli:run"]
     return name
 
 
