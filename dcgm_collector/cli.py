@@ -28,7 +28,7 @@ from dcgm_collector.config import (
     parse_config,
 )
 from dcgm_collector.dashboard import main as dashboard_main
-from dcgm_collector.logs import setup_logging
+from dcgm_collector.logs import exit_flushed, setup_logging
 from dcgm_collector.options.parser import SuggestingParser
 from dcgm_collector.report import main as report_main
 from dcgm_collector.top import main as top_main
@@ -120,13 +120,8 @@ def run() -> None:
         # process ends without the runtime's destructors.
         import atexit
 
-        atexit._run_exitfuncs()   # logging's shutdown (flushes every handler), the engine's replay files
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):   # a closed pipe: what was written is what the reader got
-                pass
-        os._exit(code)
+        atexit._run_exitfuncs()   # among them the engine's replay files
+        exit_flushed(code)
     sys.exit(code)
 
 

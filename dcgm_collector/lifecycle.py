@@ -27,7 +27,6 @@ Two things that would otherwise keep a stopping process alive:
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import signal
 import sys
@@ -39,6 +38,7 @@ from typing import Any
 from dcgm_collector import engine
 from dcgm_collector.app import STOP_GRACE_S, Collector, StartupError
 from dcgm_collector.config import EXIT_ERROR, EXIT_OK, PROG, Config
+from dcgm_collector.logs import exit_flushed
 
 __all__ = ["HANDLED_SIGNALS", "Reloads", "Stopper", "serve", "stop_within"]
 
@@ -161,13 +161,7 @@ def _exit_now(code: int) -> None:
     log.warning("the stop did not end within %.1f s (a DCGM call or a library load does not return); "
                 "exiting without waiting for it", STOP_GRACE_S)
     engine.remove_replay_files()   # os._exit skips atexit, which would have removed them
-    logging.shutdown()   # flushes every handler
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    exit_flushed(code)
 
 
 def _record_now(collector: Collector) -> None:
