@@ -223,6 +223,9 @@ typedef struct engine_sample {
 typedef struct engine_ring {
     engine_sample *items;
     size_t head, count, cap;
+    /* the newest sample's ts while count > 0: an append or a read of what is new
+     * answers from here without touching the items, which are cold by the next pass */
+    int64_t newest_ts;
 } engine_ring;
 
 typedef struct engine_watcher {
@@ -233,6 +236,7 @@ typedef struct engine_watcher {
 
 typedef struct engine_series {
     struct engine_series *next;  /* hash chain */
+    size_t listed_at;            /* its index in the engine's series list */
     dcgm_field_entity_group_t group;
     dcgm_field_eid_t entity;
     unsigned short field_id;
@@ -337,6 +341,10 @@ struct sim_engine {
     unsigned int next_group_id, next_field_group_id;
     engine_series *buckets[ENGINE_HASH_BUCKETS];
     size_t n_series;
+    /* every series, densely: the sampling pass, the event pump and the next-due
+     * search walk this, not the 4,096 buckets, several times a tick */
+    engine_series **series_list;
+    size_t series_list_cap;
     /* per field id: samples taken by passes, and those taken more than half a
      * watch interval after they were due (dcgmSimFieldStats) */
     uint64_t field_samples[DCGM_FI_MAX_FIELDS];
@@ -437,6 +445,8 @@ engine_series *engine_series_get_locked(sim_engine *e, dcgm_field_entity_group_t
                                         char type);
 const engine_sample *engine_ring_at(const engine_ring *r, size_t i);
 size_t engine_ring_lower_bound(const engine_ring *r, int64_t ts);
+void engine_ring_prefetch_append(const engine_ring *r);
+void engine_ring_prefetch_newest(const engine_ring *r);
 int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
                                 const engine_sample *value, int64_t now_us);
 void engine_storage_key(const dcgm_field_meta_t *meta, dcgm_field_entity_group_t *group,

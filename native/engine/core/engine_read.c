@@ -245,16 +245,17 @@ int engine_latest_values(sim_engine *e, dcgmGpuGrp_t group, dcgmFieldGrp_t field
 }
 
 /* One (entity, field) of a values-since read: its samples in [since, until],
- * or the single record an empty window yields.  Returns non-OK to abort. */
-static int collect_window_locked(sim_engine *e, dcgmGroupEntityPair_t entity,
+ * or the single record an empty window yields.  s is its series (NULL: none
+ * visible).  Returns non-OK to abort. */
+static int collect_window_locked(const engine_series *s, dcgmGroupEntityPair_t entity,
                                  unsigned short field_id, long long since, int64_t until,
                                  engine_record_buf *buf)
 {
     engine_record rec;
     record_init(&rec, entity.entityGroupId, entity.entityId, field_id);
-    const engine_series *s = engine_visible_series_locked(e, entity.entityGroupId, entity.entityId, field_id);
     if (!s)
         return DCGM_ST_NOT_WATCHED;
+    size_t before = buf->count;
     const engine_ring *r = &s->ring;
     for (size_t i = engine_ring_lower_bound(r, since); i < r->count; i++) {
         const engine_sample *sample = engine_ring_at(r, i);
@@ -264,7 +265,7 @@ static int collect_window_locked(sim_engine *e, dcgmGroupEntityPair_t entity,
         if (engine_records_push(buf, &rec) != DCGM_ST_OK)
             return DCGM_ST_MEMORY;
     }
-    if (buf->count > 0)
+    if (buf->count > before)
         return DCGM_ST_OK;
     if (r->count == 0 && s->last_status != DCGM_ST_OK && s->last_status != DCGM_ST_NOT_SUPPORTED)
         return s->last_status;
@@ -283,23 +284,49 @@ static int has_non_gpu(const read_plan *plan)
     return 0;
 }
 
+/*
+ * Series are looked up READ_RUN at a time, and the newest samples of each
+ * asked of the CPU, before the first is copied: each lookup and each ring is
+ * a cache miss of its own after 100 ms of other work, and asked for together
+ * they overlap instead of coming one after the other.  The lock is let go
+ * once a copy holds READ_FLUSH_RECORDS, so it stays small however long the
+ * retention; the rest of the run is looked up again under the next lock.
+ */
+#define READ_RUN 32
+#define READ_FLUSH_RECORDS 4096
+
 static int deliver_since(sim_engine *e, const read_plan *plan, long long since, int64_t until,
                          engine_emit_fn emit, void *ctx, int *stopped)
 {
     engine_record_buf buf = { 0 };
     dcgmFieldValue_v1 *scratch = malloc(sizeof *scratch);
     int rc = scratch ? DCGM_ST_OK : DCGM_ST_MEMORY;
-    for (unsigned int i = 0; rc == DCGM_ST_OK && !*stopped && i < plan->n_entities; i++)
-        for (unsigned int f = 0; rc == DCGM_ST_OK && !*stopped && f < plan->n_fields; f++) {
-            buf.count = 0;
-            /* one series at a time keeps the copy small however long the
-             * retention; samples newer than until are not looked at */
-            pthread_mutex_lock(&e->lock);
-            rc = collect_window_locked(e, plan->entities[i], plan->fields[f], since, until, &buf);
-            pthread_mutex_unlock(&e->lock);
-            if (rc == DCGM_ST_OK)
-                *stopped = deliver(&buf, emit, ctx, scratch);
+    size_t total = (size_t)plan->n_entities * plan->n_fields;
+    for (size_t next = 0; rc == DCGM_ST_OK && !*stopped && next < total;) {
+        const engine_series *run[READ_RUN];
+        size_t n = total - next < READ_RUN ? total - next : READ_RUN;
+        buf.count = 0;
+        pthread_mutex_lock(&e->lock);
+        for (size_t k = 0; k < n; k++) {
+            size_t at = next + k;
+            run[k] = engine_visible_series_locked(e, plan->entities[at / plan->n_fields].entityGroupId,
+                                                  plan->entities[at / plan->n_fields].entityId,
+                                                  plan->fields[at % plan->n_fields]);
+            if (run[k])
+                engine_ring_prefetch_newest(&run[k]->ring);
         }
+        size_t k = 0;
+        while (rc == DCGM_ST_OK && k < n && buf.count < READ_FLUSH_RECORDS) {
+            size_t at = next + k;
+            rc = collect_window_locked(run[k], plan->entities[at / plan->n_fields],
+                                       plan->fields[at % plan->n_fields], since, until, &buf);
+            k++;
+        }
+        pthread_mutex_unlock(&e->lock);
+        next += k;
+        if (rc == DCGM_ST_OK)
+            *stopped = deliver(&buf, emit, ctx, scratch);
+    }
     engine_records_free(&buf);
     free(scratch);
     return rc;

@@ -52,6 +52,18 @@ engine_series *engine_series_get_locked(sim_engine *e, dcgm_field_entity_group_t
     s->type = type;
     s->is_event = vs_is_event_field(e->src, field_id);
     s->last_status = DCGM_ST_OK;
+    if (e->n_series == e->series_list_cap) {
+        size_t cap = e->series_list_cap ? e->series_list_cap * 2 : 256;
+        engine_series **grown = realloc(e->series_list, cap * sizeof *grown);
+        if (!grown) {
+            free(s);
+            return NULL;
+        }
+        e->series_list = grown;
+        e->series_list_cap = cap;
+    }
+    s->listed_at = e->n_series;
+    e->series_list[e->n_series] = s;
     size_t b = bucket_of(group, entity, field_id);
     s->next = e->buckets[b];
     e->buckets[b] = s;
@@ -89,7 +101,10 @@ void engine_series_remove_locked(sim_engine *e, engine_series *s)
         link = &(*link)->next;
     if (*link) {
         *link = s->next;
-        e->n_series--;
+        /* the last of the list takes its place */
+        engine_series *last = e->series_list[--e->n_series];
+        e->series_list[s->listed_at] = last;
+        last->listed_at = s->listed_at;
     }
     series_free(s);
 }
@@ -106,6 +121,9 @@ void engine_series_free_all_locked(sim_engine *e)
         e->buckets[b] = NULL;
     }
     e->n_series = 0;
+    free(e->series_list);
+    e->series_list = NULL;
+    e->series_list_cap = 0;
 }
 
 const engine_sample *engine_ring_at(const engine_ring *r, size_t i)
@@ -121,15 +139,19 @@ static engine_sample *ring_slot(engine_ring *r, size_t i)
 /*
  * Index of the first sample with ts >= the given one.  Sampling appends a
  * newer sample and a reader asks for what came after its last read, so the
- * answer is nearly always at or next to the end: steps back from the end,
- * doubling, bracket it first (one probe for an append, a few for a read), and
- * a binary search finishes inside the bracket.  An hour of 100 ms samples is
+ * answer is nearly always at or next to the end: the newest ts in the ring's
+ * header answers an append with no probe, then steps back from the end,
+ * doubling, bracket it (one probe for a read of one new sample), and a binary
+ * search finishes inside the bracket.  An hour of 100 ms samples is
  * 36,000: a plain binary search took 16 probes for every append.
  */
 size_t engine_ring_lower_bound(const engine_ring *r, int64_t ts)
 {
     /* below lo every ts is < the one asked for, from hi on every ts is >= it */
     size_t lo = 0, hi = r->count, step = 1;
+    if (hi == 0 || r->newest_ts < ts)
+        return hi;
+    hi--;   /* the newest is >= ts: no need to probe it */
     while (hi > 0) {
         size_t probe = hi > step ? hi - step : 0;
         if (engine_ring_at(r, probe)->ts < ts) {
@@ -147,6 +169,30 @@ size_t engine_ring_lower_bound(const engine_ring *r, int64_t ts)
             hi = mid;
     }
     return lo;
+}
+
+/*
+ * Asks the CPU for the lines an append will touch: the slot it writes and the
+ * oldest sample, which the keep age checks and drops.  A pass comes back to a
+ * series every 100 ms or so and finds both out of cache; asked for before the
+ * driver read, they arrive while the read runs instead of stalling the append.
+ */
+void engine_ring_prefetch_append(const engine_ring *r)
+{
+    if (r->cap == 0)
+        return;
+    __builtin_prefetch(&r->items[(r->head + r->count) % r->cap], 1);
+    __builtin_prefetch(&r->items[r->head], 1);
+}
+
+/* The same for a read of what is new: the newest sample and the one before it. */
+void engine_ring_prefetch_newest(const engine_ring *r)
+{
+    if (r->count == 0)
+        return;
+    __builtin_prefetch(&r->items[(r->head + r->count - 1) % r->cap]);
+    if (r->count > 1)
+        __builtin_prefetch(&r->items[(r->head + r->count - 2) % r->cap]);
 }
 
 static int ring_grow(engine_ring *r)
@@ -217,6 +263,8 @@ int engine_series_append_locked(sim_engine *e, engine_series *s, int64_t ts,
     engine_sample *slot = ring_slot(r, at);
     *slot = *value;
     slot->ts = ts;
+    if (at == r->count)
+        r->newest_ts = ts;
     r->count++;
     drop_expired(s, now_us);
     /* DCGM's policy manager hears of every value stored, sampled or injected */

@@ -191,6 +191,7 @@ static void sample_series(sim_engine *e, engine_series *s, int64_t now_us)
         s->last_status = DCGM_ST_NOT_SUPPORTED;
         return;
     }
+    engine_ring_prefetch_append(&s->ring);
     sim_value v;
     int64_t started = engine_wall_us();
     /* a series a module samples itself (the host's CPUs: a utilization
@@ -242,40 +243,42 @@ static void pump_series_events(sim_engine *e, engine_series *s, int64_t now_us)
 
 void engine_pump_events_locked(sim_engine *e, int64_t now_us)
 {
-    for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++)
-        for (engine_series *s = e->buckets[b]; s; s = s->next)
-            if (s->is_event && s->n_watchers > 0)
-                pump_series_events(e, s, now_us);
+    /* by index, read again each time: an append's module hooks may add a series */
+    for (size_t i = 0; i < e->n_series; i++) {
+        engine_series *s = e->series_list[i];
+        if (s->is_event && s->n_watchers > 0)
+            pump_series_events(e, s, now_us);
+    }
 }
 
 int engine_run_pass_locked(sim_engine *e, int64_t now_us)
 {
     engine_pump_events_locked(e, now_us);
-    for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++)
-        for (engine_series *s = e->buckets[b]; s; s = s->next) {
-            if (s->n_watchers == 0 || s->is_event)
-                continue;
-            if (s->last_sampled_us == 0 || now_us - s->last_sampled_us >= s->freq_us) {
-                if (engine_admin_idle_locked(e, s->group))
-                    s->last_sampled_us = now_us; /* nothing read of a detached or paused GPU */
-                else
-                    sample_series(e, s, now_us);
-            }
+    for (size_t i = 0; i < e->n_series; i++) {
+        engine_series *s = e->series_list[i];
+        if (s->n_watchers == 0 || s->is_event)
+            continue;
+        if (s->last_sampled_us == 0 || now_us - s->last_sampled_us >= s->freq_us) {
+            if (engine_admin_idle_locked(e, s->group))
+                s->last_sampled_us = now_us; /* nothing read of a detached or paused GPU */
+            else
+                sample_series(e, s, now_us);
         }
+    }
     return DCGM_ST_OK;
 }
 
 int64_t engine_next_due_locked(const sim_engine *e)
 {
     int64_t due = INT64_MAX;
-    for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++)
-        for (const engine_series *s = e->buckets[b]; s; s = s->next) {
-            if (s->n_watchers == 0 || s->is_event)
-                continue;
-            int64_t at = s->last_sampled_us == 0 ? 0 : s->last_sampled_us + s->freq_us;
-            if (at < due)
-                due = at;
-        }
+    for (size_t i = 0; i < e->n_series; i++) {
+        const engine_series *s = e->series_list[i];
+        if (s->n_watchers == 0 || s->is_event)
+            continue;
+        int64_t at = s->last_sampled_us == 0 ? 0 : s->last_sampled_us + s->freq_us;
+        if (at < due)
+            due = at;
+    }
     return due;
 }
 
