@@ -67,6 +67,14 @@ def _util_max(base: str, context: ssl.SSLContext | None = None, auth: str | None
     return {str(s["gpu"]): max(v for _, v in s["samples"]) for s in series if s["samples"]}
 
 
+def _held_s(base: str) -> float:
+    """Seconds between GPU 0's oldest and newest utilisation sample the rings hold."""
+    status, body, _ = _fetch(f"{base}/api/v1/samples?field=DCGM_FI_DEV_GPU_UTIL&gpu=0&since=300s")
+    series = json.loads(body)["data"]["series"] if status == 200 else []
+    stamps = [ts_us for s in series for ts_us, _ in s["samples"]]
+    return (max(stamps) - min(stamps)) / 1e6 if stamps else 0.0
+
+
 def _spikes_held(base: str, context: ssl.SSLContext | None = None, auth: str | None = None) -> dict[str, float]:
     """The rings' utilisation maxima, once a spike shows on every GPU (a 200 ms reading of a 300 ms spike is at
     least 50 %, 100 % when the reading falls within it) and one GPU has had its 100 %; else {}."""
@@ -223,6 +231,9 @@ def test_the_browser_draws_the_spikes(spikes, tmp_path):
     result = _chromium("--dump-dom", f"{base}/")
     assert result.returncode == 0, result.stderr[-2000:]
     _assert_the_spikes_are_drawn(result.stdout, before, _util_max(base))
+    # a young collector's charts fill only the part of their 60 s axis it has samples for:
+    # with 15 s held, a quarter of each chart's width at least
+    wait_for(lambda: _held_s(base) >= 15, timeout=60, what="15 s of samples")
     shot = tmp_path / "page.png"
     result = _chromium(f"--screenshot={shot}", f"http://127.0.0.1:{spikes.port}/")
     assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
