@@ -60,18 +60,21 @@ def _fetch(url: str, context: ssl.SSLContext | None = None, auth: str | None = N
         return error.code, error.read(), dict(error.headers)
 
 
+def _util_series(base: str, context: ssl.SSLContext | None = None, auth: str | None = None) -> list[dict]:
+    """The utilisation series the rings hold of the charts' span, from the samples API ([] when it refuses)."""
+    status, body, _ = _fetch(f"{base}/api/v1/samples?field=DCGM_FI_DEV_GPU_UTIL&since=300s", context, auth)
+    return json.loads(body)["data"]["series"] if status == 200 else []
+
+
 def _util_max(base: str, context: ssl.SSLContext | None = None, auth: str | None = None) -> dict[str, float]:
     """GPU -> the largest utilisation the rings hold of the charts' span."""
-    status, body, _ = _fetch(f"{base}/api/v1/samples?field=DCGM_FI_DEV_GPU_UTIL&since=300s", context, auth)
-    series = json.loads(body)["data"]["series"] if status == 200 else []
-    return {str(s["gpu"]): max(v for _, v in s["samples"]) for s in series if s["samples"]}
+    return {str(s["gpu"]): max(v for _, v in s["samples"]) for s in _util_series(base, context, auth)
+            if s["samples"]}
 
 
 def _held_s(base: str) -> float:
     """Seconds between GPU 0's oldest and newest utilisation sample the rings hold."""
-    status, body, _ = _fetch(f"{base}/api/v1/samples?field=DCGM_FI_DEV_GPU_UTIL&gpu=0&since=300s")
-    series = json.loads(body)["data"]["series"] if status == 200 else []
-    stamps = [ts_us for s in series for ts_us, _ in s["samples"]]
+    stamps = [ts_us for s in _util_series(base) if str(s["gpu"]) == "0" for ts_us, _ in s["samples"]]
     return (max(stamps) - min(stamps)) / 1e6 if stamps else 0.0
 
 

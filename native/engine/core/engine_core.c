@@ -288,27 +288,22 @@ void engine_release_owner(sim_engine *e, engine_owner owner)
     engine_modules_release_owner_locked(e, owner);
     /* the watches health checks and policy registrations made for the owner */
     engine_owner health = owner | ENGINE_OWNER_HEALTH, policy = owner | ENGINE_OWNER_POLICY;
-    for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++) {
-        engine_series *s = e->buckets[b];
-        while (s) {
-            engine_series *next = s->next;
-            /* unwatching an owner that does not watch it would drop a series
-             * that only holds injected values; only the last of the unwatches
-             * below can free s */
-            int mine = 0, theirs = 0, policy_too = 0;
-            for (size_t i = 0; i < s->n_watchers; i++) {
-                mine |= s->watchers[i].owner == owner;
-                theirs |= s->watchers[i].owner == health;
-                policy_too |= s->watchers[i].owner == policy;
-            }
-            if (mine)
-                engine_unwatch_one_locked(e, owner, s);
-            if (theirs)
-                engine_unwatch_one_locked(e, health, s);
-            if (policy_too)
-                engine_unwatch_one_locked(e, policy, s);
-            s = next;
+    for (size_t k = 0; k < e->n_series; k++) {
+        engine_series *s = e->series_list[k];
+        /* unwatching an owner that does not watch it would drop the samples
+         * of a series that only holds injected values */
+        int mine = 0, theirs = 0, policy_too = 0;
+        for (size_t i = 0; i < s->n_watchers; i++) {
+            mine |= s->watchers[i].owner == owner;
+            theirs |= s->watchers[i].owner == health;
+            policy_too |= s->watchers[i].owner == policy;
         }
+        if (mine)
+            engine_unwatch_one_locked(e, owner, s);
+        if (theirs)
+            engine_unwatch_one_locked(e, health, s);
+        if (policy_too)
+            engine_unwatch_one_locked(e, policy, s);
     }
     pthread_mutex_unlock(&e->lock);
 }

@@ -295,6 +295,17 @@ static int has_non_gpu(const read_plan *plan)
 #define READ_RUN 32
 #define READ_FLUSH_RECORDS 4096
 
+/* The plan's (entity, field) pairs in order, entity after entity: pair at of them. */
+static dcgmGroupEntityPair_t plan_entity(const read_plan *plan, size_t at)
+{
+    return plan->entities[at / plan->n_fields];
+}
+
+static unsigned short plan_field(const read_plan *plan, size_t at)
+{
+    return plan->fields[at % plan->n_fields];
+}
+
 static int deliver_since(sim_engine *e, const read_plan *plan, long long since, int64_t until,
                          engine_emit_fn emit, void *ctx, int *stopped)
 {
@@ -308,20 +319,16 @@ static int deliver_since(sim_engine *e, const read_plan *plan, long long since, 
         buf.count = 0;
         pthread_mutex_lock(&e->lock);
         for (size_t k = 0; k < n; k++) {
-            size_t at = next + k;
-            run[k] = engine_visible_series_locked(e, plan->entities[at / plan->n_fields].entityGroupId,
-                                                  plan->entities[at / plan->n_fields].entityId,
-                                                  plan->fields[at % plan->n_fields]);
+            dcgmGroupEntityPair_t entity = plan_entity(plan, next + k);
+            run[k] = engine_visible_series_locked(e, entity.entityGroupId, entity.entityId,
+                                                  plan_field(plan, next + k));
             if (run[k])
                 engine_ring_prefetch_newest(&run[k]->ring);
         }
         size_t k = 0;
-        while (rc == DCGM_ST_OK && k < n && buf.count < READ_FLUSH_RECORDS) {
-            size_t at = next + k;
-            rc = collect_window_locked(run[k], plan->entities[at / plan->n_fields],
-                                       plan->fields[at % plan->n_fields], since, until, &buf);
-            k++;
-        }
+        for (; rc == DCGM_ST_OK && k < n && buf.count < READ_FLUSH_RECORDS; k++)
+            rc = collect_window_locked(run[k], plan_entity(plan, next + k), plan_field(plan, next + k),
+                                       since, until, &buf);
         pthread_mutex_unlock(&e->lock);
         next += k;
         if (rc == DCGM_ST_OK)

@@ -111,15 +111,9 @@ void engine_series_remove_locked(sim_engine *e, engine_series *s)
 
 void engine_series_free_all_locked(sim_engine *e)
 {
-    for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++) {
-        engine_series *s = e->buckets[b];
-        while (s) {
-            engine_series *next = s->next;
-            series_free(s);
-            s = next;
-        }
-        e->buckets[b] = NULL;
-    }
+    for (size_t i = 0; i < e->n_series; i++)
+        series_free(e->series_list[i]);
+    memset(e->buckets, 0, sizeof e->buckets);
     e->n_series = 0;
     free(e->series_list);
     e->series_list = NULL;

@@ -525,9 +525,8 @@ int engine_empty_cache(sim_engine *e)
     if (!e)
         return DCGM_ST_BADPARAM;
     pthread_mutex_lock(&e->lock);
-    for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++)
-        for (engine_series *s = e->buckets[b]; s; s = s->next)
-            engine_ring_clear(&s->ring);
+    for (size_t i = 0; i < e->n_series; i++)
+        engine_ring_clear(&e->series_list[i]->ring);
     pthread_mutex_unlock(&e->lock);
     return DCGM_ST_OK;
 }

@@ -62,6 +62,16 @@ int engine_module_denylist(sim_engine *e, unsigned int module)
  * last when pausing and first when resuming.  The core's pause is the cache
  * manager's (DcgmCacheManager::Pause): its GPUs are Disabled, so neither
  * sampled nor counted as supported, until it resumes. */
+/* The watches of the GPUs and their MIG instances, due again at the next pass. */
+static void gpu_watches_due_now_locked(sim_engine *e)
+{
+    for (size_t i = 0; i < e->n_series; i++) {
+        engine_series *s = e->series_list[i];
+        if (s->group == DCGM_FE_GPU || s->group == DCGM_FE_GPU_I || s->group == DCGM_FE_GPU_CI)
+            s->last_sampled_us = 0;
+    }
+}
+
 int engine_pause_resume(sim_engine *e, int pause)
 {
     if (!e)
@@ -75,11 +85,7 @@ int engine_pause_resume(sim_engine *e, int pause)
             *status = to;
     }
     if (!pause)
-        /* the watches of the GPUs are due again at once */
-        for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++)
-            for (engine_series *s = e->buckets[b]; s; s = s->next)
-                if (s->group == DCGM_FE_GPU || s->group == DCGM_FE_GPU_I || s->group == DCGM_FE_GPU_CI)
-                    s->last_sampled_us = 0;
+        gpu_watches_due_now_locked(e);
     engine_kick_locked(e);
     ENGINE_LOG_INFO("Telemetry %s", pause ? "paused for a diagnostic" : "resumed");
     pthread_mutex_unlock(&e->lock);
@@ -127,11 +133,7 @@ int engine_driver_attach(sim_engine *e, int attach)
         }
     } else if (e->admin.gpus_detached) {
         e->admin.gpus_detached = 0;
-        /* every watch is due again at once */
-        for (size_t b = 0; b < ENGINE_HASH_BUCKETS; b++)
-            for (engine_series *s = e->buckets[b]; s; s = s->next)
-                if (s->group == DCGM_FE_GPU || s->group == DCGM_FE_GPU_I || s->group == DCGM_FE_GPU_CI)
-                    s->last_sampled_us = 0;
+        gpu_watches_due_now_locked(e);
         record_bind_event_locked(e, BIND_EVENT_REINITIALIZED);
         engine_kick_locked(e);
         ENGINE_LOG_INFO("Attached the driver");
